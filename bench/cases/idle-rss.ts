@@ -1,0 +1,87 @@
+/**
+ * Idle resident memory (VmRSS) of the compiled product binary after start, a
+ * few requests and 1 s idle, as a ratio to the compiled hello-world after the
+ * same treatment. Target: ≤ 1.5×.
+ *
+ * Method: `rounds` pairs, interleaved, order flipped each pair; every
+ * measurement is a fresh process: start → first 200 on /health → 20 more
+ * sequential GET /health → 1 s idle → read /proc/<pid>/status. Ratio per pair
+ * = ours / hello.
+ */
+import { defineCase, type BenchContext } from '../lib/bench-case.ts'
+import { makeFigure, type RoundPair } from '../lib/figure.ts'
+import { printRound } from '../lib/results-printer.ts'
+import { readProcMemory, type ProcMemory } from '../lib/rss.ts'
+import type { ServerCommand } from '../lib/server-process.ts'
+import { timeToFirstOk } from '../lib/start-timer.ts'
+import { median, round, sleep } from '../lib/stats.ts'
+
+const TARGET = { op: '<=' as const, value: 1.5 }
+const REQUESTS = 20
+const IDLE_MS = 1000
+
+async function measure(cmd: ServerCommand): Promise<ProcMemory> {
+  let mem: ProcMemory | null = null
+  await timeToFirstOk(cmd, '/health', 15_000, async (server) => {
+    for (let i = 0; i < REQUESTS; i++) {
+      const res = await fetch(`${server.baseUrl}/health`)
+      await res.arrayBuffer()
+    }
+    await sleep(IDLE_MS)
+    mem = readProcMemory(server.pid)
+  })
+  if (!mem) throw new Error(`cannot read /proc/<pid>/status for ${cmd.label}`)
+  return mem
+}
+
+async function run(ctx: BenchContext): Promise<void> {
+  if (!readProcMemory(process.pid)) {
+    ctx.skip('idle-rss', '/proc/<pid>/status not readable (not Linux?)')
+    return
+  }
+  const bin = await ctx.productBinary()
+  if (!bin) {
+    ctx.skip('idle-rss', 'no product binary')
+    return
+  }
+  const hello = ctx.helloCommand(await ctx.helloBinary())
+  const ours = ctx.productCommand('binary', ctx.tempDir('rss'), bin)
+  await timeToFirstOk(ours) // first start creates the data dir; measure restarts like start-time does
+
+  const rounds: RoundPair[] = []
+  const hwm: { ours: number[]; hello: number[] } = { ours: [], hello: [] }
+  for (let i = 0; i < ctx.settings.rounds; i++) {
+    let h: ProcMemory
+    let o: ProcMemory
+    if (i % 2 === 0) {
+      h = await measure(hello)
+      o = await measure(ours)
+    } else {
+      o = await measure(ours)
+      h = await measure(hello)
+    }
+    rounds.push({ baseline: h.vmRssKb / 1024, ours: o.vmRssKb / 1024 })
+    if (h.vmHwmKb) hwm.hello.push(h.vmHwmKb / 1024)
+    if (o.vmHwmKb) hwm.ours.push(o.vmHwmKb / 1024)
+    printRound('idle-rss', i, ctx.settings.rounds, o.vmRssKb / 1024, h.vmRssKb / 1024, 'MB')
+  }
+  ctx.record(
+    makeFigure({
+      caseName: 'idle-rss',
+      name: `idle VmRSS after ${REQUESTS} req + ${IDLE_MS / 1000} s (binary)`,
+      unit: 'MB',
+      subject: 'dist/service-server',
+      baselineLabel: 'compiled hello.ts',
+      rounds,
+      target: TARGET,
+      notes: [`peak VmHWM: ours ${round(median(hwm.ours), 1)} MB vs hello ${round(median(hwm.hello), 1)} MB`],
+      extra: { oursVmHwmMb: hwm.ours.map((x) => round(x, 1)), helloVmHwmMb: hwm.hello.map((x) => round(x, 1)) },
+    }),
+  )
+}
+
+export default defineCase({
+  name: 'idle-rss',
+  description: 'compiled binary idle VmRSS vs compiled hello-world; target ratio <= 1.5',
+  run,
+})

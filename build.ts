@@ -1,0 +1,44 @@
+/**
+ * Builds the single executable: `bun build.ts` → `dist/service-server` for this platform;
+ * `bun build.ts --all` cross-compiles every supported target.
+ *
+ * The binary must not read `.env` or `bunfig.toml` from whatever directory it is started in
+ * (Bun's compiled default), and carries migrations and embedded data because they are imported
+ * statically.
+ */
+import { spawnSync } from 'node:child_process'
+import { mkdirSync } from 'node:fs'
+
+const TARGETS: Record<string, string> = {
+  'linux-x64': 'bun-linux-x64',
+  'linux-arm64': 'bun-linux-arm64',
+  'darwin-x64': 'bun-darwin-x64',
+  'darwin-arm64': 'bun-darwin-arm64',
+  'windows-x64': 'bun-windows-x64',
+}
+
+const all = process.argv.includes('--all')
+const outDir = 'dist'
+mkdirSync(outDir, { recursive: true })
+
+function build(outfile: string, target?: string): void {
+  const args = [
+    'build', 'bin/service-server.ts', '--compile', '--minify', '--sourcemap',
+    '--no-compile-autoload-dotenv', '--no-compile-autoload-bunfig',
+    '--outfile', outfile,
+    ...(target ? ['--target', target] : []),
+  ]
+  const started = performance.now()
+  const result = spawnSync(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'] })
+  if (result.status !== 0) {
+    console.error(`build failed for ${target ?? 'this platform'}`)
+    process.exit(result.status ?? 1)
+  }
+  console.log(`built ${outfile}${target ? ` (${target})` : ''} in ${Math.round(performance.now() - started)} ms`)
+}
+
+if (all) {
+  for (const [name, target] of Object.entries(TARGETS)) build(`${outDir}/service-server-${name}${name.startsWith('windows') ? '.exe' : ''}`, target)
+} else {
+  build(`${outDir}/service-server`)
+}

@@ -1,0 +1,11 @@
+/**
+ * Control-plane migrations, imported statically so a compiled binary carries them
+ * (a file-based provider cannot read `/$bunfs` inside `bun build --compile` output).
+ * Add a migration: create `NNNN_name.ts` exporting `up`/`down`, then list it here.
+ */
+import type { MigrationSet } from '../../src/storage/database.ts'
+import * as m0001 from './0001_instance.ts'
+
+export const controlPlaneMigrations: MigrationSet = {
+  '0001_instance': m0001,
+}

@@ -1,0 +1,71 @@
+/**
+ * The one error type handlers throw, and the one JSON shape clients see: `{code, message, details?}`.
+ *
+ * Codes are stable snake_case strings clients may switch on; messages are for people and may change.
+ * Anything thrown that is not an {@link ApiError} becomes an opaque 500 so internal text
+ * (SQL, paths, stack traces) never reaches a client.
+ * @module
+ */
+
+/** The wire shape of every error response body. Extra top-level fields are allowed for compatibility. */
+export interface ErrorBody {
+  code: string
+  message: string
+  details?: unknown
+  [extra: string]: unknown
+}
+
+/** An error with an HTTP status and a stable code, safe to show to the caller. */
+export class ApiError extends Error {
+  readonly status: number
+  readonly code: string
+  readonly details: unknown
+  /** Extra top-level body fields, e.g. the reference's `{ok:false, preview}` on import conflicts. */
+  readonly extra: Record<string, unknown> | undefined
+  /** Extra response headers, e.g. `Retry-After` on 429 or `Allow` on 405. */
+  readonly headers: Record<string, string> | undefined
+
+  constructor(status: number, code: string, message: string, options: { details?: unknown; extra?: Record<string, unknown>; headers?: Record<string, string> } = {}) {
+    super(message)
+    this.name = 'ApiError'
+    this.status = status
+    this.code = code
+    this.details = options.details
+    this.extra = options.extra
+    this.headers = options.headers
+  }
+
+  /** The JSON body for this error. */
+  toBody(): ErrorBody {
+    const body: ErrorBody = { ...this.extra, code: this.code, message: this.message }
+    if (this.details !== undefined) body.details = this.details
+    return body
+  }
+}
+
+/** Shorthands for the statuses every surface uses, so codes stay consistent. */
+export const errors = {
+  badRequest: (code: string, message: string, details?: unknown) => new ApiError(400, code, message, { details }),
+  unauthorized: (message = 'Missing or invalid credentials') => new ApiError(401, 'unauthorized', message),
+  forbidden: (message: string, details?: unknown, code = 'forbidden') => new ApiError(403, code, message, { details }),
+  notFound: (code = 'not_found', message = 'Not found') => new ApiError(404, code, message),
+  conflict: (code: string, message: string, details?: unknown) => new ApiError(409, code, message, { details }),
+  unprocessable: (code: string, message: string, details?: unknown) => new ApiError(422, code, message, { details }),
+  tooManyRequests: (retryAfterSeconds: number, message = 'Too many requests') =>
+    new ApiError(429, 'rate_limited', message, { details: { retryAfterSeconds }, headers: { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) } }),
+  internal: () => new ApiError(500, 'internal_error', 'Unexpected server error'),
+}
+
+/** Builds the JSON response for an error, adding its headers. */
+export function errorResponse(error: ApiError, headers?: HeadersInit): Response {
+  const response = jsonResponse(error.toBody(), { status: error.status, headers })
+  if (error.headers) for (const [name, value] of Object.entries(error.headers)) response.headers.set(name, value)
+  return response
+}
+
+/** A JSON response with the right content type; the one place responses are serialised. */
+export function jsonResponse(body: unknown, init: ResponseInit = {}): Response {
+  const headers = new Headers(init.headers)
+  headers.set('content-type', 'application/json; charset=utf-8')
+  return new Response(JSON.stringify(body), { ...init, headers })
+}

@@ -1,0 +1,180 @@
+import * as v from 'valibot'
+import { assert, request, suite } from '../../tests/harness.ts'
+import { ApiError } from './errors.ts'
+import { createHttpApp, NEVER_LOGGED_HEADERS, type SurfaceAuth } from './http-app.ts'
+import { createLogger } from './logger.ts'
+import { routeFactory } from './route.ts'
+import { queryInt } from './validation.ts'
+
+type Rule = 'public' | 'secret'
+const route = routeFactory<Rule, { who: string }>()
+const auth: SurfaceAuth<Rule, { who: string }> = {
+  authenticate(req, rule) {
+    if (rule === 'public') return { who: 'anyone' }
+    if (req.headers.get('authorization') === 'Bearer right') return { who: 'caller' }
+    throw new ApiError(401, 'unauthorized', 'nope')
+  },
+  security: (rule) => (rule === 'public' ? [] : [{ bearer: [] }]),
+  statuses: (rule) => (rule === 'public' ? [] : [401]),
+}
+
+function makeApp(options: { cors?: string[]; lines?: string[] } = {}) {
+  const lines = options.lines ?? []
+  return createHttpApp({
+    routes: [
+      route({ method: 'GET', path: '/items/:id', operationId: 'getItem', summary: 's', auth: 'public', responses: { 200: v.object({ id: v.string() }) }, handler: ({ params }) => ({ id: params.id }) }),
+      route({
+        method: 'POST', path: '/items', operationId: 'createItem', summary: 's', auth: 'secret',
+        body: v.object({ name: v.pipe(v.string(), v.minLength(1)), tags: v.optional(v.array(v.string())), nested: v.optional(v.object({ n: v.number() })) }),
+        responses: { 201: v.object({ name: v.string(), who: v.string() }) },
+        handler: ({ body, principal }) => ({ name: body.name, who: principal.who }),
+      }),
+      route({ method: 'GET', path: '/list', operationId: 'list', summary: 's', auth: 'public', query: v.object({ limit: queryInt({ min: 1, max: 100, default: 20 }) }), responses: { 200: v.object({ limit: v.number() }) }, handler: ({ query }) => ({ limit: query.limit }) }),
+      route({ method: 'GET', path: '/boom', operationId: 'boom', summary: 's', auth: 'public', responses: { 200: v.object({}) }, handler: () => { throw new Error('SQLITE_CONSTRAINT: secret internals /etc/passwd') } }),
+      route({ method: 'DELETE', path: '/items/:id', operationId: 'deleteItem', summary: 's', auth: 'secret', responses: { 204: { description: 'gone' } }, handler: () => undefined }),
+    ],
+    auth,
+    validation: { status: 422, bodyCode: 'validation_failed', queryCode: 'validation_failed' },
+    cors: { origins: options.cors ?? [], allowHeaders: ['Authorization', 'Content-Type'], maxAgeSeconds: 900 },
+    logger: createLogger({ format: 'json', write: (l) => lines.push(l) }),
+  })
+}
+
+const http = suite('core/http-app')
+
+http('every response carries X-Request-Id, generated or echoed when well-formed', async () => {
+  const app = makeApp()
+  const generated = await request(app.fetch, '/items/1')
+  assert.match(generated.headers.get('x-request-id') ?? '', /^req_[0-9a-z]{26}$/)
+  const echoed = await request(app.fetch, '/items/1', { headers: { 'x-request-id': 'client-abc.1' } })
+  assert.is(echoed.headers.get('x-request-id'), 'client-abc.1')
+  const rejected = await request(app.fetch, '/items/1', { headers: { 'x-request-id': 'bad id\twith spaces' } })
+  assert.match(rejected.headers.get('x-request-id') ?? '', /^req_/)
+  const missing = await request(app.fetch, '/nope')
+  assert.ok(missing.headers.get('x-request-id'))
+})
+
+http('path params are URL-decoded and malformed encodings are 404', async () => {
+  const app = makeApp()
+  assert.equal(await (await request(app.fetch, '/items/a%20b')).json(), { id: 'a b' })
+  const bad = await request(app.fetch, '/items/%E0%A4%A')
+  assert.is(bad.status, 404)
+  assert.is((await bad.json()).code, 'not_found')
+})
+
+http('HEAD is answered like GET without a body', async () => {
+  const app = makeApp()
+  const res = await request(app.fetch, '/items/7', { method: 'HEAD' })
+  assert.is(res.status, 200)
+  assert.is(res.headers.get('content-type'), 'application/json; charset=utf-8')
+  assert.is(await res.text(), '')
+})
+
+http('unknown paths are 404 not_found and known paths with another method are 405 with Allow', async () => {
+  const app = makeApp()
+  const missing = await request(app.fetch, '/nothing/here')
+  assert.is(missing.status, 404)
+  assert.equal(await missing.json(), { code: 'not_found', message: 'Not found' })
+  const wrong = await request(app.fetch, '/items/1', { method: 'PUT' })
+  assert.is(wrong.status, 405)
+  assert.is((await wrong.json()).code, 'method_not_allowed')
+  assert.match(wrong.headers.get('allow') ?? '', /GET.*HEAD.*DELETE|GET.*DELETE.*HEAD|DELETE.*GET/)
+})
+
+http('an unexpected exception becomes 500 internal_error with no internal text', async () => {
+  const lines: string[] = []
+  const app = makeApp({ lines })
+  const res = await request(app.fetch, '/boom')
+  assert.is(res.status, 500)
+  const text = await res.text()
+  assert.equal(JSON.parse(text), { code: 'internal_error', message: 'Unexpected server error' })
+  assert.not.match(text, /SQLITE|passwd/)
+  assert.ok(lines.some((l) => l.includes('SQLITE_CONSTRAINT')), 'the cause is logged for operators')
+})
+
+http('malformed JSON is 400 invalid_json and a non-object body is 400', async () => {
+  const app = makeApp()
+  const headers = { authorization: 'Bearer right', 'content-type': 'application/json' }
+  const malformed = await request(app.fetch, '/items', { method: 'POST', headers, body: '{bad' })
+  assert.is(malformed.status, 400)
+  assert.is((await malformed.json()).code, 'invalid_json')
+  const array = await request(app.fetch, '/items', { method: 'POST', headers, body: '[]' })
+  assert.is(array.status, 400)
+  assert.is((await array.json()).code, 'validation_failed')
+})
+
+http('validation failures name every field path', async () => {
+  const app = makeApp()
+  const res = await request(app.fetch, '/items', { method: 'POST', headers: { authorization: 'Bearer right' }, json: { name: '', tags: ['ok', 3], nested: { n: 'x' } } })
+  assert.is(res.status, 422)
+  const body = await res.json()
+  assert.is(body.code, 'validation_failed')
+  const paths = body.details.issues.map((i: { path: string }) => i.path).sort()
+  assert.equal(paths, ['name', 'nested.n', 'tags.1'])
+})
+
+http('auth runs before validation and the declared success status is used', async () => {
+  const app = makeApp()
+  const anonymous = await request(app.fetch, '/items', { method: 'POST', json: { name: '' } })
+  assert.is(anonymous.status, 401)
+  const created = await request(app.fetch, '/items', { method: 'POST', headers: { authorization: 'Bearer right' }, json: { name: 'x' } })
+  assert.is(created.status, 201)
+  assert.equal(await created.json(), { name: 'x', who: 'caller' })
+  const deleted = await request(app.fetch, '/items/1', { method: 'DELETE', headers: { authorization: 'Bearer right' } })
+  assert.is(deleted.status, 204)
+  assert.is(await deleted.text(), '')
+})
+
+http('query parameters are validated with bounds and defaults', async () => {
+  const app = makeApp()
+  assert.equal(await (await request(app.fetch, '/list')).json(), { limit: 20 })
+  assert.equal(await (await request(app.fetch, '/list?limit=5')).json(), { limit: 5 })
+  for (const bad of ['0', '101', 'abc', '1.5']) {
+    const res = await request(app.fetch, `/list?limit=${bad}`)
+    assert.is(res.status, 422, `limit=${bad}`)
+    assert.is((await res.json()).details.issues[0].path, 'limit')
+  }
+  const repeated = await request(app.fetch, '/list?limit=1&limit=2')
+  assert.is(repeated.status, 422)
+})
+
+http('CORS is off by default: no headers, and preflights are refused', async () => {
+  const app = makeApp()
+  const res = await request(app.fetch, '/items/1', { headers: { origin: 'https://evil.example' } })
+  assert.is(res.status, 200)
+  assert.is(res.headers.get('access-control-allow-origin'), null)
+  const pre = await request(app.fetch, '/items', { method: 'OPTIONS', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } })
+  assert.is(pre.status, 403)
+  assert.is(pre.headers.get('access-control-allow-origin'), null)
+})
+
+http('configured origins get CORS headers and cached preflights; others get none', async () => {
+  const app = makeApp({ cors: ['https://app.example'] })
+  const ok = await request(app.fetch, '/items/1', { headers: { origin: 'https://app.example' } })
+  assert.is(ok.headers.get('access-control-allow-origin'), 'https://app.example')
+  assert.match(ok.headers.get('vary') ?? '', /Origin/)
+  const pre = await request(app.fetch, '/items', { method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization' } })
+  assert.is(pre.status, 204)
+  assert.is(pre.headers.get('access-control-max-age'), '900')
+  assert.match(pre.headers.get('access-control-allow-headers') ?? '', /Authorization/)
+  const other = await request(app.fetch, '/items/1', { headers: { origin: 'https://other.example' } })
+  assert.is(other.headers.get('access-control-allow-origin'), null)
+  const wildcard = makeApp({ cors: ['*'] })
+  const any = await request(wildcard.fetch, '/items/1', { headers: { origin: 'https://x.example' } })
+  assert.is(any.headers.get('access-control-allow-origin'), '*')
+})
+
+http('the request log never prints credential header values', async () => {
+  const lines: string[] = []
+  const app = makeApp({ lines })
+  await request(app.fetch, '/items', { method: 'POST', headers: { authorization: 'Bearer right', 'x-api-key': 'svc_SECRETKEY', 'x-service-host-token': 'HOSTSECRET', cookie: 'sid=COOKIESECRET' }, json: { name: 'x' } })
+  await request(app.fetch, '/items/1?token=QUERYSECRET')
+  assert.ok(lines.length >= 2)
+  const all = lines.join('\n')
+  for (const secret of ['right', 'svc_SECRETKEY', 'HOSTSECRET', 'COOKIESECRET', 'QUERYSECRET']) assert.not.ok(all.includes(secret), `${secret} leaked`)
+  assert.ok(NEVER_LOGGED_HEADERS.includes('x-api-key'))
+  const entry = JSON.parse(lines[0]!)
+  assert.equal([entry.method, entry.path, entry.status], ['POST', '/items', 201])
+})
+
+http.run()

@@ -1,0 +1,20 @@
+/**
+ * What each surface hands to the entry point: a Fetch handler plus lifecycle hooks.
+ * @module
+ */
+import type { RouterType } from 'itty-router'
+import type { StreamRegistry } from './sse.ts'
+
+/** A running surface (workspace server or control plane), independent of the HTTP listener. */
+export interface Surface {
+  readonly mode: 'workspace' | 'control-plane'
+  fetch(request: Request): Promise<Response>
+  readonly router: RouterType
+  /** The generated OpenAPI document. */
+  openapi(): Record<string, unknown>
+  readonly streams: StreamRegistry
+  /** Called once the listener is bound: lines for stdout after the listening line (e.g. generated tokens). */
+  onListening?(address: { host: string; port: number }): string[]
+  /** Ends streams, stops background work and closes storage. Safe to call twice. */
+  close(): Promise<void>
+}

@@ -1,0 +1,105 @@
+/**
+ * Body and query parsing with valibot, turning every failure into an {@link ApiError} that names
+ * each offending field path. Surfaces choose the status and code for validation failures
+ * (the workspace surface keeps the reference's 400 `invalid_payload`; the control plane uses 422).
+ * @module
+ */
+import * as v from 'valibot'
+import { ApiError } from './errors.ts'
+
+/** How a surface reports schema failures. */
+export interface ValidationPolicy {
+  status: number
+  bodyCode: string
+  queryCode: string
+}
+
+/** One failed field: a dot path (empty for the root) and a readable message. */
+export interface FieldIssue {
+  path: string
+  message: string
+}
+
+/** Flattens valibot issues into `{path, message}` pairs, one per failure. */
+export function fieldIssues(issues: ReadonlyArray<v.BaseIssue<unknown>>): FieldIssue[] {
+  return issues.map((issue) => ({ path: v.getDotPath(issue) ?? '', message: issue.message }))
+}
+
+/** Validates `input` against `schema` or throws an ApiError listing each field at fault. */
+export function parseWith<S extends v.GenericSchema>(schema: S, input: unknown, status: number, code: string, what: string): v.InferOutput<S> {
+  const result = v.safeParse(schema, input)
+  if (result.success) return result.output
+  const issues = fieldIssues(result.issues)
+  const first = issues[0]
+  const where = first?.path ? ` at ${first.path}` : ''
+  throw new ApiError(status, code, `Invalid ${what}${where}: ${first?.message ?? 'invalid value'}`, { details: { issues } })
+}
+
+/** The largest JSON body read into memory; larger bodies must use a streaming route. */
+export const MAX_JSON_BODY_BYTES = 8 * 1024 * 1024
+
+/**
+ * Reads a JSON object body. Malformed JSON → 400 `invalid_json`; a valid JSON value that is not an
+ * object → 400 with the policy's body code (valibot object schemas would otherwise accept `[]`).
+ * An empty body reads as `{}` so routes whose fields are all optional need no body.
+ */
+export async function readJsonObject(request: Request, policy: ValidationPolicy): Promise<Record<string, unknown>> {
+  const length = Number(request.headers.get('content-length') ?? '0')
+  if (length > MAX_JSON_BODY_BYTES) {
+    throw new ApiError(413, 'payload_too_large', `JSON body exceeds ${MAX_JSON_BODY_BYTES} bytes`, { details: { maxBytes: MAX_JSON_BODY_BYTES, size: length } })
+  }
+  const text = await request.text()
+  if (text.length > MAX_JSON_BODY_BYTES) {
+    throw new ApiError(413, 'payload_too_large', `JSON body exceeds ${MAX_JSON_BODY_BYTES} bytes`, { details: { maxBytes: MAX_JSON_BODY_BYTES } })
+  }
+  if (text.trim() === '') return {}
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    throw new ApiError(400, 'invalid_json', 'Invalid JSON body')
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new ApiError(400, policy.bodyCode, 'Request body must be a JSON object')
+  }
+  return value as Record<string, unknown>
+}
+
+/** Collects URL search params; repeated keys become arrays, like itty-router's `req.query`. */
+export function queryObject(url: URL): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {}
+  for (const [key, value] of url.searchParams) {
+    const existing = out[key]
+    out[key] = existing === undefined ? value : ([] as string[]).concat(existing, value)
+  }
+  return out
+}
+
+// Query strings are text on the wire, so these schemas take strings and document themselves as such
+// (JSON Schema generation uses the input type for query parameters).
+
+/** An integer query parameter within bounds, with an optional default. */
+export function queryInt(options: { min: number; max: number; default?: number; description?: string }) {
+  const base = v.pipe(
+    v.string(),
+    v.regex(/^-?\d+$/, 'must be an integer'),
+    v.transform(Number),
+    v.number(),
+    v.minValue(options.min, `must be at least ${options.min}`),
+    v.maxValue(options.max, `must be at most ${options.max}`),
+  )
+  const described = options.description ? v.pipe(base, v.description(options.description)) : base
+  return options.default === undefined ? v.optional(described) : v.optional(described, String(options.default))
+}
+
+/** A boolean query parameter: `true|false|1|0`. */
+export function queryBool(defaultValue?: boolean) {
+  const base = v.pipe(v.picklist(['true', 'false', '1', '0']), v.transform((s) => s === 'true' || s === '1'))
+  return defaultValue === undefined ? v.optional(base) : v.optional(base, defaultValue ? 'true' : 'false')
+}
+
+/** A single string query parameter (rejects repeated keys, which would arrive as an array). */
+export function queryString(options: { maxLength?: number; default?: string } = {}) {
+  const base = v.pipe(v.string('must be given once'), v.maxLength(options.maxLength ?? 2048))
+  return options.default === undefined ? v.optional(base) : v.optional(base, options.default)
+}

@@ -1,0 +1,106 @@
+/**
+ * The program: parse flags, load configuration, start one surface, print the listening line,
+ * and stop gracefully on SIGINT/SIGTERM. Returns the process exit code instead of exiting, so
+ * tests can drive it.
+ * @module
+ */
+import { helpText, parseServerFlags, UsageError, type Mode } from './cli-flags.ts'
+import { createControlPlaneApp } from './control-plane/app.ts'
+import { loadControlPlaneConfig } from './control-plane/config.ts'
+import { bufferedStderr, createLogger, type Logger } from './core/logger.ts'
+import { ConfigError, isLoopbackHost, type Env } from './core/settings.ts'
+import type { Surface } from './core/surface.ts'
+import { serve, type Listener } from './serve.ts'
+import { VERSION } from './version.ts'
+import { createWorkspaceApp } from './workspace/app.ts'
+import { loadWorkspaceConfig } from './workspace/server-config.ts'
+
+/** Process-level hooks, injectable for tests. */
+export interface MainIo {
+  env: Env
+  cwd: string
+  stdout(line: string): void
+  stderr(line: string): void
+  /** Resolves when the process is asked to stop (SIGINT/SIGTERM). */
+  stopSignal: Promise<string>
+}
+
+/** Grace period for shutdown before we give up waiting (issue requirement: within 2 s). */
+const SHUTDOWN_DEADLINE_MS = 1500
+
+/** Formats a URL host, bracketing IPv6 literals. */
+function urlHost(host: string): string {
+  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host
+}
+
+async function startSurface(mode: Mode, flags: Record<string, unknown>, io: MainIo, logger: (format: 'pretty' | 'json') => Logger): Promise<{ surface: Surface; host: string; port: number; cors: string[]; log: Logger }> {
+  if (mode === 'control-plane') {
+    const config = loadControlPlaneConfig(flags as never, io.env, io.cwd)
+    const log = logger(config.logFormat)
+    const surface = await createControlPlaneApp(config, { logger: log })
+    return { surface, host: config.host, port: config.port, cors: config.corsOrigins, log }
+  }
+  const config = loadWorkspaceConfig(flags as never, io.env, io.cwd)
+  const log = logger(config.logFormat)
+  if (config.unknownKeys.length) log.warn('unknown keys in config file ignored', { file: config.configPath, keys: config.unknownKeys })
+  const surface = await createWorkspaceApp(config, { logger: log })
+  return { surface, host: config.host, port: config.port, cors: config.corsOrigins, log }
+}
+
+/** Runs the server until a stop signal; returns the exit code. */
+export async function main(argv: string[], io: MainIo): Promise<number> {
+  let mode: Mode
+  let flags: Record<string, unknown>
+  try {
+    ;({ mode, flags } = parseServerFlags(argv))
+  } catch (error) {
+    if (error instanceof UsageError) { io.stderr(`service-server: ${error.message}`); return 2 }
+    throw error
+  }
+  if (flags.help) { io.stdout(helpText(VERSION)); return 0 }
+  if (flags.version) { io.stdout(VERSION); return 0 }
+
+  const stderr = bufferedStderr()
+  const makeLogger = (format: 'pretty' | 'json') => createLogger({ format, write: stderr.write })
+  let started
+  try {
+    started = await startSurface(mode, flags, io, makeLogger)
+  } catch (error) {
+    stderr.flush()
+    if (error instanceof ConfigError) { io.stderr(`service-server: ${error.message}`); return 2 }
+    io.stderr(`service-server: failed to start: ${(error as Error).message}`)
+    return 1
+  }
+  const { surface, host, cors, log } = started
+  if (cors.includes('*') && !isLoopbackHost(host)) {
+    log.warn('CORS allows any origin (*) while listening on a non-loopback address; any web page can call this server with a stolen token', { host })
+  }
+
+  let listener: Listener
+  try {
+    listener = await serve({ host, port: started.port, fetch: surface.fetch })
+  } catch (error) {
+    await surface.close()
+    stderr.flush()
+    io.stderr(`service-server: cannot listen on ${host}:${started.port}: ${(error as Error).message}`)
+    return 1
+  }
+  io.stdout(`service-server ${VERSION} ${mode} listening on http://${urlHost(host)}:${listener.port}`)
+  for (const line of surface.onListening?.({ host, port: listener.port }) ?? []) io.stdout(line)
+
+  const signal = await io.stopSignal
+  log.info('stopping', { signal })
+  const deadline = new Promise<void>((resolve) => setTimeout(resolve, SHUTDOWN_DEADLINE_MS))
+  // Streams first (so the listener has nothing to wait on), then the listener, then storage.
+  surface.streams.closeAll()
+  await Promise.race([
+    (async () => {
+      await listener.stop()
+      await surface.close()
+    })(),
+    deadline,
+  ])
+  log.info('stopped')
+  stderr.flush()
+  return 0
+}

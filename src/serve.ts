@@ -1,0 +1,59 @@
+/**
+ * Runtime seam for HTTP serving: the only file (with `storage/open-sqlite.ts`) that names Bun or Deno.
+ *
+ * Why a seam: both runtimes take a Fetch handler, but differ on idle timeouts, shutdown and how to
+ * learn the bound port. Everything above this file is runtime-neutral Request → Response code.
+ * @module
+ */
+
+declare const Bun: any
+declare const Deno: any
+
+/** A running listener. `stop()` force-closes open connections (streams are closed by the app first). */
+export interface Listener {
+  readonly host: string
+  readonly port: number
+  stop(): Promise<void>
+}
+
+/** Options for {@link serve}. `port: 0` asks the OS for an ephemeral port. */
+export interface ServeOptions {
+  host: string
+  port: number
+  fetch: (request: Request) => Promise<Response>
+}
+
+/** True when running on Bun (used by the SQLite seam too, re-derived there to keep seams independent). */
+export const runtimeName: 'bun' | 'deno' | 'node' =
+  typeof Bun !== 'undefined' ? 'bun' : typeof Deno !== 'undefined' ? 'deno' : 'node'
+
+/** Starts listening and resolves once the socket is bound. */
+export async function serve(options: ServeOptions): Promise<Listener> {
+  if (runtimeName === 'bun') {
+    // Bun 1.4 defaults idleTimeout to 10 s, which cuts quiet event streams; 0 disables it.
+    const server = Bun.serve({ hostname: options.host, port: options.port, idleTimeout: 0, fetch: options.fetch })
+    return {
+      host: options.host,
+      port: server.port as number,
+      // stop(true) closes keep-alive and streaming connections; stop() alone waits on SSE forever.
+      stop: async () => { await server.stop(true) },
+    }
+  }
+  if (runtimeName === 'deno') {
+    const controller = new AbortController()
+    let resolveListen!: (port: number) => void
+    const listening = new Promise<number>((resolve) => { resolveListen = resolve })
+    const server = Deno.serve(
+      { hostname: options.host, port: options.port, signal: controller.signal, onListen: (addr: { port: number }) => resolveListen(addr.port) },
+      (request: Request) => options.fetch(request),
+    )
+    const port = await listening
+    return {
+      host: options.host,
+      port,
+      // shutdown() waits for open streams; aborting the signal closes them at once.
+      stop: async () => { controller.abort(); await server.finished },
+    }
+  }
+  throw new Error('service-server needs Bun or Deno to serve HTTP')
+}

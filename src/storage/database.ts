@@ -1,0 +1,97 @@
+/**
+ * Opens a kysely database over SQLite with the project's pragmas and runs embedded migrations.
+ *
+ * Why here and not in the seam: normalising bound values (booleans → 0/1, Date → ISO text) is the
+ * same for every driver; bun:sqlite throws on Date and node:sqlite throws on booleans, so we never
+ * let either reach the driver.
+ * @module
+ */
+import { Kysely, SqliteDialect } from 'kysely'
+import { Migrator, type Migration } from 'kysely/migration'
+import { chmodSync, existsSync, mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { openSqlite, type RawSqlite } from './open-sqlite.ts'
+
+/** Migrations keyed by name; names sort lexically into apply order. */
+export type MigrationSet = Record<string, Migration>
+
+/** An open database: the kysely handle plus a way to close it exactly once. */
+export interface Database<DB> {
+  readonly db: Kysely<DB>
+  readonly path: string
+  close(): Promise<void>
+}
+
+/** Converts a value kysely is about to bind into something both SQLite drivers accept. */
+export function normalizeParam(value: unknown): unknown {
+  if (typeof value === 'boolean') return value ? 1 : 0
+  if (value instanceof Date) return value.toISOString()
+  if (value === undefined) return null
+  return value
+}
+
+function normalizing(raw: RawSqlite): RawSqlite {
+  return {
+    exec: (sql) => raw.exec(sql),
+    close: () => raw.close(),
+    prepare(sql) {
+      const statement = raw.prepare(sql)
+      const fix = (params: ReadonlyArray<unknown>) => params.map(normalizeParam)
+      return {
+        reader: statement.reader,
+        all: (params) => statement.all(fix(params)),
+        run: (params) => statement.run(fix(params)),
+        iterate: (params) => statement.iterate(fix(params)),
+      }
+    },
+  }
+}
+
+// The database holds hashes and encrypted secrets; other local users should not read it at all.
+function restrictFileModes(path: string): void {
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+    if (existsSync(file)) chmodSync(file, 0o600)
+  }
+}
+
+/** Options for {@link openDatabase}. */
+export interface OpenDatabaseOptions {
+  /** File path, or `:memory:` for tests. Parent directories are created with mode 0700. */
+  path: string
+  migrations: MigrationSet
+}
+
+/**
+ * Opens the database, applies WAL and foreign keys, and migrates to the latest embedded version.
+ * A failed migration rolls back (SQLite DDL is transactional) and rejects.
+ */
+export async function openDatabase<DB>(options: OpenDatabaseOptions): Promise<Database<DB>> {
+  if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true, mode: 0o700 })
+  const raw = await openSqlite(options.path)
+  raw.exec('pragma journal_mode = wal')
+  raw.exec('pragma synchronous = normal')
+  raw.exec('pragma foreign_keys = on')
+  raw.exec('pragma busy_timeout = 5000')
+  if (options.path !== ':memory:') restrictFileModes(options.path)
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: normalizing(raw) }) })
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => options.migrations },
+  })
+  const { error, results } = await migrator.migrateToLatest()
+  if (error) {
+    await db.destroy()
+    const failed = results?.find((r) => r.status === 'Error')?.migrationName
+    throw new Error(`database migration ${failed ?? ''} failed: ${(error as Error).message ?? error}`)
+  }
+  let closed = false
+  return {
+    db,
+    path: options.path,
+    async close() {
+      if (closed) return
+      closed = true
+      await db.destroy()
+    },
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * The workspace server (surface A): composition root. Builds the domain services for the
+ * configured workspaces and wires their routes into one Fetch handler.
+ * @module
+ */
+import { createHttpApp } from '../core/http-app.ts'
+import type { Logger } from '../core/logger.ts'
+import { buildOpenApi } from '../core/openapi.ts'
+import type { AnyRoute } from '../core/route.ts'
+import { hashToken } from '../core/secrets.ts'
+import { StreamRegistry } from '../core/sse.ts'
+import type { Surface } from '../core/surface.ts'
+import { systemRoutes } from '../core/system-routes.ts'
+import type { ValidationPolicy } from '../core/validation.ts'
+import { VERSION } from '../version.ts'
+import { configuredTokens, rules, workspaceAuth, workspaceSecuritySchemes, HOST_TOKEN_HEADER, type Principal, type WorkspaceRule } from './auth.ts'
+import type { WorkspaceServerConfig } from './server-config.ts'
+
+/** The reference answers bad payloads with 400 `invalid_payload`; existing clients expect that. */
+export const workspaceValidation: ValidationPolicy = { status: 400, bodyCode: 'invalid_payload', queryCode: 'invalid_query' }
+
+/** Headers browsers may send cross-origin to this surface. */
+const ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'Last-Event-ID', 'X-Request-Id', 'X-Service-Host-Token', 'X-Service-Client-Id', 'X-OpenCode-Directory', 'Range']
+
+/** Options for {@link createWorkspaceApp}. */
+export interface WorkspaceAppOptions {
+  logger: Logger
+}
+
+/** Creates the workspace surface for a resolved configuration. */
+export async function createWorkspaceApp(config: WorkspaceServerConfig, options: WorkspaceAppOptions): Promise<Surface> {
+  const startedAt = performance.now()
+  const streams = new StreamRegistry()
+  const auth = workspaceAuth(configuredTokens(config, hashToken))
+  let doc: Record<string, unknown> | undefined
+  const routes: AnyRoute<WorkspaceRule, Principal>[] = [
+    ...systemRoutes<WorkspaceRule>({ mode: 'workspace', version: VERSION, publicRule: rules.none, startedAt, openapi: () => (doc ??= openapi()) }),
+  ]
+  const openapi = () =>
+    buildOpenApi(
+      {
+        title: 'service-server workspace API',
+        version: VERSION,
+        description: 'Private, filesystem-backed API in front of configured workspaces in OpenCode layout.',
+        securitySchemes: workspaceSecuritySchemes,
+      },
+      routes,
+      auth,
+      workspaceValidation,
+    )
+  const http = createHttpApp({
+    routes,
+    auth,
+    validation: workspaceValidation,
+    cors: { origins: config.corsOrigins, allowHeaders: ALLOWED_HEADERS },
+    logger: options.logger,
+    requestLog: config.logRequests,
+  })
+  let closed = false
+  return {
+    mode: 'workspace',
+    fetch: http.fetch,
+    router: http.router,
+    openapi: () => (doc ??= openapi()),
+    streams,
+    onListening() {
+      const lines: string[] = []
+      for (const ws of config.workspaces) lines.push(`workspace ${ws.id} ${ws.path}`)
+      if (config.generated.token) lines.push(`client token (shown once, stored in ${config.credentialsPath}): ${config.generated.token}`)
+      if (config.generated.hostToken) lines.push(`host token (shown once, send as ${HOST_TOKEN_HEADER}): ${config.generated.hostToken}`)
+      return lines
+    },
+    async close() {
+      if (closed) return
+      closed = true
+      streams.closeAll()
+    },
+  }
+}
