@@ -13,6 +13,7 @@ import type { Surface } from './core/surface.ts'
 import { serve, type Listener } from './serve.ts'
 import { VERSION } from './version.ts'
 import { createWorkspaceApp } from './workspace/app.ts'
+import { HOST_COMMANDS, runHostCli } from './workspace/host-cli.ts'
 import { loadWorkspaceConfig } from './workspace/server-config.ts'
 
 /** Process-level hooks, injectable for tests. */
@@ -49,6 +50,7 @@ async function startSurface(mode: Mode, flags: Record<string, unknown>, io: Main
 
 /** Runs the server until a stop signal; returns the exit code. */
 export async function main(argv: string[], io: MainIo): Promise<number> {
+  if ((HOST_COMMANDS as readonly string[]).includes(argv[0] ?? '')) return runHostCli(argv, io)
   let mode: Mode
   let flags: Record<string, unknown>
   try {

@@ -13,8 +13,10 @@ import type { Surface } from '../core/surface.ts'
 import { systemRoutes } from '../core/system-routes.ts'
 import type { ValidationPolicy } from '../core/validation.ts'
 import { VERSION } from '../version.ts'
-import { configuredTokens, rules, workspaceAuth, workspaceSecuritySchemes, HOST_TOKEN_HEADER, type Principal, type WorkspaceRule } from './auth.ts'
+import { rules, storeTokens, workspaceAuth, workspaceSecuritySchemes, HOST_TOKEN_HEADER, type Principal, type WorkspaceRule } from './auth.ts'
+import { controlRoutes } from './routes/index.ts'
 import type { WorkspaceServerConfig } from './server-config.ts'
+import { startWorkspaceServices, type WorkspaceServices } from './workspace-services.ts'
 
 /** The reference answers bad payloads with 400 `invalid_payload`; existing clients expect that. */
 export const workspaceValidation: ValidationPolicy = { status: 400, bodyCode: 'invalid_payload', queryCode: 'invalid_query' }
@@ -25,16 +27,25 @@ const ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'Last-Event-ID', 'X-Re
 /** Options for {@link createWorkspaceApp}. */
 export interface WorkspaceAppOptions {
   logger: Logger
+  /** Clock for token expiry, events and audit (tests move it forward). */
+  now?: () => number
+  /** Watch workspace files for outside changes (default true). */
+  watch?: boolean
 }
 
+/** The surface plus its domain services (tests reach into these). */
+export type WorkspaceSurface = Surface & { readonly services: WorkspaceServices }
+
 /** Creates the workspace surface for a resolved configuration. */
-export async function createWorkspaceApp(config: WorkspaceServerConfig, options: WorkspaceAppOptions): Promise<Surface> {
+export async function createWorkspaceApp(config: WorkspaceServerConfig, options: WorkspaceAppOptions): Promise<WorkspaceSurface> {
   const startedAt = performance.now()
   const streams = new StreamRegistry()
-  const auth = workspaceAuth(configuredTokens(config, hashToken))
+  const services = await startWorkspaceServices(config, { logger: options.logger, now: options.now, watch: options.watch })
+  const auth = workspaceAuth(storeTokens(config, services.tokens, hashToken), services.throttle)
   let doc: Record<string, unknown> | undefined
   const routes: AnyRoute<WorkspaceRule, Principal>[] = [
     ...systemRoutes<WorkspaceRule>({ mode: 'workspace', version: VERSION, publicRule: rules.none, startedAt, openapi: () => (doc ??= openapi()) }),
+    ...controlRoutes(services, streams, startedAt),
   ]
   const openapi = () =>
     buildOpenApi(
@@ -59,6 +70,7 @@ export async function createWorkspaceApp(config: WorkspaceServerConfig, options:
   let closed = false
   return {
     mode: 'workspace',
+    services,
     fetch: http.fetch,
     router: http.router,
     openapi: () => (doc ??= openapi()),
@@ -74,6 +86,7 @@ export async function createWorkspaceApp(config: WorkspaceServerConfig, options:
       if (closed) return
       closed = true
       streams.closeAll()
+      await services.close()
     },
   }
 }

@@ -6,9 +6,12 @@
  * declarations the router enforces.
  * @module
  */
-import { errors } from '../core/errors.ts'
+import { ApiError, errors } from '../core/errors.ts'
 import type { SurfaceAuth } from '../core/http-app.ts'
+import { peerAddress } from '../core/peer-address.ts'
 import { secretsEqual } from '../core/secrets.ts'
+import type { AuthThrottle } from './auth-throttle.ts'
+import type { TokenStore } from './token-store.ts'
 
 /** Token scopes, lowest to highest. */
 export const SCOPES = ['viewer', 'collaborator', 'owner'] as const
@@ -76,8 +79,45 @@ export function configuredTokens(config: { token: string; hostToken: string }, h
   }
 }
 
-/** Builds the workspace surface's authenticator from a credential resolver. */
-export function workspaceAuth(resolver: CredentialResolver): SurfaceAuth<WorkspaceRule, Principal> {
+/**
+ * The configured tokens plus the issued-token store. An expired issued token is refused with its
+ * own message so a client can tell "renew" from "wrong token".
+ */
+export function storeTokens(config: { token: string; hostToken: string }, store: TokenStore, hash: (token: string) => string): CredentialResolver {
+  const configured = configuredTokens(config, hash)
+  return {
+    resolveBearer(token) {
+      const found = store.lookup(token)
+      if (found.status === 'valid') return { type: 'remote', scope: found.token.scope, tokenId: found.token.id, tokenHash: found.hash }
+      if (found.status === 'expired') throw errors.unauthorized('Token expired')
+      return configured.resolveBearer(token)
+    },
+    isHostToken: configured.isHostToken,
+  }
+}
+
+/** Builds the workspace surface's authenticator from a credential resolver, optionally throttled per address. */
+export function workspaceAuth(resolver: CredentialResolver, throttle?: AuthThrottle): SurfaceAuth<WorkspaceRule, Principal> {
+  const inner = baseAuth(resolver)
+  if (!throttle) return inner
+  return {
+    ...inner,
+    async authenticate(request, rule, url) {
+      if (rule.kind === 'none') return inner.authenticate(request, rule, url)
+      const address = peerAddress(request)
+      const wait = throttle.retryAfter(address)
+      if (wait > 0) throw errors.tooManyRequests(wait, 'Too many failed authentication attempts')
+      try {
+        return await inner.authenticate(request, rule, url)
+      } catch (error) {
+        if (error instanceof ApiError && error.status === 401) throttle.fail(address)
+        throw error
+      }
+    },
+  }
+}
+
+function baseAuth(resolver: CredentialResolver): SurfaceAuth<WorkspaceRule, Principal> {
   return {
     async authenticate(request, rule) {
       if (rule.kind === 'none') return { type: 'anonymous', scope: null }
@@ -99,7 +139,7 @@ export function workspaceAuth(resolver: CredentialResolver): SurfaceAuth<Workspa
       }
       return { ...principal, clientId }
     },
-    security(rule) {
+    security(rule): Array<Record<string, string[]>> {
       if (rule.kind === 'none') return []
       if (rule.kind === 'host') return [{ hostToken: [] }, { bearerToken: ['owner'] }]
       return [{ bearerToken: [rule.scope] }]

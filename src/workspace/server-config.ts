@@ -40,6 +40,17 @@ export const ServerFileSchema = v.looseObject({
   dataDir: v.optional(v.pipe(v.string(), v.minLength(1))),
   logFormat: v.optional(envSchemas.logFormat),
   logRequests: v.optional(v.boolean('must be true or false')),
+  /** Failed-authentication throttling per client address (see auth-throttle.ts for defaults). */
+  authThrottle: v.optional(v.object({
+    maxFailures: v.optional(v.pipe(v.number(), v.integer('must be a whole number'), v.minValue(1, 'must be at least 1'))),
+    windowSeconds: v.optional(v.pipe(v.number(), v.integer('must be a whole number'), v.minValue(1, 'must be at least 1'))),
+    lockoutSeconds: v.optional(v.pipe(v.number(), v.integer('must be a whole number'), v.minValue(1, 'must be at least 1'))),
+  }, 'must be an object')),
+  /** Workspace event log: events kept per workspace, and the watcher's quiet period. */
+  events: v.optional(v.object({
+    retention: v.optional(v.pipe(v.number(), v.integer('must be a whole number'), v.minValue(10, 'must be at least 10'), v.maxValue(1_000_000, 'must be at most 1000000'))),
+    debounceMs: v.optional(v.pipe(v.number(), v.integer('must be a whole number'), v.minValue(10, 'must be at least 10'), v.maxValue(60_000, 'must be at most 60000'))),
+  }, 'must be an object')),
 })
 /** The parsed config file. */
 export type ServerFile = v.InferOutput<typeof ServerFileSchema>

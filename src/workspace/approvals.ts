@@ -1,0 +1,113 @@
+/**
+ * Write approvals (spec §3): in `manual` mode a write is held until the host allows or denies it,
+ * or until the timeout passes; in `auto` mode it proceeds at once. Unlike the reference, the host
+ * does not have to poll: every request and decision is an event (on `/approvals/events` and the
+ * workspace's own stream), and every decision, including a timeout, is audited.
+ * @module
+ */
+import { ApiError } from '../core/errors.ts'
+import { newId } from '../core/ids.ts'
+import type { AuditActor, AuditLog } from './audit-log.ts'
+import type { EventStore } from './event-store.ts'
+
+/** A pending write as the host sees it. */
+export interface ApprovalRequest {
+  id: string
+  workspaceId: string
+  action: string
+  summary: string
+  /** Absolute paths the write would touch. */
+  paths: string[]
+  createdAt: number
+  actor: AuditActor
+}
+
+/** How a request ended. */
+export type ApprovalOutcome = { id: string; allowed: true } | { id: string; allowed: false; reason: 'denied' | 'timeout' }
+
+/** Approval posture (config `approval`). */
+export interface ApprovalSettings {
+  mode: 'manual' | 'auto'
+  timeoutMs: number
+}
+
+interface Pending {
+  request: ApprovalRequest
+  resolve(outcome: ApprovalOutcome): void
+  timer: ReturnType<typeof setTimeout>
+}
+
+/** Holds pending approvals in memory (a restart denies them by ending their requests). */
+export class ApprovalService {
+  readonly settings: ApprovalSettings
+  readonly #events: EventStore
+  readonly #audit: AuditLog
+  readonly #now: () => number
+  readonly #pending = new Map<string, Pending>()
+  #closed = false
+
+  constructor(settings: ApprovalSettings, deps: { events: EventStore; audit: AuditLog; now?: () => number }) {
+    this.settings = settings
+    this.#events = deps.events
+    this.#audit = deps.audit
+    this.#now = deps.now ?? Date.now
+  }
+
+  /** Pending requests, oldest first. */
+  list(): ApprovalRequest[] {
+    return [...this.#pending.values()].map((p) => p.request)
+  }
+
+  /** Asks for approval; resolves when allowed, denied or timed out. */
+  async request(input: Omit<ApprovalRequest, 'id' | 'createdAt'>): Promise<ApprovalOutcome> {
+    if (this.settings.mode === 'auto') return { id: 'auto', allowed: true }
+    if (this.#closed) throw new ApiError(503, 'shutting_down', 'Server is shutting down')
+    const request: ApprovalRequest = { id: newId('apr'), createdAt: this.#now(), ...input }
+    let resolveOutcome!: (outcome: ApprovalOutcome) => void
+    const outcome = new Promise<ApprovalOutcome>((resolve) => { resolveOutcome = resolve })
+    const timer = setTimeout(() => { void this.#finish(request.id, { id: request.id, allowed: false, reason: 'timeout' }, null) }, this.settings.timeoutMs)
+    this.#pending.set(request.id, { request, resolve: resolveOutcome, timer })
+    await this.#events.append({ workspaceId: request.workspaceId, type: 'approval.requested', approval: { ...request } })
+    return outcome
+  }
+
+  /** Applies the host's reply; null when the id is unknown or already decided. */
+  async decide(id: string, reply: 'allow' | 'deny', by: AuditActor): Promise<{ allowed: boolean } | null> {
+    const allowed = reply === 'allow'
+    const done = await this.#finish(id, allowed ? { id, allowed: true } : { id, allowed: false, reason: 'denied' }, by)
+    return done ? { allowed } : null
+  }
+
+  async #finish(id: string, outcome: ApprovalOutcome, by: AuditActor | null): Promise<boolean> {
+    const pending = this.#pending.get(id)
+    if (!pending) return false
+    this.#pending.delete(id)
+    clearTimeout(pending.timer)
+    const { request } = pending
+    const reason = outcome.allowed ? 'allowed' : outcome.reason
+    try {
+      await this.#audit.record({
+        workspaceId: request.workspaceId,
+        actor: by ?? { type: 'host', scope: null },
+        action: `approval.${reason === 'allowed' ? 'allow' : reason === 'denied' ? 'deny' : 'timeout'}`,
+        target: request.id,
+        summary: `${reason === 'allowed' ? 'Allowed' : reason === 'denied' ? 'Denied' : 'Timed out'}: ${request.summary} (${request.action})`,
+      })
+      await this.#events.append({ workspaceId: request.workspaceId, type: 'approval.decided', approval: { ...request }, decision: { allowed: outcome.allowed, reason, ...(by ? { by } : {}) } })
+    } finally {
+      // The waiting write is released even if bookkeeping failed; its outcome does not depend on it.
+      pending.resolve(outcome)
+    }
+    return true
+  }
+
+  /** Ends every pending request with a timeout outcome (shutdown). */
+  close(): void {
+    this.#closed = true
+    for (const [id, pending] of this.#pending) {
+      clearTimeout(pending.timer)
+      this.#pending.delete(id)
+      pending.resolve({ id, allowed: false, reason: 'timeout' })
+    }
+  }
+}

@@ -1,0 +1,150 @@
+/**
+ * Detects changes to a workspace's config and extension files and turns them into events.
+ *
+ * Content hashes are the truth: a rescan compares the sha256 of every tracked file with the last
+ * snapshot, so a same-content rewrite emits nothing, a burst of filesystem notifications for one
+ * edit emits one event (rescans are debounced), and a write made through the server is recorded
+ * once (the server commits its own event and snapshot while holding the workspace lock, so the
+ * watcher's rescan that follows finds nothing new).
+ * @module
+ */
+import { createHash } from 'node:crypto'
+import { watch, type FSWatcher } from 'node:fs'
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { Logger } from '../core/logger.ts'
+import type { AsyncLock } from './async-lock.ts'
+import type { EventStore, EventTrigger, ReloadReason, WorkspaceEvent } from './event-store.ts'
+import type { ReadCache } from './read-cache.ts'
+import { classifyChange, trackedFiles, watchedDirs } from './workspace-layout.ts'
+
+/** Dependencies of a {@link ChangeTracker}. */
+export interface ChangeTrackerOptions {
+  workspaceId: string
+  root: string
+  events: EventStore
+  cache: ReadCache
+  lock: AsyncLock
+  logger: Logger
+  /** Quiet period before a rescan after filesystem notifications (default 250 ms). */
+  debounceMs?: number
+  /** Watch the filesystem (default true). */
+  watch?: boolean
+}
+
+type Snapshot = Map<string, string>
+
+async function scan(root: string): Promise<Snapshot> {
+  const snapshot: Snapshot = new Map()
+  const files = await trackedFiles(root)
+  await Promise.all(files.map(async (rel) => {
+    try {
+      snapshot.set(rel, createHash('sha256').update(await readFile(join(root, rel))).digest('hex'))
+    } catch {
+      // Missing or unreadable: absent from the snapshot.
+    }
+  }))
+  return snapshot
+}
+
+function diff(before: Snapshot, after: Snapshot): Array<{ rel: string; action: 'added' | 'removed' | 'updated' }> {
+  const changes: Array<{ rel: string; action: 'added' | 'removed' | 'updated' }> = []
+  for (const [rel, hash] of after) {
+    const old = before.get(rel)
+    if (old === undefined) changes.push({ rel, action: 'added' })
+    else if (old !== hash) changes.push({ rel, action: 'updated' })
+  }
+  for (const rel of before.keys()) if (!after.has(rel)) changes.push({ rel, action: 'removed' })
+  return changes.sort((a, b) => (a.rel < b.rel ? -1 : 1))
+}
+
+/** Watches one workspace. */
+export class ChangeTracker {
+  readonly #o: ChangeTrackerOptions
+  #snapshot: Snapshot = new Map()
+  readonly #watchers = new Map<string, FSWatcher>()
+  #timer: ReturnType<typeof setTimeout> | undefined
+  #closed = false
+  #rescanning: Promise<void> = Promise.resolve()
+
+  constructor(options: ChangeTrackerOptions) {
+    this.#o = options
+  }
+
+  /** Takes the initial snapshot (no events: start-up is not a change) and starts watching. */
+  async start(): Promise<void> {
+    this.#snapshot = await scan(this.#o.root)
+    if (this.#o.watch !== false) await this.#refreshWatches()
+  }
+
+  /**
+   * Records a server write. The caller holds the workspace lock. Emits one event with the given
+   * reason when any tracked content changed, none for a no-op write.
+   */
+  async commit(reason: ReloadReason, trigger: EventTrigger): Promise<WorkspaceEvent | null> {
+    this.#o.cache.invalidate()
+    const next = await scan(this.#o.root)
+    const changed = diff(this.#snapshot, next).length > 0
+    this.#snapshot = next
+    if (!changed) return null
+    return this.#o.events.append({ workspaceId: this.#o.workspaceId, type: 'reload', reason, trigger, source: 'server' })
+  }
+
+  /** Runs a rescan now (tests and the debounce timer). */
+  rescan(): Promise<void> {
+    const run = this.#rescanning.then(() => this.#o.lock.run(async () => {
+      if (this.#closed) return
+      const next = await scan(this.#o.root)
+      const changes = diff(this.#snapshot, next)
+      this.#snapshot = next
+      if (changes.length) this.#o.cache.invalidate()
+      for (const change of changes) {
+        const { reason, trigger } = classifyChange(change.rel, change.action)
+        await this.#o.events.append({ workspaceId: this.#o.workspaceId, type: 'reload', reason, trigger, source: 'disk' })
+      }
+    }))
+    this.#rescanning = run.catch((error) => { this.#o.logger.warn('workspace rescan failed', { workspaceId: this.#o.workspaceId, error }) })
+    return run
+  }
+
+  #onNotify = () => {
+    if (this.#closed) return
+    // Invalidate at once so a read right after an edit never serves the old parse.
+    this.#o.cache.invalidate()
+    if (this.#timer) clearTimeout(this.#timer)
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined
+      void this.#refreshWatches().then(() => this.rescan()).catch(() => {})
+    }, this.#o.debounceMs ?? 250)
+  }
+
+  async #refreshWatches(): Promise<void> {
+    if (this.#closed) return
+    const wanted = new Set(await watchedDirs(this.#o.root))
+    let added = false
+    for (const rel of wanted) {
+      if (this.#watchers.has(rel)) continue
+      try {
+        const watcher = watch(join(this.#o.root, rel), { persistent: false }, this.#onNotify)
+        watcher.on('error', () => { watcher.close(); this.#watchers.delete(rel); this.#onNotify() })
+        this.#watchers.set(rel, watcher)
+        added = true
+      } catch {
+        // The directory does not exist yet; the parent's watcher will notice when it appears.
+      }
+    }
+    for (const [rel, watcher] of this.#watchers) {
+      if (!wanted.has(rel)) { watcher.close(); this.#watchers.delete(rel) }
+    }
+    // Files created before a new directory's watcher existed are caught by the rescan this schedules.
+    if (added) this.#o.cache.invalidate()
+  }
+
+  /** Stops watching. */
+  close(): void {
+    this.#closed = true
+    if (this.#timer) clearTimeout(this.#timer)
+    for (const watcher of this.#watchers.values()) watcher.close()
+    this.#watchers.clear()
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * Commands: `.opencode/commands/<name>.md` with frontmatter (`description`, `agent`, `model`,
+ * `subtask`) and the prompt template as the body. A null model is never written.
+ * @module
+ */
+import { mkdir, readFile, rm } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
+import { errors } from '../core/errors.ts'
+import { writeFileAtomic } from '../storage/fs.ts'
+import { joinFrontmatter, splitFrontmatter } from './frontmatter.ts'
+import { commandFile, commandFileNames } from './workspace-layout.ts'
+
+/** Valid command names. */
+export const COMMAND_NAME = /^[A-Za-z0-9_-]{1,64}$/
+
+/** One listed command. */
+export interface CommandItem {
+  name: string
+  description?: string
+  template: string
+  agent?: string
+  model: string | null
+  subtask?: boolean
+  scope: 'workspace'
+}
+
+/** Trims and strips a leading `/`; 400 `invalid_command_name` unless valid. */
+export function sanitizeCommandName(raw: string): string {
+  const name = raw.trim().replace(/^\/+/, '')
+  if (!COMMAND_NAME.test(name)) throw errors.badRequest('invalid_command_name', 'Command name must be 1-64 letters, digits, _ or -')
+  return name
+}
+
+function itemFrom(file: string, text: string): CommandItem | null {
+  let doc
+  try { doc = splitFrontmatter(text) } catch { return null }
+  const stem = file.replace(/\.md$/, '')
+  // The file name is the command's identity (OpenCode invokes /<stem>), so DELETE by name finds it.
+  const name = stem
+  if (!COMMAND_NAME.test(name)) return null
+  const item: CommandItem = { name, template: doc.body.trim(), model: typeof doc.data.model === 'string' ? doc.data.model : null, scope: 'workspace' }
+  if (typeof doc.data.description === 'string') item.description = doc.data.description
+  if (typeof doc.data.agent === 'string') item.agent = doc.data.agent
+  if (typeof doc.data.subtask === 'boolean') item.subtask = doc.data.subtask
+  return item
+}
+
+/** Lists the workspace's commands, sorted by file name. */
+export async function loadCommands(root: string): Promise<CommandItem[]> {
+  const items = await Promise.all((await commandFileNames(root)).map(async (file) => {
+    try { return itemFrom(file, await readFile(join(root, '.opencode/commands', file), 'utf8')) } catch { return null }
+  }))
+  return items.filter((x): x is CommandItem => x !== null)
+}
+
+/** A command payload. */
+export interface CommandInput {
+  name: string
+  template: string
+  description?: string
+  agent?: string
+  model?: string | null
+  subtask?: boolean
+}
+
+/** Validates a payload and builds the file text. */
+export function prepareCommand(input: CommandInput): { name: string; rel: string; text: string } {
+  const name = sanitizeCommandName(input.name)
+  if (!input.template.trim()) throw errors.badRequest('invalid_command_template', 'Command template must not be empty')
+  const text = joinFrontmatter({ description: input.description, agent: input.agent, model: input.model ?? undefined, subtask: input.subtask }, input.template.trim())
+  return { name, rel: commandFile(name), text }
+}
+
+/** Writes a prepared command. */
+export async function writeCommand(root: string, command: { rel: string; text: string }): Promise<void> {
+  const path = join(root, command.rel)
+  await mkdir(dirname(path), { recursive: true })
+  await writeFileAtomic(path, command.text)
+}
+
+/** Removes a command file. */
+export async function deleteCommand(root: string, name: string): Promise<void> {
+  await rm(join(root, commandFile(sanitizeCommandName(name))), { force: true })
+}

@@ -1,0 +1,36 @@
+/**
+ * Parsed views of a workspace's files (config, skills, commands, plugins, MCP), computed once and
+ * kept until something changes. Read routes then cost no disk access; the change watcher and
+ * every server write invalidate. A load that races an invalidation is not kept.
+ * @module
+ */
+
+interface Slot {
+  generation: number
+  value: Promise<unknown>
+}
+
+/** A per-workspace memo of parsed views. */
+export class ReadCache {
+  #generation = 0
+  readonly #slots = new Map<string, Slot>()
+
+  /** The cached value for `key`, loading it when missing. Failed loads are not cached. */
+  get<T>(key: string, load: () => Promise<T>): Promise<T> {
+    const slot = this.#slots.get(key)
+    if (slot && slot.generation === this.#generation) return slot.value as Promise<T>
+    const generation = this.#generation
+    const value = load()
+    this.#slots.set(key, { generation, value })
+    value.catch(() => {
+      if (this.#slots.get(key)?.value === value) this.#slots.delete(key)
+    })
+    return value
+  }
+
+  /** Drops every cached view. */
+  invalidate(): void {
+    this.#generation++
+    this.#slots.clear()
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * Workspace config (read and approval-gated patch) and the audit log.
+ * @module
+ */
+import * as v from 'valibot'
+import { errors } from '../../core/errors.ts'
+import { routeFactory } from '../../core/route.ts'
+import { queryInt } from '../../core/validation.ts'
+import { rules, type Principal, type WorkspaceRule } from '../auth.ts'
+import { opencodeConfigRel } from '../opencode-config-file.ts'
+import { applyConfigPatch, readWorkspaceConfig } from '../workspace-config.ts'
+import { SERVICE_CONFIG_FILE } from '../workspace-layout.ts'
+import type { WorkspaceServices } from '../workspace-services.ts'
+import { AuditEntrySchema, JsonObject, WorkspaceParams, WRITE_ERRORS } from './schemas.ts'
+
+const route = routeFactory<WorkspaceRule, Principal>()
+
+/** `/workspace/:id/config` and `/workspace/:id/audit`. */
+export function configRoutes(s: WorkspaceServices) {
+  return [
+    route({
+      method: 'GET', path: '/workspace/:id/config', operationId: 'getWorkspaceConfig', summary: 'Read workspace config', tags: ['config'],
+      description: '`opencode` from `opencode.jsonc` (else `opencode.json`), `workspace` from `.opencode/service.json`, `updatedAt` = time of the last audited write (epoch ms) or null.',
+      auth: rules.viewer,
+      params: WorkspaceParams,
+      responses: { 200: v.object({ opencode: JsonObject, workspace: JsonObject, updatedAt: v.nullable(v.number()) }) },
+      errors: [422],
+      handler: async ({ params }) => {
+        const ws = s.workspaces.get(params.id)
+        const [config, updatedAt] = await Promise.all([readWorkspaceConfig(ws.entry.path, ws.cache), s.audit.latestTimestamp(ws.entry.id)])
+        return { ...config, updatedAt }
+      },
+    }),
+    route({
+      method: 'PATCH', path: '/workspace/:id/config', operationId: 'patchWorkspaceConfig', summary: 'Update workspace config', tags: ['config'],
+      description: 'Replaces the given top-level `opencode` keys in place (comments and formatting kept; null removes a key; arrays are replaced) and shallow-merges `workspace` into `.opencode/service.json`. Approval-gated.',
+      auth: rules.collaborator,
+      params: WorkspaceParams,
+      body: v.object({ opencode: v.optional(JsonObject), workspace: v.optional(JsonObject) }),
+      responses: { 200: v.object({ updatedAt: v.number() }) },
+      errors: WRITE_ERRORS,
+      handler: async ({ params, body, principal }) => {
+        s.gate.ensureWritable()
+        const ws = s.workspaces.get(params.id)
+        if (!body.opencode && !body.workspace) throw errors.badRequest('invalid_payload', 'opencode or workspace updates required')
+        const paths = [...(body.opencode ? [await opencodeConfigRel(ws.entry.path)] : []), ...(body.workspace ? [SERVICE_CONFIG_FILE] : [])]
+        const keys = [...Object.keys(body.opencode ?? {}), ...Object.keys(body.workspace ?? {}).map((k) => `workspace.${k}`)]
+        await s.gate.run({
+          workspace: ws, principal, action: 'config.patch', summary: `Patch workspace config (${keys.join(', ') || 'no keys'})`, target: paths.join(', '),
+          paths, reason: 'config', trigger: { type: 'config', name: paths[0], action: 'updated', path: paths[0] },
+          apply: () => applyConfigPatch(ws.entry.path, body),
+        })
+        return { updatedAt: s.now() }
+      },
+    }),
+    route({
+      method: 'GET', path: '/workspace/:id/audit', operationId: 'listAudit', summary: 'Audit log, newest first', tags: ['audit'],
+      auth: rules.viewer,
+      params: WorkspaceParams,
+      query: v.object({ limit: queryInt({ min: 1, max: 200, default: 50, description: 'Entries to return (1-200, default 50)' }) }),
+      responses: { 200: v.object({ items: v.array(AuditEntrySchema) }) },
+      handler: async ({ params, query }) => {
+        const ws = s.workspaces.get(params.id)
+        return { items: await s.audit.list(ws.entry.id, query.limit ?? 50) }
+      },
+    }),
+  ]
+}

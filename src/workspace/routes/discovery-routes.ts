@@ -1,0 +1,102 @@
+/**
+ * Discovery (spec §4 rule 1): read-only routes that tell a client what it is talking to.
+ * None of them returns a token value, another caller's token hash or sidecar credentials.
+ * @module
+ */
+import * as v from 'valibot'
+import { routeFactory } from '../../core/route.ts'
+import { VERSION } from '../../version.ts'
+import { rules, SCOPES, type Principal, type WorkspaceRule } from '../auth.ts'
+import { workspaceView } from '../workspace-registry.ts'
+import type { WorkspaceServices } from '../workspace-services.ts'
+import { WorkspaceSchema } from './schemas.ts'
+
+const route = routeFactory<WorkspaceRule, Principal>()
+
+const ApprovalPosture = v.object({ mode: v.picklist(['manual', 'auto']), timeoutMs: v.number() })
+const ReadWrite = v.object({ read: v.boolean(), write: v.boolean() })
+
+/** Whether any workspace or the server declares a sidecar (capability advertisement only). */
+function sidecarConfigured(s: WorkspaceServices): boolean {
+  return Boolean((s.config.file as Record<string, unknown>).sidecar) || s.config.workspaces.some((w) => Boolean(w.raw.sidecar))
+}
+
+/** `/status`, `/capabilities`, `/workspaces`, `/whoami`. */
+export function discoveryRoutes(s: WorkspaceServices, startedAt: number) {
+  const write = !s.config.readOnly
+  return [
+    route({
+      method: 'GET', path: '/status', operationId: 'getStatus', summary: 'Runtime status', tags: ['discovery'],
+      description: 'Version, uptime, approval posture, CORS origins and workspaces. Does not prove owner rights.',
+      auth: rules.viewer,
+      responses: {
+        200: v.object({
+          ok: v.literal(true), version: v.string(), uptimeMs: v.number(), readOnly: v.boolean(), approval: ApprovalPosture,
+          corsOrigins: v.array(v.string()), workspaceCount: v.number(), activeWorkspaceId: v.nullable(v.string()), workspace: v.nullable(WorkspaceSchema),
+          server: v.object({ host: v.string(), port: v.number(), configPath: v.nullable(v.string()) }),
+          tokenSource: v.object({ client: v.string(), host: v.string() }),
+          pendingApprovals: v.number(),
+        }),
+      },
+      handler: () => {
+        const first = s.config.workspaces[0]
+        return {
+          ok: true as const, version: VERSION, uptimeMs: Math.round(performance.now() - startedAt), readOnly: s.config.readOnly,
+          approval: s.approvals.settings, corsOrigins: s.config.corsOrigins, workspaceCount: s.config.workspaces.length,
+          activeWorkspaceId: first?.id ?? null, workspace: first ? workspaceView(first) : null,
+          server: { host: s.config.host, port: s.config.port, configPath: s.config.configFileFound ? s.config.configPath : null },
+          tokenSource: { client: s.config.tokenSource, host: s.config.hostTokenSource },
+          pendingApprovals: s.approvals.list().length,
+        }
+      },
+    }),
+    route({
+      method: 'GET', path: '/capabilities', operationId: 'getCapabilities', summary: 'Advertised optional capabilities', tags: ['discovery'],
+      description: 'What this server can do. Does not prove an integration is authorized.',
+      auth: rules.viewer,
+      responses: {
+        200: v.object({
+          schemaVersion: v.literal(1), serverVersion: v.string(),
+          skills: v.object({ read: v.boolean(), write: v.boolean(), source: v.string() }),
+          plugins: ReadWrite, mcp: ReadWrite, commands: ReadWrite, config: ReadWrite,
+          approvals: ApprovalPosture,
+          tokens: v.object({ scoped: v.boolean(), scopes: v.array(v.string()), expiry: v.boolean() }),
+          events: v.object({ sse: v.boolean(), polling: v.boolean(), persisted: v.boolean() }),
+          sandbox: v.object({ enabled: v.boolean(), backend: v.string() }),
+          proxy: v.object({ sidecar: v.boolean() }),
+        }),
+      },
+      handler: () => ({
+        schemaVersion: 1 as const, serverVersion: VERSION,
+        skills: { read: true, write, source: 'service' }, plugins: { read: true, write }, mcp: { read: true, write }, commands: { read: true, write }, config: { read: true, write },
+        approvals: s.approvals.settings,
+        tokens: { scoped: true, scopes: [...SCOPES].reverse(), expiry: true },
+        events: { sse: true, polling: true, persisted: true },
+        sandbox: { enabled: false, backend: 'none' },
+        proxy: { sidecar: sidecarConfigured(s) },
+      }),
+    }),
+    route({
+      method: 'GET', path: '/workspaces', operationId: 'listWorkspaces', summary: 'Workspaces visible to the caller', tags: ['discovery'],
+      description: 'The only place clients learn workspace ids. The first is the active one. Listing does not grant permission to alter.',
+      auth: rules.viewer,
+      responses: { 200: v.object({ items: v.array(WorkspaceSchema), workspaces: v.array(WorkspaceSchema), activeId: v.nullable(v.string()) }) },
+      handler: () => {
+        const items = s.config.workspaces.map(workspaceView)
+        return { items, workspaces: items, activeId: items[0]?.id ?? null }
+      },
+    }),
+    route({
+      method: 'GET', path: '/whoami', operationId: 'whoami', summary: 'The caller as this server sees it', tags: ['discovery'],
+      description: 'Scope and kind of the presented credential. The token hash shown is the caller\'s own. Not an organization identity.',
+      auth: rules.viewer,
+      responses: {
+        200: v.object({
+          ok: v.literal(true),
+          actor: v.object({ type: v.string(), scope: v.nullable(v.string()), tokenId: v.optional(v.string()), tokenHash: v.optional(v.string()), clientId: v.optional(v.string()) }),
+        }),
+      },
+      handler: ({ principal }) => ({ ok: true as const, actor: { ...principal } }),
+    }),
+  ]
+}

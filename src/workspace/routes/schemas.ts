@@ -1,0 +1,66 @@
+/**
+ * Wire schemas shared by the workspace routes (documentation and validation of inputs).
+ * @module
+ */
+import * as v from 'valibot'
+
+/** `:id` of a workspace. */
+export const WorkspaceParams = v.object({ id: v.pipe(v.string(), v.minLength(1), v.maxLength(128)) })
+/** `:id` plus an extension `:name`. */
+export const NamedParams = v.object({ id: v.pipe(v.string(), v.minLength(1), v.maxLength(128)), name: v.pipe(v.string(), v.maxLength(512)) })
+
+/** The actor shown in audit entries and approvals: never a credential. */
+export const ActorSchema = v.object({
+  type: v.picklist(['anonymous', 'remote', 'host']),
+  scope: v.nullable(v.picklist(['viewer', 'collaborator', 'owner'])),
+  tokenId: v.optional(v.string()),
+  clientId: v.optional(v.string()),
+})
+
+/** A pending approval. */
+export const ApprovalSchema = v.object({
+  id: v.string(),
+  workspaceId: v.string(),
+  action: v.string(),
+  summary: v.string(),
+  paths: v.array(v.string()),
+  createdAt: v.pipe(v.number(), v.description('epoch milliseconds')),
+  actor: ActorSchema,
+})
+
+/** A workspace as clients see it. */
+export const WorkspaceSchema = v.object({ id: v.string(), name: v.string(), path: v.string(), workspaceType: v.literal('local') })
+
+/** A workspace event. */
+export const EventSchema = v.looseObject({
+  id: v.string(),
+  seq: v.number(),
+  workspaceId: v.string(),
+  type: v.picklist(['reload', 'approval.requested', 'approval.decided']),
+  timestamp: v.number(),
+  reason: v.optional(v.picklist(['config', 'plugins', 'skills', 'mcp', 'commands'])),
+  trigger: v.optional(v.looseObject({ type: v.string(), name: v.optional(v.string()), action: v.optional(v.string()), path: v.optional(v.string()) })),
+  source: v.optional(v.picklist(['server', 'disk'])),
+  approval: v.optional(v.record(v.string(), v.unknown())),
+  decision: v.optional(v.record(v.string(), v.unknown())),
+})
+
+/** An audit entry. */
+export const AuditEntrySchema = v.object({
+  id: v.string(),
+  workspaceId: v.string(),
+  actor: ActorSchema,
+  action: v.string(),
+  target: v.string(),
+  summary: v.string(),
+  timestamp: v.number(),
+})
+
+/** Documentation of the 403 a gated write answers when denied or timed out. */
+export const WRITE_ERRORS = [403, 409, 422]
+
+/** A JSON object of arbitrary keys (config documents). */
+export const JsonObject = v.record(v.string(), v.unknown())
+
+/** The SSE response description. */
+export const eventStreamResponse = (description: string) => ({ description, contentType: 'text/event-stream' })

@@ -1,0 +1,101 @@
+/**
+ * Skills: `.opencode/skills/<name>/SKILL.md` with YAML frontmatter (`name`, `description`).
+ * Entries whose frontmatter is invalid, whose name differs from the directory, or whose
+ * description is missing are left out of the list, as OpenCode would not load them either.
+ * @module
+ */
+import { mkdir, readFile, rm } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
+import { ApiError, errors } from '../core/errors.ts'
+import { writeFileAtomic } from '../storage/fs.ts'
+import { joinFrontmatter, splitFrontmatter } from './frontmatter.ts'
+import { SKILLS_DIR, skillDirNames, skillFile } from './workspace-layout.ts'
+
+/** Valid skill names: lowercase words joined by single hyphens, 1–64 characters. */
+export const SKILL_NAME = /^[a-z0-9]+(-[a-z0-9]+)*$/
+
+/** One listed skill. */
+export interface SkillItem {
+  name: string
+  /** Absolute path of the SKILL.md file. */
+  path: string
+  description: string
+  scope: 'project'
+  trigger?: string
+}
+
+/** Throws 400 `invalid_skill_name` unless `name` is valid. */
+export function validateSkillName(name: string): string {
+  if (name.length < 1 || name.length > 64 || !SKILL_NAME.test(name)) {
+    throw errors.badRequest('invalid_skill_name', 'Skill name must be 1-64 lowercase letters or digits, words joined by single hyphens')
+  }
+  return name
+}
+
+function validDescription(value: unknown): value is string {
+  return typeof value === 'string' && value.trim().length >= 1 && value.length <= 1024
+}
+
+function itemFrom(root: string, dir: string, text: string): SkillItem | null {
+  let doc
+  try { doc = splitFrontmatter(text) } catch { return null }
+  const name = doc.data.name === undefined ? dir : doc.data.name
+  if (typeof name !== 'string' || name !== dir || !SKILL_NAME.test(name) || name.length > 64) return null
+  if (!validDescription(doc.data.description)) return null
+  const item: SkillItem = { name, path: join(root, skillFile(name)), description: doc.data.description.trim(), scope: 'project' }
+  const trigger = doc.data.trigger ?? doc.data.when
+  if (typeof trigger === 'string' && trigger.trim()) item.trigger = trigger.trim()
+  return item
+}
+
+/** Lists the workspace's valid skills, sorted by name, with their file contents. */
+export async function loadSkills(root: string): Promise<Array<{ item: SkillItem; content: string }>> {
+  const found = await Promise.all((await skillDirNames(root)).map(async (dir) => {
+    let text: string
+    try { text = await readFile(join(root, skillFile(dir)), 'utf8') } catch { return null }
+    const item = itemFrom(root, dir, text)
+    return item ? { item, content: text } : null
+  }))
+  return found.filter((x): x is { item: SkillItem; content: string } => x !== null)
+}
+
+/** A validated skill ready to write. */
+export interface PreparedSkill {
+  name: string
+  description: string
+  rel: string
+  text: string
+}
+
+/**
+ * Validates a skill payload and builds the file: frontmatter `name` must equal the payload name,
+ * the description comes from the frontmatter or the payload (1–1024 characters, else 422), and
+ * other frontmatter keys are kept.
+ */
+export function prepareSkill(input: { name: string; content: string; description?: string }): PreparedSkill {
+  const name = validateSkillName(input.name)
+  if (!input.content.trim()) throw errors.badRequest('invalid_skill_content', 'Skill content must not be empty')
+  let doc
+  try {
+    doc = splitFrontmatter(input.content)
+  } catch (error) {
+    throw errors.badRequest('invalid_skill_content', `Skill frontmatter is not valid YAML: ${(error as Error).message.split('\n')[0]}`)
+  }
+  if (doc.data.name !== undefined && doc.data.name !== name) throw errors.badRequest('invalid_skill_name', 'Skill frontmatter name must match payload name')
+  const description = typeof doc.data.description === 'string' ? doc.data.description : input.description
+  if (!validDescription(description)) throw new ApiError(422, 'invalid_description', 'Skill description must be 1-1024 characters')
+  const { name: _n, description: _d, ...rest } = doc.data
+  return { name, description: description.trim(), rel: skillFile(name), text: joinFrontmatter({ name, description: description.trim(), ...rest }, doc.body) }
+}
+
+/** Writes a prepared skill. */
+export async function writeSkill(root: string, skill: PreparedSkill): Promise<void> {
+  const path = join(root, skill.rel)
+  await mkdir(dirname(path), { recursive: true })
+  await writeFileAtomic(path, skill.text)
+}
+
+/** Removes a skill's directory. */
+export async function deleteSkill(root: string, name: string): Promise<void> {
+  await rm(join(root, SKILLS_DIR, validateSkillName(name)), { recursive: true, force: true })
+}

@@ -1,0 +1,67 @@
+/**
+ * The configured workspaces at run time: each with its read cache, write lock and change
+ * tracker. Clients learn ids only from `GET /workspaces`; an unknown id is 404
+ * `workspace_not_found`.
+ * @module
+ */
+import { errors } from '../core/errors.ts'
+import type { Logger } from '../core/logger.ts'
+import { AsyncLock } from './async-lock.ts'
+import { ChangeTracker } from './change-tracker.ts'
+import type { EventStore } from './event-store.ts'
+import { ReadCache } from './read-cache.ts'
+import type { WorkspaceEntry } from './server-config.ts'
+
+/** A workspace with its runtime helpers. */
+export interface WorkspaceRuntime {
+  readonly entry: WorkspaceEntry
+  readonly cache: ReadCache
+  readonly lock: AsyncLock
+  readonly tracker: ChangeTracker
+}
+
+/** The public description of a workspace: no sidecar credentials, no raw config entry. */
+export interface WorkspaceView {
+  id: string
+  name: string
+  path: string
+  workspaceType: 'local'
+}
+
+/** Serialises a workspace for clients. */
+export function workspaceView(entry: WorkspaceEntry): WorkspaceView {
+  return { id: entry.id, name: entry.name, path: entry.path, workspaceType: 'local' }
+}
+
+/** All workspaces of this server, in configured order (the first is the active one). */
+export class WorkspaceRegistry {
+  readonly #byId = new Map<string, WorkspaceRuntime>()
+
+  private constructor(readonly all: readonly WorkspaceRuntime[]) {
+    for (const ws of all) this.#byId.set(ws.entry.id, ws)
+  }
+
+  /** Builds runtimes and starts their change trackers. */
+  static async start(entries: readonly WorkspaceEntry[], deps: { events: EventStore; logger: Logger; debounceMs?: number; watch?: boolean }): Promise<WorkspaceRegistry> {
+    const runtimes = entries.map((entry) => {
+      const cache = new ReadCache()
+      const lock = new AsyncLock()
+      const tracker = new ChangeTracker({ workspaceId: entry.id, root: entry.path, events: deps.events, cache, lock, logger: deps.logger, debounceMs: deps.debounceMs, watch: deps.watch })
+      return { entry, cache, lock, tracker }
+    })
+    await Promise.all(runtimes.map((r) => r.tracker.start()))
+    return new WorkspaceRegistry(runtimes)
+  }
+
+  /** The workspace with `id`, or 404. */
+  get(id: string): WorkspaceRuntime {
+    const ws = this.#byId.get(id)
+    if (!ws) throw errors.notFound('workspace_not_found', 'Workspace not found')
+    return ws
+  }
+
+  /** Stops every tracker. */
+  close(): void {
+    for (const ws of this.all) ws.tracker.close()
+  }
+}
