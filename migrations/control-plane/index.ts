@@ -5,7 +5,15 @@
  */
 import type { MigrationSet } from '../../src/storage/database.ts'
 import * as m0001 from './0001_instance.ts'
+import * as m0002 from './0002_identity.ts'
+import * as m0003 from './0003_organizations.ts'
+import * as m0004 from './0004_teams.ts'
+import * as m0005 from './0005_audit.ts'
 
 export const controlPlaneMigrations: MigrationSet = {
   '0001_instance': m0001,
+  '0002_identity': m0002,
+  '0003_organizations': m0003,
+  '0004_teams': m0004,
+  '0005_audit': m0005,
 }

@@ -14,49 +14,98 @@ import { systemRoutes } from '../core/system-routes.ts'
 import type { ValidationPolicy } from '../core/validation.ts'
 import { openDatabase, type Database } from '../storage/database.ts'
 import { VERSION } from '../version.ts'
+import { controlPlaneAuth, controlPlaneSecuritySchemes, type ControlPlanePrincipal } from './auth.ts'
 import type { ControlPlaneConfig } from './config.ts'
+import type { Deps, ScryptParams } from './deps.ts'
+import { notePeerAddress } from './identity/client-address.ts'
+import { DEFAULT_SCRYPT } from './identity/passwords.ts'
+import { SignInThrottle } from './identity/sign-in-throttle.ts'
+import { annotatePolicy } from './openapi-policy.ts'
+import { rules, type ControlPlaneRule } from './policy.ts'
+import { apiKeyRoutes } from './routes/api-key-routes.ts'
+import { authRoutes } from './routes/auth-routes.ts'
+import { invitationRoutes } from './routes/invitation-routes.ts'
+import { memberRoutes } from './routes/member-routes.ts'
+import { meRoutes } from './routes/me-routes.ts'
+import { orgRoutes } from './routes/org-routes.ts'
+import type { RouteContext } from './routes/route.ts'
+import { teamRoutes } from './routes/team-routes.ts'
 import type { ControlPlaneDb } from './schema.ts'
+
+export type { ControlPlaneRule } from './policy.ts'
+export type { ControlPlanePrincipal } from './auth.ts'
 
 /** Control-plane validation failures are 422 with field paths, per its contract. */
 export const controlPlaneValidation: ValidationPolicy = { status: 422, bodyCode: 'validation_failed', queryCode: 'validation_failed' }
 
-/** A route's auth rule on the control plane. */
-export type ControlPlaneRule = { kind: 'public' }
-/** The authenticated caller. */
-export type ControlPlanePrincipal = { kind: 'anonymous' }
-
-const auth: SurfaceAuth<ControlPlaneRule, ControlPlanePrincipal> = {
-  authenticate: () => ({ kind: 'anonymous' }),
-  security: () => [],
-  statuses: () => [],
-}
-
 const ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'X-Api-Key', 'X-Request-Id', 'X-Service-Org-Id']
+
+/** How long an invitation stays pending (issue 6: 7 days). */
+const INVITATION_TTL_MS = 7 * 24 * 3600_000
 
 /** Options for {@link createControlPlaneApp}. */
 export interface ControlPlaneAppOptions {
   logger: Logger
+  /** Clock in epoch ms; tests move it to exercise expiry. */
+  now?: () => number
+  /** Password KDF cost; tests lower it to keep suites fast. Production uses the default. */
+  scrypt?: ScryptParams
 }
 
+/** The route table and auth policy, exposed so contract tests validate responses against them. */
+export interface ControlPlaneContract {
+  routes: ReadonlyArray<AnyRoute<ControlPlaneRule, ControlPlanePrincipal>>
+  auth: SurfaceAuth<ControlPlaneRule, ControlPlanePrincipal>
+  validation: ValidationPolicy
+}
+
+/** A running control plane. */
+export type ControlPlaneApp = Surface & { database: Database<ControlPlaneDb>; deps: Deps; contract: ControlPlaneContract }
+
 /** Creates the control-plane surface: opens and migrates the database first. */
-export async function createControlPlaneApp(config: ControlPlaneConfig, options: ControlPlaneAppOptions): Promise<Surface & { database: Database<ControlPlaneDb> }> {
+export async function createControlPlaneApp(config: ControlPlaneConfig, options: ControlPlaneAppOptions): Promise<ControlPlaneApp> {
   const startedAt = performance.now()
   const database = await openDatabase<ControlPlaneDb>({ path: config.databasePath, migrations: controlPlaneMigrations })
+  const now = options.now ?? Date.now
+  const deps: Deps = {
+    db: database.db,
+    now,
+    settings: {
+      openSignUp: config.openSignUp,
+      sessionTtlMs: config.sessionTtlHours * 3600_000,
+      invitationTtlMs: INVITATION_TTL_MS,
+      scrypt: options.scrypt ?? DEFAULT_SCRYPT,
+    },
+  }
+  const throttle = new SignInThrottle({
+    maxFailuresPerAccount: config.signInThrottle.maxFailuresPerAccount,
+    maxFailuresPerAddress: config.signInThrottle.maxFailuresPerAddress,
+    windowMs: config.signInThrottle.windowSeconds * 1000,
+  }, now)
+  const ctx: RouteContext = { deps, throttle, trustProxy: config.trustProxy }
+  const auth = controlPlaneAuth(deps)
   const streams = new StreamRegistry()
   let doc: Record<string, unknown> | undefined
-  const document = () => (doc ??= buildOpenApi(
+  const document = () => (doc ??= annotatePolicy(buildOpenApi(
     {
       title: 'service-server control plane API',
       version: VERSION,
-      description: 'Organization control plane: identity, members, configuration, connectors and Workers. This document is the authoritative contract.',
-      securitySchemes: {},
+      description: 'Organization control plane: identity, members, configuration, connectors and Workers. This document is the authoritative contract. Errors are `{code, message, details?}`; validation failures are 422 `validation_failed` with `details.issues[{path, message}]`; lists are `{items, nextCursor}` (pass `nextCursor` back as `cursor`).',
+      securitySchemes: controlPlaneSecuritySchemes,
     },
     routes,
     auth,
     controlPlaneValidation,
-  ))
+  ), routes))
   const routes: AnyRoute<ControlPlaneRule, ControlPlanePrincipal>[] = [
-    ...systemRoutes<ControlPlaneRule>({ mode: 'control-plane', version: VERSION, publicRule: { kind: 'public' }, startedAt, openapi: document }),
+    ...systemRoutes<ControlPlaneRule>({ mode: 'control-plane', version: VERSION, publicRule: rules.public, startedAt, openapi: document }),
+    ...authRoutes(ctx),
+    ...meRoutes(ctx),
+    ...orgRoutes(ctx),
+    ...memberRoutes(ctx),
+    ...invitationRoutes(ctx),
+    ...teamRoutes(ctx),
+    ...apiKeyRoutes(ctx),
   ]
   const http = createHttpApp({
     routes,
@@ -69,11 +118,17 @@ export async function createControlPlaneApp(config: ControlPlaneConfig, options:
   let closed = false
   return {
     mode: 'control-plane',
-    fetch: http.fetch,
+    // Bun passes its server as the second argument; it knows the peer address for throttling.
+    fetch: (request: Request, server?: unknown) => {
+      notePeerAddress(request, server)
+      return http.fetch(request)
+    },
     router: http.router,
     openapi: document,
     streams,
     database,
+    deps,
+    contract: { routes, auth, validation: controlPlaneValidation },
     onListening: () => [`database ${config.databasePath}`],
     async close() {
       if (closed) return

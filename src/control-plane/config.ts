@@ -17,6 +17,18 @@ export const ControlPlaneFileSchema = v.looseObject({
   corsOrigins: v.optional(v.array(v.pipe(v.string(), v.regex(/^(\*|https?:\/\/[^/\s]+)$/, 'must be * or an origin like https://app.example')))),
   logFormat: v.optional(envSchemas.logFormat),
   logRequests: v.optional(v.boolean('must be true or false')),
+  /** Allow anyone to sign up without an invitation (the first account is always allowed). */
+  openSignUp: v.optional(v.boolean('must be true or false')),
+  /** Session lifetime in hours; sessions in use slide forward. */
+  sessionTtlHours: v.optional(v.pipe(v.number('must be a number'), v.integer('must be a whole number'), v.minValue(1), v.maxValue(24 * 366))),
+  /** Take the client address from the first X-Forwarded-For entry (only behind a proxy you trust). */
+  trustProxy: v.optional(v.boolean('must be true or false')),
+  /** Failed sign-in limits. */
+  signInThrottle: v.optional(v.strictObject({
+    maxFailuresPerAccount: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+    maxFailuresPerAddress: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+    windowSeconds: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  })),
 })
 /** The parsed file. */
 export type ControlPlaneFile = v.InferOutput<typeof ControlPlaneFileSchema>
@@ -31,6 +43,14 @@ export interface ControlPlaneConfig {
   corsOrigins: string[]
   logFormat: 'pretty' | 'json'
   logRequests: boolean
+  /** Sign-up without an invitation after the first account (default false). */
+  openSignUp: boolean
+  /** Session lifetime in hours (default 168 = 7 days). */
+  sessionTtlHours: number
+  /** Trust X-Forwarded-For for the client address (default false). */
+  trustProxy: boolean
+  /** Failed sign-in limits (defaults 5 per account, 50 per address, 900 s window). */
+  signInThrottle: { maxFailuresPerAccount: number; maxFailuresPerAddress: number; windowSeconds: number }
   /** The whole parsed file (or `{}`), for feature-specific keys. */
   file: ControlPlaneFile
   env: Env
@@ -52,6 +72,10 @@ export function loadControlPlaneConfig(flags: Flags, env: Env, cwd: string): Con
   const [corsOrigins] = pick<string[]>([flagValue(flags, 'cors', envSchemas.list), 'flag'], [envValue(env, 'SERVICE_CORS_ORIGINS', envSchemas.list), 'env'], [file.corsOrigins, 'file'], [[], 'default'])
   const [logFormat] = pick<'pretty' | 'json'>([flagValue(flags, 'log-format', envSchemas.logFormat), 'flag'], [envValue(env, 'SERVICE_LOG_FORMAT', envSchemas.logFormat), 'env'], [file.logFormat, 'file'], ['pretty', 'default'])
   const [logRequests] = pick<boolean>([envValue(env, 'SERVICE_LOG_REQUESTS', envSchemas.bool), 'env'], [file.logRequests, 'file'], [true, 'default'])
+  const [openSignUp] = pick<boolean>([envValue(env, 'SERVICE_OPEN_SIGN_UP', envSchemas.bool), 'env'], [file.openSignUp, 'file'], [false, 'default'])
+  const [sessionTtlHours] = pick<number>([envValue(env, 'SERVICE_SESSION_TTL_HOURS', envSchemas.positiveInt), 'env'], [file.sessionTtlHours, 'file'], [168, 'default'])
+  const [trustProxy] = pick<boolean>([envValue(env, 'SERVICE_TRUST_PROXY', envSchemas.bool), 'env'], [file.trustProxy, 'file'], [false, 'default'])
+  const throttle = file.signInThrottle ?? {}
   const absoluteDataDir = resolve(cwd, dataDir!)
   return {
     configPath,
@@ -62,6 +86,14 @@ export function loadControlPlaneConfig(flags: Flags, env: Env, cwd: string): Con
     corsOrigins: corsOrigins!,
     logFormat: logFormat!,
     logRequests: logRequests!,
+    openSignUp: openSignUp!,
+    sessionTtlHours: sessionTtlHours!,
+    trustProxy: trustProxy!,
+    signInThrottle: {
+      maxFailuresPerAccount: throttle.maxFailuresPerAccount ?? 5,
+      maxFailuresPerAddress: throttle.maxFailuresPerAddress ?? 50,
+      windowSeconds: throttle.windowSeconds ?? 900,
+    },
     file,
     env,
   }

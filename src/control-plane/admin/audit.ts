@@ -1,0 +1,82 @@
+/**
+ * Audit events for administrative actions: actor, action, target ids and time. Callers pass only
+ * small typed facts (a role before and after, a count); request bodies, tokens, keys and
+ * passwords are never recorded.
+ * @module
+ */
+import type { Kysely, Transaction } from 'kysely'
+import { newId } from '../../core/ids.ts'
+import { isoAt, type Deps } from '../deps.ts'
+import { keysetPage, type Page } from '../pagination.ts'
+import type { CredentialKind, Role } from '../policy.ts'
+import type { ControlPlaneDb } from '../schema.ts'
+
+/** Who is acting, in which organization. Built from the authenticated principal. */
+export interface Actor {
+  orgId: string
+  userId: string
+  memberId: string
+  role: Role
+  credential: CredentialKind
+  apiKeyId: string | null
+}
+
+/** Audit actions recorded by this surface. */
+export type AuditAction =
+  | 'organization.created' | 'organization.updated'
+  | 'member.joined' | 'member.role_changed' | 'member.removed'
+  | 'invitation.created' | 'invitation.canceled' | 'invitation.accepted'
+  | 'team.created' | 'team.updated' | 'team.deleted' | 'team.member_added' | 'team.member_removed'
+  | 'api_key.created' | 'api_key.revoked' | 'api_key.disabled'
+
+/** Non-secret facts about an action. Values are short strings, numbers or booleans only. */
+export type AuditData = Record<string, string | number | boolean | null>
+
+/** An audit event as the API shows it. */
+export interface AuditEventView {
+  id: string
+  action: string
+  actor: { userId: string | null; memberId: string | null; credential: string; apiKeyId: string | null }
+  target: { type: string; id: string }
+  data: AuditData | null
+  createdAt: string
+}
+
+type Db = Kysely<ControlPlaneDb> | Transaction<ControlPlaneDb>
+
+/** Appends one audit event; call inside the transaction that made the change. */
+export async function recordAudit(deps: Deps, db: Db, actor: Actor, action: AuditAction, target: { type: string; id: string }, data?: AuditData): Promise<void> {
+  await db.insertInto('audit_event').values({
+    id: newId('aev'),
+    org_id: actor.orgId,
+    action,
+    actor_user_id: actor.userId,
+    actor_member_id: actor.memberId,
+    credential_kind: actor.credential,
+    api_key_id: actor.apiKeyId,
+    target_type: target.type,
+    target_id: target.id,
+    data: data ? JSON.stringify(data) : null,
+    created_at: isoAt(deps),
+  }).execute()
+}
+
+/** Audit events of an organization, newest first. */
+export function listAuditEvents(deps: Deps, orgId: string, page: { cursor?: string; limit: number; action?: string }): Promise<Page<AuditEventView>> {
+  let query = deps.db.selectFrom('audit_event').selectAll().where('org_id', '=', orgId)
+  if (page.action) query = query.where('action', '=', page.action)
+  return keysetPage(query, {
+    scope: 'audit-events',
+    cursor: page.cursor,
+    limit: page.limit,
+    order: [{ column: 'id', field: 'id', direction: 'desc' }],
+    map: (row) => ({
+      id: row.id,
+      action: row.action,
+      actor: { userId: row.actor_user_id, memberId: row.actor_member_id, credential: row.credential_kind, apiKeyId: row.api_key_id },
+      target: { type: row.target_type, id: row.target_id },
+      data: row.data ? (JSON.parse(row.data) as AuditData) : null,
+      createdAt: row.created_at,
+    }),
+  })
+}

@@ -1,0 +1,85 @@
+/**
+ * Members of an organization: list, read, change role, remove. Every lookup is scoped by the
+ * actor's organization, so an id from another organization is indistinguishable from a missing
+ * one (404). The owner's membership is protected: ownership is not changed through these routes.
+ * @module
+ */
+import { errors } from '../../core/errors.ts'
+import { isoAt, type Deps } from '../deps.ts'
+import { keysetPage, type Page } from '../pagination.ts'
+import { asRole, type AssignableRole, type Role } from '../policy.ts'
+import { disableMemberKeys } from './api-keys.ts'
+import { recordAudit, type Actor } from './audit.ts'
+
+/** A member as the API shows it. */
+export interface MemberView {
+  id: string
+  userId: string
+  email: string
+  name: string
+  role: Role
+  createdAt: string
+  updatedAt: string
+}
+
+function memberQuery(deps: Deps, orgId: string) {
+  return deps.db
+    .selectFrom('member as m')
+    .innerJoin('app_user as u', 'u.id', 'm.user_id')
+    .select(['m.id', 'm.user_id', 'm.role', 'm.created_at', 'm.updated_at', 'u.email', 'u.name'])
+    .where('m.org_id', '=', orgId)
+}
+
+type MemberRow = { id: string; user_id: string; role: string; created_at: string; updated_at: string; email: string; name: string }
+
+function view(row: MemberRow): MemberView {
+  return { id: row.id, userId: row.user_id, email: row.email, name: row.name, role: asRole(row.role), createdAt: row.created_at, updatedAt: row.updated_at }
+}
+
+function notFound() {
+  return errors.notFound('member_not_found', 'Member not found')
+}
+
+/** Members in joining order, optionally of one role. */
+export function listMembers(deps: Deps, orgId: string, page: { cursor?: string; limit: number; role?: Role }): Promise<Page<MemberView>> {
+  let query = memberQuery(deps, orgId)
+  if (page.role) query = query.where('m.role', '=', page.role)
+  return keysetPage(query, { scope: 'members', cursor: page.cursor, limit: page.limit, order: [{ column: 'm.id', field: 'id', direction: 'asc' }], map: view })
+}
+
+/** One member of the organization. */
+export async function getMember(deps: Deps, orgId: string, memberId: string): Promise<MemberView> {
+  const row = await memberQuery(deps, orgId).where('m.id', '=', memberId).executeTakeFirst()
+  if (!row) throw notFound()
+  return view(row)
+}
+
+/**
+ * Changes a member's role. The owner's role cannot be changed (409 `owner_protected`); setting
+ * the same role changes nothing. A real change disables the member's API keys.
+ */
+export async function changeMemberRole(deps: Deps, actor: Actor, memberId: string, role: AssignableRole): Promise<MemberView> {
+  await deps.db.transaction().execute(async (trx) => {
+    const row = await trx.selectFrom('member').select(['id', 'role']).where('id', '=', memberId).where('org_id', '=', actor.orgId).executeTakeFirst()
+    if (!row) throw notFound()
+    if (row.role === 'owner') throw errors.conflict('owner_protected', "The owner's role cannot be changed")
+    if (row.role === role) return
+    await trx.updateTable('member').set({ role, updated_at: isoAt(deps) }).where('id', '=', memberId).execute()
+    await recordAudit(deps, trx, actor, 'member.role_changed', { type: 'member', id: memberId }, { from: row.role, to: role })
+    await disableMemberKeys(deps, trx, actor, memberId, 'role_changed')
+  })
+  return getMember(deps, actor.orgId, memberId)
+}
+
+/** Removes a member: their team memberships go, their API keys are disabled. The owner cannot be removed. */
+export async function removeMember(deps: Deps, actor: Actor, memberId: string): Promise<void> {
+  await deps.db.transaction().execute(async (trx) => {
+    const row = await trx.selectFrom('member').select(['id', 'role', 'user_id']).where('id', '=', memberId).where('org_id', '=', actor.orgId).executeTakeFirst()
+    if (!row) throw notFound()
+    if (row.role === 'owner') throw errors.conflict('owner_protected', 'The owner cannot be removed')
+    await trx.deleteFrom('member').where('id', '=', memberId).execute()
+    await trx.updateTable('user_session').set({ active_org_id: null }).where('user_id', '=', row.user_id).where('active_org_id', '=', actor.orgId).execute()
+    await recordAudit(deps, trx, actor, 'member.removed', { type: 'member', id: memberId }, { role: row.role })
+    await disableMemberKeys(deps, trx, actor, memberId, 'member_removed')
+  })
+}

@@ -1,0 +1,129 @@
+/**
+ * Authentication and authorization for the control plane: turns `Authorization: Bearer
+ * <session-token>` or `x-api-key: <key>` into a principal, resolves the organization it acts in,
+ * and enforces the route's rule against the policy table.
+ *
+ * Organization precedence: the API key's organization; else `X-Service-Org-Id` (must be one of the
+ * caller's, otherwise 404 as if it did not exist); else the session's active organization; else
+ * the caller's earliest membership, written back to the session.
+ * @module
+ */
+import { ApiError, errors } from '../core/errors.ts'
+import type { SurfaceAuth } from '../core/http-app.ts'
+import { API_KEY_PREFIX, resolveApiKey } from './admin/api-keys.ts'
+import type { Actor } from './admin/audit.ts'
+import { firstMembership, membershipOf, type Membership } from './admin/organizations.ts'
+import type { Deps } from './deps.ts'
+import { resolveSession, setActiveOrg } from './identity/sessions.ts'
+import { toUserView, type UserView } from './identity/users-view.ts'
+import { allows, POLICY, type ControlPlaneRule, type CredentialKind, type Role } from './policy.ts'
+
+/** The header naming the organization to act in. */
+export const ORG_HEADER = 'x-service-org-id'
+const ORG_ID = /^org_[0-9a-hjkmnp-tv-z]{26}$/
+
+/** The authenticated caller. Fields are null for anonymous callers on public routes. */
+export interface ControlPlanePrincipal {
+  credential: CredentialKind | 'none'
+  user: UserView | null
+  session: { id: string; expiresAt: string; activeOrgId: string | null } | null
+  apiKeyId: string | null
+  /** The organization acted in, with the caller's membership; null when none resolved. */
+  org: { id: string; name: string; memberId: string; role: Role } | null
+}
+
+const anonymous: ControlPlanePrincipal = { credential: 'none', user: null, session: null, apiKeyId: null, org: null }
+
+/** The actor for audit and domain calls; only valid on `org` routes (the rule guarantees an org). */
+export function actorOf(principal: ControlPlanePrincipal): Actor {
+  if (!principal.user || !principal.org || principal.credential === 'none') throw errors.internal()
+  return { orgId: principal.org.id, userId: principal.user.id, memberId: principal.org.memberId, role: principal.org.role, credential: principal.credential, apiKeyId: principal.apiKeyId }
+}
+
+function bearerToken(request: Request): string | null {
+  const header = request.headers.get('authorization')
+  if (!header) return null
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header)
+  return match ? match[1]! : ''
+}
+
+const notFoundOrg = () => errors.notFound('organization_not_found', 'Organization not found')
+
+async function resolveSessionOrg(deps: Deps, userId: string, sessionId: string, activeOrgId: string | null, headerOrg: string | null): Promise<Membership | null> {
+  if (headerOrg !== null) {
+    const member = ORG_ID.test(headerOrg) ? await membershipOf(deps, userId, headerOrg) : null
+    if (!member) throw notFoundOrg()
+    return member
+  }
+  if (activeOrgId) {
+    const member = await membershipOf(deps, userId, activeOrgId)
+    if (member) return member
+  }
+  const fallback = await firstMembership(deps, userId)
+  if ((fallback?.orgId ?? null) !== activeOrgId) await setActiveOrg(deps.db, sessionId, fallback?.orgId ?? null)
+  return fallback
+}
+
+/** Authenticates the caller from headers; null rule kinds never reach here. */
+async function identify(deps: Deps, request: Request): Promise<ControlPlanePrincipal> {
+  const apiKey = request.headers.get('x-api-key')
+  const headerOrg = request.headers.get(ORG_HEADER)
+  if (apiKey !== null) {
+    const resolved = await resolveApiKey(deps, apiKey.trim())
+    if ('rejected' in resolved) {
+      throw errors.unauthorized(resolved.rejected === 'unknown' ? 'Invalid API key' : `API key ${resolved.rejected}`)
+    }
+    if (headerOrg !== null && headerOrg !== resolved.orgId) throw notFoundOrg()
+    return { credential: 'apiKey', user: toUserView(resolved.user), session: null, apiKeyId: resolved.id, org: { id: resolved.orgId, name: resolved.orgName, memberId: resolved.memberId, role: resolved.role } }
+  }
+  const token = bearerToken(request)
+  if (!token) throw errors.unauthorized('Send Authorization: Bearer <session-token> or x-api-key: <key>')
+  if (token.startsWith(API_KEY_PREFIX)) throw errors.unauthorized('API keys are sent in the x-api-key header, not as a bearer token')
+  const session = await resolveSession(deps, token)
+  if (!session) throw errors.unauthorized('Invalid or expired session')
+  const member = await resolveSessionOrg(deps, session.user.id, session.id, session.activeOrgId, headerOrg)
+  return {
+    credential: 'session',
+    user: session.user,
+    session: { id: session.id, expiresAt: session.expiresAt, activeOrgId: member?.orgId ?? null },
+    apiKeyId: null,
+    org: member ? { id: member.orgId, name: member.orgName, memberId: member.memberId, role: member.role } : null,
+  }
+}
+
+/** The control plane's authenticator over its domain dependencies. */
+export function controlPlaneAuth(deps: Deps): SurfaceAuth<ControlPlaneRule, ControlPlanePrincipal> {
+  return {
+    async authenticate(request, rule) {
+      if (rule.kind === 'public') return anonymous
+      const principal = await identify(deps, request)
+      if (rule.kind === 'identity') {
+        if (rule.sessionOnly && principal.credential !== 'session') throw errors.forbidden('This action needs a signed-in session, not an API key', undefined, 'session_required')
+        return principal
+      }
+      if (!principal.org) throw errors.forbidden('You are not a member of any organization; create one or accept an invitation', undefined, 'no_organization')
+      if (!allows(rule.permission, principal.org.role, principal.credential as CredentialKind)) {
+        throw new ApiError(403, 'forbidden', `Not allowed: needs ${rule.permission}`, { details: { permission: rule.permission, role: principal.org.role, credential: principal.credential } })
+      }
+      return principal
+    },
+    security(rule): Array<Record<string, string[]>> {
+      if (rule.kind === 'public') return []
+      if (rule.kind === 'identity' && rule.sessionOnly) return [{ bearerSession: [] }]
+      if (rule.kind === 'org' && !POLICY[rule.permission].apiKey) return [{ bearerSession: [] }]
+      return [{ bearerSession: [] }, { apiKey: [] }]
+    },
+    statuses(rule) {
+      if (rule.kind === 'public') return []
+      // 404: an X-Service-Org-Id the caller does not belong to.
+      if (rule.kind === 'identity') return rule.sessionOnly ? [401, 403, 404] : [401, 404]
+      return [401, 403, 404]
+    },
+  }
+}
+
+/** OpenAPI security schemes of the control plane. */
+export const controlPlaneSecuritySchemes = {
+  bearerSession: { type: 'http', scheme: 'bearer', description: 'Session token from POST /v1/auth/sign-in or sign-up (prefix sst_). An API key sent here is refused with 401.' },
+  apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'Organization API key (prefix svc_); acts as the member who created it, in that organization.' },
+}

@@ -1,0 +1,35 @@
+/**
+ * What domain modules need from the composition root, passed explicitly so tests can swap the
+ * clock and cheapen password hashing without touching module state.
+ * @module
+ */
+import type { Kysely } from 'kysely'
+import type { ControlPlaneDb } from './schema.ts'
+
+/** scrypt cost parameters (see identity/passwords.ts). */
+export interface ScryptParams {
+  N: number
+  r: number
+  p: number
+}
+
+/** Settings the domain reads; resolved from {@link ControlPlaneConfig}. */
+export interface DomainSettings {
+  openSignUp: boolean
+  sessionTtlMs: number
+  invitationTtlMs: number
+  scrypt: ScryptParams
+}
+
+/** Dependencies of every domain function. */
+export interface Deps {
+  db: Kysely<ControlPlaneDb>
+  /** Current time in epoch milliseconds; tests move it. */
+  now: () => number
+  settings: DomainSettings
+}
+
+/** ISO text of `deps.now()` plus an offset, the stored timestamp format. */
+export function isoAt(deps: Pick<Deps, 'now'>, offsetMs = 0): string {
+  return new Date(deps.now() + offsetMs).toISOString()
+}

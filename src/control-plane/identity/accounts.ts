@@ -1,0 +1,75 @@
+/**
+ * Sign-up, sign-in and invitation acceptance: the flows that create sessions or memberships for
+ * a person. Sign-up is open for the very first account of an empty database (so the installer can
+ * bootstrap), then needs a pending invitation for that email unless the configuration allows open
+ * sign-up. Password hashing happens outside transactions so slow KDF work never holds the database.
+ * @module
+ */
+import { errors } from '../../core/errors.ts'
+import { newId } from '../../core/ids.ts'
+import { isoAt, type Deps } from '../deps.ts'
+import { acceptInto, findUsableInvitation, invitationProblemError } from '../admin/invitations.ts'
+import type { Role } from '../policy.ts'
+import { burnPasswordCheck, hashPassword, verifyPassword } from './passwords.ts'
+import { createSession, setActiveOrg, type ActiveSession, type IssuedSession } from './sessions.ts'
+import type { SignInThrottle } from './sign-in-throttle.ts'
+import { normalizeEmail, toUserView, type UserView } from './users-view.ts'
+
+/** What sign-up and sign-in return. */
+export interface SignedIn {
+  user: UserView
+  session: IssuedSession
+}
+
+/** Creates an account and signs it in; with an invitation token, also joins that organization. */
+export async function signUp(deps: Deps, input: { email: string; password: string; name: string; invitationToken?: string }): Promise<SignedIn> {
+  const email = normalizeEmail(input.email)
+  const passwordHash = await hashPassword(input.password, deps.settings.scrypt)
+  const now = isoAt(deps)
+  const userId = newId('usr')
+  return deps.db.transaction().execute(async (trx) => {
+    const taken = await trx.selectFrom('app_user').select('id').where('email', '=', email).executeTakeFirst()
+    if (taken) throw errors.conflict('email_taken', 'An account with that email already exists')
+    let invitation = null
+    if (input.invitationToken !== undefined) {
+      const found = await findUsableInvitation(deps, trx, input.invitationToken, email)
+      if ('problem' in found) throw errors.forbidden('The invitation token is not usable for this email', { reason: found.problem }, 'sign_up_not_allowed')
+      invitation = found
+    } else if (!deps.settings.openSignUp) {
+      const anyone = await trx.selectFrom('app_user').select('id').limit(1).executeTakeFirst()
+      if (anyone) throw errors.forbidden('Sign-up needs an invitation token', { reason: 'invitation_required' }, 'sign_up_not_allowed')
+    }
+    await trx.insertInto('app_user').values({ id: userId, email, name: input.name, password_hash: passwordHash, created_at: now, updated_at: now }).execute()
+    const joined = invitation ? await acceptInto(deps, trx, invitation, userId) : null
+    const session = await createSession(deps, trx, userId, joined?.orgId ?? null)
+    return { user: { id: userId, email, name: input.name, createdAt: now }, session }
+  })
+}
+
+/** Verifies a password and issues a session; throttled per account and address. */
+export async function signIn(deps: Deps, throttle: SignInThrottle, input: { email: string; password: string; address: string | null }): Promise<SignedIn> {
+  const email = normalizeEmail(input.email)
+  const wait = throttle.retryAfterSeconds(email, input.address)
+  if (wait > 0) throw errors.tooManyRequests(wait, 'Too many failed sign-in attempts; try again later')
+  const row = await deps.db.selectFrom('app_user').selectAll().where('email', '=', email).executeTakeFirst()
+  const ok = row ? await verifyPassword(input.password, row.password_hash) : (await burnPasswordCheck(input.password, deps.settings.scrypt), false)
+  if (!row || !ok) {
+    throttle.recordFailure(email, input.address)
+    throw errors.unauthorized('Email or password is wrong')
+  }
+  throttle.recordSuccess(email)
+  const session = await createSession(deps, deps.db, row.id, null)
+  return { user: toUserView(row), session }
+}
+
+/** Accepts an invitation for the signed-in person and makes its organization their active one. */
+export async function acceptInvitation(deps: Deps, session: ActiveSession, token: string): Promise<{ organization: { id: string; name: string }; memberId: string; role: Role }> {
+  return deps.db.transaction().execute(async (trx) => {
+    const found = await findUsableInvitation(deps, trx, token, session.user.email)
+    if ('problem' in found) throw invitationProblemError(found)
+    const joined = await acceptInto(deps, trx, found, session.user.id)
+    await setActiveOrg(trx, session.id, joined.orgId)
+    const org = await trx.selectFrom('organization').select(['id', 'name']).where('id', '=', joined.orgId).executeTakeFirstOrThrow()
+    return { organization: org, memberId: joined.memberId, role: joined.role }
+  })
+}

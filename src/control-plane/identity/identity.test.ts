@@ -1,0 +1,191 @@
+import { readFileSync, existsSync } from 'node:fs'
+import { assert, suite } from '../../../tests/harness.ts'
+import { startTestControlPlane } from '../testing/test-control-plane.ts'
+import { buildFixtureOrg, signUpPerson } from '../testing/org-fixture.ts'
+import { DEFAULT_SCRYPT, hashPassword, verifyPassword } from './passwords.ts'
+
+const test = suite('control-plane/identity')
+
+const HOUR = 3600_000
+
+test('the first sign-up on an empty database is open; later ones need an invitation unless open sign-up is configured', async () => {
+  const t = await startTestControlPlane({ openSignUp: false })
+  try {
+    const first = await t.client.post('/v1/auth/sign-up', { json: { email: 'First@Example.test ', password: 'correct horse', name: 'First' } })
+    assert.is(first.status, 201)
+    assert.is(first.body.user.email, 'first@example.test')
+    assert.match(first.body.session.token, /^sst_/)
+    const second = await t.client.post('/v1/auth/sign-up', { json: { email: 'second@example.test', password: 'correct horse', name: 'Second' } })
+    assert.is(second.status, 403)
+    assert.is(second.body.code, 'sign_up_not_allowed')
+    assert.is(second.body.details.reason, 'invitation_required')
+    const org = await t.client.post('/v1/orgs', { token: first.body.session.token, json: { name: 'Acme' } })
+    const invite = await t.client.post('/v1/invitations', { token: first.body.session.token, json: { email: 'second@example.test', role: 'member' } })
+    assert.is(invite.status, 201)
+    const wrongEmail = await t.client.post('/v1/auth/sign-up', { json: { email: 'third@example.test', password: 'correct horse', name: 'Third', invitationToken: invite.body.token } })
+    assert.is(wrongEmail.status, 403)
+    assert.is(wrongEmail.body.details.reason, 'email_mismatch')
+    const invited = await t.client.post('/v1/auth/sign-up', { json: { email: 'second@example.test', password: 'correct horse', name: 'Second', invitationToken: invite.body.token } })
+    assert.is(invited.status, 201)
+    const me = await t.client.get('/v1/me', { token: invited.body.session.token })
+    assert.is(me.body.organization.id, org.body.item.id)
+    assert.is(me.body.member.role, 'member')
+    const reused = await t.client.post('/v1/auth/sign-up', { json: { email: 'fourth@example.test', password: 'correct horse', name: 'x', invitationToken: invite.body.token } })
+    assert.is(reused.status, 403)
+  } finally {
+    await t.close()
+  }
+})
+
+test('open sign-up lets anyone register, but an email can only be used once', async () => {
+  const t = await startTestControlPlane({ openSignUp: true })
+  try {
+    await signUpPerson(t.client, 'a@x.test')
+    const b = await t.client.post('/v1/auth/sign-up', { json: { email: 'b@x.test', password: 'long enough', name: 'B' } })
+    assert.is(b.status, 201)
+    const again = await t.client.post('/v1/auth/sign-up', { json: { email: 'B@X.test', password: 'long enough', name: 'B' } })
+    assert.is(again.status, 409)
+    assert.is(again.body.code, 'email_taken')
+  } finally {
+    await t.close()
+  }
+})
+
+test('sign-up bodies are validated with field paths (422)', async () => {
+  const t = await startTestControlPlane()
+  try {
+    const res = await t.client.post('/v1/auth/sign-up', { json: { email: 'not-an-email', password: 'short', name: '' } })
+    assert.is(res.status, 422)
+    assert.is(res.body.code, 'validation_failed')
+    const paths = res.body.details.issues.map((i: { path: string }) => i.path).sort()
+    assert.equal(paths, ['email', 'name', 'password'])
+  } finally {
+    await t.close()
+  }
+})
+
+test('sign-in returns a new session; a wrong password or unknown email is the same 401', async () => {
+  const t = await startTestControlPlane()
+  try {
+    const person = await signUpPerson(t.client, 'p@x.test')
+    const ok = await t.client.post('/v1/auth/sign-in', { json: { email: 'P@x.test', password: person.password } })
+    assert.is(ok.status, 200)
+    assert.is(ok.body.user.id, person.userId)
+    assert.is.not(ok.body.session.token, person.token)
+    const wrong = await t.client.post('/v1/auth/sign-in', { json: { email: 'p@x.test', password: 'nope nope' } })
+    const unknown = await t.client.post('/v1/auth/sign-in', { json: { email: 'nobody@x.test', password: 'nope nope' } })
+    assert.is(wrong.status, 401)
+    assert.is(unknown.status, 401)
+    assert.equal(wrong.body, unknown.body)
+  } finally {
+    await t.close()
+  }
+})
+
+test('sign-in is throttled per account with 429 and Retry-After, even for the right password, until the window passes', async () => {
+  const t = await startTestControlPlane({ signInThrottle: { maxFailuresPerAccount: 3, windowSeconds: 600 } })
+  try {
+    const person = await signUpPerson(t.client, 'victim@x.test')
+    for (let i = 0; i < 3; i++) assert.is((await t.client.post('/v1/auth/sign-in', { json: { email: 'victim@x.test', password: `guess-${i}-xx` } })).status, 401)
+    const blocked = await t.client.post('/v1/auth/sign-in', { json: { email: 'victim@x.test', password: person.password } })
+    assert.is(blocked.status, 429)
+    assert.is(blocked.body.code, 'rate_limited')
+    assert.is(blocked.headers.get('retry-after'), '600')
+    t.clock.advance(400_000)
+    const later = await t.client.post('/v1/auth/sign-in', { json: { email: 'victim@x.test', password: person.password } })
+    assert.is(later.headers.get('retry-after'), '200')
+    t.clock.advance(200_000)
+    const open = await t.client.post('/v1/auth/sign-in', { json: { email: 'victim@x.test', password: person.password } })
+    assert.is(open.status, 200)
+  } finally {
+    await t.close()
+  }
+})
+
+test('sign-in is throttled per client address across accounts when behind a trusted proxy', async () => {
+  const t = await startTestControlPlane({ trustProxy: true, signInThrottle: { maxFailuresPerAccount: 100, maxFailuresPerAddress: 4 } })
+  try {
+    const person = await signUpPerson(t.client, 'someone@x.test')
+    const from = (ip: string) => ({ 'x-forwarded-for': `${ip}, 10.0.0.1` })
+    for (let i = 0; i < 4; i++) {
+      assert.is((await t.client.post('/v1/auth/sign-in', { headers: from('203.0.113.9'), json: { email: `spray${i}@x.test`, password: 'password1' } })).status, 401)
+    }
+    const blocked = await t.client.post('/v1/auth/sign-in', { headers: from('203.0.113.9'), json: { email: 'someone@x.test', password: person.password } })
+    assert.is(blocked.status, 429)
+    assert.ok(Number(blocked.headers.get('retry-after')) > 0)
+    const elsewhere = await t.client.post('/v1/auth/sign-in', { headers: from('198.51.100.7'), json: { email: 'someone@x.test', password: person.password } })
+    assert.is(elsewhere.status, 200)
+  } finally {
+    await t.close()
+  }
+})
+
+test('sessions expire, slide forward while used, and end at sign-out', async () => {
+  const t = await startTestControlPlane({ sessionTtlHours: 48 })
+  try {
+    const person = await signUpPerson(t.client, 's@x.test')
+    const first = await t.client.get('/v1/me', { token: person.token })
+    const initialExpiry = Date.parse(first.body.credential.expiresAt)
+    t.clock.advance(25 * HOUR)
+    const slid = await t.client.get('/v1/me', { token: person.token })
+    assert.is(slid.status, 200)
+    assert.ok(Date.parse(slid.body.credential.expiresAt) > initialExpiry, 'expiry moved forward')
+    t.clock.advance(47 * HOUR)
+    assert.is((await t.client.get('/v1/me', { token: person.token })).status, 200, 'still inside the slid lifetime')
+    t.clock.advance(49 * HOUR)
+    const expired = await t.client.get('/v1/me', { token: person.token })
+    assert.is(expired.status, 401)
+    const fresh = await t.client.post('/v1/auth/sign-in', { json: { email: 's@x.test', password: person.password } })
+    const token = fresh.body.session.token
+    assert.is((await t.client.post('/v1/auth/sign-out', { token })).status, 204)
+    assert.is((await t.client.get('/v1/me', { token })).status, 401)
+  } finally {
+    await t.close()
+  }
+})
+
+test('credentials are required, malformed ones are 401, and an API key sent as a bearer token is 401', async () => {
+  const t = await startTestControlPlane()
+  try {
+    const org = await buildFixtureOrg(t.client, 'cred')
+    assert.is((await t.client.get('/v1/me')).status, 401)
+    assert.is((await t.client.get('/v1/me', { headers: { authorization: 'Basic abc' } })).status, 401)
+    assert.is((await t.client.get('/v1/me', { token: 'sst_forged' })).status, 401)
+    const asBearer = await t.client.get('/v1/me', { token: org.ownerKey.key })
+    assert.is(asBearer.status, 401)
+    assert.match(asBearer.body.message, /x-api-key/)
+    const proper = await t.client.get('/v1/me', { apiKey: org.ownerKey.key })
+    assert.is(proper.status, 200)
+    assert.equal(proper.body.credential, { kind: 'apiKey', apiKeyId: org.ownerKey.id })
+  } finally {
+    await t.close()
+  }
+})
+
+test('the database file never contains a password, session token, invitation token or API key in plaintext', async () => {
+  const t = await startTestControlPlane()
+  try {
+    const org = await buildFixtureOrg(t.client, 'bytes')
+    const invite = await t.client.post('/v1/invitations', { token: org.owner.token, json: { email: 'late@bytes.test' } })
+    const signIn = await t.client.post('/v1/auth/sign-in', { json: { email: org.member.email, password: org.member.password } })
+    const secrets = [org.owner.password, org.admin.password, org.owner.token, org.member.token, signIn.body.session.token, invite.body.token, org.ownerKey.key, org.adminKey.key]
+    const files = [t.databasePath, `${t.databasePath}-wal`, `${t.databasePath}-shm`].filter(existsSync)
+    const bytes = Buffer.concat(files.map((f) => readFileSync(f)))
+    assert.ok(bytes.length > 0)
+    assert.ok(bytes.includes(Buffer.from(org.owner.email)), 'sanity: plain data is visible in the bytes')
+    for (const secret of secrets) assert.not.ok(bytes.includes(Buffer.from(secret)), `found a secret in the database file: ${secret.slice(0, 6)}…`)
+  } finally {
+    await t.close()
+  }
+})
+
+test('passwords are scrypt hashes with the production cost, salted, and verify only the right password', async () => {
+  const stored = await hashPassword('open sesame', DEFAULT_SCRYPT)
+  assert.match(stored, /^scrypt\$32768\$8\$1\$/)
+  assert.is.not(await hashPassword('open sesame', DEFAULT_SCRYPT), stored, 'salted')
+  assert.ok(await verifyPassword('open sesame', stored))
+  assert.not.ok(await verifyPassword('open sesame!', stored))
+  assert.not.ok(await verifyPassword('open sesame', 'plain:open sesame'))
+})
+
+test.run()

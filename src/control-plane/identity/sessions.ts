@@ -1,0 +1,80 @@
+/**
+ * Sign-in sessions. The bearer token is shown to the client once and stored only as its SHA-256,
+ * so a leaked database file holds no usable session. Sessions expire after a configured lifetime
+ * and slide forward while in use, writing at most once per refresh interval rather than on every
+ * request.
+ * @module
+ */
+import type { Kysely, Transaction } from 'kysely'
+import { newId } from '../../core/ids.ts'
+import { generateToken, hashToken } from '../../core/secrets.ts'
+import { isoAt, type Deps } from '../deps.ts'
+import type { ControlPlaneDb } from '../schema.ts'
+import { toUserView, type UserView } from './users-view.ts'
+
+/** Prefix of session tokens; API keys use `svc_`, so the two can never be confused. */
+export const SESSION_TOKEN_PREFIX = 'sst_'
+
+/** A session as returned to its owner at sign-in; the token appears only here. */
+export interface IssuedSession {
+  id: string
+  token: string
+  expiresAt: string
+}
+
+/** A resolved session. */
+export interface ActiveSession {
+  id: string
+  activeOrgId: string | null
+  expiresAt: string
+  user: UserView
+}
+
+type Db = Kysely<ControlPlaneDb> | Transaction<ControlPlaneDb>
+
+/** How often a session in use has its expiry pushed forward: a day, or the lifetime if shorter. */
+function refreshIntervalMs(ttlMs: number): number {
+  return Math.min(24 * 3600_000, Math.floor(ttlMs / 2))
+}
+
+/** Issues a new session for a user. */
+export async function createSession(deps: Deps, db: Db, userId: string, activeOrgId: string | null): Promise<IssuedSession> {
+  const token = generateToken(SESSION_TOKEN_PREFIX)
+  const id = newId('ses')
+  const now = isoAt(deps)
+  const expiresAt = isoAt(deps, deps.settings.sessionTtlMs)
+  await db.insertInto('user_session').values({ id, user_id: userId, token_hash: hashToken(token), active_org_id: activeOrgId, created_at: now, refreshed_at: now, expires_at: expiresAt }).execute()
+  return { id, token, expiresAt }
+}
+
+/** The live session for a bearer token, refreshed when due; null when unknown or expired. */
+export async function resolveSession(deps: Deps, token: string): Promise<ActiveSession | null> {
+  const row = await deps.db
+    .selectFrom('user_session as s')
+    .innerJoin('app_user as u', 'u.id', 's.user_id')
+    .select(['s.id as session_id', 's.active_org_id', 's.expires_at', 's.refreshed_at', 'u.id', 'u.email', 'u.name', 'u.created_at'])
+    .where('s.token_hash', '=', hashToken(token))
+    .executeTakeFirst()
+  if (!row) return null
+  const now = deps.now()
+  if (Date.parse(row.expires_at) <= now) {
+    await deps.db.deleteFrom('user_session').where('id', '=', row.session_id).execute()
+    return null
+  }
+  let expiresAt = row.expires_at
+  if (now - Date.parse(row.refreshed_at) >= refreshIntervalMs(deps.settings.sessionTtlMs)) {
+    expiresAt = isoAt(deps, deps.settings.sessionTtlMs)
+    await deps.db.updateTable('user_session').set({ refreshed_at: isoAt(deps), expires_at: expiresAt }).where('id', '=', row.session_id).execute()
+  }
+  return { id: row.session_id, activeOrgId: row.active_org_id, expiresAt, user: toUserView(row) }
+}
+
+/** Ends a session (sign-out). */
+export async function deleteSession(deps: Deps, sessionId: string): Promise<void> {
+  await deps.db.deleteFrom('user_session').where('id', '=', sessionId).execute()
+}
+
+/** Records which organization a session acts in by default. */
+export async function setActiveOrg(db: Db, sessionId: string, orgId: string | null): Promise<void> {
+  await db.updateTable('user_session').set({ active_org_id: orgId }).where('id', '=', sessionId).execute()
+}

@@ -1,0 +1,61 @@
+/**
+ * Adds what the core document builder does not know about the control plane to the OpenAPI
+ * document: on every organization-scoped operation, the optional `X-Service-Org-Id` header and an
+ * `x-permission` extension naming the policy-table permission with the roles that hold it.
+ * @module
+ */
+import type * as v from 'valibot'
+import type { AnyRoute } from '../core/route.ts'
+import { openApiPath } from '../core/openapi.ts'
+import { POLICY, type ControlPlaneRule } from './policy.ts'
+
+const ORG_HEADER_PARAMETER = {
+  name: 'X-Service-Org-Id',
+  in: 'header',
+  required: false,
+  description: 'Organization to act in (must be one of the caller\'s; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session\'s active organization.',
+  schema: { type: 'string', pattern: '^org_[0-9a-hjkmnp-tv-z]{26}$' },
+}
+
+/**
+ * Query schemas that parse text into something else (an integer page size) and so cannot be
+ * converted faithfully: the core converter sees a string. They register the JSON Schema that
+ * describes their accepted values here, and {@link annotatePolicy} puts it in the document.
+ */
+const documented = new WeakMap<object, Record<string, unknown>>()
+
+/** Registers the documented JSON Schema of a query-parameter schema; returns the schema. */
+export function documentQueryParam<S extends v.GenericSchema>(schema: S, json: Record<string, unknown>): S {
+  documented.set(schema, json)
+  return schema
+}
+
+function queryEntries(schema: unknown): Record<string, object> {
+  // deno-lint-ignore no-explicit-any
+  let current: any = schema
+  while (current && current.type !== 'object' && current.type !== 'strict_object' && current.type !== 'loose_object' && current.pipe) current = current.pipe[0]
+  return (current?.entries ?? {}) as Record<string, object>
+}
+
+/** Annotates a generated document in place and returns it. */
+export function annotatePolicy(doc: Record<string, unknown>, routes: ReadonlyArray<AnyRoute<ControlPlaneRule>>): Record<string, unknown> {
+  const paths = doc.paths as Record<string, Record<string, Record<string, unknown>>>
+  for (const route of routes) {
+    if (route.auth.kind === 'public') continue
+    const operation = paths[openApiPath(route.path)]?.[route.method.toLowerCase()]
+    if (!operation) continue
+    for (const [name, schema] of Object.entries(queryEntries(route.query))) {
+      const json = documented.get(schema)
+      const parameter = (operation.parameters as Array<Record<string, unknown>> | undefined)?.find((p) => p.name === name && p.in === 'query')
+      if (json && parameter) parameter.schema = json
+    }
+    operation.parameters = [...((operation.parameters as unknown[]) ?? []), ORG_HEADER_PARAMETER]
+    if (route.auth.kind === 'org') {
+      const policy = POLICY[route.auth.permission]
+      operation['x-permission'] = { name: route.auth.permission, roles: [...policy.roles], apiKey: policy.apiKey }
+    } else {
+      operation['x-permission'] = { name: null, sessionOnly: route.auth.sessionOnly === true }
+    }
+  }
+  return doc
+}

@@ -1,0 +1,118 @@
+/**
+ * Key-set pagination for every control-plane list: `{items, nextCursor}` over a stable order that
+ * ends in the row id (ids are unique and sort by creation time), computed in SQL as
+ * "rows after the last one seen" with `limit + 1` rows fetched, so a page costs the same at row
+ * 50 and at row 50,000 and never loads the whole table. Each list must have an index whose
+ * columns are its filter columns followed by its order columns (e.g. `(org_id, id)`).
+ *
+ * The cursor is opaque to clients: base64url JSON of the last row's order values plus the name of
+ * the list it belongs to, so a cursor from one list is rejected by another (400 `invalid_cursor`).
+ * @module
+ */
+import { sql, type SelectQueryBuilder } from 'kysely'
+import * as v from 'valibot'
+import { ApiError } from '../core/errors.ts'
+import { documentQueryParam } from './openapi-policy.ts'
+
+/** A page of a list. */
+export interface Page<T> {
+  items: T[]
+  nextCursor: string | null
+}
+
+/** One order column: the SQL column reference, the row field it is read from, and its direction. */
+export interface KeysetColumn {
+  /** Column reference as written in SQL, e.g. `m.id` or `created_at`. */
+  column: string
+  /** Field of the selected row holding that value. */
+  field: string
+  direction: 'asc' | 'desc'
+}
+
+/** Options for {@link keysetPage}. */
+export interface KeysetOptions<Row, Item> {
+  /** Which list this is; cursors are only valid for the list that issued them. */
+  scope: string
+  cursor: string | undefined
+  limit: number
+  /** Order columns; the last must be unique (the id) so the order is total. */
+  order: KeysetColumn[]
+  map: (row: Row) => Item
+}
+
+const MAX_CURSOR_LENGTH = 512
+
+/** Query-parameter schemas for a paged list: `cursor` and `limit` (1..max, default `defaultLimit`). */
+export function pageQuery(options: { max?: number; defaultLimit?: number } = {}) {
+  const max = options.max ?? 100
+  return {
+    cursor: v.optional(v.pipe(v.string('must be given once'), v.minLength(1), v.maxLength(MAX_CURSOR_LENGTH), v.description('Opaque cursor from the previous page\'s nextCursor'))),
+    limit: documentQueryParam(v.optional(
+      v.pipe(
+        v.string('must be given once'),
+        v.regex(/^-?\d+$/, 'must be an integer'),
+        v.transform(Number),
+        v.number(),
+        v.minValue(1, 'must be at least 1'),
+        v.maxValue(max, `must be at most ${max}`),
+        v.description(`Page size, 1 to ${max}`),
+      ),
+      String(options.defaultLimit ?? Math.min(50, max)),
+    ), { type: 'integer', minimum: 1, maximum: max, default: options.defaultLimit ?? Math.min(50, max), description: `Page size, 1 to ${max}` }),
+  }
+}
+
+/** Encodes a cursor for `scope` at the given order values. */
+export function encodeCursor(scope: string, values: Array<string | number>): string {
+  return Buffer.from(JSON.stringify({ s: scope, k: values }), 'utf8').toString('base64url')
+}
+
+function invalidCursor(): ApiError {
+  return new ApiError(400, 'invalid_cursor', 'The cursor is not one this list issued; start again without a cursor')
+}
+
+/** Decodes a cursor issued by {@link encodeCursor} for `scope` with `arity` values, or throws 400. */
+export function decodeCursor(scope: string, cursor: string, arity: number): Array<string | number> {
+  if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw invalidCursor()
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))
+  } catch {
+    throw invalidCursor()
+  }
+  const value = parsed as { s?: unknown; k?: unknown }
+  if (!value || typeof value !== 'object' || value.s !== scope || !Array.isArray(value.k) || value.k.length !== arity) throw invalidCursor()
+  if (!value.k.every((k) => typeof k === 'string' || (typeof k === 'number' && Number.isFinite(k)))) throw invalidCursor()
+  return value.k as Array<string | number>
+}
+
+/**
+ * Runs `query` as one page: adds "after the cursor" (a lexicographic comparison across the order
+ * columns, expanded into portable AND/OR so PostgreSQL and SQLite plan it the same), the order,
+ * and `limit + 1`.
+ */
+// deno-lint-ignore no-explicit-any
+export async function keysetPage<DB, TB extends keyof DB, Row, Item>(query: SelectQueryBuilder<DB, TB, Row>, options: KeysetOptions<Row, Item>): Promise<Page<Item>> {
+  const { order } = options
+  // deno-lint-ignore no-explicit-any
+  let q = query as SelectQueryBuilder<any, any, any>
+  if (options.cursor !== undefined) {
+    const after = decodeCursor(options.scope, options.cursor, order.length)
+    q = q.where((eb) => {
+      const branches = order.map((col, i) => {
+        const equal = order.slice(0, i).map((prev, j) => eb(sql.ref(prev.column), '=', after[j]!))
+        return eb.and([...equal, eb(sql.ref(col.column), col.direction === 'asc' ? '>' : '<', after[i]!)])
+      })
+      return eb.or(branches)
+    })
+  }
+  for (const col of order) q = q.orderBy(sql.ref(col.column), col.direction)
+  const rows = (await q.limit(options.limit + 1).execute()) as Row[]
+  const more = rows.length > options.limit
+  const pageRows = more ? rows.slice(0, options.limit) : rows
+  const last = pageRows[pageRows.length - 1] as Record<string, unknown> | undefined
+  return {
+    items: pageRows.map(options.map),
+    nextCursor: more && last ? encodeCursor(options.scope, order.map((col) => last[col.field] as string | number)) : null,
+  }
+}

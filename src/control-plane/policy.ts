@@ -1,0 +1,91 @@
+/**
+ * Who may do what: the built-in roles, the permission catalog, and the one policy table that
+ * every organization route names. The authenticator enforces it, `GET /v1/roles` publishes it,
+ * the OpenAPI document annotates each operation with it, and the role-matrix test is generated
+ * from it, so none of them can drift from the others.
+ * @module
+ */
+
+/** Built-in organization roles, highest first. */
+export const ROLES = ['owner', 'admin', 'member'] as const
+/** An organization role. */
+export type Role = (typeof ROLES)[number]
+/** Roles that can be given by invitation or role change; ownership is never handed out that way. */
+export const ASSIGNABLE_ROLES = ['admin', 'member'] as const
+/** An assignable role. */
+export type AssignableRole = (typeof ASSIGNABLE_ROLES)[number]
+
+/** One permission: which roles hold it, and whether an API key (acting as its member) may use it. */
+export interface PermissionPolicy {
+  description: string
+  roles: readonly Role[]
+  /** False for actions that need a person: keys cannot mint keys. */
+  apiKey: boolean
+}
+
+const ALL: readonly Role[] = ['owner', 'admin', 'member']
+const ADMINS: readonly Role[] = ['owner', 'admin']
+const OWNER: readonly Role[] = ['owner']
+
+/** The policy table. Keys are `area.action`. */
+export const POLICY = {
+  'org.read': { description: 'Read the current organization', roles: ALL, apiKey: true },
+  'org.update': { description: 'Rename and configure the organization', roles: ADMINS, apiKey: true },
+  'members.read': { description: 'List and read members', roles: ALL, apiKey: true },
+  'members.update_role': { description: "Change a member's role", roles: OWNER, apiKey: false },
+  'members.remove': { description: 'Remove a member from the organization', roles: ADMINS, apiKey: true },
+  'invitations.read': { description: 'List and read invitations', roles: ADMINS, apiKey: true },
+  'invitations.manage': { description: 'Create and cancel invitations', roles: ADMINS, apiKey: true },
+  'teams.read': { description: 'List and read teams and their members', roles: ALL, apiKey: true },
+  'teams.manage': { description: 'Create, change and delete teams and their membership', roles: ADMINS, apiKey: true },
+  'roles.read': { description: 'Read the roles and what each may do', roles: ALL, apiKey: true },
+  'api_keys.read': { description: "List the organization's API keys", roles: ADMINS, apiKey: true },
+  'api_keys.manage': { description: 'Create and revoke API keys', roles: ADMINS, apiKey: false },
+  'audit.read': { description: 'Read audit events', roles: ADMINS, apiKey: true },
+} as const satisfies Record<string, PermissionPolicy>
+
+/** A permission key from the policy table. */
+export type Permission = keyof typeof POLICY
+
+/** Every permission key, in table order. */
+export const PERMISSIONS = Object.keys(POLICY) as Permission[]
+
+/**
+ * A control-plane route's auth rule.
+ * - `public`: no credential.
+ * - `identity`: any signed-in caller (session or API key); the organization is resolved when one
+ *   is available but not required (`GET /v1/me`). `sessionOnly` refuses API keys with 403.
+ * - `org`: a caller acting in an organization, holding `permission` by the policy table.
+ */
+export type ControlPlaneRule =
+  | { kind: 'public' }
+  | { kind: 'identity'; sessionOnly?: boolean }
+  | { kind: 'org'; permission: Permission }
+
+/** Shorthands for route declarations. */
+export const rules = {
+  public: { kind: 'public' } as ControlPlaneRule,
+  identity: { kind: 'identity' } as ControlPlaneRule,
+  session: { kind: 'identity', sessionOnly: true } as ControlPlaneRule,
+  org: (permission: Permission): ControlPlaneRule => ({ kind: 'org', permission }),
+}
+
+/** The caller kinds the policy distinguishes. */
+export type CredentialKind = 'session' | 'apiKey'
+
+/** True when a caller with `role` using `credential` holds `permission`. */
+export function allows(permission: Permission, role: Role, credential: CredentialKind): boolean {
+  const policy: PermissionPolicy = POLICY[permission]
+  if (credential === 'apiKey' && !policy.apiKey) return false
+  return policy.roles.includes(role)
+}
+
+/** The permissions a role holds with a credential kind, in table order. */
+export function permissionsOf(role: Role, credential: CredentialKind = 'session'): Permission[] {
+  return PERMISSIONS.filter((p) => allows(p, role, credential))
+}
+
+/** Narrows a stored role string; unknown values are treated as the least privileged role. */
+export function asRole(value: string): Role {
+  return (ROLES as readonly string[]).includes(value) ? (value as Role) : 'member'
+}

@@ -1,0 +1,38 @@
+/**
+ * `/v1/auth/*`: sign-up, sign-in, sign-out.
+ * @module
+ */
+import { signIn, signUp } from '../identity/accounts.ts'
+import { clientAddress } from '../identity/client-address.ts'
+import { deleteSession } from '../identity/sessions.ts'
+import { rules } from '../policy.ts'
+import { SignedInResponse, SignInBody, SignUpBody } from '../wire/identity.ts'
+import { route, type RouteContext } from './route.ts'
+
+/** Routes of sign-up, sign-in and sign-out. */
+export function authRoutes(ctx: RouteContext) {
+  return [
+    route({
+      method: 'POST', path: '/v1/auth/sign-up', operationId: 'signUp', tags: ['auth'],
+      summary: 'Create an account and sign in',
+      description: 'Open for the first account of an empty installation; afterwards needs `invitationToken` (a pending invitation for this email, which is accepted at once) unless open sign-up is configured. 403 `sign_up_not_allowed` with `details.reason`; 409 `email_taken`.',
+      auth: rules.public, body: SignUpBody, responses: { 201: SignedInResponse }, errors: [403, 409],
+      handler: ({ body }) => signUp(ctx.deps, body),
+    }),
+    route({
+      method: 'POST', path: '/v1/auth/sign-in', operationId: 'signIn', tags: ['auth'],
+      summary: 'Exchange email and password for a session token',
+      description: 'Deliberately slow (scrypt). Failed attempts are limited per account and per client address; past the limit every attempt, right or wrong, is 429 with Retry-After until the window ends.',
+      auth: rules.public, body: SignInBody,
+      responses: { 200: SignedInResponse },
+      errors: [401, 429],
+      handler: ({ body, request }) => signIn(ctx.deps, ctx.throttle, { ...body, address: clientAddress(request, ctx.trustProxy) }),
+    }),
+    route({
+      method: 'POST', path: '/v1/auth/sign-out', operationId: 'signOut', tags: ['auth'],
+      summary: 'End the current session',
+      auth: rules.session, responses: { 204: { description: 'Signed out; the token no longer works' } },
+      handler: async ({ principal }) => { await deleteSession(ctx.deps, principal.session!.id) },
+    }),
+  ]
+}
