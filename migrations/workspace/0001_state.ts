@@ -27,7 +27,8 @@ export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.createIndex('events_workspace_seq').on('events').columns(['workspace_id', 'seq']).execute()
   await db.schema
     .createTable('audit')
-    .addColumn('id', 'text', (c) => c.primaryKey())
+    .addColumn('seq', 'integer', (c) => c.primaryKey().autoIncrement())
+    .addColumn('id', 'text', (c) => c.notNull().unique())
     .addColumn('workspace_id', 'text', (c) => c.notNull())
     .addColumn('actor', 'text', (c) => c.notNull())
     .addColumn('action', 'text', (c) => c.notNull())
@@ -35,7 +36,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('summary', 'text', (c) => c.notNull())
     .addColumn('created_at', 'text', (c) => c.notNull())
     .execute()
-  await db.schema.createIndex('audit_workspace_id').on('audit').columns(['workspace_id', 'id']).execute()
+  await db.schema.createIndex('audit_workspace_seq').on('audit').columns(['workspace_id', 'seq']).execute()
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

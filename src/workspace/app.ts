@@ -34,7 +34,11 @@ export interface WorkspaceAppOptions {
 }
 
 /** The surface plus its domain services (tests reach into these). */
-export type WorkspaceSurface = Surface & { readonly services: WorkspaceServices }
+export type WorkspaceSurface = Surface & {
+  readonly services: WorkspaceServices
+  /** Every registered route declaration (the authorization-matrix test walks these). */
+  readonly routes: ReadonlyArray<AnyRoute<WorkspaceRule, Principal>>
+}
 
 /** Creates the workspace surface for a resolved configuration. */
 export async function createWorkspaceApp(config: WorkspaceServerConfig, options: WorkspaceAppOptions): Promise<WorkspaceSurface> {
@@ -71,6 +75,7 @@ export async function createWorkspaceApp(config: WorkspaceServerConfig, options:
   return {
     mode: 'workspace',
     services,
+    routes,
     fetch: http.fetch,
     router: http.router,
     openapi: () => (doc ??= openapi()),

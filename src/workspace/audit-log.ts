@@ -61,7 +61,7 @@ export class AuditLog {
 
   /** The newest `limit` entries of a workspace, newest first. */
   async list(workspaceId: string, limit: number): Promise<AuditEntry[]> {
-    const rows = await this.#db.db.selectFrom('audit').selectAll().where('workspace_id', '=', workspaceId).orderBy('id', 'desc').limit(limit).execute()
+    const rows = await this.#db.db.selectFrom('audit').selectAll().where('workspace_id', '=', workspaceId).orderBy('seq', 'desc').limit(limit).execute()
     return rows.map((row) => ({
       id: row.id,
       workspaceId: row.workspace_id,
@@ -77,7 +77,7 @@ export class AuditLog {
   async latestTimestamp(workspaceId: string): Promise<number | null> {
     const known = this.#latest.get(workspaceId)
     if (known !== undefined) return known
-    const row = await this.#db.db.selectFrom('audit').select('created_at').where('workspace_id', '=', workspaceId).orderBy('id', 'desc').limit(1).executeTakeFirst()
+    const row = await this.#db.db.selectFrom('audit').select('created_at').where('workspace_id', '=', workspaceId).orderBy('seq', 'desc').limit(1).executeTakeFirst()
     const latest = row ? Date.parse(row.created_at) : null
     this.#latest.set(workspaceId, latest)
     return latest

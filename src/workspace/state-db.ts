@@ -31,6 +31,7 @@ export interface EventsTable {
 
 /** `audit`: one row per completed write or approval decision. */
 export interface AuditTable {
+  seq: number | undefined
   id: string
   workspace_id: string
   actor: string

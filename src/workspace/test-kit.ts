@@ -39,7 +39,7 @@ export interface TestServer {
   wsId: string
   root: string
   dir: string
-  clock: { now: number; advance(ms: number): void }
+  clock: { readonly now: number; advance(ms: number): void }
   req(path: string, init?: Init): Promise<Response>
   /** Closes this instance and starts a new one over the same directories (a restart). */
   restart(): Promise<TestServer>
@@ -93,7 +93,9 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const root = join(dir, 'workspace')
   if (options.fixture === false) mkdirSync(root)
   else cpSync(FIXTURE, root, { recursive: true })
-  const clock = { now: Date.now(), advance(ms: number) { clock.now += ms } }
+  // Real time plus an offset tests can move forward (token expiry) without freezing time.
+  let offset = 0
+  const clock = { get now() { return Date.now() + offset }, advance(ms: number) { offset += ms } }
   try {
     return await build(dir, root, options, clock)
   } catch (error) {
