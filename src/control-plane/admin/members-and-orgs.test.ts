@@ -1,4 +1,5 @@
 import { assert, suite } from '../../../tests/harness.ts'
+import { listMembers } from './members.ts'
 import { buildFixtureOrg, signUpPerson } from '../testing/org-fixture.ts'
 import { seedMembers } from '../testing/seed.ts'
 import { startTestControlPlane } from '../testing/test-control-plane.ts'
@@ -30,6 +31,22 @@ test('members page by cursor: every member exactly once, in joining order, with 
       assert.is(res.status, 422, `limit=${bad}`)
       assert.is(res.body.details.issues[0].path, 'limit')
     }
+  } finally {
+    await t.close()
+  }
+})
+
+test('the members page is answered from the (org_id, id) index, not by scanning or sorting the table', async () => {
+  const t = await startTestControlPlane()
+  try {
+    const org = await buildFixtureOrg(t.client, 'plan')
+    const page = await listMembers(t.app.deps, org.orgId, { limit: 50 })
+    const query = t.app.deps.db.selectFrom('member as m').innerJoin('app_user as u', 'u.id', 'm.user_id').select(['m.id']).where('m.org_id', '=', org.orgId).where('m.id', '>', page.items[0]!.id).orderBy('m.id').limit(51).compile()
+    // EXPLAIN is SQLite syntax; it is only used here, to check the plan the product query gets.
+    const rows = (await t.app.deps.db.executeQuery({ ...query, sql: `explain query plan ${query.sql}`, query: query.query } as never)).rows as Array<{ detail: string }>
+    const detail = rows.map((r) => r.detail).join(' | ')
+    assert.match(detail, /member_org_id_idx/)
+    assert.not.match(detail, /TEMP B-TREE/)
   } finally {
     await t.close()
   }
