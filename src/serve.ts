@@ -6,6 +6,8 @@
  * @module
  */
 
+import { stampPeerAddress } from './core/peer-address.ts'
+
 declare const Bun: any
 declare const Deno: any
 
@@ -31,12 +33,16 @@ export const runtimeName: 'bun' | 'deno' | 'node' =
 export async function serve(options: ServeOptions): Promise<Listener> {
   if (runtimeName === 'bun') {
     // Bun 1.4 defaults idleTimeout to 10 s, which cuts quiet event streams; 0 disables it.
-    const server = Bun.serve({ hostname: options.host, port: options.port, idleTimeout: 0, fetch: options.fetch })
+    const server = Bun.serve({ hostname: options.host, port: options.port, idleTimeout: 0, fetch: (request: Request, bun: any) => options.fetch(stampPeerAddress(request, bun.requestIP(request)?.address)) })
     return {
       host: options.host,
       port: server.port as number,
-      // stop(true) closes keep-alive and streaming connections; stop() alone waits on SSE forever.
-      stop: async () => { await server.stop(true) },
+      // A graceful stop lets just-closed streams flush their last bytes; the forced stop after it
+      // guarantees we never hang on a connection (stop() alone waits on an open SSE forever).
+      stop: async () => {
+        await Promise.race([server.stop(false), new Promise((resolve) => setTimeout(resolve, 500))])
+        await server.stop(true)
+      },
     }
   }
   if (runtimeName === 'deno') {
@@ -45,7 +51,7 @@ export async function serve(options: ServeOptions): Promise<Listener> {
     const listening = new Promise<number>((resolve) => { resolveListen = resolve })
     const server = Deno.serve(
       { hostname: options.host, port: options.port, signal: controller.signal, onListen: (addr: { port: number }) => resolveListen(addr.port) },
-      (request: Request) => options.fetch(request),
+      (request: Request, info: { remoteAddr?: { hostname?: string } }) => options.fetch(stampPeerAddress(request, info?.remoteAddr?.hostname)),
     )
     const port = await listening
     return {

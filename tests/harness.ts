@@ -27,6 +27,12 @@ export function suite<T extends Record<string, unknown> = Record<string, never>>
           Promise.resolve().then(() => handler(ctx)),
           new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`test timed out after ${timeoutMs} ms`)), timeoutMs) }),
         ])
+      } catch (error) {
+        // uvu's reporter crashes (and silently drops the failure) on errors without a usable stack.
+        if (error instanceof Error && (error as { code?: string }).code === 'ERR_ASSERTION') throw error
+        const plain = new Error(error instanceof Error ? `${error.name}: ${error.message}` : String(error))
+        if (error instanceof Error && typeof error.stack === 'string') plain.stack = error.stack
+        throw plain
       } finally {
         clearTimeout(timer)
       }
@@ -150,7 +156,12 @@ export function startChild(command: string, args: string[], options: { cwd?: str
   child.stderr!.on('data', (d) => { stderr += d.toString() })
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`server did not start within ${options.timeoutMs ?? 20000} ms; stderr: ${stderr}`)) }, options.timeoutMs ?? 20_000)
-    child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited with ${code} before listening; stderr: ${stderr}`)) })
+    let listening = false
+    child.once('exit', (code) => {
+      if (listening) return
+      clearTimeout(timer)
+      reject(new Error(`server exited with ${code} before listening; stderr: ${stderr}`))
+    })
     child.stdout!.on('data', (d) => {
       buffered += d.toString()
       let index: number
@@ -161,7 +172,7 @@ export function startChild(command: string, args: string[], options: { cwd?: str
         const match = /listening on (http:\/\/\S+)$/.exec(line)
         if (match && stdoutLines.length === 1) {
           clearTimeout(timer)
-          child.removeAllListeners('exit')
+          listening = true
           resolve({
             process: child,
             url: match[1]!,

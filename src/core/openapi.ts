@@ -75,7 +75,6 @@ export function buildOpenApi<Rule>(info: OpenApiInfo, routes: ReadonlyArray<AnyR
   const paths: Record<string, Record<string, unknown>> = {}
   const errorRef = { $ref: '#/components/schemas/ErrorBody' }
   for (const route of routes) {
-    if (route.hidden) continue
     const path = openApiPath(route.path)
     const parameters: unknown[] = []
     const paramSchemas = objectEntries(route.params as v.GenericSchema | undefined)

@@ -64,8 +64,6 @@ export interface RouteSpec<Rule, Principal, PS = undefined, QS = undefined, BS =
   responses: Record<number, ResponseSpec>
   /** Extra error statuses this route can return (auth, validation and 500 are added automatically). */
   errors?: number[]
-  /** Hidden from the OpenAPI document (still registered). Use sparingly: only for aliases. */
-  hidden?: boolean
   handler: (ctx: HandlerContext<Out<PS>, Out<QS>, BodyOut<BS>, Principal>) => unknown | Promise<unknown>
 }
 

@@ -6,7 +6,7 @@
  * let either reach the driver.
  * @module
  */
-import { Kysely, SqliteDialect } from 'kysely'
+import { Kysely, SqliteAdapter, SqliteDialect, type DialectAdapter } from 'kysely'
 import { Migrator, type Migration } from 'kysely/migration'
 import { chmodSync, existsSync, mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
@@ -47,6 +47,22 @@ function normalizing(raw: RawSqlite): RawSqlite {
   }
 }
 
+/**
+ * SQLite DDL is transactional, but kysely's SqliteAdapter says otherwise, so its Migrator would
+ * apply migrations without a transaction and a failing one could leave half a schema behind.
+ */
+class TransactionalSqliteAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true
+  }
+}
+
+class TransactionalSqliteDialect extends SqliteDialect {
+  override createAdapter(): DialectAdapter {
+    return new TransactionalSqliteAdapter()
+  }
+}
+
 // The database holds hashes and encrypted secrets; other local users should not read it at all.
 function restrictFileModes(path: string): void {
   for (const file of [path, `${path}-wal`, `${path}-shm`]) {
@@ -73,7 +89,7 @@ export async function openDatabase<DB>(options: OpenDatabaseOptions): Promise<Da
   raw.exec('pragma foreign_keys = on')
   raw.exec('pragma busy_timeout = 5000')
   if (options.path !== ':memory:') restrictFileModes(options.path)
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: normalizing(raw) }) })
+  const db = new Kysely<DB>({ dialect: new TransactionalSqliteDialect({ database: normalizing(raw) }) })
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => options.migrations },

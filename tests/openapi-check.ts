@@ -1,0 +1,41 @@
+/**
+ * Contract checks shared by the surface suites: the generated OpenAPI document is valid OpenAPI
+ * 3.1, and the set of (method, path) pairs the router registered equals the set documented.
+ * @module
+ */
+import { Validator } from '@seriousme/openapi-schema-validator'
+import type { RouterType } from 'itty-router'
+import { openApiPath } from '../src/core/openapi.ts'
+
+/** Validates a document with a standard OpenAPI validator; returns its error list (empty when valid). */
+export async function openApiErrors(doc: Record<string, unknown>): Promise<unknown[]> {
+  const validator = new Validator()
+  const result = await validator.validate(structuredClone(doc))
+  return result.valid ? [] : (result.errors as unknown[])
+}
+
+/** `METHOD /path/{param}` for every route the router registered. */
+export function registeredOperations(router: RouterType): string[] {
+  return router.routes.map(([method, , , path]) => `${method} ${openApiPath(path as string)}`).sort()
+}
+
+/** `METHOD /path/{param}` for every operation the document declares. */
+export function documentedOperations(doc: Record<string, unknown>): string[] {
+  const out: string[] = []
+  for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {
+    for (const method of Object.keys(item)) {
+      if (['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'].includes(method)) out.push(`${method.toUpperCase()} ${path}`)
+    }
+  }
+  return out.sort()
+}
+
+/** The differences between registered and documented operations, both ways. */
+export function operationDrift(router: RouterType, doc: Record<string, unknown>): { undocumented: string[]; unregistered: string[] } {
+  const registered = registeredOperations(router)
+  const documented = documentedOperations(doc)
+  return {
+    undocumented: registered.filter((op) => !documented.includes(op)),
+    unregistered: documented.filter((op) => !registered.includes(op)),
+  }
+}
