@@ -12,11 +12,11 @@ import { ApiError, errors } from '../core/errors.ts'
 import type { SurfaceAuth } from '../core/http-app.ts'
 import { API_KEY_PREFIX, resolveApiKey } from './admin/api-keys.ts'
 import type { Actor } from './admin/audit.ts'
-import { firstMembership, membershipOf, type Membership } from './admin/organizations.ts'
+import { firstMembership, type Membership } from './admin/organizations.ts'
 import type { Deps } from './deps.ts'
-import { resolveSession, setActiveOrg } from './identity/sessions.ts'
+import { resolveSession, setActiveOrg, type SessionMembership } from './identity/sessions.ts'
 import { toUserView, type UserView } from './identity/users-view.ts'
-import { allows, POLICY, type ControlPlaneRule, type CredentialKind, type Role } from './policy.ts'
+import { allows, asRole, POLICY, type ControlPlaneRule, type CredentialKind, type Role } from './policy.ts'
 
 /** The header naming the organization to act in. */
 export const ORG_HEADER = 'x-service-org-id'
@@ -49,16 +49,13 @@ function bearerToken(request: Request): string | null {
 
 const notFoundOrg = () => errors.notFound('organization_not_found', 'Organization not found')
 
-async function resolveSessionOrg(deps: Deps, userId: string, sessionId: string, activeOrgId: string | null, headerOrg: string | null): Promise<Membership | null> {
-  if (headerOrg !== null) {
-    const member = ORG_ID.test(headerOrg) ? await membershipOf(deps, userId, headerOrg) : null
-    if (!member) throw notFoundOrg()
-    return member
-  }
-  if (activeOrgId) {
-    const member = await membershipOf(deps, userId, activeOrgId)
-    if (member) return member
-  }
+/**
+ * The session's organization: the header's (which must be one of the caller's), else the active
+ * one, else the caller's earliest membership, written back so the next request finds it directly.
+ */
+async function resolveSessionOrg(deps: Deps, sessionId: string, userId: string, activeOrgId: string | null, headerOrg: string | null, found: SessionMembership | null): Promise<Membership | null> {
+  if (found) return { orgId: found.orgId, orgName: found.orgName, memberId: found.memberId, role: asRole(found.role) }
+  if (headerOrg !== null) throw notFoundOrg()
   const fallback = await firstMembership(deps, userId)
   if ((fallback?.orgId ?? null) !== activeOrgId) await setActiveOrg(deps.db, sessionId, fallback?.orgId ?? null)
   return fallback
@@ -79,9 +76,14 @@ async function identify(deps: Deps, request: Request): Promise<ControlPlanePrinc
   const token = bearerToken(request)
   if (!token) throw errors.unauthorized('Send Authorization: Bearer <session-token> or x-api-key: <key>')
   if (token.startsWith(API_KEY_PREFIX)) throw errors.unauthorized('API keys are sent in the x-api-key header, not as a bearer token')
-  const session = await resolveSession(deps, token)
+  if (headerOrg !== null && !ORG_ID.test(headerOrg)) {
+    // Still authenticate first: a bad credential is 401 whatever the header says.
+    if (!(await resolveSession(deps, token))) throw errors.unauthorized('Invalid or expired session')
+    throw notFoundOrg()
+  }
+  const session = await resolveSession(deps, token, headerOrg)
   if (!session) throw errors.unauthorized('Invalid or expired session')
-  const member = await resolveSessionOrg(deps, session.user.id, session.id, session.activeOrgId, headerOrg)
+  const member = await resolveSessionOrg(deps, session.id, session.user.id, session.activeOrgId, headerOrg, session.membership)
   return {
     credential: 'session',
     user: session.user,

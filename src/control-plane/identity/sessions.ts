@@ -30,6 +30,14 @@ export interface ActiveSession {
   user: UserView
 }
 
+/** The caller's membership in the organization a session lookup asked about. */
+export interface SessionMembership {
+  orgId: string
+  orgName: string
+  memberId: string
+  role: string
+}
+
 type Db = Kysely<ControlPlaneDb> | Transaction<ControlPlaneDb>
 
 /** How often a session in use has its expiry pushed forward: a day, or the lifetime if shorter. */
@@ -47,15 +55,23 @@ export async function createSession(deps: Deps, db: Db, userId: string, activeOr
   return { id, token, expiresAt }
 }
 
-/** The live session for a bearer token, refreshed when due; null when unknown or expired. */
-export async function resolveSession(deps: Deps, token: string): Promise<ActiveSession | null> {
+/**
+ * The live session for a bearer token, refreshed when due; null when unknown or expired.
+ * In the same query it looks up the caller's membership in `orgId` (or, when null, in the
+ * session's active organization), because every authenticated request needs both and one
+ * round trip is cheaper than two.
+ */
+export async function resolveSession(deps: Deps, token: string, orgId: string | null = null): Promise<(ActiveSession & { membership: SessionMembership | null }) | null> {
   const row = await deps.db
     .selectFrom('user_session as s')
     .innerJoin('app_user as u', 'u.id', 's.user_id')
-    .select(['s.id as session_id', 's.active_org_id', 's.expires_at', 's.refreshed_at', 'u.id', 'u.email', 'u.name', 'u.created_at'])
+    .leftJoin('member as m', (join) => join.onRef('m.user_id', '=', 's.user_id').on((eb) => eb('m.org_id', '=', eb.fn.coalesce(eb.val(orgId), eb.ref('s.active_org_id')))))
+    .leftJoin('organization as o', 'o.id', 'm.org_id')
+    .select(['s.id as session_id', 's.active_org_id', 's.expires_at', 's.refreshed_at', 'u.id', 'u.email', 'u.name', 'u.created_at', 'm.id as member_id', 'm.role', 'o.id as org_id', 'o.name as org_name'])
     .where('s.token_hash', '=', hashToken(token))
     .executeTakeFirst()
   if (!row) return null
+  const membership = row.member_id && row.org_id ? { orgId: row.org_id, orgName: row.org_name ?? '', memberId: row.member_id, role: row.role ?? 'member' } : null
   const now = deps.now()
   if (Date.parse(row.expires_at) <= now) {
     await deps.db.deleteFrom('user_session').where('id', '=', row.session_id).execute()
@@ -66,7 +82,7 @@ export async function resolveSession(deps: Deps, token: string): Promise<ActiveS
     expiresAt = isoAt(deps, deps.settings.sessionTtlMs)
     await deps.db.updateTable('user_session').set({ refreshed_at: isoAt(deps), expires_at: expiresAt }).where('id', '=', row.session_id).execute()
   }
-  return { id: row.session_id, activeOrgId: row.active_org_id, expiresAt, user: toUserView(row) }
+  return { id: row.session_id, activeOrgId: row.active_org_id, expiresAt, user: toUserView(row), membership }
 }
 
 /** Ends a session (sign-out). */
