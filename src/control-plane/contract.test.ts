@@ -4,6 +4,8 @@
  * matches the router exactly, and the contract client really rejects responses that drift.
  */
 import { Validator } from '@seriousme/openapi-schema-validator'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import * as v from 'valibot'
 import { assert, suite } from '../../tests/harness.ts'
 import { ApiError } from '../core/errors.ts'
@@ -100,6 +102,20 @@ test('the contract client rejects undeclared fields, statuses and error shapes',
   assert.is(await violation('/fine'), null)
   assert.is((await client.get('/nowhere')).status, 404)
   assert.ok(client.observed.has('fine 200'))
+})
+
+test('the policy table in docs/control-plane-api.md matches the one the server enforces', () => {
+  const doc = readFileSync(join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '../../docs/control-plane-api.md'), 'utf8')
+  const rows = new Map<string, string[]>()
+  for (const line of doc.split('\n')) {
+    const match = /^\| `([a-z_.]+)` \| (yes|no) \| (yes|no) \| (yes|no) \| (yes|no) \|$/.exec(line)
+    if (match) rows.set(match[1]!, match.slice(2))
+  }
+  assert.equal([...rows.keys()].sort(), Object.keys(POLICY).sort())
+  for (const [permission, policy] of Object.entries(POLICY)) {
+    const roles: readonly string[] = policy.roles
+    assert.equal(rows.get(permission), [roles.includes('owner'), roles.includes('admin'), roles.includes('member'), policy.apiKey].map((b) => (b ? 'yes' : 'no')), permission)
+  }
 })
 
 test.run()
