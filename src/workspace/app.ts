@@ -17,6 +17,10 @@ import { rules, storeTokens, workspaceAuth, workspaceSecuritySchemes, HOST_TOKEN
 import { controlRoutes } from './routes/index.ts'
 import type { WorkspaceServerConfig } from './server-config.ts'
 import { startWorkspaceServices, type WorkspaceServices } from './workspace-services.ts'
+import { actorOf } from './audit-log.ts'
+import { sidecarRoutes } from './sidecar/sidecar-routes.ts'
+import { SidecarService } from './sidecar/sidecar-service.ts'
+import { workspaceMountRewrite } from './sidecar/workspace-mount.ts'
 
 /** The reference answers bad payloads with 400 `invalid_payload`; existing clients expect that. */
 export const workspaceValidation: ValidationPolicy = { status: 400, bodyCode: 'invalid_payload', queryCode: 'invalid_query' }
@@ -38,6 +42,8 @@ export type WorkspaceSurface = Surface & {
   readonly services: WorkspaceServices
   /** Every registered route declaration (the authorization-matrix test walks these). */
   readonly routes: ReadonlyArray<AnyRoute<WorkspaceRule, Principal>>
+  /** The sidecar proxy, reload and managed process. */
+  readonly sidecar: SidecarService
 }
 
 /** Creates the workspace surface for a resolved configuration. */
@@ -46,10 +52,25 @@ export async function createWorkspaceApp(config: WorkspaceServerConfig, options:
   const streams = new StreamRegistry()
   const services = await startWorkspaceServices(config, { logger: options.logger, now: options.now, watch: options.watch })
   const auth = workspaceAuth(storeTokens(config, services.tokens, hashToken), services.throttle)
+  const sidecar = new SidecarService({
+    config: config.sidecar,
+    workspaceIds: config.workspaces.map((w) => w.id),
+    readOnly: config.readOnly,
+    streams,
+    log: options.logger,
+    managedCwd: config.workspaces[0]?.path ?? process.cwd(),
+    onReload: (e) => {
+      const summary = e.ok ? `Reloaded sidecar (${e.trigger}, ${e.durationMs} ms)` : `Sidecar reload failed (${e.trigger}, ${e.code})`
+      services.audit.record({ workspaceId: e.workspaceId, actor: e.principal ? actorOf(e.principal) : { type: 'host', scope: null }, action: 'engine.reload', target: 'sidecar', summary })
+        .catch((error) => options.logger.warn('audit of sidecar reload failed', { error }))
+    },
+  })
+  void sidecar.start()
   let doc: Record<string, unknown> | undefined
   const routes: AnyRoute<WorkspaceRule, Principal>[] = [
     ...systemRoutes<WorkspaceRule>({ mode: 'workspace', version: VERSION, publicRule: rules.none, startedAt, openapi: () => (doc ??= openapi()) }),
     ...controlRoutes(services, streams, startedAt),
+    ...sidecarRoutes(sidecar),
   ]
   const openapi = () =>
     buildOpenApi(
@@ -70,12 +91,14 @@ export async function createWorkspaceApp(config: WorkspaceServerConfig, options:
     cors: { origins: config.corsOrigins, allowHeaders: ALLOWED_HEADERS },
     logger: options.logger,
     requestLog: config.logRequests,
+    rewrite: workspaceMountRewrite(config.workspaces.map((w) => w.id)),
   })
   let closed = false
   return {
     mode: 'workspace',
     services,
     routes,
+    sidecar,
     fetch: http.fetch,
     router: http.router,
     openapi: () => (doc ??= openapi()),
@@ -91,6 +114,7 @@ export async function createWorkspaceApp(config: WorkspaceServerConfig, options:
       if (closed) return
       closed = true
       streams.closeAll()
+      await sidecar.close()
       await services.close()
     },
   }

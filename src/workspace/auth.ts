@@ -6,6 +6,7 @@
  * declarations the router enforces.
  * @module
  */
+import { timingSafeEqual } from 'node:crypto'
 import { ApiError, errors } from '../core/errors.ts'
 import type { SurfaceAuth } from '../core/http-app.ts'
 import { peerAddress } from '../core/peer-address.ts'
@@ -85,12 +86,16 @@ export function configuredTokens(config: { token: string; hostToken: string }, h
  */
 export function storeTokens(config: { token: string; hostToken: string }, store: TokenStore, hash: (token: string) => string): CredentialResolver {
   const configured = configuredTokens(config, hash)
+  // Hashing the presented token once serves the store lookup, the configured-token comparison
+  // (constant time over equal-length digests, as secretsEqual does) and the principal's tokenHash.
+  const clientDigest = Buffer.from(hash(config.token), 'hex')
   return {
     resolveBearer(token) {
-      const found = store.lookup(token)
-      if (found.status === 'valid') return { type: 'remote', scope: found.token.scope, tokenId: found.token.id, tokenHash: found.hash }
+      const digest = hash(token)
+      const found = store.lookupHash(digest)
+      if (found.status === 'valid') return { type: 'remote', scope: found.token.scope, tokenId: found.token.id, tokenHash: digest }
       if (found.status === 'expired') throw errors.unauthorized('Token expired')
-      return configured.resolveBearer(token)
+      return timingSafeEqual(Buffer.from(digest, 'hex'), clientDigest) ? { type: 'remote', scope: 'collaborator', tokenHash: digest } : null
     },
     isHostToken: configured.isHostToken,
   }

@@ -33,4 +33,17 @@ export class ReadCache {
     this.#generation++
     this.#slots.clear()
   }
+
+  /**
+   * A serialised JSON body built from cached views, memoised like any view: hot read routes
+   * then skip both parsing and `JSON.stringify`.
+   */
+  json(key: string, build: () => Promise<unknown>): Promise<string> {
+    return this.get(`json:${key}`, async () => JSON.stringify(await build()))
+  }
+}
+
+/** A 200 JSON response over an already serialised body. */
+export function jsonText(body: string): Response {
+  return new Response(body, { status: 200, headers: { 'content-type': 'application/json; charset=utf-8' } })
 }

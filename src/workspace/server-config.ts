@@ -14,6 +14,7 @@ import * as v from 'valibot'
 import type { Flags } from '../cli-flags.ts'
 import { generateToken } from '../core/secrets.ts'
 import { ConfigError, defaultConfigDir, defaultDataDir, envSchemas, envValue, flagValue, pick, readConfigFile, type Env, type SettingSource } from '../core/settings.ts'
+import { resolveSidecarConfig, type SidecarConfig } from './sidecar/sidecar-config.ts'
 
 const ApprovalMode = v.picklist(['manual', 'auto'], 'must be "manual" or "auto"')
 const TimeoutMs = v.pipe(v.number('must be a number of milliseconds'), v.integer('must be a whole number'), v.minValue(1000, 'must be at least 1000'), v.maxValue(3_600_000, 'must be at most 3600000'))
@@ -90,6 +91,8 @@ export interface WorkspaceServerConfig {
   file: ServerFile
   /** Unknown top-level keys found in the file, reported as a warning at start. */
   unknownKeys: string[]
+  /** Sidecar connection per workspace, tuning and the managed process (never serialised to clients). */
+  sidecar: SidecarConfig
 }
 
 /** Stable workspace id: `ws_` + first 12 hex of sha256 of the resolved path. */
@@ -209,5 +212,6 @@ export function loadWorkspaceConfig(flags: Flags, env: Env, cwd: string): Worksp
     logRequests: logRequests!,
     file,
     unknownKeys,
+    sidecar: resolveSidecarConfig(file, workspaces, env, configPath, fileDir),
   }
 }

@@ -98,7 +98,11 @@ export class TokenStore {
 
   /** Finds a presented token value; expired tokens are reported as such, not as unknown. */
   lookup(value: string): TokenLookup {
-    const hash = hashToken(value)
+    return this.lookupHash(hashToken(value))
+  }
+
+  /** {@link lookup} for a value already hashed with `hashToken`. */
+  lookupHash(hash: string): TokenLookup {
     const entry = this.#byHash.get(hash)
     if (!entry) return { status: 'unknown' }
     const now = this.#now()

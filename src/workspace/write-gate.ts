@@ -87,7 +87,11 @@ export class WriteGate {
       }
       const result = await write.apply()
       const event = await write.workspace.tracker.commit(write.reason, write.trigger)
-      if (event) await this.deps.audit.record({ workspaceId: write.workspace.entry.id, actor, action: write.action, target: write.target, summary: write.summary })
+      if (event) {
+        await this.deps.audit.record({ workspaceId: write.workspace.entry.id, actor, action: write.action, target: write.target, summary: write.summary })
+        // Cached bodies carry the last write time (config `updatedAt`); drop any built meanwhile.
+        write.workspace.cache.invalidate()
+      }
       return result
     })
   }

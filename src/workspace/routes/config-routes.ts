@@ -8,6 +8,7 @@ import { routeFactory } from '../../core/route.ts'
 import { queryInt } from '../../core/validation.ts'
 import { rules, type Principal, type WorkspaceRule } from '../auth.ts'
 import { opencodeConfigRel } from '../opencode-config-file.ts'
+import { jsonText } from '../read-cache.ts'
 import { applyConfigPatch, readWorkspaceConfig } from '../workspace-config.ts'
 import { SERVICE_CONFIG_FILE } from '../workspace-layout.ts'
 import type { WorkspaceServices } from '../workspace-services.ts'
@@ -27,8 +28,10 @@ export function configRoutes(s: WorkspaceServices) {
       errors: [422],
       handler: async ({ params }) => {
         const ws = s.workspaces.get(params.id)
-        const [config, updatedAt] = await Promise.all([readWorkspaceConfig(ws.entry.path, ws.cache), s.audit.latestTimestamp(ws.entry.id)])
-        return { ...config, updatedAt }
+        return jsonText(await ws.cache.json('config', async () => {
+          const [config, updatedAt] = await Promise.all([readWorkspaceConfig(ws.entry.path, ws.cache), s.audit.latestTimestamp(ws.entry.id)])
+          return { ...config, updatedAt }
+        }))
       },
     }),
     route({

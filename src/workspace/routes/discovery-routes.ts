@@ -7,6 +7,7 @@ import * as v from 'valibot'
 import { routeFactory } from '../../core/route.ts'
 import { VERSION } from '../../version.ts'
 import { rules, SCOPES, type Principal, type WorkspaceRule } from '../auth.ts'
+import { jsonText } from '../read-cache.ts'
 import { workspaceView } from '../workspace-registry.ts'
 import type { WorkspaceServices } from '../workspace-services.ts'
 import { WorkspaceSchema } from './schemas.ts'
@@ -24,6 +25,9 @@ function sidecarConfigured(s: WorkspaceServices): boolean {
 /** `/status`, `/capabilities`, `/workspaces`, `/whoami`. */
 export function discoveryRoutes(s: WorkspaceServices, startedAt: number) {
   const write = !s.config.readOnly
+  // The workspace list is fixed for the life of the process: serialise it once.
+  const listed = s.config.workspaces.map(workspaceView)
+  const workspacesBody = JSON.stringify({ items: listed, workspaces: listed, activeId: listed[0]?.id ?? null })
   return [
     route({
       method: 'GET', path: '/status', operationId: 'getStatus', summary: 'Runtime status', tags: ['discovery'],
@@ -81,10 +85,7 @@ export function discoveryRoutes(s: WorkspaceServices, startedAt: number) {
       description: 'The only place clients learn workspace ids. The first is the active one. Listing does not grant permission to alter.',
       auth: rules.viewer,
       responses: { 200: v.object({ items: v.array(WorkspaceSchema), workspaces: v.array(WorkspaceSchema), activeId: v.nullable(v.string()) }) },
-      handler: () => {
-        const items = s.config.workspaces.map(workspaceView)
-        return { items, workspaces: items, activeId: items[0]?.id ?? null }
-      },
+      handler: () => jsonText(workspacesBody),
     }),
     route({
       method: 'GET', path: '/whoami', operationId: 'whoami', summary: 'The caller as this server sees it', tags: ['discovery'],
