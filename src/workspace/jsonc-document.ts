@@ -8,12 +8,12 @@ import { errors } from '../core/errors.ts'
 
 /** Parses JSONC text into an object; 422 `invalid_jsonc` with `[{code, offset, length}]` otherwise. */
 export function parseJsoncObject(text: string, file: string): Record<string, unknown> {
+  if (text.trim() === '') return {}
   const problems: ParseError[] = []
   const value = parse(text, problems, { allowTrailingComma: true, disallowComments: false })
   if (problems.length > 0) {
     throw errors.unprocessable('invalid_jsonc', `Failed to parse ${file}`, problems.map((p) => ({ code: printParseErrorCode(p.error), offset: p.offset, length: p.length })))
   }
-  if (text.trim() === '') return {}
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw errors.unprocessable('invalid_jsonc', `${file} must contain a JSON object`, [{ code: 'NotAnObject', offset: 0, length: text.length }])
   }
