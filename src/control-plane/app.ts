@@ -17,7 +17,6 @@ import { VERSION } from '../version.ts'
 import { controlPlaneAuth, controlPlaneSecuritySchemes, type ControlPlanePrincipal } from './auth.ts'
 import type { ControlPlaneConfig } from './config.ts'
 import type { Deps, ScryptParams } from './deps.ts'
-import { notePeerAddress } from './identity/client-address.ts'
 import { DEFAULT_SCRYPT } from './identity/passwords.ts'
 import { SignInThrottle } from './identity/sign-in-throttle.ts'
 import { annotatePolicy } from './openapi-policy.ts'
@@ -118,11 +117,7 @@ export async function createControlPlaneApp(config: ControlPlaneConfig, options:
   let closed = false
   return {
     mode: 'control-plane',
-    // Bun passes its server as the second argument; it knows the peer address for throttling.
-    fetch: (request: Request, server?: unknown) => {
-      notePeerAddress(request, server)
-      return http.fetch(request)
-    },
+    fetch: http.fetch,
     router: http.router,
     openapi: document,
     streams,

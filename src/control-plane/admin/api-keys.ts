@@ -12,6 +12,7 @@ import { generateToken, hashToken } from '../../core/secrets.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
 import { asRole, type Role } from '../policy.ts'
+import { preparedQuery } from '../prepared-query.ts'
 import type { ApiKeyTable, ControlPlaneDb } from '../schema.ts'
 import { recordAudit, type Actor } from './audit.ts'
 
@@ -51,6 +52,14 @@ export interface ResolvedApiKey {
 }
 
 type Db = Kysely<ControlPlaneDb> | Transaction<ControlPlaneDb>
+
+const keyLookup = preparedQuery((db: Kysely<ControlPlaneDb>, keyHash: string) =>
+  db
+    .selectFrom('api_key as k')
+    .innerJoin('app_user as u', 'u.id', 'k.user_id')
+    .innerJoin('organization as o', 'o.id', 'k.org_id')
+    .select(['k.id as key_id', 'k.org_id', 'k.member_id', 'k.role', 'k.expires_at', 'k.disabled_at', 'k.last_used_at', 'o.name as org_name', 'u.id', 'u.email', 'u.name', 'u.created_at'])
+    .where('k.key_hash', '=', keyHash))
 
 function view(deps: Deps, row: ApiKeyTable): ApiKeyView {
   const expired = row.expires_at !== null && Date.parse(row.expires_at) <= deps.now()
@@ -132,13 +141,7 @@ export async function disableMemberKeys(deps: Deps, trx: Db, actor: Actor, membe
  */
 export async function resolveApiKey(deps: Deps, key: string): Promise<ResolvedApiKey | { rejected: 'unknown' | 'expired' | 'disabled' }> {
   if (!key.startsWith(API_KEY_PREFIX) || key.length > 256) return { rejected: 'unknown' }
-  const row = await deps.db
-    .selectFrom('api_key as k')
-    .innerJoin('app_user as u', 'u.id', 'k.user_id')
-    .innerJoin('organization as o', 'o.id', 'k.org_id')
-    .select(['k.id as key_id', 'k.org_id', 'k.member_id', 'k.role', 'k.expires_at', 'k.disabled_at', 'k.last_used_at', 'o.name as org_name', 'u.id', 'u.email', 'u.name', 'u.created_at'])
-    .where('k.key_hash', '=', hashToken(key))
-    .executeTakeFirst()
+  const [row] = await keyLookup(deps.db, hashToken(key))
   if (!row) return { rejected: 'unknown' }
   const now = deps.now()
   if (row.disabled_at) return { rejected: 'disabled' }

@@ -9,6 +9,7 @@ import type { Kysely, Transaction } from 'kysely'
 import { newId } from '../../core/ids.ts'
 import { generateToken, hashToken } from '../../core/secrets.ts'
 import { isoAt, type Deps } from '../deps.ts'
+import { preparedQuery } from '../prepared-query.ts'
 import type { ControlPlaneDb } from '../schema.ts'
 import { toUserView, type UserView } from './users-view.ts'
 
@@ -40,6 +41,15 @@ export interface SessionMembership {
 
 type Db = Kysely<ControlPlaneDb> | Transaction<ControlPlaneDb>
 
+const sessionLookup = preparedQuery((db: Kysely<ControlPlaneDb>, tokenHash: string, orgId: string | null) =>
+  db
+    .selectFrom('user_session as s')
+    .innerJoin('app_user as u', 'u.id', 's.user_id')
+    .leftJoin('member as m', (join) => join.onRef('m.user_id', '=', 's.user_id').on((eb) => eb('m.org_id', '=', eb.fn.coalesce(eb.val(orgId), eb.ref('s.active_org_id')))))
+    .leftJoin('organization as o', 'o.id', 'm.org_id')
+    .select(['s.id as session_id', 's.active_org_id', 's.expires_at', 's.refreshed_at', 'u.id', 'u.email', 'u.name', 'u.created_at', 'm.id as member_id', 'm.role', 'o.id as org_id', 'o.name as org_name'])
+    .where('s.token_hash', '=', tokenHash))
+
 /** How often a session in use has its expiry pushed forward: a day, or the lifetime if shorter. */
 function refreshIntervalMs(ttlMs: number): number {
   return Math.min(24 * 3600_000, Math.floor(ttlMs / 2))
@@ -62,14 +72,7 @@ export async function createSession(deps: Deps, db: Db, userId: string, activeOr
  * round trip is cheaper than two.
  */
 export async function resolveSession(deps: Deps, token: string, orgId: string | null = null): Promise<(ActiveSession & { membership: SessionMembership | null }) | null> {
-  const row = await deps.db
-    .selectFrom('user_session as s')
-    .innerJoin('app_user as u', 'u.id', 's.user_id')
-    .leftJoin('member as m', (join) => join.onRef('m.user_id', '=', 's.user_id').on((eb) => eb('m.org_id', '=', eb.fn.coalesce(eb.val(orgId), eb.ref('s.active_org_id')))))
-    .leftJoin('organization as o', 'o.id', 'm.org_id')
-    .select(['s.id as session_id', 's.active_org_id', 's.expires_at', 's.refreshed_at', 'u.id', 'u.email', 'u.name', 'u.created_at', 'm.id as member_id', 'm.role', 'o.id as org_id', 'o.name as org_name'])
-    .where('s.token_hash', '=', hashToken(token))
-    .executeTakeFirst()
+  const [row] = await sessionLookup(deps.db, hashToken(token), orgId)
   if (!row) return null
   const membership = row.member_id && row.org_id ? { orgId: row.org_id, orgName: row.org_name ?? '', memberId: row.member_id, role: row.role ?? 'member' } : null
   const now = deps.now()
