@@ -102,6 +102,17 @@ test('teams: names are unique per organization, membership is managed, counts fo
   }
 })
 
+test('concurrent creates of one team name end as one 201 and the rest 409', async () => {
+  const t = await startTestControlPlane()
+  try {
+    const org = await buildFixtureOrg(t.client, 'race')
+    const results = await Promise.all(Array.from({ length: 4 }, () => t.client.post('/v1/teams', { token: org.admin.token, json: { name: 'Same' } })))
+    assert.equal(results.map((r) => r.status).sort(), [201, 409, 409, 409])
+  } finally {
+    await t.close()
+  }
+})
+
 test('removing a member takes them out of their teams', async () => {
   const t = await startTestControlPlane()
   try {

@@ -7,6 +7,7 @@
 import type { Transaction } from 'kysely'
 import { errors } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
+import { isUniqueViolation } from '../db-errors.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
 import type { ControlPlaneDb } from '../schema.ts'
@@ -38,11 +39,6 @@ type TeamRow = { id: string; name: string; description: string | null; created_a
 
 function view(row: TeamRow): TeamView {
   return { id: row.id, name: row.name, description: row.description, memberCount: Number(row.member_count ?? 0), createdAt: row.created_at, updatedAt: row.updated_at }
-}
-
-function isUniqueViolation(error: unknown): boolean {
-  const message = String((error as Error)?.message ?? '')
-  return /unique/i.test(message) || (error as { code?: string })?.code === '23505'
 }
 
 async function requireMembers(trx: Transaction<ControlPlaneDb>, orgId: string, memberIds: string[]): Promise<void> {

@@ -7,6 +7,7 @@
  */
 import { errors } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
+import { isUniqueViolation } from '../db-errors.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import { acceptInto, findUsableInvitation, invitationProblemError } from '../admin/invitations.ts'
 import type { Role } from '../policy.ts'
@@ -23,6 +24,16 @@ export interface SignedIn {
 
 /** Creates an account and signs it in; with an invitation token, also joins that organization. */
 export async function signUp(deps: Deps, input: { email: string; password: string; name: string; invitationToken?: string }): Promise<SignedIn> {
+  try {
+    return await createAccount(deps, input)
+  } catch (error) {
+    // Two sign-ups for one email racing past the existence check: the constraint decides.
+    if (isUniqueViolation(error)) throw errors.conflict('email_taken', 'An account with that email already exists')
+    throw error
+  }
+}
+
+async function createAccount(deps: Deps, input: { email: string; password: string; name: string; invitationToken?: string }): Promise<SignedIn> {
   const email = normalizeEmail(input.email)
   const passwordHash = await hashPassword(input.password, deps.settings.scrypt)
   const now = isoAt(deps)

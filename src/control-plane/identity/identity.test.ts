@@ -51,6 +51,17 @@ test('open sign-up lets anyone register, but an email can only be used once', as
   }
 })
 
+test('concurrent sign-ups for one email end as one 201 and one 409, never a 500', async () => {
+  const t = await startTestControlPlane({ openSignUp: true })
+  try {
+    const body = { json: { email: 'race@x.test', password: 'long enough', name: 'Racer' } }
+    const results = await Promise.all([t.client.post('/v1/auth/sign-up', body), t.client.post('/v1/auth/sign-up', body), t.client.post('/v1/auth/sign-up', body)])
+    assert.equal(results.map((r) => r.status).sort(), [201, 409, 409])
+  } finally {
+    await t.close()
+  }
+})
+
 test('sign-up bodies are validated with field paths (422)', async () => {
   const t = await startTestControlPlane()
   try {
