@@ -10,7 +10,7 @@
  */
 import { createHash } from 'node:crypto'
 import { watch, type FSWatcher } from 'node:fs'
-import { readFile } from 'node:fs/promises'
+import { readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Logger } from '../core/logger.ts'
 import type { AsyncLock } from './async-lock.ts'
@@ -62,7 +62,7 @@ function diff(before: Snapshot, after: Snapshot): Array<{ rel: string; action: '
 export class ChangeTracker {
   readonly #o: ChangeTrackerOptions
   #snapshot: Snapshot = new Map()
-  readonly #watchers = new Map<string, FSWatcher>()
+  readonly #watchers = new Map<string, { watcher: FSWatcher; ino: number }>()
   #timer: ReturnType<typeof setTimeout> | undefined
   #closed = false
   #rescanning: Promise<void> = Promise.resolve()
@@ -123,18 +123,23 @@ export class ChangeTracker {
     const wanted = new Set(await watchedDirs(this.#o.root))
     let added = false
     for (const rel of wanted) {
-      if (this.#watchers.has(rel)) continue
+      // A directory deleted and re-created is a new inode: the old watcher would hear nothing.
+      const ino = await stat(join(this.#o.root, rel)).then((st) => (st.isDirectory() ? st.ino : null), () => null)
+      const current = this.#watchers.get(rel)
+      if (current && current.ino === ino) continue
+      if (current) { current.watcher.close(); this.#watchers.delete(rel) }
+      if (ino === null || this.#closed) continue
       try {
         const watcher = watch(join(this.#o.root, rel), { persistent: false }, this.#onNotify)
         watcher.on('error', () => { watcher.close(); this.#watchers.delete(rel); this.#onNotify() })
-        this.#watchers.set(rel, watcher)
+        this.#watchers.set(rel, { watcher, ino })
         added = true
       } catch {
-        // The directory does not exist yet; the parent's watcher will notice when it appears.
+        // The directory vanished between stat and watch; the parent's watcher will notice.
       }
     }
-    for (const [rel, watcher] of this.#watchers) {
-      if (!wanted.has(rel)) { watcher.close(); this.#watchers.delete(rel) }
+    for (const [rel, entry] of this.#watchers) {
+      if (!wanted.has(rel)) { entry.watcher.close(); this.#watchers.delete(rel) }
     }
     // Files created before a new directory's watcher existed are caught by the rescan this schedules.
     if (added) this.#o.cache.invalidate()
@@ -144,7 +149,7 @@ export class ChangeTracker {
   close(): void {
     this.#closed = true
     if (this.#timer) clearTimeout(this.#timer)
-    for (const watcher of this.#watchers.values()) watcher.close()
+    for (const entry of this.#watchers.values()) entry.watcher.close()
     this.#watchers.clear()
   }
 }

@@ -133,4 +133,22 @@ test('a restart keeps events, tokens and audit', async () => {
   }
 })
 
+test('the watcher follows a commands directory that is deleted and created again', async () => {
+  const s = await startTestServer({ debounceMs: 40 })
+  try {
+    const { rmSync } = await import('node:fs')
+    rmSync(join(s.root, '.opencode/commands'), { recursive: true })
+    await eventually(async () => (await page(s)).items.find((e) => e.trigger?.name === 'review' && e.trigger.action === 'removed'), 3000, 'the removal event')
+    await sleep(150)
+    mkdirSync(join(s.root, '.opencode/commands'))
+    await sleep(150)
+    writeFileSync(join(s.root, '.opencode/commands/again.md'), '---\ndescription: back\n---\n\nAgain.\n')
+    await eventually(async () => (await page(s)).items.find((e) => e.trigger?.name === 'again'), 3000, 'the event for a file in the new directory')
+    const names = (await (await s.req(`/workspace/${s.wsId}/commands`, { token: CLIENT_TOKEN })).json()).items.map((c: { name: string }) => c.name)
+    assert.equal(names, ['again'])
+  } finally {
+    await s.dispose()
+  }
+})
+
 test.run()
