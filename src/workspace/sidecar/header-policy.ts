@@ -1,0 +1,67 @@
+/**
+ * Which headers cross the proxy in each direction.
+ *
+ * Requests: the client's credentials (`Authorization`, `X-Service-*`, cookies) are ours, never the
+ * sidecar's, so they are dropped and the sidecar's own Basic credentials are injected. Responses:
+ * this server owns CORS, cookies and framing, so the sidecar's versions of those are dropped (two
+ * CORS layers produced duplicate `Access-Control-Allow-Origin` values in the reference).
+ * @module
+ */
+
+/** Hop-by-hop headers (RFC 9110 §7.6.1) plus the legacy ones proxies must not forward. */
+const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']
+
+/** Request headers that carry the caller's identity or browser context, never forwarded. */
+const CLIENT_ONLY = ['authorization', 'cookie', 'host', 'origin', 'referer', 'content-length', 'accept-encoding', 'x-opencode-directory', 'x-request-id']
+
+/**
+ * Response headers this server owns or that no longer describe the body: fetch has already
+ * decoded any `content-encoding`, so the encoding and length headers would be wrong; the
+ * sidecar's `WWW-Authenticate` would make browsers prompt for credentials the client must never see.
+ */
+const UPSTREAM_ONLY = ['content-encoding', 'content-length', 'set-cookie', 'set-cookie2', 'www-authenticate', 'vary', 'x-content-type-options']
+
+function namedInConnection(headers: Headers): string[] {
+  return (headers.get('connection') ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean)
+}
+
+/** The header value OpenCode reads for the directory: non-ASCII is percent-encoded (it URI-decodes it). */
+export function directoryHeaderValue(directory: string): string {
+  return /^[\x20-\x7e]*$/.test(directory) && !directory.includes('%') ? directory : encodeURIComponent(directory)
+}
+
+/** `Basic base64(user:pass)` for the sidecar, or null when it has no password. */
+export function basicAuthorization(username: string, password: string | null): string | null {
+  if (password === null) return null
+  const bytes = new TextEncoder().encode(`${username}:${password}`)
+  let binary = ''
+  for (const b of bytes) binary += String.fromCharCode(b)
+  return `Basic ${btoa(binary)}`
+}
+
+/** Builds the upstream request headers from the client's. */
+export function upstreamRequestHeaders(incoming: Headers, options: { authorization: string | null; directory: string; requestId?: string }): Headers {
+  const out = new Headers()
+  const drop = new Set([...HOP_BY_HOP, ...CLIENT_ONLY, ...namedInConnection(incoming)])
+  for (const [name, value] of incoming) {
+    const lower = name.toLowerCase()
+    if (drop.has(lower) || lower.startsWith('x-service-') || lower.startsWith('access-control-request-')) continue
+    out.append(lower, value)
+  }
+  if (options.authorization) out.set('authorization', options.authorization)
+  out.set('x-opencode-directory', directoryHeaderValue(options.directory))
+  if (options.requestId) out.set('x-request-id', options.requestId)
+  return out
+}
+
+/** Builds the client-facing response headers from the sidecar's. */
+export function downstreamResponseHeaders(upstream: Headers): Headers {
+  const out = new Headers()
+  const drop = new Set([...HOP_BY_HOP, ...UPSTREAM_ONLY, ...namedInConnection(upstream)])
+  for (const [name, value] of upstream) {
+    const lower = name.toLowerCase()
+    if (drop.has(lower) || lower.startsWith('access-control-')) continue
+    out.append(lower, value)
+  }
+  return out
+}

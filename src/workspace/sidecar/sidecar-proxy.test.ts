@@ -1,0 +1,392 @@
+import { createHash } from 'node:crypto'
+import { startFakeSidecar, type FakeSidecar } from '../../../fixtures/fake-sidecar/fake-sidecar.ts'
+import { assert, request, suite, takeSse } from '../../../tests/harness.ts'
+import { startSidecarApp, type SidecarApp } from './sidecar-test-kit.ts'
+
+const PASSWORD = 'fake-sidecar-password-1'
+const BASIC = `Basic ${btoa(`opencode:${PASSWORD}`)}`
+
+const ctx: { fake: FakeSidecar; deadUrl: string; kit: SidecarApp; lines: string[] } = {} as never
+const proxy = suite<typeof ctx>('workspace/sidecar proxy (fake upstream)', { timeoutMs: 20_000 })
+
+proxy.before(async () => {
+  ctx.fake = await startFakeSidecar({ password: PASSWORD })
+  const dead = await startFakeSidecar()
+  ctx.deadUrl = dead.url
+  await dead.close()
+  ctx.lines = []
+  const own = { baseUrl: ctx.fake.url, password: PASSWORD }
+  ctx.kit = await startSidecarApp({
+    workspaces: [
+      { sidecar: own },
+      { sidecar: own },
+      { sidecar: { ...own, directory: '/tmp/répertoire spécial' } },
+      {},
+      { sidecar: { baseUrl: ctx.deadUrl } },
+      { sidecar: { baseUrl: ctx.fake.url, password: 'wrong-password' } },
+    ],
+    file: { sidecar: { heartbeatMs: 300, eventEstablishTimeoutMs: 1000, responseTimeoutMs: 1500, bodyIdleTimeoutMs: 500, reloadTimeoutMs: 500 } },
+    logLines: ctx.lines,
+  })
+  // Sessions: one in the first workspace's directory, one in the second's.
+  ctx.fake.options = { ...ctx.fake.options, sessions: { ses_own: ctx.kit.roots[0]!, ses_foreign: ctx.kit.roots[1]! } }
+})
+
+proxy.after(async () => {
+  await ctx.kit?.dispose()
+  await ctx.fake?.close()
+})
+
+const last = (path: string) => [...ctx.fake.requests].reverse().find((r) => r.path === path)!
+
+async function eventually(check: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 20))
+  }
+}
+
+proxy('the client credentials are stripped and the sidecar Basic credentials injected on both mounts', async () => {
+  for (const [path, root] of [['/sidecar/echo', ctx.kit.roots[0]], [`/w/${ctx.kit.wsIds[1]}/sidecar/echo`, ctx.kit.roots[1]]] as const) {
+    const res = await ctx.kit.req(path, { headers: { cookie: 'sid=client', 'x-service-host-token': 'host-secret', 'x-service-client-id': 'c1', 'proxy-authorization': 'Basic eA==' } })
+    assert.is(res.status, 200, path)
+    const seen = last('/echo').headers
+    assert.is(seen.authorization, BASIC)
+    for (const name of ['cookie', 'x-service-host-token', 'x-service-client-id', 'proxy-authorization', 'origin']) assert.is(seen[name], undefined, name)
+    assert.not.ok(JSON.stringify(seen).includes(ctx.kit.tokens.collaborator), 'client bearer token reached the sidecar')
+    assert.is(seen['x-opencode-directory'], root)
+  }
+})
+
+proxy('every client directory value is replaced by the pinned directory and other params are kept', async () => {
+  const spoof = '?directory=/etc&directory=%2Fetc%2Fpasswd&Directory=../../..&directory%5B%5D=/root&workspace=ws_other&foo=bar&foo=baz'
+  const res = await ctx.kit.req(`/sidecar/echo${spoof}`, { headers: { 'x-opencode-directory': '/etc' } })
+  assert.is(res.status, 200)
+  const seen = last('/echo')
+  const dirs = seen.query.filter(([k]) => k.toLowerCase().startsWith('directory'))
+  assert.equal(dirs, [['directory', ctx.kit.roots[0]]])
+  assert.equal(seen.query.filter(([k]) => k === 'foo').map(([, v]) => v), ['bar', 'baz'])
+  assert.not.ok(seen.query.some(([k]) => k === 'workspace'))
+  assert.is(seen.headers['x-opencode-directory'], ctx.kit.roots[0])
+})
+
+proxy('a non-ASCII directory is percent-encoded in the header and raw in the query', async () => {
+  const res = await ctx.kit.req(`/w/${ctx.kit.wsIds[2]}/sidecar/echo`)
+  assert.is(res.status, 200)
+  const seen = last('/echo')
+  assert.is(seen.headers['x-opencode-directory'], encodeURIComponent('/tmp/répertoire spécial'))
+  assert.equal(seen.query, [['directory', '/tmp/répertoire spécial']])
+})
+
+proxy('hop-by-hop, cookie and upstream CORS headers are not forwarded to the client', async () => {
+  const res = await ctx.kit.req('/sidecar/echo', { headers: { origin: 'https://evil.example' } })
+  assert.is(res.headers.get('x-upstream'), 'kept')
+  for (const name of ['x-hop', 'keep-alive', 'set-cookie', 'access-control-allow-origin', 'connection']) assert.is(res.headers.get(name), null, name)
+})
+
+proxy('a gzip upstream body reaches the client decoded with no stale content-encoding or content-length', async () => {
+  const res = await ctx.kit.req('/sidecar/gzip')
+  assert.is(res.headers.get('content-encoding'), null)
+  assert.is(res.headers.get('content-length'), null)
+  const body = await res.json()
+  assert.is(body.compressed, true)
+})
+
+proxy('upstream 5xx answers pass through with their body and headers', async () => {
+  const res = await ctx.kit.req('/sidecar/status/500')
+  assert.is(res.status, 500)
+  assert.is((await res.json()).data.message, 'boom from upstream')
+  const busy = await ctx.kit.req('/sidecar/status/503')
+  assert.is(busy.status, 503)
+  assert.is(busy.headers.get('retry-after'), '3')
+  assert.is(await busy.text(), 'upstream overloaded')
+})
+
+proxy('redirects are refused, never followed, and nothing reaches the redirect target', async () => {
+  const res = await ctx.kit.req('/sidecar/redirect', { method: 'POST', body: 'secret body' })
+  assert.is(res.status, 502)
+  const body = await res.json()
+  assert.is(body.code, 'sidecar_redirect_refused')
+  assert.is(body.details.status, 307)
+  assert.is(res.headers.get('location'), null)
+  assert.is(ctx.fake.stolen, 0)
+})
+
+proxy('a refused connection is 502 sidecar_unreachable naming the cause', async () => {
+  const res = await ctx.kit.req(`/w/${ctx.kit.wsIds[4]}/sidecar/global/health`)
+  assert.is(res.status, 502)
+  const body = await res.json()
+  assert.is(body.code, 'sidecar_unreachable')
+  assert.is(body.details.cause, 'ECONNREFUSED')
+  assert.is(body.details.path, '/global/health')
+})
+
+proxy('a stalled upstream is 502 sidecar_unreachable with cause timeout and the upstream request is aborted', async () => {
+  const started = Date.now()
+  const res = await ctx.kit.req('/sidecar/stall')
+  assert.is(res.status, 502)
+  const body = await res.json()
+  assert.equal([body.code, body.details.cause], ['sidecar_unreachable', 'timeout'])
+  assert.ok(Date.now() - started < 4000)
+  await eventually(() => ctx.fake.aborts.includes('/stall'), 'upstream abort')
+})
+
+proxy('credentials the sidecar rejects are 502 sidecar_auth_failed, without a browser login prompt', async () => {
+  const res = await ctx.kit.req(`/w/${ctx.kit.wsIds[5]}/sidecar/config`)
+  assert.is(res.status, 502)
+  assert.is((await res.json()).code, 'sidecar_auth_failed')
+  assert.is(res.headers.get('www-authenticate'), null)
+})
+
+proxy('a workspace without a sidecar is 400 sidecar_unconfigured and an unknown mount id is 404', async () => {
+  const res = await ctx.kit.req(`/w/${ctx.kit.wsIds[3]}/sidecar/global/health`)
+  assert.is(res.status, 400)
+  assert.is((await res.json()).code, 'sidecar_unconfigured')
+  const unknown = await ctx.kit.req('/w/ws_nope/sidecar/global/health')
+  assert.is(unknown.status, 404)
+  assert.is((await unknown.json()).code, 'workspace_not_found')
+  const anonymous = await ctx.kit.req('/sidecar/global/health', { as: 'none' })
+  assert.is(anonymous.status, 401)
+})
+
+proxy('viewers may only GET and HEAD; collaborators may reply to permission prompts; global writes need an owner', async () => {
+  assert.is((await ctx.kit.req('/sidecar/echo', { as: 'viewer' })).status, 200)
+  const head = await ctx.kit.req('/sidecar/echo', { as: 'viewer', method: 'HEAD' })
+  assert.is(head.status, 200)
+  assert.is(await head.text(), '')
+  const before = ctx.fake.requests.length
+  const post = await ctx.kit.req('/sidecar/permission/per_1/reply', { as: 'viewer', method: 'POST', json: { reply: 'once' } })
+  assert.is(post.status, 403)
+  assert.equal((await post.json()).details, { required: 'collaborator', scope: 'viewer' })
+  assert.is(ctx.fake.requests.length, before, 'a refused request reached the sidecar')
+  const reply = await ctx.kit.req('/sidecar/permission/per_1/reply', { method: 'POST', json: { reply: 'once' } })
+  assert.is(reply.status, 404, 'forwarded; the fake has no such permission')
+  assert.is(last('/permission/per_1/reply').method, 'POST')
+  const global = await ctx.kit.req('/sidecar/global/dispose', { method: 'POST' })
+  assert.is(global.status, 403)
+  assert.is((await ctx.kit.req('/sidecar/global/dispose', { method: 'POST', as: 'owner' })).status, 404)
+  assert.is(last('/global/dispose').method, 'POST')
+})
+
+proxy('dot segments cannot climb out of the policy: an encoded traversal to a global route is still owner-only', async () => {
+  const before = ctx.fake.requests.filter((r) => r.path === '/global/dispose').length
+  const res = await ctx.kit.req('/sidecar/session/%2e%2e/global/dispose', { method: 'POST' })
+  assert.is(res.status, 403)
+  assert.is(ctx.fake.requests.filter((r) => r.path === '/global/dispose').length, before)
+})
+
+proxy('a read-only server refuses proxied writes with 403 read_only and still forwards reads', async () => {
+  const ro = await startSidecarApp({ workspaces: [{ sidecar: { baseUrl: ctx.fake.url, password: PASSWORD } }], readOnly: true })
+  try {
+    const res = await ro.req('/sidecar/session', { method: 'POST', json: {} })
+    assert.is(res.status, 403)
+    assert.is((await res.json()).code, 'read_only')
+    assert.is((await ro.req('/sidecar/global/health')).status, 200)
+  } finally {
+    await ro.dispose()
+  }
+})
+
+proxy('a session of another workspace directory answers 404 session_not_found and is never forwarded', async () => {
+  assert.is((await ctx.kit.req('/sidecar/session/ses_own')).status, 200)
+  const foreign = await ctx.kit.req('/sidecar/session/ses_foreign')
+  assert.is(foreign.status, 404)
+  assert.is((await foreign.json()).code, 'session_not_found')
+  const posts = () => ctx.fake.requests.filter((r) => r.method === 'POST' && r.path.startsWith('/session/ses_foreign')).length
+  const before = posts()
+  const write = await ctx.kit.req('/sidecar/session/ses_foreign/message', { method: 'POST', json: { parts: [] } })
+  assert.is(write.status, 404)
+  assert.is(posts(), before)
+  assert.is((await ctx.kit.req(`/w/${ctx.kit.wsIds[1]}/sidecar/session/ses_foreign`)).status, 200, 'the owner workspace still reads it')
+  assert.is((await ctx.kit.req('/sidecar/session/ses_unknown')).status, 404, 'unknown sessions get the sidecar\'s own 404')
+})
+
+proxy('an event stream passes through unbuffered with our heartbeat when the upstream is quiet', async () => {
+  const res = await ctx.kit.req('/sidecar/event', { as: 'viewer' })
+  assert.is(res.status, 200)
+  assert.match(res.headers.get('content-type') ?? '', /text\/event-stream/)
+  assert.is(res.headers.get('x-accel-buffering'), 'no')
+  const frames = await takeSse(res, 3, 3000)
+  assert.is(JSON.parse(frames[0]!.data).type, 'server.connected')
+  assert.equal(frames.slice(1).map((f) => JSON.parse(f.data)), [{ type: 'server.heartbeat', properties: {} }, { type: 'server.heartbeat', properties: {} }])
+  const global = await ctx.kit.req('/sidecar/global/event')
+  const globalFrames = await takeSse(global, 2, 3000)
+  assert.equal(JSON.parse(globalFrames[1]!.data), { payload: { type: 'server.heartbeat', properties: {} } })
+})
+
+proxy('a heartbeat is never inserted inside a half-received frame', async () => {
+  const res = await ctx.kit.req('/sidecar/event?mode=half')
+  const reader = res.body!.getReader()
+  let text = ''
+  const until = Date.now() + 1000
+  while (Date.now() < until) {
+    const next = await Promise.race([reader.read(), new Promise<null>((r) => setTimeout(() => r(null), 200))])
+    if (next && !next.done) text += new TextDecoder().decode(next.value)
+  }
+  await reader.cancel()
+  assert.ok(text.includes('server.connected'))
+  assert.ok(text.endsWith('data: {"type":"half'), `unexpected bytes: ${JSON.stringify(text)}`)
+})
+
+proxy('closing the client event stream aborts the upstream request and logs 499 request_aborted', async () => {
+  const res = await ctx.kit.req('/sidecar/event')
+  const reader = res.body!.getReader()
+  await reader.read()
+  await reader.cancel()
+  await eventually(() => ctx.fake.aborts.filter((p) => p === '/event').length > 0, 'upstream event stream cancel')
+  await eventually(() => ctx.lines.some((l) => l.includes('"status":499') && l.includes('request_aborted')), '499 log line')
+})
+
+proxy('a dropped upstream event stream ends the client stream', async () => {
+  const res = await ctx.kit.req('/sidecar/event?mode=drop')
+  let text = ''
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) text += new TextDecoder().decode(chunk)
+  assert.ok(text.includes('server.connected'))
+})
+
+proxy('a client abort before the sidecar answers is 499 request_aborted and aborts the upstream', async () => {
+  const controller = new AbortController()
+  setTimeout(() => controller.abort(), 100)
+  const before = ctx.fake.aborts.filter((p) => p === '/stall').length
+  const res = await ctx.kit.req('/sidecar/stall', { signal: controller.signal })
+  assert.is(res.status, 499)
+  assert.is((await res.json()).code, 'request_aborted')
+  await eventually(() => ctx.fake.aborts.filter((p) => p === '/stall').length > before, 'upstream abort')
+})
+
+proxy('a slow body streams chunk by chunk', async () => {
+  const started = Date.now()
+  const res = await ctx.kit.req('/sidecar/slow-body?chunks=6')
+  const reader = res.body!.getReader()
+  const first = await reader.read()
+  const firstAt = Date.now() - started
+  assert.match(new TextDecoder().decode(first.value), /^chunk-0/)
+  let rest = ''
+  for (;;) {
+    const next = await reader.read()
+    if (next.done) break
+    rest += new TextDecoder().decode(next.value)
+  }
+  assert.ok(rest.includes('chunk-5'))
+  assert.ok(firstAt < Date.now() - started - 100, `first chunk at ${firstAt} ms was not earlier than the end`)
+})
+
+proxy('a body that stalls mid-way is cut after the idle timeout and the upstream aborted', async () => {
+  const res = await ctx.kit.req('/sidecar/stall-body')
+  assert.is(res.status, 200)
+  const reader = res.body!.getReader()
+  assert.match(new TextDecoder().decode((await reader.read()).value), /first-part/)
+  let failed = false
+  try { await reader.read() } catch { failed = true }
+  assert.ok(failed, 'the truncated body must end in an error, not a clean end')
+  await eventually(() => ctx.fake.aborts.includes('/stall-body'), 'upstream cancel')
+})
+
+proxy('a body the upstream drops mid-way ends in an error rather than a clean end', async () => {
+  const res = await ctx.kit.req('/sidecar/drop')
+  let failed = false
+  try { await res.text() } catch { failed = true }
+  assert.ok(failed)
+})
+
+proxy('a 50 MB body streams through with bounded memory, read only as fast as the client reads', async () => {
+  const res = await ctx.kit.req('/sidecar/big?mb=50')
+  assert.is(res.headers.get('content-length'), null)
+  const reader = res.body!.getReader()
+  await reader.read()
+  await new Promise((r) => setTimeout(r, 300))
+  assert.ok(ctx.fake.bigBytesSent < 24 * 1024 * 1024, `upstream ran ahead of the client: ${ctx.fake.bigBytesSent} bytes`)
+  // Bytes the upstream has produced but the client has not yet read are all the proxy can be holding.
+  let bytes = 0
+  let maxInFlight = 0
+  for (;;) {
+    const next = await reader.read()
+    if (next.done) break
+    bytes += next.value.length
+    maxInFlight = Math.max(maxInFlight, ctx.fake.bigBytesSent - bytes)
+  }
+  assert.ok(bytes > 49 * 1024 * 1024, `only ${bytes} bytes arrived`)
+  assert.ok(maxInFlight < 16 * 1024 * 1024, `up to ${Math.round(maxInFlight / 1048576)} MB were held between upstream and client`)
+})
+
+proxy('a 50 MB request body streams up to the sidecar intact', async () => {
+  const total = 50 * 1024 * 1024
+  const chunk = new Uint8Array(256 * 1024).map((_, i) => i % 251)
+  const expected = createHash('sha256')
+  let sent = 0
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (sent >= total) { controller.close(); return }
+      expected.update(chunk)
+      sent += chunk.length
+      controller.enqueue(chunk.slice())
+    },
+  })
+  const res = await request(ctx.kit.app.fetch, '/sidecar/upload', { method: 'POST', body, headers: { authorization: `Bearer ${ctx.kit.tokens.collaborator}`, 'content-type': 'application/octet-stream' }, duplex: 'half' } as RequestInit)
+  assert.is(res.status, 200)
+  assert.equal(await res.json(), { bytes: total, sha256: expected.digest('hex') })
+})
+
+proxy('engine reload disposes the pinned instance, is audited, and times out with 504', async () => {
+  const id = ctx.kit.wsIds[0]!
+  const res = await ctx.kit.req(`/workspace/${id}/engine/reload`, { method: 'POST' })
+  assert.is(res.status, 200)
+  const body = await res.json()
+  assert.equal([body.ok, body.workspaceId], [true, id])
+  const call = last('/instance/dispose')
+  assert.equal([call.method, call.headers.authorization, call.query], ['POST', BASIC, [['directory', ctx.kit.roots[0]]]])
+  const audit = await ctx.kit.app.services.audit.list(id, 10)
+  assert.ok(audit.some((e) => e.action === 'engine.reload'), 'reload not audited')
+  assert.is((await ctx.kit.req(`/workspace/${id}/engine/reload`, { method: 'POST', as: 'viewer' })).status, 403)
+  ctx.fake.options = { ...ctx.fake.options, disposeDelayMs: 1500 }
+  try {
+    const slow = await ctx.kit.req(`/workspace/${id}/engine/reload`, { method: 'POST' })
+    assert.is(slow.status, 504)
+    assert.is((await slow.json()).code, 'sidecar_reload_timeout')
+  } finally {
+    ctx.fake.options = { ...ctx.fake.options, disposeDelayMs: 0 }
+  }
+  const none = await ctx.kit.req(`/workspace/${ctx.kit.wsIds[3]}/engine/reload`, { method: 'POST' })
+  assert.is((await none.json()).code, 'sidecar_unconfigured')
+})
+
+proxy('extension writes do not reload the sidecar unless configured', async () => {
+  assert.is(ctx.kit.app.sidecar.extensionsChanged(ctx.kit.wsIds[0]!), false)
+})
+
+proxy('sidecar status reports reachability and version per workspace without credentials', async () => {
+  const overview = await ctx.kit.app.sidecar.overview()
+  const [ok, , , none, dead, denied] = ctx.kit.wsIds.map((id) => overview.workspaces[id]!)
+  assert.equal([ok!.configured, ok!.reachable, ok!.version, ok!.baseUrl], [true, true, 'fake-1.0', ctx.fake.url])
+  assert.equal([none!.configured, none!.reachable], [false, false])
+  assert.equal([dead!.reachable, dead!.error], [false, { code: 'sidecar_unreachable', cause: 'ECONNREFUSED' }])
+  assert.equal(denied!.error, { code: 'sidecar_auth_failed', status: 401 })
+  assert.not.ok(JSON.stringify(overview).includes(PASSWORD))
+})
+
+proxy('no route returns the sidecar password', async () => {
+  const paths = ctx.kit.app.routes.filter((r) => r.method === 'GET' && !r.path.includes('/sidecar/')).map((r) => r.path.replaceAll(':id', ctx.kit.wsIds[0]!))
+  assert.ok(paths.includes('/status') && paths.includes('/workspaces'))
+  for (const path of paths.filter((p) => !p.includes(':'))) {
+    for (const as of ['owner', 'viewer'] as const) {
+      const res = await ctx.kit.req(path, { as, headers: { 'x-service-host-token': 'sidecar-kit-host-token-0123456789ab', accept: 'application/json' } })
+      const text = res.headers.get('content-type')?.includes('event-stream') ? '' : await res.text()
+      assert.not.ok(text.includes(PASSWORD), `${path} leaked the sidecar password`)
+      assert.not.ok(text.includes('wrong-password'), `${path} leaked a sidecar password`)
+    }
+  }
+})
+
+proxy('the /w/:id mount reaches the other workspace routes and refuses a mismatched nested id', async () => {
+  const [a, b] = ctx.kit.wsIds
+  assert.is((await ctx.kit.req(`/w/${a}/health`, { as: 'none' })).status, 200)
+  const list = await ctx.kit.req(`/w/${a}/workspaces`)
+  assert.is(list.status, 200)
+  assert.ok((await list.json()).items.length >= 2)
+  assert.is((await ctx.kit.req(`/w/${a}/workspace/${a}/config`)).status, 200)
+  assert.is((await ctx.kit.req(`/w/${a}/workspace/${b}/config`)).status, 404)
+  assert.is((await ctx.kit.req('/w/ws_unknown/health', { as: 'none' })).status, 404)
+})
+
+proxy.run()

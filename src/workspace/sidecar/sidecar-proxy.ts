@@ -1,0 +1,139 @@
+/**
+ * Forwards one client request to a workspace's sidecar and relays the answer.
+ *
+ * Bodies stream both ways (the request body is handed to fetch as a stream, the response is
+ * relayed chunk by chunk), redirects are never followed, and every failure has its own code so
+ * a client can tell "not configured" from "down" from "slow" from "refused our credentials".
+ * @module
+ */
+import { ApiError } from '../../core/errors.ts'
+import type { Logger } from '../../core/logger.ts'
+import type { StreamRegistry } from '../../core/sse.ts'
+import type { Principal } from '../auth.ts'
+import { relayBody } from './body-relay.ts'
+import { pinnedUpstreamUrl, sessionIdInPath, upstreamRelativePath } from './directory-pin.ts'
+import { heartbeatFrameFor, relayEventStream } from './event-stream-relay.ts'
+import { basicAuthorization, downstreamResponseHeaders, upstreamRequestHeaders } from './header-policy.ts'
+import { assertProxyAllowed } from './proxy-policy.ts'
+import type { SessionGuard } from './session-guard.ts'
+import type { SidecarTarget, SidecarTuning } from './sidecar-config.ts'
+import { sidecarFetch, unreachable } from './upstream-fetch.ts'
+
+/** One request to forward. */
+export interface ProxyInput {
+  request: Request
+  /** The raw (still percent-encoded) path after the mount, e.g. `/session/ses_1/message`. */
+  rest: string
+  /** The client's raw query string including `?`, or ''. */
+  search: string
+  workspaceId: string
+  target: SidecarTarget
+  principal: Principal
+  requestId: string
+}
+
+/** What the proxy needs besides the request. */
+export interface ProxyContext {
+  tuning: SidecarTuning
+  readOnly: boolean
+  streams: StreamRegistry
+  log: Logger
+  guard: (baseUrl: string) => SessionGuard
+}
+
+const NO_BODY_METHODS = new Set(['GET', 'HEAD'])
+const EVENT_PATHS = new Set(['/event', '/global/event'])
+
+function isEventStreamType(contentType: string | null): boolean {
+  return (contentType ?? '').toLowerCase().startsWith('text/event-stream')
+}
+
+/** Forwards `input` and returns the client response, or throws an ApiError. */
+export async function forwardToSidecar(input: ProxyInput, ctx: ProxyContext): Promise<Response> {
+  const { request, target } = input
+  const method = request.method.toUpperCase()
+  if (!target.baseUrl) throw unreachable(input.rest, 'starting', 'The managed sidecar is not running yet')
+  const url = pinnedUpstreamUrl(target.baseUrl, input.rest, input.search, target.directory)
+  if (!url) throw new ApiError(404, 'not_found', 'Not found')
+  const path = upstreamRelativePath(url, target.baseUrl)
+  assertProxyAllowed({ method, path, principal: input.principal, readOnly: ctx.readOnly })
+
+  const authorization = basicAuthorization(target.username, target.password)
+  const sessionId = sessionIdInPath(path)
+  if (sessionId) {
+    const ownership = await ctx.guard(target.baseUrl).check(sessionId, target.directory, async () => {
+      const lookup = await sidecarFetch(target, `/session/${encodeURIComponent(sessionId)}`, { timeoutMs: ctx.tuning.eventEstablishTimeoutMs, signal: request.signal })
+      if (lookup.status === 404) { await lookup.body?.cancel(); return null }
+      if (!lookup.ok) { await lookup.body?.cancel(); throw new ApiError(502, 'sidecar_request_failed', 'The sidecar could not look up the session', { details: { path, status: lookup.status } }) }
+      const info = (await lookup.json().catch(() => null)) as { directory?: unknown } | null
+      return typeof info?.directory === 'string' ? info.directory : null
+    })
+    if (ownership === 'foreign') throw new ApiError(404, 'session_not_found', 'Session not found')
+  }
+
+  const isEvents = method === 'GET' && (EVENT_PATHS.has(path) || (request.headers.get('accept') ?? '').includes('text/event-stream'))
+  const upstream = new AbortController()
+  // Until the sidecar answers, a client abort (or, on Deno, the end of the exchange) cancels the request;
+  // afterwards the relay's cancel() is the disconnect hook.
+  const onClientAbort = () => upstream.abort()
+  if (request.signal.aborted) throw new ApiError(499, 'request_aborted', 'Client closed the request')
+  request.signal.addEventListener('abort', onClientAbort, { once: true })
+  const timeoutMs = isEvents ? ctx.tuning.eventEstablishTimeoutMs : ctx.tuning.responseTimeoutMs
+  let timedOut = false
+  const timer = setTimeout(() => { timedOut = true; upstream.abort() }, timeoutMs)
+  let response: Response
+  try {
+    response = await fetch(url, {
+      method,
+      headers: upstreamRequestHeaders(request.headers, { authorization, directory: target.directory, requestId: input.requestId }),
+      body: NO_BODY_METHODS.has(method) ? undefined : request.body,
+      duplex: 'half',
+      redirect: 'manual',
+      signal: upstream.signal,
+    } as RequestInit)
+  } catch (error) {
+    if (request.signal.aborted && !timedOut) throw new ApiError(499, 'request_aborted', 'Client closed the request')
+    if (timedOut) throw unreachable(path, 'timeout', `The sidecar did not answer within ${timeoutMs} ms`)
+    throw unreachable(path, (error as { code?: string }).code ?? 'connection_failed', (error as Error).message)
+  } finally {
+    clearTimeout(timer)
+    request.signal.removeEventListener('abort', onClientAbort)
+  }
+
+  if (response.status >= 300 && response.status < 400 && response.status !== 304) {
+    await response.body?.cancel().catch(() => {})
+    throw new ApiError(502, 'sidecar_redirect_refused', 'The sidecar answered with a redirect, which the proxy does not follow', { details: { path, status: response.status } })
+  }
+  if (response.status === 401) {
+    await response.body?.cancel().catch(() => {})
+    throw new ApiError(502, 'sidecar_auth_failed', 'The sidecar rejected the configured sidecar credentials', { details: { path, status: 401 } })
+  }
+
+  const headers = downstreamResponseHeaders(response.headers)
+  if (!response.body || response.status === 204 || response.status === 304) {
+    return new Response(null, { status: response.status, headers })
+  }
+  const log = ctx.log
+  const logAbort = () => log.info('request aborted', { requestId: input.requestId, status: 499, code: 'request_aborted', path: `sidecar${path}`, workspaceId: input.workspaceId })
+  if (isEventStreamType(response.headers.get('content-type'))) {
+    headers.set('cache-control', 'no-cache, no-transform')
+    headers.set('x-accel-buffering', 'no')
+    const body = relayEventStream(response.body, {
+      heartbeatMs: ctx.tuning.heartbeatMs,
+      heartbeatFrame: heartbeatFrameFor(path),
+      registry: ctx.streams,
+      onClientCancel: () => { upstream.abort(); logAbort() },
+      onUpstreamEnd: (reason) => { if (reason === 'dropped') log.warn('sidecar event stream dropped', { requestId: input.requestId, path, workspaceId: input.workspaceId }) },
+    })
+    return new Response(body, { status: response.status, headers })
+  }
+  const body = relayBody(response.body, {
+    idleTimeoutMs: ctx.tuning.bodyIdleTimeoutMs,
+    onClientCancel: () => { upstream.abort(); logAbort() },
+    onUpstreamError: (reason) => {
+      upstream.abort()
+      log.warn('sidecar response body failed', { requestId: input.requestId, path, reason, workspaceId: input.workspaceId })
+    },
+  })
+  return new Response(body, { status: response.status, headers })
+}

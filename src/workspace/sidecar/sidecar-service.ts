@@ -1,0 +1,146 @@
+/**
+ * The sidecar feature as one object the composition root builds: resolves each workspace's
+ * effective target (configured, or the managed process's current address and password), forwards
+ * proxy requests, reloads, reports status, and owns the managed process's lifecycle.
+ * @module
+ */
+import { ApiError } from '../../core/errors.ts'
+import type { Logger } from '../../core/logger.ts'
+import type { StreamRegistry } from '../../core/sse.ts'
+import type { Principal } from '../auth.ts'
+import { ManagedSidecar, type ManagedState } from './managed-sidecar.ts'
+import { SessionGuard } from './session-guard.ts'
+import type { SidecarConfig, SidecarTarget } from './sidecar-config.ts'
+import { ProbeCache, probeSidecar, type SidecarStatus } from './sidecar-probe.ts'
+import { forwardToSidecar } from './sidecar-proxy.ts'
+import { ReloadDebouncer, reloadSidecar, type ReloadResult } from './sidecar-reload.ts'
+
+/** Options for {@link SidecarService}. */
+export interface SidecarServiceOptions {
+  config: SidecarConfig
+  /** Workspace ids in configuration order; the first is the target of `/sidecar/*`. */
+  workspaceIds: readonly string[]
+  readOnly: boolean
+  streams: StreamRegistry
+  log: Logger
+  /** Working directory of a managed sidecar (the first workspace's path). */
+  managedCwd: string
+  /** Called after every reload attempt (audit hook), with the outcome. */
+  onReload?: (event: { workspaceId: string; trigger: 'manual' | 'extension-change'; ok: boolean; code?: string; durationMs?: number; principal?: Principal }) => void
+  /** Debounce for automatic reloads after extension writes (default 1000 ms). */
+  autoReloadDelayMs?: number
+}
+
+const PROBE_TTL_MS = 2000
+const PROBE_TIMEOUT_MS = 2000
+
+/** Status of every workspace's sidecar, plus the managed process when there is one. */
+export interface SidecarOverview {
+  workspaces: Record<string, SidecarStatus>
+  managed: ManagedState | null
+}
+
+/** The sidecar feature. */
+export class SidecarService {
+  readonly managed: ManagedSidecar | null
+  readonly #guards = new Map<string, SessionGuard>()
+  readonly #probes = new ProbeCache(PROBE_TTL_MS)
+  readonly #debouncer: ReloadDebouncer
+
+  constructor(private readonly options: SidecarServiceOptions) {
+    this.managed = options.config.managed ? new ManagedSidecar(options.config.managed, { log: options.log.child({ component: 'managed-sidecar' }), cwd: options.managedCwd }) : null
+    this.managed?.onChange(() => this.#probes.invalidate())
+    this.#debouncer = new ReloadDebouncer(options.autoReloadDelayMs ?? 1000, (workspaceId) => {
+      this.reload(workspaceId, 'extension-change').catch((error) => {
+        options.log.warn('automatic sidecar reload failed', { workspaceId, code: error instanceof ApiError ? error.code : 'internal_error' })
+      })
+    })
+  }
+
+  /** True when any workspace has a sidecar (for `/capabilities`). */
+  get anyConfigured(): boolean {
+    return this.options.config.targets.size > 0
+  }
+
+  /** The id `/sidecar/*` addresses: the first configured workspace. */
+  get defaultWorkspaceId(): string | undefined {
+    return this.options.workspaceIds[0]
+  }
+
+  /** The effective target of a workspace, or throws 404/400. */
+  target(workspaceId: string): SidecarTarget {
+    if (!this.options.workspaceIds.includes(workspaceId)) throw new ApiError(404, 'workspace_not_found', 'Workspace not found')
+    const configured = this.options.config.targets.get(workspaceId)
+    if (!configured) throw new ApiError(400, 'sidecar_unconfigured', 'This workspace has no sidecar configured', { details: { workspaceId } })
+    if (!configured.managed || !this.managed) return configured
+    return { ...configured, baseUrl: this.managed.baseUrl, username: this.managed.username, password: this.managed.password }
+  }
+
+  #guard = (baseUrl: string): SessionGuard => {
+    let guard = this.#guards.get(baseUrl)
+    if (!guard) this.#guards.set(baseUrl, (guard = new SessionGuard()))
+    return guard
+  }
+
+  /** Forwards a proxied request for `workspaceId`. */
+  proxy(input: { workspaceId: string; request: Request; rest: string; search: string; principal: Principal; requestId: string; log: Logger }): Promise<Response> {
+    const target = this.target(input.workspaceId)
+    return forwardToSidecar(
+      { ...input, target },
+      { tuning: this.options.config.tuning, readOnly: this.options.readOnly, streams: this.options.streams, log: input.log, guard: this.#guard },
+    )
+  }
+
+  /** Reloads the sidecar instance of a workspace (manual or after extension writes). */
+  async reload(workspaceId: string, trigger: 'manual' | 'extension-change' = 'manual', principal?: Principal): Promise<ReloadResult> {
+    const target = this.target(workspaceId)
+    try {
+      const result = await reloadSidecar(workspaceId, target, this.options.config.tuning.reloadTimeoutMs)
+      this.#probes.invalidate(workspaceId)
+      this.options.onReload?.({ workspaceId, trigger, ok: true, durationMs: result.durationMs, principal })
+      return result
+    } catch (error) {
+      this.options.onReload?.({ workspaceId, trigger, ok: false, code: error instanceof ApiError ? error.code : 'internal_error', principal })
+      throw error
+    }
+  }
+
+  /**
+   * Extension routes call this after a successful write. Reloads (debounced) only when configured
+   * with `reloadOnExtensionChange`; returns whether a reload was scheduled.
+   */
+  extensionsChanged(workspaceId: string): boolean {
+    if (!this.options.config.tuning.reloadOnExtensionChange) return false
+    if (!this.options.config.targets.has(workspaceId)) return false
+    this.#debouncer.request(workspaceId)
+    return true
+  }
+
+  /** Reachability and version of one workspace's sidecar, without credentials. */
+  status(workspaceId: string): Promise<SidecarStatus> {
+    const configured = this.options.config.targets.get(workspaceId)
+    return this.#probes.get(workspaceId, () => probeSidecar(configured ? this.target(workspaceId) : undefined, PROBE_TIMEOUT_MS))
+  }
+
+  /** Status of every workspace's sidecar. */
+  async overview(): Promise<SidecarOverview> {
+    const entries = await Promise.all(this.options.workspaceIds.map(async (id) => [id, await this.status(id)] as const))
+    return { workspaces: Object.fromEntries(entries), managed: this.managed?.status ?? null }
+  }
+
+  #started: Promise<boolean> | undefined
+
+  /**
+   * Starts the managed sidecar, if configured; resolves once it is healthy (true) or its first start
+   * failed (false; restarts continue in the background). Idempotent.
+   */
+  start(): Promise<boolean> {
+    return (this.#started ??= this.managed ? this.managed.start() : Promise.resolve(true))
+  }
+
+  /** Stops background work and the managed process. */
+  async close(): Promise<void> {
+    this.#debouncer.cancelAll()
+    await this.managed?.stop()
+  }
+}
