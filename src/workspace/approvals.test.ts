@@ -53,6 +53,7 @@ test('a denied write answers 403 write_denied and changes nothing', async () => 
     assert.is(readFileSync(join(s.root, 'opencode.jsonc'), 'utf8'), before)
     const audit = (await (await s.req(`/workspace/${s.wsId}/audit`, { token: CLIENT_TOKEN })).json()).items
     assert.equal(audit.map((e: { action: string }) => e.action), ['approval.deny'])
+    assert.is((await (await s.req(`/workspace/${s.wsId}/config`, { token: CLIENT_TOKEN })).json()).updatedAt, null, 'a decision is not a write')
   } finally {
     await s.dispose()
   }

@@ -8,6 +8,9 @@ import { newId } from '../core/ids.ts'
 import type { Principal } from './auth.ts'
 import type { StateDatabase } from './state-db.ts'
 
+/** Audit actions of approval decisions; they are not writes, so they do not move `updatedAt`. */
+const DECISION_PREFIX = 'approval.'
+
 /** The actor recorded with an entry. */
 export interface AuditActor {
   type: Principal['type']
@@ -55,7 +58,7 @@ export class AuditLog {
       .insertInto('audit')
       .values({ id: entry.id, workspace_id: entry.workspaceId, actor: JSON.stringify(entry.actor), action: entry.action, target: entry.target, summary: entry.summary, created_at: new Date(timestamp).toISOString() })
       .execute()
-    this.#latest.set(entry.workspaceId, timestamp)
+    if (!entry.action.startsWith(DECISION_PREFIX)) this.#latest.set(entry.workspaceId, timestamp)
     return entry
   }
 
@@ -73,11 +76,11 @@ export class AuditLog {
     }))
   }
 
-  /** Timestamp of the newest entry of a workspace, or null. */
+  /** Timestamp of the newest completed write of a workspace (approval decisions excluded), or null. */
   async latestTimestamp(workspaceId: string): Promise<number | null> {
     const known = this.#latest.get(workspaceId)
     if (known !== undefined) return known
-    const row = await this.#db.db.selectFrom('audit').select('created_at').where('workspace_id', '=', workspaceId).orderBy('seq', 'desc').limit(1).executeTakeFirst()
+    const row = await this.#db.db.selectFrom('audit').select('created_at').where('workspace_id', '=', workspaceId).where('action', 'not like', `${DECISION_PREFIX}%`).orderBy('seq', 'desc').limit(1).executeTakeFirst()
     const latest = row ? Date.parse(row.created_at) : null
     this.#latest.set(workspaceId, latest)
     return latest
