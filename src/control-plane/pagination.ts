@@ -9,6 +9,7 @@
  * the list it belongs to, so a cursor from one list is rejected by another (400 `invalid_cursor`).
  * @module
  */
+import { Buffer } from 'node:buffer'
 import { sql, type SelectQueryBuilder } from 'kysely'
 import * as v from 'valibot'
 import { ApiError } from '../core/errors.ts'

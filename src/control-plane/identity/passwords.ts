@@ -5,6 +5,7 @@
  * old hashes still verify. Verification compares in constant time.
  * @module
  */
+import { Buffer } from 'node:buffer'
 import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto'
 import type { ScryptParams } from '../deps.ts'
 
