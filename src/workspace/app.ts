@@ -69,7 +69,7 @@ export async function createWorkspaceApp(config: WorkspaceServerConfig, options:
   let doc: Record<string, unknown> | undefined
   const routes: AnyRoute<WorkspaceRule, Principal>[] = [
     ...systemRoutes<WorkspaceRule>({ mode: 'workspace', version: VERSION, publicRule: rules.none, startedAt, openapi: () => (doc ??= openapi()) }),
-    ...controlRoutes(services, streams, startedAt),
+    ...controlRoutes(services, streams, startedAt, sidecar),
     ...sidecarRoutes(sidecar),
   ]
   const openapi = () =>

@@ -11,6 +11,7 @@ import { jsonText } from '../read-cache.ts'
 import { workspaceView } from '../workspace-registry.ts'
 import type { WorkspaceServices } from '../workspace-services.ts'
 import { WorkspaceSchema } from './schemas.ts'
+import { reachability, SidecarOverviewSchema, SidecarReachabilitySchema, type SidecarReporter } from '../sidecar/sidecar-status-schema.ts'
 
 const route = routeFactory<WorkspaceRule, Principal>()
 
@@ -23,7 +24,7 @@ function sidecarConfigured(s: WorkspaceServices): boolean {
 }
 
 /** `/status`, `/capabilities`, `/workspaces`, `/whoami`. */
-export function discoveryRoutes(s: WorkspaceServices, startedAt: number) {
+export function discoveryRoutes(s: WorkspaceServices, startedAt: number, sidecar?: SidecarReporter) {
   const write = !s.config.readOnly
   // The workspace list is fixed for the life of the process: serialise it once.
   const listed = s.config.workspaces.map(workspaceView)
@@ -40,9 +41,10 @@ export function discoveryRoutes(s: WorkspaceServices, startedAt: number) {
           server: v.object({ host: v.string(), port: v.number(), configPath: v.nullable(v.string()) }),
           tokenSource: v.object({ client: v.string(), host: v.string() }),
           pendingApprovals: v.number(),
+          sidecar: v.optional(SidecarOverviewSchema),
         }),
       },
-      handler: () => {
+      handler: async () => {
         const first = s.config.workspaces[0]
         return {
           ok: true as const, version: VERSION, uptimeMs: Math.round(performance.now() - startedAt), readOnly: s.config.readOnly,
@@ -51,6 +53,7 @@ export function discoveryRoutes(s: WorkspaceServices, startedAt: number) {
           server: { host: s.config.host, port: s.config.port, configPath: s.config.configFileFound ? s.config.configPath : null },
           tokenSource: { client: s.config.tokenSource, host: s.config.hostTokenSource },
           pendingApprovals: s.approvals.list().length,
+          ...(sidecar ? { sidecar: await sidecar.overview() } : {}),
         }
       },
     }),
@@ -67,17 +70,17 @@ export function discoveryRoutes(s: WorkspaceServices, startedAt: number) {
           tokens: v.object({ scoped: v.boolean(), scopes: v.array(v.string()), expiry: v.boolean() }),
           events: v.object({ sse: v.boolean(), polling: v.boolean(), persisted: v.boolean() }),
           sandbox: v.object({ enabled: v.boolean(), backend: v.string() }),
-          proxy: v.object({ sidecar: v.boolean() }),
+          proxy: v.object({ sidecar: v.boolean(), workspaces: v.optional(SidecarReachabilitySchema) }),
         }),
       },
-      handler: () => ({
+      handler: async () => ({
         schemaVersion: 1 as const, serverVersion: VERSION,
         skills: { read: true, write, source: 'service' }, plugins: { read: true, write }, mcp: { read: true, write }, commands: { read: true, write }, config: { read: true, write },
         approvals: s.approvals.settings,
         tokens: { scoped: true, scopes: [...SCOPES].reverse(), expiry: true },
         events: { sse: true, polling: true, persisted: true },
         sandbox: { enabled: false, backend: 'none' },
-        proxy: { sidecar: sidecarConfigured(s) },
+        proxy: sidecar ? { sidecar: sidecar.anyConfigured, workspaces: reachability(await sidecar.overview()) } : { sidecar: sidecarConfigured(s) },
       }),
     }),
     route({

@@ -11,6 +11,7 @@ import { approvalRoutes } from './approval-routes.ts'
 import { commandRoutes } from './command-routes.ts'
 import { configRoutes } from './config-routes.ts'
 import { discoveryRoutes } from './discovery-routes.ts'
+import type { SidecarReporter } from '../sidecar/sidecar-status-schema.ts'
 import { eventRoutes } from './event-routes.ts'
 import { mcpRoutes } from './mcp-routes.ts'
 import { pluginRoutes } from './plugin-routes.ts'
@@ -18,9 +19,9 @@ import { skillRoutes } from './skill-routes.ts'
 import { tokenRoutes } from './token-routes.ts'
 
 /** The control-layer routes, built over the services. */
-export function controlRoutes(s: WorkspaceServices, streams: StreamRegistry, startedAt: number): AnyRoute<WorkspaceRule, Principal>[] {
+export function controlRoutes(s: WorkspaceServices, streams: StreamRegistry, startedAt: number, sidecar?: SidecarReporter): AnyRoute<WorkspaceRule, Principal>[] {
   return [
-    ...discoveryRoutes(s, startedAt),
+    ...discoveryRoutes(s, startedAt, sidecar),
     ...tokenRoutes(s),
     ...approvalRoutes(s, streams),
     ...configRoutes(s),

@@ -363,6 +363,13 @@ proxy('sidecar status reports reachability and version per workspace without cre
   assert.equal([dead!.reachable, dead!.error], [false, { code: 'sidecar_unreachable', cause: 'ECONNREFUSED' }])
   assert.equal(denied!.error, { code: 'sidecar_auth_failed', status: 401 })
   assert.not.ok(JSON.stringify(overview).includes(PASSWORD))
+  const status = await (await ctx.kit.req('/status', { as: 'viewer' })).json()
+  assert.equal([status.sidecar.workspaces[ctx.kit.wsIds[0]!].reachable, status.sidecar.workspaces[ctx.kit.wsIds[0]!].version], [true, 'fake-1.0'])
+  assert.is(status.sidecar.workspaces[ctx.kit.wsIds[4]!].error.cause, 'ECONNREFUSED')
+  const caps = await (await ctx.kit.req('/capabilities', { as: 'viewer' })).json()
+  assert.is(caps.proxy.sidecar, true)
+  assert.equal(caps.proxy.workspaces[ctx.kit.wsIds[0]!], { configured: true, reachable: true, version: 'fake-1.0' })
+  assert.equal(caps.proxy.workspaces[ctx.kit.wsIds[3]!], { configured: false, reachable: false, version: null })
 })
 
 proxy('no route returns the sidecar password', async () => {
