@@ -51,6 +51,7 @@ test("every id-taking route given the other organization's ids is 404 and change
       getMember: [{ method: 'GET', path: `/v1/members/${b.org.member.memberId}` }],
       changeMemberRole: [{ method: 'PATCH', path: `/v1/members/${b.org.member.memberId}`, json: { role: 'admin' } }],
       removeMember: [{ method: 'DELETE', path: `/v1/members/${b.org.member.memberId}` }],
+      transferOwnership: [{ method: 'POST', path: `/v1/members/${b.org.member.memberId}/transfer-ownership` }],
       getInvitation: [{ method: 'GET', path: `/v1/invitations/${b.invitationId}` }],
       cancelInvitation: [{ method: 'POST', path: `/v1/invitations/${b.invitationId}/cancel` }],
       getTeam: [{ method: 'GET', path: `/v1/teams/${b.teamId}` }],

@@ -33,6 +33,7 @@ export const POLICY = {
   'org.update': { description: 'Rename and configure the organization', roles: ADMINS, apiKey: true },
   'members.read': { description: 'List and read members', roles: ALL, apiKey: true },
   'members.update_role': { description: "Change a member's role", roles: OWNER, apiKey: false },
+  'members.transfer_ownership': { description: 'Hand ownership to another member (the owner becomes an admin)', roles: OWNER, apiKey: false },
   'members.remove': { description: 'Remove a member from the organization', roles: ADMINS, apiKey: true },
   'invitations.read': { description: 'List and read invitations', roles: ADMINS, apiKey: true },
   'invitations.manage': { description: 'Create and cancel invitations', roles: ADMINS, apiKey: true },

@@ -44,6 +44,9 @@ async function freshTeam(w: World, memberIds: string[] = []): Promise<string> {
   return (await w.client.post('/v1/teams', { token: w.org.owner.token, json: { name: `team ${w.seq()}`, memberIds } })).body.item.id
 }
 
+/** Operations whose success changes the callers themselves: each caller gets a fresh organization. */
+const ISOLATED = new Set(['transferOwnership'])
+
 /** One request per operation, valid for an allowed caller. Keyed by operationId. */
 const REQUESTS: Record<string, (w: World, caller: Caller) => Promise<Req>> = {
   getHealth: async () => ({ path: '/health' }),
@@ -68,6 +71,8 @@ const REQUESTS: Record<string, (w: World, caller: Caller) => Promise<Req>> = {
   getMember: async (w) => ({ path: `/v1/members/${w.org.member.memberId}` }),
   changeMemberRole: async (w) => ({ path: `/v1/members/${await freshMember(w)}`, json: { role: 'admin' } }),
   removeMember: async (w) => ({ path: `/v1/members/${await freshMember(w)}` }),
+  // Succeeding hands ownership away (and disables the owner's keys), so it runs in a fresh world.
+  transferOwnership: async (w) => ({ path: `/v1/members/${await freshMember(w)}/transfer-ownership` }),
   listInvitations: async () => ({ path: '/v1/invitations' }),
   createInvitation: async (w) => ({ path: '/v1/invitations', json: { email: `invitee${w.seq()}@matrix.test`, role: 'member' } }),
   getInvitation: async (w) => ({ path: `/v1/invitations/${w.invitationId}` }),
@@ -119,12 +124,15 @@ function expectedStatus(route: AnyRoute<ControlPlaneRule, ControlPlanePrincipal>
 test('every route answers each caller with the status the policy table implies', async () => {
   const t = await startTestControlPlane()
   try {
-    const org = await buildFixtureOrg(t.client, 'm')
-    const other = await buildFixtureOrg(t.client, 'other')
-    const team = await t.client.post('/v1/teams', { token: org.owner.token, json: { name: 'standing team', memberIds: [org.member.memberId] } })
-    const invitation = await t.client.post('/v1/invitations', { token: org.owner.token, json: { email: 'standing@matrix.test' } })
     let n = 0
-    const w: World = { client: t.client, org, other, teamId: team.body.item.id, invitationId: invitation.body.item.id, seq: () => ++n }
+    const makeWorld = async (label: string): Promise<World> => {
+      const org = await buildFixtureOrg(t.client, label)
+      const other = await buildFixtureOrg(t.client, `${label}-other`)
+      const team = await t.client.post('/v1/teams', { token: org.owner.token, json: { name: 'standing team', memberIds: [org.member.memberId] } })
+      const invitation = await t.client.post('/v1/invitations', { token: org.owner.token, json: { email: `standing@${label}.test` } })
+      return { client: t.client, org, other, teamId: team.body.item.id, invitationId: invitation.body.item.id, seq: () => ++n }
+    }
+    const shared = await makeWorld('m')
     const routes = t.app.contract.routes
     const missing = routes.map((r) => r.operationId).filter((id) => !REQUESTS[id])
     assert.equal(missing, [], 'every route has a matrix entry')
@@ -132,6 +140,8 @@ test('every route answers each caller with the status the policy table implies',
     let checked = 0
     for (const route of routes) {
       for (const caller of CALLERS) {
+        const w = ISOLATED.has(route.operationId) ? await makeWorld(`iso${n++}`) : shared
+        const { org } = w
         const req = await REQUESTS[route.operationId]!(w, caller)
         const options: CallOptions = req.json !== undefined ? { json: req.json } : {}
         const person = caller === 'owner' ? org.owner : caller === 'admin' ? org.admin : caller === 'member' ? org.member : null

@@ -24,7 +24,7 @@ export interface Actor {
 /** Audit actions recorded by this surface. */
 export type AuditAction =
   | 'organization.created' | 'organization.updated'
-  | 'member.joined' | 'member.role_changed' | 'member.removed'
+  | 'member.joined' | 'member.role_changed' | 'member.ownership_transferred' | 'member.removed'
   | 'invitation.created' | 'invitation.canceled' | 'invitation.accepted'
   | 'team.created' | 'team.updated' | 'team.deleted' | 'team.member_added' | 'team.member_removed'
   | 'api_key.created' | 'api_key.revoked' | 'api_key.disabled'

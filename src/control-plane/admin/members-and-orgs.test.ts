@@ -89,6 +89,29 @@ test("the owner's role cannot be changed and the owner cannot be removed; only o
   }
 })
 
+test('the owner can hand ownership to a member: roles swap, both keys are disabled, and only one owner remains', async () => {
+  const t = await startTestControlPlane()
+  try {
+    const org = await buildFixtureOrg(t.client, 'xfer')
+    assert.is((await t.client.post(`/v1/members/${org.member.memberId}/transfer-ownership`, { token: org.admin.token })).status, 403)
+    assert.is((await t.client.post(`/v1/members/${org.owner.memberId}/transfer-ownership`, { token: org.owner.token })).body.code, 'already_owner')
+    const moved = await t.client.post(`/v1/members/${org.admin.memberId}/transfer-ownership`, { token: org.owner.token })
+    assert.is(moved.status, 200)
+    assert.is(moved.body.item.role, 'owner')
+    const owners = await t.client.get('/v1/members?role=owner', { token: org.member.token })
+    assert.equal(owners.body.items.map((m: { id: string }) => m.id), [org.admin.memberId])
+    assert.is((await t.client.get(`/v1/members/${org.owner.memberId}`, { token: org.member.token })).body.item.role, 'admin')
+    assert.is((await t.client.get('/v1/org', { apiKey: org.ownerKey.key })).status, 401)
+    assert.is((await t.client.get('/v1/org', { apiKey: org.adminKey.key })).status, 401)
+    const demote = await t.client.patch(`/v1/members/${org.owner.memberId}`, { token: org.admin.token, json: { role: 'member' } })
+    assert.is(demote.body.item.role, 'member', 'the new owner holds owner permissions at once')
+    const audit = await t.client.get('/v1/audit-events?action=member.ownership_transferred', { token: org.admin.token })
+    assert.equal(audit.body.items[0].data, { from: 'admin', previousOwnerMemberId: org.owner.memberId })
+  } finally {
+    await t.close()
+  }
+})
+
 test('the organization is chosen by X-Service-Org-Id, else the active organization, which the caller can switch', async () => {
   const t = await startTestControlPlane()
   try {

@@ -71,6 +71,25 @@ export async function changeMemberRole(deps: Deps, actor: Actor, memberId: strin
   return getMember(deps, actor.orgId, memberId)
 }
 
+/**
+ * Makes another member the owner; the previous owner becomes an admin. Both are role changes, so
+ * both members' API keys are disabled. 409 `already_owner` when the target is the owner.
+ */
+export async function transferOwnership(deps: Deps, actor: Actor, memberId: string): Promise<MemberView> {
+  await deps.db.transaction().execute(async (trx) => {
+    const row = await trx.selectFrom('member').select(['id', 'role']).where('id', '=', memberId).where('org_id', '=', actor.orgId).executeTakeFirst()
+    if (!row) throw notFound()
+    if (row.role === 'owner') throw errors.conflict('already_owner', 'That member is already the owner')
+    const now = isoAt(deps)
+    await trx.updateTable('member').set({ role: 'admin', updated_at: now }).where('org_id', '=', actor.orgId).where('role', '=', 'owner').execute()
+    await trx.updateTable('member').set({ role: 'owner', updated_at: now }).where('id', '=', memberId).execute()
+    await recordAudit(deps, trx, actor, 'member.ownership_transferred', { type: 'member', id: memberId }, { from: row.role, previousOwnerMemberId: actor.memberId })
+    await disableMemberKeys(deps, trx, actor, actor.memberId, 'role_changed')
+    await disableMemberKeys(deps, trx, actor, memberId, 'role_changed')
+  })
+  return getMember(deps, actor.orgId, memberId)
+}
+
 /** Removes a member: their team memberships go, their API keys are disabled. The owner cannot be removed. */
 export async function removeMember(deps: Deps, actor: Actor, memberId: string): Promise<void> {
   await deps.db.transaction().execute(async (trx) => {

@@ -4,7 +4,7 @@
  */
 import * as v from 'valibot'
 import { actorOf } from '../auth.ts'
-import { changeMemberRole, getMember, listMembers, removeMember } from '../admin/members.ts'
+import { changeMemberRole, getMember, listMembers, removeMember, transferOwnership } from '../admin/members.ts'
 import { pageQuery } from '../pagination.ts'
 import { ROLES, rules } from '../policy.ts'
 import { ChangeRoleBody, MemberItem, MemberPage } from '../wire/admin.ts'
@@ -34,6 +34,13 @@ export function memberRoutes(ctx: RouteContext) {
       description: "A change disables the member's API keys. The owner's role cannot be changed (409 `owner_protected`).",
       auth: rules.org('members.update_role'), params: MemberParams, body: ChangeRoleBody, responses: { 200: MemberItem }, errors: [409],
       handler: async ({ principal, params, body }) => ({ item: await changeMemberRole(ctx.deps, actorOf(principal), params.memberId, body.role) }),
+    }),
+    route({
+      method: 'POST', path: '/v1/members/:memberId/transfer-ownership', operationId: 'transferOwnership', tags: ['members'],
+      summary: 'Make this member the owner; the current owner becomes an admin',
+      description: "Owner only, with a session. Both members' API keys are disabled (their roles changed). 409 `already_owner`.",
+      auth: rules.org('members.transfer_ownership'), params: MemberParams, responses: { 200: MemberItem }, errors: [409],
+      handler: async ({ principal, params }) => ({ item: await transferOwnership(ctx.deps, actorOf(principal), params.memberId) }),
     }),
     route({
       method: 'DELETE', path: '/v1/members/:memberId', operationId: 'removeMember', tags: ['members'],
