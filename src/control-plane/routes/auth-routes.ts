@@ -2,6 +2,7 @@
  * `/v1/auth/*`: sign-up, sign-in, sign-out.
  * @module
  */
+import { ErrorBodySchema } from '../../core/openapi.ts'
 import { signIn, signUp } from '../identity/accounts.ts'
 import { clientAddress } from '../identity/client-address.ts'
 import { deleteSession } from '../identity/sessions.ts'
@@ -24,8 +25,11 @@ export function authRoutes(ctx: RouteContext) {
       summary: 'Exchange email and password for a session token',
       description: 'Deliberately slow (scrypt). Failed attempts are limited per account and per client address; past the limit every attempt, right or wrong, is 429 with Retry-After until the window ends.',
       auth: rules.public, body: SignInBody,
-      responses: { 200: SignedInResponse },
-      errors: [401, 429],
+      responses: {
+        200: SignedInResponse,
+        429: { description: 'Too many failed attempts for this account or address', schema: ErrorBodySchema, headers: { 'Retry-After': 'Seconds until sign-in is allowed again' } },
+      },
+      errors: [401],
       handler: ({ body, request }) => signIn(ctx.deps, ctx.throttle, { ...body, address: clientAddress(request, ctx.trustProxy) }),
     }),
     route({
