@@ -88,14 +88,35 @@ export function storeTokens(config: { token: string; hostToken: string }, store:
   const configured = configuredTokens(config, hash)
   // Hashing the presented token once serves the store lookup, the configured-token comparison
   // (constant time over equal-length digests, as secretsEqual does) and the principal's tokenHash.
-  const clientDigest = Buffer.from(hash(config.token), 'hex')
+  const clientDigestHex = hash(config.token)
+  const clientDigest = Buffer.from(clientDigestHex, 'hex')
+  // sha256 is the largest fixed cost of an authenticated read, so digests of tokens that proved
+  // valid are remembered (bounded). Unknown values are always hashed, so guesses gain nothing, and
+  // the store is still consulted by digest on every request, so revocation and expiry apply at once.
+  const known = new Map<string, string>()
+  const remember = (token: string, digest: string) => {
+    if (known.size >= 1024) known.delete(known.keys().next().value!)
+    known.set(token, digest)
+  }
   return {
     resolveBearer(token) {
-      const digest = hash(token)
+      const cached = known.get(token)
+      const digest = cached ?? hash(token)
       const found = store.lookupHash(digest)
-      if (found.status === 'valid') return { type: 'remote', scope: found.token.scope, tokenId: found.token.id, tokenHash: digest }
-      if (found.status === 'expired') throw errors.unauthorized('Token expired')
-      return timingSafeEqual(Buffer.from(digest, 'hex'), clientDigest) ? { type: 'remote', scope: 'collaborator', tokenHash: digest } : null
+      if (found.status === 'valid') {
+        if (!cached) remember(token, digest)
+        return { type: 'remote', scope: found.token.scope, tokenId: found.token.id, tokenHash: digest }
+      }
+      if (found.status === 'expired') { known.delete(token); throw errors.unauthorized('Token expired') }
+      // A cached digest already proved valid once, so comparing it leaks nothing; fresh values are
+      // compared in constant time.
+      const isClient = cached !== undefined ? cached === clientDigestHex : timingSafeEqual(Buffer.from(digest, 'hex'), clientDigest)
+      if (isClient) {
+        if (!cached) remember(token, digest)
+        return { type: 'remote', scope: 'collaborator', tokenHash: digest }
+      }
+      known.delete(token)
+      return null
     },
     isHostToken: configured.isHostToken,
   }
