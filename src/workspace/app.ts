@@ -65,6 +65,7 @@ export async function createWorkspaceApp(config: WorkspaceServerConfig, options:
         .catch((error) => options.logger.warn('audit of sidecar reload failed', { error }))
     },
   })
+  sidecar.followWrites(services.events)
   void sidecar.start()
   let doc: Record<string, unknown> | undefined
   const routes: AnyRoute<WorkspaceRule, Principal>[] = [
@@ -91,7 +92,7 @@ export async function createWorkspaceApp(config: WorkspaceServerConfig, options:
     cors: { origins: config.corsOrigins, allowHeaders: ALLOWED_HEADERS },
     logger: options.logger,
     requestLog: config.logRequests,
-    rewrite: workspaceMountRewrite(config.workspaces.map((w) => w.id)),
+    rewrite: { prefix: '/w/', map: workspaceMountRewrite(config.workspaces.map((w) => w.id)) },
   })
   let closed = false
   return {

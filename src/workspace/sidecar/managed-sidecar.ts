@@ -120,8 +120,11 @@ export class ManagedSidecar {
           settle(true)
         })
       })
+      // A missing or non-executable binary emits 'error' and possibly no 'exit': treat it as one.
       child.once('error', (error) => {
         this.options.log.error('managed sidecar failed to start', { bin: this.settings.bin, error: error.message })
+        settle(false)
+        this.#onExit(child, null, null)
       })
       child.once('exit', (code, signal) => {
         settle(false)

@@ -42,6 +42,8 @@ export interface SidecarTuning {
   reloadTimeoutMs: number
   /** Whether extension writes reload the sidecar (debounced). */
   reloadOnExtensionChange: boolean
+  /** Writes within this window produce one automatic reload. */
+  reloadDebounceMs: number
 }
 
 /** Settings for a sidecar process we start ourselves. */
@@ -90,6 +92,7 @@ const TopSidecarSchema = v.object(
     bodyIdleTimeoutMs: v.optional(Ms(100, 3_600_000)),
     reloadTimeoutMs: v.optional(Ms(100, 600_000)),
     reloadOnExtensionChange: v.optional(v.boolean('must be true or false')),
+    reloadDebounceMs: v.optional(Ms(0, 600_000)),
   },
   'must be an object',
 )
@@ -102,6 +105,7 @@ export const SIDECAR_DEFAULTS: SidecarTuning = {
   bodyIdleTimeoutMs: 300_000,
   reloadTimeoutMs: 30_000,
   reloadOnExtensionChange: false,
+  reloadDebounceMs: 1000,
 }
 
 /** The default username OpenCode expects with `OPENCODE_SERVER_PASSWORD`. */
@@ -199,6 +203,7 @@ export function resolveSidecarConfig(file: Record<string, unknown>, workspaces: 
     bodyIdleTimeoutMs: envMs('SERVICE_SIDECAR_BODY_IDLE_TIMEOUT_MS') ?? top.bodyIdleTimeoutMs ?? SIDECAR_DEFAULTS.bodyIdleTimeoutMs,
     reloadTimeoutMs: envMs('SERVICE_SIDECAR_RELOAD_TIMEOUT_MS') ?? top.reloadTimeoutMs ?? SIDECAR_DEFAULTS.reloadTimeoutMs,
     reloadOnExtensionChange: envValue(env, 'SERVICE_SIDECAR_RELOAD_ON_EXTENSION_CHANGE', envSchemas.bool) ?? top.reloadOnExtensionChange ?? legacy.reloadOnExtensionChange ?? SIDECAR_DEFAULTS.reloadOnExtensionChange,
+    reloadDebounceMs: top.reloadDebounceMs ?? SIDECAR_DEFAULTS.reloadDebounceMs,
   }
   return { targets, tuning, managed }
 }

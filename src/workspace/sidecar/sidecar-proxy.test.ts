@@ -353,6 +353,42 @@ proxy('engine reload disposes the pinned instance, is audited, and times out wit
 
 proxy('extension writes do not reload the sidecar unless configured', async () => {
   assert.is(ctx.kit.app.sidecar.extensionsChanged(ctx.kit.wsIds[0]!), false)
+  const disposes = () => ctx.fake.requests.filter((r) => r.path === '/instance/dispose').length
+  const before = disposes()
+  assert.is((await ctx.kit.req(`/workspace/${ctx.kit.wsIds[0]}/plugins`, { method: 'POST', json: { spec: 'quiet-plugin' } })).status, 200)
+  await new Promise((r) => setTimeout(r, 300))
+  assert.is(disposes(), before)
+})
+
+proxy('with reloadOnExtensionChange, a burst of extension writes produces one debounced, audited reload', async () => {
+  const auto = await startSidecarApp({ workspaces: [{ sidecar: { baseUrl: ctx.fake.url, password: PASSWORD } }], file: { sidecar: { reloadOnExtensionChange: true, reloadDebounceMs: 150 } } })
+  try {
+    const mine = () => ctx.fake.requests.filter((r) => r.path === '/instance/dispose' && r.query.some(([, v]) => v === auto.roots[0])).length
+    for (const spec of ['plugin-one', 'plugin-two', 'plugin-three']) {
+      assert.is((await auto.req(`/workspace/${auto.wsIds[0]}/plugins`, { method: 'POST', json: { spec } })).status, 200)
+    }
+    await eventually(() => mine() === 1, 'automatic reload')
+    await new Promise((r) => setTimeout(r, 400))
+    assert.is(mine(), 1, 'writes in one burst must reload once')
+    const audit = await auto.app.services.audit.list(auto.wsIds[0]!, 10)
+    assert.ok(audit.some((e) => e.action === 'engine.reload' && e.summary.includes('extension-change')))
+  } finally {
+    await auto.dispose()
+  }
+})
+
+proxy('a managed sidecar binary that cannot start leaves the proxy answering 502 with cause starting', async () => {
+  const broken = await startSidecarApp({ file: { sidecar: { bin: '/nonexistent/opencode-binary' } } })
+  try {
+    assert.is(await broken.app.sidecar.start(), false)
+    assert.is(broken.app.sidecar.managed!.status.state, 'restarting')
+    const res = await broken.req('/sidecar/global/health')
+    assert.is(res.status, 502)
+    assert.equal((await res.json()).details.cause, 'starting')
+  } finally {
+    await broken.dispose()
+  }
+  assert.is(broken.app.sidecar.managed!.status.state, 'stopped')
 })
 
 proxy('sidecar status reports reachability and version per workspace without credentials', async () => {

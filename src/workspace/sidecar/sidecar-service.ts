@@ -27,8 +27,6 @@ export interface SidecarServiceOptions {
   managedCwd: string
   /** Called after every reload attempt (audit hook), with the outcome. */
   onReload?: (event: { workspaceId: string; trigger: 'manual' | 'extension-change'; ok: boolean; code?: string; durationMs?: number; principal?: Principal }) => void
-  /** Debounce for automatic reloads after extension writes (default 1000 ms). */
-  autoReloadDelayMs?: number
 }
 
 const PROBE_TTL_MS = 2000
@@ -50,7 +48,7 @@ export class SidecarService {
   constructor(private readonly options: SidecarServiceOptions) {
     this.managed = options.config.managed ? new ManagedSidecar(options.config.managed, { log: options.log.child({ component: 'managed-sidecar' }), cwd: options.managedCwd }) : null
     this.managed?.onChange(() => this.#probes.invalidate())
-    this.#debouncer = new ReloadDebouncer(options.autoReloadDelayMs ?? 1000, (workspaceId) => {
+    this.#debouncer = new ReloadDebouncer(options.config.tuning.reloadDebounceMs, (workspaceId) => {
       this.reload(workspaceId, 'extension-change').catch((error) => {
         options.log.warn('automatic sidecar reload failed', { workspaceId, code: error instanceof ApiError ? error.code : 'internal_error' })
       })
@@ -122,6 +120,20 @@ export class SidecarService {
     return this.#probes.get(workspaceId, () => probeSidecar(configured ? this.target(workspaceId) : undefined, PROBE_TIMEOUT_MS))
   }
 
+  #unfollow: (() => void) | undefined
+
+  /**
+   * Reloads (debounced, when `reloadOnExtensionChange` is on) after every config or extension
+   * write made through this server, as reported on the workspace event log. Changes found on disk
+   * by the watcher do not reload: those come from editors, often many at once.
+   */
+  followWrites(events: { subscribe(listener: (event: { type: string; source?: string; workspaceId: string }) => void): () => void }): void {
+    this.#unfollow?.()
+    this.#unfollow = events.subscribe((event) => {
+      if (event.type === 'reload' && event.source === 'server') this.extensionsChanged(event.workspaceId)
+    })
+  }
+
   /** Status of every workspace's sidecar. */
   async overview(): Promise<SidecarOverview> {
     const entries = await Promise.all(this.options.workspaceIds.map(async (id) => [id, await this.status(id)] as const))
@@ -140,6 +152,7 @@ export class SidecarService {
 
   /** Stops background work and the managed process. */
   async close(): Promise<void> {
+    this.#unfollow?.()
     this.#debouncer.cancelAll()
     await this.managed?.stop()
   }
