@@ -44,7 +44,7 @@ test('config reads both documents and a patch keeps the file\'s comments and for
 })
 
 test('invalid JSONC on disk answers 422 invalid_jsonc with offsets', async () => {
-  const s = await startTestServer()
+  const s = await startTestServer({ approval: 'manual' })
   try {
     writeFileSync(join(s.root, 'opencode.jsonc'), '{ "model": "a", oops }\n')
     s.app.services.workspaces.get(s.wsId).cache.invalidate()
@@ -56,6 +56,10 @@ test('invalid JSONC on disk answers 422 invalid_jsonc with offsets', async () =>
     assert.type(body.details[0].offset, 'number')
     assert.type(body.details[0].length, 'number')
     assert.type(body.details[0].code, 'string')
+    const patch = await s.req(`/workspace/${s.wsId}/config`, { method: 'PATCH', token: CLIENT_TOKEN, json: { opencode: { model: 'x' } } })
+    assert.is(patch.status, 422, 'a patch over an unparsable file fails before asking for approval')
+    assert.equal((await (await s.req('/approvals', { hostToken: 'test-host-token-0123456789ab' })).json()).items, [])
+    assert.is((await s.req(`/workspace/${s.wsId}/mcp`, { token: CLIENT_TOKEN })).status, 422)
   } finally {
     await s.dispose()
   }

@@ -7,9 +7,9 @@ import { errors } from '../../core/errors.ts'
 import { routeFactory } from '../../core/route.ts'
 import { queryInt } from '../../core/validation.ts'
 import { rules, type Principal, type WorkspaceRule } from '../auth.ts'
-import { opencodeConfigRel } from '../opencode-config-file.ts'
+import { opencodeConfigRel, readOpencodeConfig } from '../opencode-config-file.ts'
 import { jsonText } from '../read-cache.ts'
-import { applyConfigPatch, readWorkspaceConfig } from '../workspace-config.ts'
+import { applyConfigPatch, readServiceConfig, readWorkspaceConfig } from '../workspace-config.ts'
 import { SERVICE_CONFIG_FILE } from '../workspace-layout.ts'
 import type { WorkspaceServices } from '../workspace-services.ts'
 import { AuditEntrySchema, JsonObject, WorkspaceParams, WRITE_ERRORS } from './schemas.ts'
@@ -46,6 +46,9 @@ export function configRoutes(s: WorkspaceServices) {
         s.gate.ensureWritable()
         const ws = s.workspaces.get(params.id)
         if (!body.opencode && !body.workspace) throw errors.badRequest('invalid_payload', 'opencode or workspace updates required')
+        // A file that does not parse fails the patch now (422), not after the host approved it.
+        if (body.opencode) await readOpencodeConfig(ws.entry.path)
+        if (body.workspace) await readServiceConfig(ws.entry.path)
         const paths = [...(body.opencode ? [await opencodeConfigRel(ws.entry.path)] : []), ...(body.workspace ? [SERVICE_CONFIG_FILE] : [])]
         const keys = [...Object.keys(body.opencode ?? {}), ...Object.keys(body.workspace ?? {}).map((k) => `workspace.${k}`)]
         await s.gate.run({
