@@ -5,8 +5,6 @@
  * @module
  */
 import { helpText, parseServerFlags, UsageError, type Mode } from './cli-flags.ts'
-import { createControlPlaneApp } from './control-plane/app.ts'
-import { loadControlPlaneConfig } from './control-plane/config.ts'
 import { bufferedStderr, createLogger, type Logger } from './core/logger.ts'
 import { ConfigError, isLoopbackHost, type Env } from './core/settings.ts'
 import type { Surface } from './core/surface.ts'
@@ -35,12 +33,18 @@ function urlHost(host: string): string {
 }
 
 async function startSurface(mode: Mode, flags: Record<string, unknown>, io: MainIo, logger: (format: 'pretty' | 'json') => Logger): Promise<{ surface: Surface; host: string; port: number; cors: string[]; log: Logger }> {
+  // Each mode loads only its own surface: the other's code (and its dependencies) would cost start
+  // time and resident memory for nothing.
   if (mode === 'control-plane') {
+    const { loadControlPlaneConfig } = await import('./control-plane/config.ts')
+    const { createControlPlaneApp } = await import('./control-plane/app.ts')
     const config = loadControlPlaneConfig(flags as never, io.env, io.cwd)
     const log = logger(config.logFormat)
     const surface = await createControlPlaneApp(config, { logger: log })
     return { surface, host: config.host, port: config.port, cors: config.corsOrigins, log }
   }
+  const { loadWorkspaceConfig } = await import('./workspace/server-config.ts')
+  const { createWorkspaceApp } = await import('./workspace/app.ts')
   const config = loadWorkspaceConfig(flags as never, io.env, io.cwd)
   const log = logger(config.logFormat)
   if (config.unknownKeys.length) log.warn('unknown keys in config file ignored', { file: config.configPath, keys: config.unknownKeys })

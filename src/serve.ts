@@ -6,7 +6,7 @@
  * @module
  */
 
-import { stampPeerAddress } from './core/peer-address.ts'
+import type { PeerLookup } from './core/peer-address.ts'
 
 declare const Bun: any
 declare const Deno: any
@@ -22,7 +22,8 @@ export interface Listener {
 export interface ServeOptions {
   host: string
   port: number
-  fetch: (request: Request) => Promise<Response>
+  /** The handler; `peer` looks up the TCP peer address lazily (only throttles need it). */
+  fetch: (request: Request, peer: PeerLookup) => Promise<Response>
 }
 
 /** True when running on Bun (used by the SQLite seam too, re-derived there to keep seams independent). */
@@ -33,7 +34,7 @@ export const runtimeName: 'bun' | 'deno' | 'node' =
 export async function serve(options: ServeOptions): Promise<Listener> {
   if (runtimeName === 'bun') {
     // Bun 1.4 defaults idleTimeout to 10 s, which cuts quiet event streams; 0 disables it.
-    const server = Bun.serve({ hostname: options.host, port: options.port, idleTimeout: 0, fetch: (request: Request, bun: any) => options.fetch(stampPeerAddress(request, bun.requestIP(request)?.address)) })
+    const server = Bun.serve({ hostname: options.host, port: options.port, idleTimeout: 0, fetch: (request: Request, bun: any) => options.fetch(request, () => bun.requestIP(request)?.address) })
     return {
       host: options.host,
       port: server.port as number,
@@ -51,7 +52,7 @@ export async function serve(options: ServeOptions): Promise<Listener> {
     const listening = new Promise<number>((resolve) => { resolveListen = resolve })
     const server = Deno.serve(
       { hostname: options.host, port: options.port, signal: controller.signal, onListen: (addr: { port: number }) => resolveListen(addr.port) },
-      (request: Request, info: { remoteAddr?: { hostname?: string } }) => options.fetch(stampPeerAddress(request, info?.remoteAddr?.hostname)),
+      (request: Request, info: { remoteAddr?: { hostname?: string } }) => options.fetch(request, () => info?.remoteAddr?.hostname),
     )
     const port = await listening
     return {

@@ -10,7 +10,8 @@ import { Router, type RouterType } from 'itty-router'
 import * as v from 'valibot'
 import { applyCors, isPreflight, preflightResponse, type CorsPolicy } from './cors.ts'
 import { ApiError, errorResponse, errors, jsonResponse } from './errors.ts'
-import { newId } from './ids.ts'
+import { randomBytes } from 'node:crypto'
+import { bindPeer, type PeerLookup } from './peer-address.ts'
 import type { Logger } from './logger.ts'
 import { describeResponse, isRawBody, type AnyRoute } from './route.ts'
 import { parseWith, queryObject, readJsonObject, type ValidationPolicy } from './validation.ts'
@@ -35,15 +36,15 @@ export interface HttpAppOptions<Rule, Principal> {
   /** Log one line per request (default true). */
   requestLog?: boolean
   /**
-   * Maps an incoming URL onto the route table (e.g. the `/w/:id/...` mount), or returns null to
-   * leave it. Runs before routing so aliases need no duplicate declarations.
+   * Maps incoming URLs under `prefix` onto the route table (e.g. the `/w/:id/...` mount), or
+   * returns null to leave them. Runs before routing so aliases need no duplicate declarations.
    */
-  rewrite?: (url: URL) => URL | null
+  rewrite?: { prefix: string; map: (url: URL) => URL | null }
 }
 
 /** A composed surface. */
 export interface HttpApp {
-  fetch(request: Request): Promise<Response>
+  fetch(request: Request, peer?: PeerLookup): Promise<Response>
   /** The underlying itty router, exposed so tests can compare registered routes with the document. */
   readonly router: RouterType
 }
@@ -54,10 +55,9 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 export const NEVER_LOGGED_HEADERS = ['authorization', 'x-api-key', 'x-service-host-token', 'cookie']
 
 /** Returns a response whose headers can be changed (fetch() responses have immutable headers). */
-export function mutable(response: Response): Response {
+function writable(response: Response): Response {
   try {
-    response.headers.set('x-mutable-probe', '1')
-    response.headers.delete('x-mutable-probe')
+    response.headers.append('vary', 'Origin')
     return response
   } catch {
     return new Response(response.body, response)
@@ -81,44 +81,65 @@ function successStatus(route: AnyRoute): number {
   return codes[0] ?? 200
 }
 
+// Request ids: a per-process random prefix plus a counter. Unique without a random draw per
+// request (the cost showed in profiles); same 26-character shape as other ids.
+const REQUEST_ID_PREFIX = randomBytes(8).toString('hex')
+let requestCounter = 0
+function nextRequestId(): string {
+  requestCounter = (requestCounter + 1) % 3_656_158_440_062_976 // 36^10
+  return `req_${REQUEST_ID_PREFIX}${requestCounter.toString(36).padStart(10, '0')}`
+}
+
+type Routed = Request & { params?: Record<string, string> }
+
 /** Builds the Fetch handler for a surface. */
 export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Principal>): HttpApp {
   const router = Router()
   const { auth, validation, logger } = options
   const patterns: Array<{ method: string; regex: RegExp }> = []
+  // Param-less routes are found by one Map lookup instead of a regex scan; they stay registered
+  // with itty too, which remains the route table of record (and the fallback).
+  const exact = new Map<string, AnyRoute<Rule, Principal>>()
+  const contexts = new WeakMap<Request, { url: URL; requestId: string }>()
+  const statuses = new Map(options.routes.map((route) => [route, successStatus(route)]))
+
+  // Responses we build carry the request id and nosniff from construction; setting headers on a
+  // finished Response costs more than passing them in (this path runs for every request).
+  const jsonOut = (body: unknown, status: number, requestId: string): Response =>
+    new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8', 'x-request-id': requestId, 'x-content-type-options': 'nosniff' } })
+
+  const invoke = async (route: AnyRoute<Rule, Principal>, request: Request, rawParams: Record<string, string> | null, requestId: string, url: URL): Promise<Response> => {
+    let params: Record<string, string> = {}
+    if (rawParams) {
+      const decoded = decodeParams(rawParams)
+      if (!decoded) throw errors.notFound()
+      params = (route.params ? parseWith(route.params as v.GenericSchema, decoded, 404, 'not_found', 'path parameter') : decoded) as Record<string, string>
+    }
+    let principal = auth.authenticate(request, route.auth, url)
+    if (principal instanceof Promise) principal = await principal
+    const query = route.query ? parseWith(route.query as v.GenericSchema, queryObject(url), validation.status, validation.queryCode, 'query parameter') : {}
+    let body: unknown = undefined
+    if (route.body && !isRawBody(route.body)) {
+      const raw = await readJsonObject(request, validation)
+      body = parseWith(route.body as v.GenericSchema, raw, validation.status, validation.bodyCode, 'request body')
+    }
+    let result = route.handler({ request, url, params, query, body, principal, requestId, log: logger } as never)
+    if (result instanceof Promise) result = await result
+    if (result instanceof Response) return result
+    const status = statuses.get(route)!
+    if (result === undefined || status === 204) return new Response(null, { status, headers: { 'x-request-id': requestId, 'x-content-type-options': 'nosniff' } })
+    return jsonOut(result, status, requestId)
+  }
 
   for (const route of options.routes) {
-    const status = successStatus(route)
-    const handler = async (request: Request & { params?: Record<string, string>; requestId?: string }) => {
-      const url = new URL(request.url)
-      const params = decodeParams(request.params ?? {})
-      if (!params) throw errors.notFound()
-      const principal = await auth.authenticate(request, route.auth, url)
-      const parsedParams = route.params ? parseWith(route.params as v.GenericSchema, params, 404, 'not_found', 'path parameter') : params
-      const query = route.query ? parseWith(route.query as v.GenericSchema, queryObject(url), validation.status, validation.queryCode, 'query parameter') : {}
-      let body: unknown = undefined
-      if (route.body && !isRawBody(route.body)) {
-        const raw = await readJsonObject(request, validation)
-        body = parseWith(route.body as v.GenericSchema, raw, validation.status, validation.bodyCode, 'request body')
-      }
-      const result = await route.handler({
-        request,
-        url,
-        params: parsedParams,
-        query,
-        body,
-        principal,
-        requestId: request.requestId ?? '',
-        log: logger,
-      } as never)
-      if (result instanceof Response) return result
-      if (result === undefined || status === 204) return new Response(null, { status })
-      return jsonResponse(result, { status })
-    }
     const method = route.method.toLowerCase() as 'get'
-    router[method](route.path, handler)
+    router[method](route.path, (request: Routed) => {
+      const context = contexts.get(request)!
+      return invoke(route, request, request.params ?? {}, context.requestId, context.url)
+    })
     const last = router.routes[router.routes.length - 1]!
     patterns.push({ method: route.method, regex: last[1] as RegExp })
+    if (!/[:*]/.test(route.path)) exact.set(`${route.method} ${route.path}`, route)
   }
 
   const allowedMethods = (pathname: string): string[] => {
@@ -128,12 +149,14 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
     return [...methods]
   }
 
-  const route = async (request: Request, requestId: string): Promise<Response> => {
+  const dispatch = async (request: Request, requestId: string, url: URL): Promise<Response> => {
     try {
+      const direct = exact.get(`${request.method} ${url.pathname}`)
+      if (direct) return await invoke(direct, request, null, requestId, url)
+      contexts.set(request, { url, requestId })
       const response: Response | undefined = await router.fetch(request)
       if (response) return response
-      const pathname = new URL(request.url).pathname
-      const allow = allowedMethods(pathname)
+      const allow = allowedMethods(url.pathname)
       if (allow.length > 0) {
         return errorResponse(new ApiError(405, 'method_not_allowed', `Method ${request.method} not allowed`, { headers: { allow: [...allow, 'OPTIONS'].join(', ') } }))
       }
@@ -148,30 +171,40 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
     }
   }
 
-  const fetch = async (incoming: Request): Promise<Response> => {
+  const rewrite = options.rewrite
+
+  const fetch = async (incoming: Request, peer?: PeerLookup): Promise<Response> => {
     const started = performance.now()
     const offered = incoming.headers.get('x-request-id')
-    const requestId = offered && REQUEST_ID.test(offered) ? offered : newId('req')
+    const requestId = offered && REQUEST_ID.test(offered) ? offered : nextRequestId()
     const url = new URL(incoming.url)
     let response: Response
-    if (isPreflight(incoming)) {
+    if (incoming.method === 'OPTIONS' && isPreflight(incoming)) {
       response = preflightResponse(options.cors, incoming)
     } else {
-      const rewritten = options.rewrite?.(url) ?? null
+      const rewritten = rewrite && url.pathname.startsWith(rewrite.prefix) ? rewrite.map(url) : null
       const isHead = incoming.method === 'HEAD'
       let request = incoming
       if (isHead || rewritten) {
         request = new Request(rewritten ?? url, { method: isHead ? 'GET' : incoming.method, headers: incoming.headers, body: isHead ? null : incoming.body, signal: incoming.signal, duplex: 'half' } as RequestInit)
       }
-      ;(request as Request & { requestId?: string }).requestId = requestId
-      response = mutable(await route(request, requestId))
+      if (peer) bindPeer(request, peer)
+      response = await dispatch(request, requestId, rewritten ?? url)
       if (isHead) response = new Response(null, response)
-      response = applyCors(options.cors, incoming, response)
+      if (options.cors.origins.length > 0 && incoming.headers.has('origin')) response = applyCors(options.cors, incoming, writable(response))
     }
-    response.headers.set('x-request-id', requestId)
-    response.headers.set('x-content-type-options', 'nosniff')
+    if (response.headers.get('x-request-id') !== requestId) {
+      try {
+        response.headers.set('x-request-id', requestId)
+      } catch {
+        // fetch() responses (the sidecar proxy) have immutable headers.
+        response = new Response(response.body, response)
+        response.headers.set('x-request-id', requestId)
+      }
+      response.headers.set('x-content-type-options', 'nosniff')
+    }
     if (options.requestLog !== false) {
-      logger.info('request', { method: incoming.method, path: url.pathname, status: response.status, ms: Math.round((performance.now() - started) * 10) / 10, requestId })
+      logger.access({ method: incoming.method, path: url.pathname, status: response.status, ms: Math.round((performance.now() - started) * 10) / 10, requestId })
     }
     return response
   }

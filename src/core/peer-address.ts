@@ -1,32 +1,31 @@
 /**
- * The network address of the caller, carried on the request as a header the listener sets.
+ * The network address of the caller, for per-address throttling.
  *
- * Why a header: the Fetch handler only receives a `Request`, and http-app may rebuild it (HEAD,
- * mount rewrites), which would drop any side table keyed on the object. The listener in
- * `serve.ts` always overwrites the header, so a client cannot choose its own address.
+ * The listener hands http-app a lazy lookup for each request, which binds it to the request
+ * object it routes (rebuilt or not). Looking the address up only when a throttle asks keeps it off
+ * the hot path, and nothing the client sends can choose it.
  * @module
  */
 
-/** Internal header set by the listener; any client-sent value is replaced. */
+/** Internal header that stands in for a listener in in-process tests only. */
 export const PEER_ADDRESS_HEADER = 'x-service-peer-address'
 
-/** The caller's address, or `local` for in-process calls that did not pass through a listener. */
+/** A lazy lookup of the peer address, supplied by the listener. */
+export type PeerLookup = () => string | undefined
+
+const peers = new WeakMap<Request, PeerLookup>()
+
+/** Binds the listener's lookup to the request object that will be routed. */
+export function bindPeer(request: Request, lookup: PeerLookup): void {
+  peers.set(request, lookup)
+}
+
+/**
+ * The caller's address. With a listener the header is never read (a client could send it); without
+ * one (in-process tests) the internal header stands in, else `local`.
+ */
 export function peerAddress(request: Request): string {
+  const lookup = peers.get(request)
+  if (lookup) return lookup() || 'unknown'
   return request.headers.get(PEER_ADDRESS_HEADER) || 'local'
-}
-
-/** Stamps `address` onto an incoming request (mutating its headers), replacing any client value. */
-export function stampPeerAddress(request: Request, address: string | undefined): Request {
-  try {
-    request.headers.set(PEER_ADDRESS_HEADER, address || 'unknown')
-  } catch {
-    return new Request(request, { headers: withHeader(request.headers, address || 'unknown') })
-  }
-  return request
-}
-
-function withHeader(headers: Headers, address: string): Headers {
-  const copy = new Headers(headers)
-  copy.set(PEER_ADDRESS_HEADER, address)
-  return copy
 }

@@ -3,12 +3,14 @@
  * @module
  */
 import type { RouterType } from 'itty-router'
+import type { PeerLookup } from './peer-address.ts'
 import type { StreamRegistry } from './sse.ts'
 
 /** A running surface (workspace server or control plane), independent of the HTTP listener. */
 export interface Surface {
   readonly mode: 'workspace' | 'control-plane'
-  fetch(request: Request): Promise<Response>
+  /** Handles one request; the listener passes a lazy peer-address lookup (absent in-process). */
+  fetch(request: Request, peer?: PeerLookup): Promise<Response>
   readonly router: RouterType
   /** The generated OpenAPI document. */
   openapi(): Record<string, unknown>

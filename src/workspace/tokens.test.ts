@@ -1,7 +1,7 @@
 import { readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { assert, suite } from '../../tests/harness.ts'
-import { PEER_ADDRESS_HEADER } from '../core/peer-address.ts'
+import { bindPeer, PEER_ADDRESS_HEADER, peerAddress } from '../core/peer-address.ts'
 import { serve } from '../serve.ts'
 import { CLIENT_TOKEN, HOST_TOKEN, startTestServer } from './test-kit.ts'
 
@@ -71,8 +71,8 @@ test('repeated failures from one address are refused with 429 and Retry-After, o
   }
 })
 
-test('the listener stamps the real peer address over any client-sent value', async () => {
-  const listener = await serve({ host: '127.0.0.1', port: 0, fetch: async (r) => new Response(r.headers.get(PEER_ADDRESS_HEADER)) })
+test('the listener supplies the real peer address and a client-sent header cannot override it', async () => {
+  const listener = await serve({ host: '127.0.0.1', port: 0, fetch: async (r, peer) => { bindPeer(r, peer); return new Response(peerAddress(r)) } })
   try {
     const res = await fetch(`http://127.0.0.1:${listener.port}/`, { headers: { [PEER_ADDRESS_HEADER]: '203.0.113.7' } })
     const seen = await res.text()
