@@ -35,15 +35,17 @@ export class ReadCache {
   }
 
   /**
-   * A serialised JSON body built from cached views, memoised like any view: hot read routes
-   * then skip both parsing and `JSON.stringify`.
+   * A serialised, UTF-8 encoded JSON body built from cached views, memoised like any view: hot
+   * read routes then skip parsing, `JSON.stringify` and encoding.
    */
-  json(key: string, build: () => Promise<unknown>): Promise<string> {
-    return this.get(`json:${key}`, async () => JSON.stringify(await build()))
+  json(key: string, build: () => Promise<unknown>): Promise<Uint8Array> {
+    return this.get(`json:${key}`, async () => encoder.encode(JSON.stringify(await build())))
   }
 }
 
-/** A 200 JSON response over an already serialised body. */
-export function jsonText(body: string): Response {
-  return new Response(body, { status: 200, headers: { 'content-type': 'application/json; charset=utf-8' } })
+const encoder = new TextEncoder()
+
+/** A 200 JSON response over an already serialised (and encoded) body. */
+export function jsonText(body: string | Uint8Array): Response {
+  return new Response(body as BodyInit, { status: 200, headers: { 'content-type': 'application/json; charset=utf-8' } })
 }
