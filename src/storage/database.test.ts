@@ -89,4 +89,19 @@ database('a failing migration rolls back and reports its name', async () => {
   })
 })
 
+database('cached prepared statements stay correct across parameters and schema changes', async () => {
+  await withTempDir(async (dir) => {
+    const handle = await openDatabase<Db>({ path: join(dir, 'f.sqlite'), migrations })
+    for (let i = 0; i < 300; i++) await handle.db.insertInto('things').values({ id: `t${i}`, flag: i % 2, at: String(i), note: null }).execute()
+    for (const i of [0, 7, 299]) {
+      const row = await handle.db.selectFrom('things').selectAll().where('id', '=', `t${i}`).executeTakeFirstOrThrow()
+      assert.is(row.at, String(i))
+    }
+    await handle.db.schema.alterTable('things').addColumn('extra', 'text').execute()
+    const after = await handle.db.selectFrom('things').selectAll().where('id', '=', 't7').executeTakeFirstOrThrow()
+    assert.is((after as Record<string, unknown>).extra, null, 'a statement cached before the schema change sees the new column')
+    await handle.close()
+  })
+})
+
 database.run()

@@ -30,18 +30,32 @@ export function normalizeParam(value: unknown): unknown {
   return value
 }
 
+/** How many distinct prepared statements are kept; the hot set of a server is far smaller. */
+const STATEMENT_CACHE_SIZE = 512
+
 function normalizing(raw: RawSqlite): RawSqlite {
+  // Preparing costs a large share of a small query; kysely prepares on every execution, so we keep
+  // the statements of recently seen SQL text (LRU). Queries run one at a time on this connection.
+  const cache = new Map<string, ReturnType<RawSqlite['prepare']>>()
+  const fix = (params: ReadonlyArray<unknown>) => params.map(normalizeParam)
   return {
-    exec: (sql) => raw.exec(sql),
-    close: () => raw.close(),
+    exec: (sql) => { cache.clear(); raw.exec(sql) },
+    close: () => { cache.clear(); raw.close() },
     prepare(sql) {
-      const statement = raw.prepare(sql)
-      const fix = (params: ReadonlyArray<unknown>) => params.map(normalizeParam)
+      let statement = cache.get(sql)
+      if (statement) {
+        cache.delete(sql)
+      } else {
+        statement = raw.prepare(sql)
+        if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!)
+      }
+      cache.set(sql, statement)
+      const prepared = statement
       return {
-        reader: statement.reader,
-        all: (params) => statement.all(fix(params)),
-        run: (params) => statement.run(fix(params)),
-        iterate: (params) => statement.iterate(fix(params)),
+        reader: prepared.reader,
+        all: (params) => prepared.all(fix(params)),
+        run: (params) => prepared.run(fix(params)),
+        iterate: (params) => prepared.iterate(fix(params)),
       }
     },
   }
