@@ -137,4 +137,20 @@ test('approval requests and decisions stream on /approvals/events and on the wor
   }
 })
 
+test('a write that would change nothing is answered at once without asking the host', async () => {
+  const s = await startTestServer({ approval: 'manual' })
+  try {
+    const review = '---\ndescription: Review the current change\nagent: reviewer\nsubtask: true\n---\n\nReview the staged diff and list problems by severity.\n'
+    assert.is(readFileSync(join(s.root, '.opencode/commands/review.md'), 'utf8'), review)
+    const same = await s.req(`/workspace/${s.wsId}/commands`, { method: 'POST', token: CLIENT_TOKEN, json: { name: 'review', template: 'Review the staged diff and list problems by severity.', description: 'Review the current change', agent: 'reviewer', subtask: true } })
+    assert.is(same.status, 200)
+    const patch = await s.req(`/workspace/${s.wsId}/config`, { method: 'PATCH', token: CLIENT_TOKEN, json: { opencode: { model: 'anthropic/claude-sonnet-4' }, workspace: { version: 1 } } })
+    assert.is(patch.status, 200)
+    assert.equal((await (await s.req('/approvals', { hostToken: HOST_TOKEN })).json()).items, [])
+    assert.equal((await (await s.req(`/workspace/${s.wsId}/audit`, { token: CLIENT_TOKEN })).json()).items, [])
+  } finally {
+    await s.dispose()
+  }
+})
+
 test.run()

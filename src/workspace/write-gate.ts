@@ -30,6 +30,25 @@ export interface GatedWrite<T> {
   trigger: EventTrigger
   /** Performs the write; runs under the workspace lock. */
   apply(): Promise<T>
+  /**
+   * True when the write would change nothing on disk. Such a write skips approval (the host is not
+   * asked about nothing) and records nothing; `run` then resolves with undefined.
+   */
+  unchanged?(): Promise<boolean>
+}
+
+/** True when two JSON values serialise identically (key order matters; a false "changed" only costs an approval). */
+export function sameJson(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b)
+}
+
+/** True when the file at `root/rel` holds exactly `text`. */
+export async function fileHolds(root: string, rel: string, text: string): Promise<boolean> {
+  try {
+    return (await readFile(join(root, rel), 'utf8')) === text
+  } catch {
+    return false
+  }
 }
 
 /** The error every read-only rejection uses. */
@@ -66,8 +85,9 @@ export class WriteGate {
   }
 
   /** Runs a write through approval; resolves with `apply`'s result. */
-  async run<T>(write: GatedWrite<T>): Promise<T> {
+  async run<T>(write: GatedWrite<T>): Promise<T | undefined> {
     this.ensureWritable()
+    if (write.unchanged && (await write.unchanged())) return undefined
     const root = write.workspace.entry.path
     const before = await fingerprint(root, write.paths)
     const actor = actorOf(write.principal)

@@ -11,6 +11,7 @@ import { deleteCommand, loadCommands, prepareCommand, sanitizeCommandName, write
 import { commandFile } from '../workspace-layout.ts'
 import type { WorkspaceRuntime } from '../workspace-registry.ts'
 import type { WorkspaceServices } from '../workspace-services.ts'
+import { fileHolds } from '../write-gate.ts'
 import { NamedParams, WorkspaceParams, WRITE_ERRORS } from './schemas.ts'
 
 const route = routeFactory<WorkspaceRule, Principal>()
@@ -54,6 +55,7 @@ export function commandRoutes(s: WorkspaceServices) {
           workspace: ws, principal, action: 'commands.upsert', summary: `${exists ? 'Updated' : 'Added'} command ${command.name}`, target: command.name, paths: [command.rel],
           reason: 'commands', trigger: { type: 'command', name: command.name, action: exists ? 'updated' : 'added', path: command.rel },
           apply: () => writeCommand(ws.entry.path, command),
+          unchanged: () => fileHolds(ws.entry.path, command.rel, command.text),
         })
         return { items: await cachedCommands(ws) }
       },

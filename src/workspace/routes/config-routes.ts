@@ -12,6 +12,7 @@ import { jsonText } from '../read-cache.ts'
 import { applyConfigPatch, readServiceConfig, readWorkspaceConfig } from '../workspace-config.ts'
 import { SERVICE_CONFIG_FILE } from '../workspace-layout.ts'
 import type { WorkspaceServices } from '../workspace-services.ts'
+import { sameJson } from '../write-gate.ts'
 import { AuditEntrySchema, JsonObject, WorkspaceParams, WRITE_ERRORS } from './schemas.ts'
 
 const route = routeFactory<WorkspaceRule, Principal>()
@@ -47,14 +48,17 @@ export function configRoutes(s: WorkspaceServices) {
         const ws = s.workspaces.get(params.id)
         if (!body.opencode && !body.workspace) throw errors.badRequest('invalid_payload', 'opencode or workspace updates required')
         // A file that does not parse fails the patch now (422), not after the host approved it.
-        if (body.opencode) await readOpencodeConfig(ws.entry.path)
-        if (body.workspace) await readServiceConfig(ws.entry.path)
+        const opencode = body.opencode ? (await readOpencodeConfig(ws.entry.path)).data : {}
+        const service = body.workspace ? await readServiceConfig(ws.entry.path) : {}
+        const same = (current: Record<string, unknown>, patch: Record<string, unknown> = {}) =>
+          Object.entries(patch).every(([key, value]) => (value === null ? !(key in current) : sameJson(current[key], value)))
         const paths = [...(body.opencode ? [await opencodeConfigRel(ws.entry.path)] : []), ...(body.workspace ? [SERVICE_CONFIG_FILE] : [])]
         const keys = [...Object.keys(body.opencode ?? {}), ...Object.keys(body.workspace ?? {}).map((k) => `workspace.${k}`)]
         await s.gate.run({
           workspace: ws, principal, action: 'config.patch', summary: `Patch workspace config (${keys.join(', ') || 'no keys'})`, target: paths.join(', '),
           paths, reason: 'config', trigger: { type: 'config', name: paths[0], action: 'updated', path: paths[0] },
           apply: () => applyConfigPatch(ws.entry.path, body),
+          unchanged: async () => same(opencode, body.opencode) && same(service, body.workspace),
         })
         return { updatedAt: s.now() }
       },

@@ -13,6 +13,7 @@ import { jsonText } from '../read-cache.ts'
 import { cachedOpencodeConfig } from '../workspace-config.ts'
 import type { WorkspaceRuntime } from '../workspace-registry.ts'
 import type { WorkspaceServices } from '../workspace-services.ts'
+import { sameJson } from '../write-gate.ts'
 import { JsonObject, NamedParams, WorkspaceParams, WRITE_ERRORS } from './schemas.ts'
 
 const route = routeFactory<WorkspaceRule, Principal>()
@@ -47,11 +48,13 @@ export function mcpRoutes(s: WorkspaceServices) {
         const name = validateMcpName(body.name)
         if (!body.config) throw errors.badRequest('invalid_payload', 'MCP config is required')
         const config = validateMcpConfig(body.config)
-        const exists = Boolean(mcpEntries((await readOpencodeConfig(ws.entry.path)).data)[name])
+        const current = mcpEntries((await readOpencodeConfig(ws.entry.path)).data)[name]
+        const exists = Boolean(current)
         await s.gate.run({
           workspace: ws, principal, action: 'mcp.add', summary: `${exists ? 'Updated' : 'Added'} MCP ${name}`, target: name, paths: [await opencodeConfigRel(ws.entry.path)],
           reason: 'mcp', trigger: { type: 'mcp', name, action: exists ? 'updated' : 'added' },
           apply: () => upsertMcp(ws.entry.path, name, config),
+          unchanged: async () => sameJson(current, config),
         })
         return { items: await cachedItems(ws) }
       },

@@ -11,6 +11,7 @@ import { deleteSkill, loadSkills, prepareSkill, validateSkillName, writeSkill } 
 import { skillFile } from '../workspace-layout.ts'
 import type { WorkspaceRuntime } from '../workspace-registry.ts'
 import type { WorkspaceServices } from '../workspace-services.ts'
+import { fileHolds } from '../write-gate.ts'
 import { NamedParams, WorkspaceParams, WRITE_ERRORS } from './schemas.ts'
 
 const route = routeFactory<WorkspaceRule, Principal>()
@@ -60,6 +61,7 @@ export function skillRoutes(s: WorkspaceServices) {
           workspace: ws, principal, action: 'skills.upsert', summary: `${exists ? 'Updated' : 'Added'} skill ${skill.name}`, target: skill.name, paths: [skill.rel],
           reason: 'skills', trigger: { type: 'skill', name: skill.name, action: exists ? 'updated' : 'added', path: skill.rel },
           apply: () => writeSkill(ws.entry.path, skill),
+          unchanged: () => fileHolds(ws.entry.path, skill.rel, skill.text),
         })
         return { name: skill.name, path: `${ws.entry.path}/${skill.rel}`, description: skill.description, scope: 'project' as const }
       },
