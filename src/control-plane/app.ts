@@ -30,6 +30,7 @@ import { orgRoutes } from './routes/org-routes.ts'
 import type { RouteContext } from './routes/route.ts'
 import { teamRoutes } from './routes/team-routes.ts'
 import type { ControlPlaneDb } from './schema.ts'
+import { loadSecretBox } from './secret-box.ts'
 
 export type { ControlPlaneRule } from './policy.ts'
 export type { ControlPlanePrincipal } from './auth.ts'
@@ -64,6 +65,7 @@ export type ControlPlaneApp = Surface & { database: Database<ControlPlaneDb>; de
 /** Creates the control-plane surface: opens and migrates the database first. */
 export async function createControlPlaneApp(config: ControlPlaneConfig, options: ControlPlaneAppOptions): Promise<ControlPlaneApp> {
   const startedAt = performance.now()
+  const secretKey = await loadSecretBox({ envKey: config.encryptionKey, keyFile: config.encryptionKeyFile })
   const database = await openDatabase<ControlPlaneDb>({ path: config.databasePath, migrations: controlPlaneMigrations })
   const now = options.now ?? Date.now
   const deps: Deps = {
@@ -75,6 +77,7 @@ export async function createControlPlaneApp(config: ControlPlaneConfig, options:
       invitationTtlMs: INVITATION_TTL_MS,
       scrypt: options.scrypt ?? DEFAULT_SCRYPT,
     },
+    secrets: secretKey.box,
   }
   const throttle = new SignInThrottle({
     maxFailuresPerAccount: config.signInThrottle.maxFailuresPerAccount,
@@ -124,7 +127,7 @@ export async function createControlPlaneApp(config: ControlPlaneConfig, options:
     database,
     deps,
     contract: { routes, auth, validation: controlPlaneValidation },
-    onListening: () => [`database ${config.databasePath}`],
+    onListening: () => [`database ${config.databasePath}`, secretKey.source === 'env' ? 'secrets encrypted with SERVICE_ENCRYPTION_KEY' : `secrets encrypted with the key in ${config.encryptionKeyFile}${secretKey.source === 'generated' ? ' (generated now: back it up with the database)' : ''}`],
     async close() {
       if (closed) return
       closed = true

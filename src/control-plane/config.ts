@@ -29,6 +29,10 @@ export const ControlPlaneFileSchema = v.looseObject({
     maxFailuresPerAddress: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
     windowSeconds: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
   })),
+  /** File holding the 32-byte key that encrypts stored secrets (generated with mode 0600 if missing). */
+  encryptionKeyFile: v.optional(v.pipe(v.string(), v.minLength(1))),
+  /** JSON file replacing the embedded model-provider catalog. */
+  llmProviderCatalogFile: v.optional(v.pipe(v.string(), v.minLength(1))),
 })
 /** The parsed file. */
 export type ControlPlaneFile = v.InferOutput<typeof ControlPlaneFileSchema>
@@ -51,6 +55,12 @@ export interface ControlPlaneConfig {
   trustProxy: boolean
   /** Failed sign-in limits (defaults 5 per account, 50 per address, 900 s window). */
   signInThrottle: { maxFailuresPerAccount: number; maxFailuresPerAddress: number; windowSeconds: number }
+  /** `SERVICE_ENCRYPTION_KEY` (32 bytes as base64 or hex); when set, the key file is not used. */
+  encryptionKey: string | undefined
+  /** Key file for stored secrets (default `<dataDir>/encryption.key`). */
+  encryptionKeyFile: string
+  /** A JSON catalog replacing the embedded model-provider catalog (default none). */
+  llmProviderCatalogFile: string | null
   /** The whole parsed file (or `{}`), for feature-specific keys. */
   file: ControlPlaneFile
   env: Env
@@ -77,6 +87,8 @@ export function loadControlPlaneConfig(flags: Flags, env: Env, cwd: string): Con
   const [trustProxy] = pick<boolean>([envValue(env, 'SERVICE_TRUST_PROXY', envSchemas.bool), 'env'], [file.trustProxy, 'file'], [false, 'default'])
   const throttle = file.signInThrottle ?? {}
   const absoluteDataDir = resolve(cwd, dataDir!)
+  const [encryptionKeyFile] = pick<string>([env.SERVICE_ENCRYPTION_KEY_FILE ? resolve(cwd, env.SERVICE_ENCRYPTION_KEY_FILE) : undefined, 'env'], [file.encryptionKeyFile ? resolve(fileDir, file.encryptionKeyFile) : undefined, 'file'], [join(absoluteDataDir, 'encryption.key'), 'default'])
+  const [llmProviderCatalogFile] = pick<string>([env.SERVICE_LLM_PROVIDER_CATALOG ? resolve(cwd, env.SERVICE_LLM_PROVIDER_CATALOG) : undefined, 'env'], [file.llmProviderCatalogFile ? resolve(fileDir, file.llmProviderCatalogFile) : undefined, 'file'])
   return {
     configPath,
     host: host!,
@@ -94,6 +106,9 @@ export function loadControlPlaneConfig(flags: Flags, env: Env, cwd: string): Con
       maxFailuresPerAddress: throttle.maxFailuresPerAddress ?? 50,
       windowSeconds: throttle.windowSeconds ?? 900,
     },
+    encryptionKey: env.SERVICE_ENCRYPTION_KEY || undefined,
+    encryptionKeyFile: encryptionKeyFile!,
+    llmProviderCatalogFile: llmProviderCatalogFile ?? null,
     file,
     env,
   }

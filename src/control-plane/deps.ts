@@ -5,6 +5,7 @@
  */
 import type { Kysely } from 'kysely'
 import type { ControlPlaneDb } from './schema.ts'
+import type { SecretBox } from './secret-box.ts'
 
 /** scrypt cost parameters (see identity/passwords.ts). */
 export interface ScryptParams {
@@ -27,6 +28,8 @@ export interface Deps {
   /** Current time in epoch milliseconds; tests move it. */
   now: () => number
   settings: DomainSettings
+  /** Encrypts secrets stored for reading back (provider keys, connector credentials). */
+  secrets: SecretBox
 }
 
 /** ISO text of `deps.now()` plus an offset, the stored timestamp format. */

@@ -40,7 +40,9 @@ export async function startTestControlPlane(options: TestControlPlaneOptions = {
   const base = loadControlPlaneConfig({}, {}, dir.path)
   const config: ControlPlaneConfig = {
     ...base,
+    dataDir: dir.path,
     databasePath: join(dir.path, 'control-plane.sqlite'),
+    encryptionKeyFile: join(dir.path, 'encryption.key'),
     logRequests: false,
     openSignUp: options.openSignUp ?? true,
     sessionTtlHours: options.sessionTtlHours ?? base.sessionTtlHours,
