@@ -31,6 +31,9 @@ export interface ApprovalSettings {
   timeoutMs: number
 }
 
+/** Most writes that may wait for the host at once. */
+export const MAX_PENDING = 256
+
 interface Pending {
   request: ApprovalRequest
   resolve(outcome: ApprovalOutcome): void
@@ -62,6 +65,10 @@ export class ApprovalService {
   async request(input: Omit<ApprovalRequest, 'id' | 'createdAt'>): Promise<ApprovalOutcome> {
     if (this.settings.mode === 'auto') return { id: 'auto', allowed: true }
     if (this.#closed) throw new ApiError(503, 'shutting_down', 'Server is shutting down')
+    // Each pending write holds a connection and a timer; an unattended host must not let them pile up.
+    if (this.#pending.size >= MAX_PENDING) {
+      throw new ApiError(429, 'too_many_pending_approvals', `${MAX_PENDING} writes already await approval`, { headers: { 'retry-after': String(Math.ceil(this.settings.timeoutMs / 1000)) } })
+    }
     const request: ApprovalRequest = { id: newId('apr'), createdAt: this.#now(), ...input }
     let resolveOutcome!: (outcome: ApprovalOutcome) => void
     const outcome = new Promise<ApprovalOutcome>((resolve) => { resolveOutcome = resolve })

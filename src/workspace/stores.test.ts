@@ -62,3 +62,33 @@ test('token lookups distinguish valid, expired and unknown and survive reopening
 })
 
 test.run()
+
+const approvals = suite('workspace/approval-service')
+
+approvals('pending approvals are capped, and closing ends them as timed out', async () => {
+  const { ApprovalService, MAX_PENDING } = await import('./approvals.ts')
+  const { AuditLog } = await import('./audit-log.ts')
+  const db = await openStateDatabase(':memory:')
+  try {
+    const events = new EventStore(db)
+    const service = new ApprovalService({ mode: 'manual', timeoutMs: 60_000 }, { events, audit: new AuditLog(db) })
+    const input = { workspaceId: 'ws_x', action: 'skills.upsert', summary: 's', paths: [], actor: { type: 'remote' as const, scope: 'collaborator' as const } }
+    const waiting = Array.from({ length: MAX_PENDING }, () => service.request(input))
+    await events.drain()
+    assert.is(service.list().length, MAX_PENDING)
+    try {
+      await service.request(input)
+      assert.unreachable('the cap should refuse')
+    } catch (error) {
+      assert.is((error as { status: number }).status, 429)
+    }
+    service.close()
+    const outcomes = await Promise.all(waiting)
+    assert.ok(outcomes.every((o) => !o.allowed && o.reason === 'timeout'))
+    assert.is(service.list().length, 0)
+  } finally {
+    await db.close()
+  }
+})
+
+approvals.run()

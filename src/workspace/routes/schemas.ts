@@ -56,8 +56,11 @@ export const AuditEntrySchema = v.object({
   timestamp: v.number(),
 })
 
-/** Documentation of the 403 a gated write answers when denied or timed out. */
-export const WRITE_ERRORS = [403, 409, 422]
+/**
+ * Statuses every gated write can add: 403 `read_only`/`write_denied`, 409 `write_conflict`,
+ * 422 unparsable config on disk, 503 `shutting_down` while an approval was pending.
+ */
+export const WRITE_ERRORS = [403, 409, 422, 503]
 
 /** A JSON object of arbitrary keys (config documents). */
 export const JsonObject = v.record(v.string(), v.unknown())
