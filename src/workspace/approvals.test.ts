@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { assert, suite, takeSse } from '../../tests/harness.ts'
 import { CLIENT_TOKEN, eventually, HOST_TOKEN, startTestServer, type TestServer } from './test-kit.ts'
@@ -148,6 +148,25 @@ test('a write that would change nothing is answered at once without asking the h
     assert.is(patch.status, 200)
     assert.equal((await (await s.req('/approvals', { hostToken: HOST_TOKEN })).json()).items, [])
     assert.equal((await (await s.req(`/workspace/${s.wsId}/audit`, { token: CLIENT_TOKEN })).json()).items, [])
+  } finally {
+    await s.dispose()
+  }
+})
+
+test('a held write is withdrawn when its client disconnects', async () => {
+  const s = await startTestServer({ approval: 'manual' })
+  try {
+    const controller = new AbortController()
+    const write = s.req(`/workspace/${s.wsId}/commands`, { method: 'POST', token: CLIENT_TOKEN, json: { name: 'gone', template: 'x' }, signal: controller.signal }).catch(() => null)
+    const pending = await pendingOne(s)
+    controller.abort()
+    await eventually(async () => ((await (await s.req('/approvals', { hostToken: HOST_TOKEN })).json()).items.length === 0 ? true : undefined), 3000, 'the withdrawal')
+    await write
+    const events = (await (await s.req(`/workspace/${s.wsId}/events`, { token: CLIENT_TOKEN })).json()).items
+    const decided = events.find((e: { type: string }) => e.type === 'approval.decided')
+    assert.equal([decided.approval.id, decided.decision.reason, decided.decision.allowed], [pending.id, 'cancelled', false])
+    assert.is((await s.req(`/approvals/${pending.id}`, { method: 'POST', hostToken: HOST_TOKEN, json: { reply: 'allow' } })).status, 404)
+    assert.not.ok(existsSync(join(s.root, '.opencode/commands/gone.md')))
   } finally {
     await s.dispose()
   }

@@ -23,13 +23,16 @@ export interface ApprovalRequest {
 }
 
 /** How a request ended. */
-export type ApprovalOutcome = { id: string; allowed: true } | { id: string; allowed: false; reason: 'denied' | 'timeout' }
+export type ApprovalOutcome = { id: string; allowed: true } | { id: string; allowed: false; reason: 'denied' | 'timeout' | 'cancelled' }
 
 /** Approval posture (config `approval`). */
 export interface ApprovalSettings {
   mode: 'manual' | 'auto'
   timeoutMs: number
 }
+
+const VERB = { allowed: 'allow', denied: 'deny', timeout: 'timeout', cancelled: 'cancel' } as const
+const LABEL = { allowed: 'Allowed', denied: 'Denied', timeout: 'Timed out', cancelled: 'Withdrawn (client disconnected)' } as const
 
 /** Most writes that may wait for the host at once. */
 export const MAX_PENDING = 256
@@ -61,8 +64,11 @@ export class ApprovalService {
     return [...this.#pending.values()].map((p) => p.request)
   }
 
-  /** Asks for approval; resolves when allowed, denied or timed out. */
-  async request(input: Omit<ApprovalRequest, 'id' | 'createdAt'>): Promise<ApprovalOutcome> {
+  /**
+   * Asks for approval; resolves when allowed, denied or timed out. When `signal` aborts (the
+   * client went away) the request is withdrawn, so the host is never asked about a dead write.
+   */
+  async request(input: Omit<ApprovalRequest, 'id' | 'createdAt'>, signal?: AbortSignal): Promise<ApprovalOutcome> {
     if (this.settings.mode === 'auto') return { id: 'auto', allowed: true }
     if (this.#closed) throw new ApiError(503, 'shutting_down', 'Server is shutting down')
     // Each pending write holds a connection and a timer; an unattended host must not let them pile up.
@@ -74,8 +80,11 @@ export class ApprovalService {
     const outcome = new Promise<ApprovalOutcome>((resolve) => { resolveOutcome = resolve })
     const timer = setTimeout(() => { void this.#finish(request.id, { id: request.id, allowed: false, reason: 'timeout' }, null) }, this.settings.timeoutMs)
     this.#pending.set(request.id, { request, resolve: resolveOutcome, timer })
+    const withdraw = () => { void this.#finish(request.id, { id: request.id, allowed: false, reason: 'cancelled' }, null) }
+    signal?.addEventListener('abort', withdraw, { once: true })
     await this.#events.append({ workspaceId: request.workspaceId, type: 'approval.requested', approval: { ...request } })
-    return outcome
+    if (signal?.aborted) withdraw()
+    return outcome.finally(() => signal?.removeEventListener('abort', withdraw))
   }
 
   /** Applies the host's reply; null when the id is unknown or already decided. */
@@ -96,9 +105,9 @@ export class ApprovalService {
       await this.#audit.record({
         workspaceId: request.workspaceId,
         actor: by ?? { type: 'host', scope: null },
-        action: `approval.${reason === 'allowed' ? 'allow' : reason === 'denied' ? 'deny' : 'timeout'}`,
+        action: `approval.${VERB[reason]}`,
         target: request.id,
-        summary: `${reason === 'allowed' ? 'Allowed' : reason === 'denied' ? 'Denied' : 'Timed out'}: ${request.summary} (${request.action})`,
+        summary: `${LABEL[reason]}: ${request.summary} (${request.action})`,
       })
       await this.#events.append({ workspaceId: request.workspaceId, type: 'approval.decided', approval: { ...request }, decision: { allowed: outcome.allowed, reason, ...(by ? { by } : {}) } })
     } finally {

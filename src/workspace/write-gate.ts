@@ -28,6 +28,8 @@ export interface GatedWrite<T> {
   paths: string[]
   reason: ReloadReason
   trigger: EventTrigger
+  /** The client's request signal: a held write is withdrawn when the client disconnects. */
+  signal?: AbortSignal
   /** Performs the write; runs under the workspace lock. */
   apply(): Promise<T>
   /**
@@ -97,7 +99,7 @@ export class WriteGate {
       summary: write.summary,
       paths: write.paths.map((rel) => join(root, rel)),
       actor,
-    })
+    }, write.signal)
     if (!outcome.allowed) {
       throw new ApiError(403, 'write_denied', 'Write request denied', { details: { requestId: outcome.id, reason: outcome.reason } })
     }

@@ -46,13 +46,13 @@ export function commandRoutes(s: WorkspaceServices) {
         model: v.optional(v.nullable(v.string())), subtask: v.optional(v.boolean()),
       }),
       responses: { 200: v.object({ items: CommandItems }) }, errors: WRITE_ERRORS,
-      handler: async ({ params, body, principal }) => {
+      handler: async ({ request, params, body, principal }) => {
         s.gate.ensureWritable()
         const ws = s.workspaces.get(params.id)
         const command = prepareCommand(body)
         const exists = (await loadCommands(ws.entry.path)).some((c) => c.name === command.name)
         await s.gate.run({
-          workspace: ws, principal, action: 'commands.upsert', summary: `${exists ? 'Updated' : 'Added'} command ${command.name}`, target: command.name, paths: [command.rel],
+          workspace: ws, principal, signal: request.signal, action: 'commands.upsert', summary: `${exists ? 'Updated' : 'Added'} command ${command.name}`, target: command.name, paths: [command.rel],
           reason: 'commands', trigger: { type: 'command', name: command.name, action: exists ? 'updated' : 'added', path: command.rel },
           apply: () => writeCommand(ws.entry.path, command),
           unchanged: () => fileHolds(ws.entry.path, command.rel, command.text),
@@ -63,14 +63,14 @@ export function commandRoutes(s: WorkspaceServices) {
     route({
       method: 'DELETE', path: '/workspace/:id/commands/:name', operationId: 'deleteCommand', summary: 'Remove a command', tags: ['commands'],
       auth: rules.collaborator, params: NamedParams, responses: { 200: v.object({ ok: v.literal(true) }) }, errors: [400, ...WRITE_ERRORS],
-      handler: async ({ params, principal }) => {
+      handler: async ({ request, params, principal }) => {
         s.gate.ensureWritable()
         const ws = s.workspaces.get(params.id)
         const name = sanitizeCommandName(params.name)
         if (!(await loadCommands(ws.entry.path)).some((c) => c.name === name)) throw errors.notFound('command_not_found', `Command ${name} not found`)
         const rel = commandFile(name)
         await s.gate.run({
-          workspace: ws, principal, action: 'commands.delete', summary: `Removed command ${name}`, target: name, paths: [rel],
+          workspace: ws, principal, signal: request.signal, action: 'commands.delete', summary: `Removed command ${name}`, target: name, paths: [rel],
           reason: 'commands', trigger: { type: 'command', name, action: 'removed', path: rel },
           apply: () => deleteCommand(ws.entry.path, name),
         })

@@ -43,7 +43,7 @@ export function configRoutes(s: WorkspaceServices) {
       body: v.object({ opencode: v.optional(JsonObject), workspace: v.optional(JsonObject) }),
       responses: { 200: v.object({ updatedAt: v.number() }) },
       errors: WRITE_ERRORS,
-      handler: async ({ params, body, principal }) => {
+      handler: async ({ request, params, body, principal }) => {
         s.gate.ensureWritable()
         const ws = s.workspaces.get(params.id)
         if (!body.opencode && !body.workspace) throw errors.badRequest('invalid_payload', 'opencode or workspace updates required')
@@ -55,7 +55,7 @@ export function configRoutes(s: WorkspaceServices) {
         const paths = [...(body.opencode ? [await opencodeConfigRel(ws.entry.path)] : []), ...(body.workspace ? [SERVICE_CONFIG_FILE] : [])]
         const keys = [...Object.keys(body.opencode ?? {}), ...Object.keys(body.workspace ?? {}).map((k) => `workspace.${k}`)]
         await s.gate.run({
-          workspace: ws, principal, action: 'config.patch', summary: `Patch workspace config (${keys.join(', ') || 'no keys'})`, target: paths.join(', '),
+          workspace: ws, principal, signal: request.signal, action: 'config.patch', summary: `Patch workspace config (${keys.join(', ') || 'no keys'})`, target: paths.join(', '),
           paths, reason: 'config', trigger: { type: 'config', name: paths[0], action: 'updated', path: paths[0] },
           apply: () => applyConfigPatch(ws.entry.path, body),
           unchanged: async () => same(opencode, body.opencode) && same(service, body.workspace),

@@ -42,7 +42,7 @@ export function mcpRoutes(s: WorkspaceServices) {
       auth: rules.collaborator, params: WorkspaceParams,
       body: v.object({ name: v.string(), config: v.optional(JsonObject) }),
       responses: { 200: v.object({ items: McpItems }) }, errors: WRITE_ERRORS,
-      handler: async ({ params, body, principal }) => {
+      handler: async ({ request, params, body, principal }) => {
         s.gate.ensureWritable()
         const ws = s.workspaces.get(params.id)
         const name = validateMcpName(body.name)
@@ -51,7 +51,7 @@ export function mcpRoutes(s: WorkspaceServices) {
         const current = mcpEntries((await readOpencodeConfig(ws.entry.path)).data)[name]
         const exists = Boolean(current)
         await s.gate.run({
-          workspace: ws, principal, action: 'mcp.add', summary: `${exists ? 'Updated' : 'Added'} MCP ${name}`, target: name, paths: [await opencodeConfigRel(ws.entry.path)],
+          workspace: ws, principal, signal: request.signal, action: 'mcp.add', summary: `${exists ? 'Updated' : 'Added'} MCP ${name}`, target: name, paths: [await opencodeConfigRel(ws.entry.path)],
           reason: 'mcp', trigger: { type: 'mcp', name, action: exists ? 'updated' : 'added' },
           apply: () => upsertMcp(ws.entry.path, name, config),
           unchanged: async () => sameJson(current, config),
@@ -64,7 +64,7 @@ export function mcpRoutes(s: WorkspaceServices) {
       description: 'A no-op (already in that state) answers `changed:false` and records nothing. Approval-gated.',
       auth: rules.collaborator, params: NamedParams, body: v.object({ enabled: v.boolean() }),
       responses: { 200: v.object({ changed: v.boolean(), enabled: v.boolean(), items: McpItems }) }, errors: WRITE_ERRORS,
-      handler: async ({ params, body, principal }) => {
+      handler: async ({ request, params, body, principal }) => {
         s.gate.ensureWritable()
         const ws = s.workspaces.get(params.id)
         const name = validateMcpName(params.name)
@@ -73,7 +73,7 @@ export function mcpRoutes(s: WorkspaceServices) {
         const current = entry.enabled !== false
         if (current === body.enabled) return { changed: false, enabled: current, items: await cachedItems(ws) }
         await s.gate.run({
-          workspace: ws, principal, action: 'mcp.update', summary: `${body.enabled ? 'Enabled' : 'Paused'} MCP ${name}`, target: name, paths: [await opencodeConfigRel(ws.entry.path)],
+          workspace: ws, principal, signal: request.signal, action: 'mcp.update', summary: `${body.enabled ? 'Enabled' : 'Paused'} MCP ${name}`, target: name, paths: [await opencodeConfigRel(ws.entry.path)],
           reason: 'mcp', trigger: { type: 'mcp', name, action: 'updated' },
           apply: () => setMcpEnabled(ws.entry.path, name, body.enabled),
         })
@@ -83,13 +83,13 @@ export function mcpRoutes(s: WorkspaceServices) {
     route({
       method: 'DELETE', path: '/workspace/:id/mcp/:name', operationId: 'removeMcp', summary: 'Remove an MCP server', tags: ['mcp'],
       auth: rules.collaborator, params: NamedParams, responses: { 200: v.object({ items: McpItems }) }, errors: [400, ...WRITE_ERRORS],
-      handler: async ({ params, principal }) => {
+      handler: async ({ request, params, principal }) => {
         s.gate.ensureWritable()
         const ws = s.workspaces.get(params.id)
         const name = validateMcpName(params.name)
         if (!mcpEntries((await readOpencodeConfig(ws.entry.path)).data)[name]) throw errors.notFound('mcp_not_found', `MCP ${name} not found`)
         await s.gate.run({
-          workspace: ws, principal, action: 'mcp.remove', summary: `Removed MCP ${name}`, target: name, paths: [await opencodeConfigRel(ws.entry.path)],
+          workspace: ws, principal, signal: request.signal, action: 'mcp.remove', summary: `Removed MCP ${name}`, target: name, paths: [await opencodeConfigRel(ws.entry.path)],
           reason: 'mcp', trigger: { type: 'mcp', name, action: 'removed' },
           apply: () => removeMcp(ws.entry.path, name),
         })

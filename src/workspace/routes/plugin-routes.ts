@@ -40,14 +40,14 @@ export function pluginRoutes(s: WorkspaceServices) {
       method: 'POST', path: '/workspace/:id/plugins', operationId: 'addPlugin', summary: 'Add a plugin spec', tags: ['plugins'],
       description: 'Appends to the config `plugin` array; a spec whose package name is already there is a no-op. Approval-gated.',
       auth: rules.collaborator, params: WorkspaceParams, body: v.object({ spec: v.string() }), responses: { 200: PluginListSchema }, errors: WRITE_ERRORS,
-      handler: async ({ params, body, principal }) => {
+      handler: async ({ request, params, body, principal }) => {
         s.gate.ensureWritable()
         const ws = s.workspaces.get(params.id)
         const spec = validatePluginSpec(body.spec)
         if (hasPlugin((await readOpencodeConfig(ws.entry.path)).data, spec)) return cachedList(ws)
         const rel = await opencodeConfigRel(ws.entry.path)
         await s.gate.run({
-          workspace: ws, principal, action: 'plugins.add', summary: `Added ${spec}`, target: pluginName(spec), paths: [rel],
+          workspace: ws, principal, signal: request.signal, action: 'plugins.add', summary: `Added ${spec}`, target: pluginName(spec), paths: [rel],
           reason: 'plugins', trigger: { type: 'plugin', name: pluginName(spec), action: 'added' },
           apply: () => addPlugin(ws.entry.path, spec),
         })
@@ -58,13 +58,13 @@ export function pluginRoutes(s: WorkspaceServices) {
       method: 'DELETE', path: '/workspace/:id/plugins/:name', operationId: 'removePlugin', summary: 'Remove a plugin by name', tags: ['plugins'],
       description: 'Removes config specs with that package name and a matching `.opencode/plugins/<name>.{js,ts}` file. Approval-gated.',
       auth: rules.collaborator, params: NamedParams, responses: { 200: PluginListSchema }, errors: WRITE_ERRORS,
-      handler: async ({ params, principal }) => {
+      handler: async ({ request, params, principal }) => {
         s.gate.ensureWritable()
         const ws = s.workspaces.get(params.id)
         const plan = await pluginRemovalPlan(ws.entry.path, (await readOpencodeConfig(ws.entry.path)).data, params.name)
         const paths = [...(plan.specs.length ? [await opencodeConfigRel(ws.entry.path)] : []), ...plan.files]
         await s.gate.run({
-          workspace: ws, principal, action: 'plugins.remove', summary: `Removed ${params.name}`, target: params.name, paths,
+          workspace: ws, principal, signal: request.signal, action: 'plugins.remove', summary: `Removed ${params.name}`, target: params.name, paths,
           reason: 'plugins', trigger: { type: 'plugin', name: params.name, action: 'removed' },
           apply: () => removePlugin(ws.entry.path, params.name),
         })

@@ -52,13 +52,13 @@ export function skillRoutes(s: WorkspaceServices) {
       body: v.object({ name: v.string(), content: v.string(), description: v.optional(v.string()) }),
       responses: { 200: v.object({ name: v.string(), path: v.string(), description: v.string(), scope: v.literal('project') }) },
       errors: WRITE_ERRORS,
-      handler: async ({ params, body, principal }) => {
+      handler: async ({ request, params, body, principal }) => {
         s.gate.ensureWritable()
         const ws = s.workspaces.get(params.id)
         const skill = prepareSkill(body)
         const exists = (await loadSkills(ws.entry.path)).some((x) => x.item.name === skill.name)
         await s.gate.run({
-          workspace: ws, principal, action: 'skills.upsert', summary: `${exists ? 'Updated' : 'Added'} skill ${skill.name}`, target: skill.name, paths: [skill.rel],
+          workspace: ws, principal, signal: request.signal, action: 'skills.upsert', summary: `${exists ? 'Updated' : 'Added'} skill ${skill.name}`, target: skill.name, paths: [skill.rel],
           reason: 'skills', trigger: { type: 'skill', name: skill.name, action: exists ? 'updated' : 'added', path: skill.rel },
           apply: () => writeSkill(ws.entry.path, skill),
           unchanged: () => fileHolds(ws.entry.path, skill.rel, skill.text),
@@ -70,14 +70,14 @@ export function skillRoutes(s: WorkspaceServices) {
       method: 'DELETE', path: '/workspace/:id/skills/:name', operationId: 'deleteSkill', summary: 'Remove a skill', tags: ['skills'],
       auth: rules.collaborator, params: NamedParams,
       responses: { 200: v.object({ ok: v.literal(true), name: v.string(), path: v.string() }) }, errors: [400, ...WRITE_ERRORS],
-      handler: async ({ params, principal }) => {
+      handler: async ({ request, params, principal }) => {
         s.gate.ensureWritable()
         const ws = s.workspaces.get(params.id)
         const name = validateSkillName(params.name)
         const rel = skillFile(name)
         if (!(await loadSkills(ws.entry.path)).some((x) => x.item.name === name)) throw errors.notFound('skill_not_found', `Skill ${name} not found`)
         await s.gate.run({
-          workspace: ws, principal, action: 'skills.delete', summary: `Removed skill ${name}`, target: name, paths: [rel],
+          workspace: ws, principal, signal: request.signal, action: 'skills.delete', summary: `Removed skill ${name}`, target: name, paths: [rel],
           reason: 'skills', trigger: { type: 'skill', name, action: 'removed', path: rel },
           apply: () => deleteSkill(ws.entry.path, name),
         })
