@@ -20,10 +20,13 @@ const DROPPED_KEYS = ['workspace']
  */
 export function pinnedUpstreamUrl(baseUrl: string, rest: string, search: string, directory: string): URL | null {
   const path = rest.startsWith('/') ? rest : `/${rest}`
-  const url = new URL(baseUrl + path)
+  const pinned = `directory=${encodeURIComponent(directory)}`
+  // Most requests carry no query: skip the parameter rewrite (it showed in proxy profiles).
+  const url = new URL(baseUrl + path + (search === '' || search === '?' ? `?${pinned}` : ''))
   // URL parsing resolves `..` and `%2e%2e`; a path that climbs above the base is refused.
-  const basePath = new URL(baseUrl).pathname.replace(/\/+$/, '')
+  const basePath = basePathOf(baseUrl)
   if (basePath && url.pathname !== basePath && !url.pathname.startsWith(basePath + '/')) return null
+  if (search === '' || search === '?') return url
   const params = new URLSearchParams(search)
   // Compare decoded, case-insensitive key names so `Directory`, `%64irectory` or `directory[]` cannot slip through.
   for (const key of [...new Set(params.keys())]) {
@@ -37,8 +40,20 @@ export function pinnedUpstreamUrl(baseUrl: string, rest: string, search: string,
 
 /** The path below the base URL, after URL normalisation: the path the sidecar will actually route. */
 export function upstreamRelativePath(url: URL, baseUrl: string): string {
-  const basePath = new URL(baseUrl).pathname.replace(/\/+$/, '')
-  return url.pathname.slice(basePath.length) || '/'
+  return url.pathname.slice(basePathOf(baseUrl).length) || '/'
+}
+
+const basePaths = new Map<string, string>()
+
+/** The path part of a base URL without trailing slashes (`''` for a bare origin), memoised. */
+function basePathOf(baseUrl: string): string {
+  let path = basePaths.get(baseUrl)
+  if (path === undefined) {
+    path = new URL(baseUrl).pathname.replace(/\/+$/, '')
+    if (basePaths.size > 256) basePaths.clear()
+    basePaths.set(baseUrl, path)
+  }
+  return path
 }
 
 /**

@@ -21,8 +21,15 @@ const CLIENT_ONLY = ['authorization', 'cookie', 'host', 'origin', 'referer', 'co
  */
 const UPSTREAM_ONLY = ['content-encoding', 'content-length', 'set-cookie', 'set-cookie2', 'www-authenticate', 'vary', 'x-content-type-options']
 
-function namedInConnection(headers: Headers): string[] {
-  return (headers.get('connection') ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean)
+const REQUEST_DROP = new Set([...HOP_BY_HOP, ...CLIENT_ONLY])
+const RESPONSE_DROP = new Set([...HOP_BY_HOP, ...UPSTREAM_ONLY])
+
+/** Headers a `Connection` header names are hop-by-hop too (RFC 9110 §7.6.1). */
+function withConnectionNamed(base: Set<string>, headers: Headers): Set<string> {
+  const connection = headers.get('connection')
+  if (!connection) return base
+  const named = connection.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean)
+  return named.length ? new Set([...base, ...named]) : base
 }
 
 /** The header value OpenCode reads for the directory: non-ASCII is percent-encoded (it URI-decodes it). */
@@ -30,19 +37,23 @@ export function directoryHeaderValue(directory: string): string {
   return /^[\x20-\x7e]*$/.test(directory) && !directory.includes('%') ? directory : encodeURIComponent(directory)
 }
 
+let lastAuth: { username: string; password: string; value: string } | undefined
+
 /** `Basic base64(user:pass)` for the sidecar, or null when it has no password. */
 export function basicAuthorization(username: string, password: string | null): string | null {
   if (password === null) return null
+  if (lastAuth && lastAuth.username === username && lastAuth.password === password) return lastAuth.value
   const bytes = new TextEncoder().encode(`${username}:${password}`)
   let binary = ''
   for (const b of bytes) binary += String.fromCharCode(b)
-  return `Basic ${btoa(binary)}`
+  lastAuth = { username, password, value: `Basic ${btoa(binary)}` }
+  return lastAuth.value
 }
 
 /** Builds the upstream request headers from the client's. */
 export function upstreamRequestHeaders(incoming: Headers, options: { authorization: string | null; directory: string; requestId?: string }): Headers {
   const out = new Headers()
-  const drop = new Set([...HOP_BY_HOP, ...CLIENT_ONLY, ...namedInConnection(incoming)])
+  const drop = withConnectionNamed(REQUEST_DROP, incoming)
   for (const [name, value] of incoming) {
     const lower = name.toLowerCase()
     if (drop.has(lower) || lower.startsWith('x-service-') || lower.startsWith('access-control-request-')) continue
@@ -57,7 +68,7 @@ export function upstreamRequestHeaders(incoming: Headers, options: { authorizati
 /** Builds the client-facing response headers from the sidecar's. */
 export function downstreamResponseHeaders(upstream: Headers): Headers {
   const out = new Headers()
-  const drop = new Set([...HOP_BY_HOP, ...UPSTREAM_ONLY, ...namedInConnection(upstream)])
+  const drop = withConnectionNamed(RESPONSE_DROP, upstream)
   for (const [name, value] of upstream) {
     const lower = name.toLowerCase()
     if (drop.has(lower) || lower.startsWith('access-control-')) continue
