@@ -16,7 +16,7 @@ import type { Logger } from '../core/logger.ts'
 import type { AsyncLock } from './async-lock.ts'
 import type { EventStore, EventTrigger, ReloadReason, WorkspaceEvent } from './event-store.ts'
 import type { ReadCache } from './read-cache.ts'
-import { classifyChange, trackedFiles, watchedDirs } from './workspace-layout.ts'
+import { classifyChange, OPENCODE_CONFIG_FILES, trackedFiles, watchedDirs } from './workspace-layout.ts'
 
 /** Dependencies of a {@link ChangeTracker}. */
 export interface ChangeTrackerOptions {
@@ -33,6 +33,12 @@ export interface ChangeTrackerOptions {
 }
 
 type Snapshot = Map<string, string>
+
+/** In these directories only the named entries matter; elsewhere every entry does. */
+const RELEVANT_NAMES: Record<string, Set<string>> = {
+  '': new Set([...OPENCODE_CONFIG_FILES, '.opencode']),
+  '.opencode': new Set(['service.json', 'skills', 'commands', 'plugins']),
+}
 
 async function scan(root: string): Promise<Snapshot> {
   const snapshot: Snapshot = new Map()
@@ -130,7 +136,11 @@ export class ChangeTracker {
       if (current) { current.watcher.close(); this.#watchers.delete(rel) }
       if (ino === null || this.#closed) continue
       try {
-        const watcher = watch(join(this.#o.root, rel), { persistent: false }, this.#onNotify)
+        const relevant = RELEVANT_NAMES[rel]
+        // The root and `.opencode` hold unrelated files too; their churn must not flush the cache.
+        const watcher = watch(join(this.#o.root, rel), { persistent: false }, (_event, name) => {
+          if (!relevant || name === null || relevant.has(String(name))) this.#onNotify()
+        })
         watcher.on('error', () => { watcher.close(); this.#watchers.delete(rel); this.#onNotify() })
         this.#watchers.set(rel, { watcher, ino })
         added = true

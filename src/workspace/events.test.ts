@@ -151,4 +151,22 @@ test('the watcher follows a commands directory that is deleted and created again
   }
 })
 
+test('unrelated files in the workspace root do not flush the read cache or emit events', async () => {
+  const s = await startTestServer({ debounceMs: 40 })
+  try {
+    const ws = s.app.services.workspaces.get(s.wsId)
+    await (await s.req(`/workspace/${s.wsId}/skills`, { token: CLIENT_TOKEN })).json()
+    let loads = 0
+    const original = ws.cache.get.bind(ws.cache)
+    ws.cache.get = ((key: string, load: () => Promise<unknown>) => original(key, () => { loads++; return load() })) as typeof ws.cache.get
+    for (let i = 0; i < 5; i++) writeFileSync(join(s.root, `notes-${i}.txt`), String(i))
+    await sleep(200)
+    await (await s.req(`/workspace/${s.wsId}/skills`, { token: CLIENT_TOKEN })).json()
+    assert.is(loads, 0, 'the cached skills body was still valid')
+    assert.equal((await page(s)).items, [])
+  } finally {
+    await s.dispose()
+  }
+})
+
 test.run()
