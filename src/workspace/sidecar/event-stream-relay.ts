@@ -21,6 +21,12 @@ export interface EventRelayOptions {
   onClientCancel(): void
   /** Called once when the sidecar ends the stream (cleanly or not). */
   onUpstreamEnd(reason: 'ended' | 'dropped'): void
+  /**
+   * When given, the stream is relayed frame by frame and a frame is dropped when this returns
+   * false for its `data` (e.g. another directory's events on `/global/event`). Frames are still
+   * forwarded as soon as their terminating blank line arrives.
+   */
+  keepFrame?: (data: string) => boolean
 }
 
 const encoder = new TextEncoder()
@@ -43,6 +49,7 @@ export function relayEventStream(source: ReadableStream<Uint8Array>, options: Ev
   let atBoundary = true
   let tail: number[] = []
   let unregister = () => {}
+  const filter = options.keepFrame ? frameFilter(options.keepFrame) : null
 
   const end = (how: 'client' | 'shutdown' | 'ended' | 'dropped') => {
     if (closed) return
@@ -91,8 +98,12 @@ export function relayEventStream(source: ReadableStream<Uint8Array>, options: Ev
             if (closed) return
             if (next.done) { end('ended'); return }
             if (next.value.length === 0) continue
-            track(next.value)
-            controller.enqueue(next.value)
+            if (filter) {
+              for (const frame of filter.push(next.value)) controller.enqueue(frame)
+            } else {
+              track(next.value)
+              controller.enqueue(next.value)
+            }
             schedule()
           }
         } catch {
@@ -104,4 +115,25 @@ export function relayEventStream(source: ReadableStream<Uint8Array>, options: Ev
       end('client')
     },
   })
+}
+
+/** Splits SSE bytes into whole frames and keeps those `keep` accepts (frames without data are kept). */
+function frameFilter(keep: (data: string) => boolean): { push(chunk: Uint8Array): Uint8Array[] } {
+  const decoder = new TextDecoder()
+  let buffer = ''
+  return {
+    push(chunk) {
+      buffer += decoder.decode(chunk, { stream: true })
+      const out: Uint8Array[] = []
+      for (;;) {
+        const match = /\r?\n\r?\n/.exec(buffer)
+        if (!match) break
+        const frame = buffer.slice(0, match.index + match[0].length)
+        buffer = buffer.slice(match.index + match[0].length)
+        const data = frame.split(/\r?\n/).filter((line) => line.startsWith('data:')).map((line) => line.slice(5).replace(/^ /, '')).join('\n')
+        if (data === '' || keep(data)) out.push(encoder.encode(frame))
+      }
+      return out
+    },
+  }
 }

@@ -110,6 +110,18 @@ oc('the event streams open with server.connected as the first frame', async () =
   assert.is(JSON.parse(globalFirst!.data).payload.type, 'server.connected')
 })
 
+oc('the global event stream of one workspace does not carry another workspace\'s session events', async () => {
+  const mine = takeSse(await ctx.ref.req('/sidecar/global/event'), 6, 2500)
+  const theirs = takeSse(await ctx.ref.req(`/w/${ctx.ref.wsIds[1]}/sidecar/global/event`), 6, 2500)
+  await new Promise((r) => setTimeout(r, 300))
+  const created = await ctx.ref.req(`/w/${ctx.ref.wsIds[1]}/sidecar/session`, { method: 'POST', json: { title: 'other workspace' } })
+  const session = await created.json()
+  const idsIn = (frames: Array<{ data: string }>) => frames.map((f) => JSON.stringify(JSON.parse(f.data)))
+  const [mineFrames, theirFrames] = await Promise.all([mine, theirs])
+  assert.ok(idsIn(theirFrames).some((t) => t.includes(session.id)), 'the owning workspace should see its session event')
+  assert.not.ok(idsIn(mineFrames).some((t) => t.includes(session.id)), 'another workspace saw the session event')
+})
+
 oc('engine reload disposes the workspace instance: its event stream reports the dispose', async () => {
   const stream = await ctx.ref.req('/sidecar/event')
   const iterator = takeSse(stream, 8, 8000)

@@ -16,7 +16,8 @@ export type SessionOwnership = 'own' | 'foreign' | 'unknown'
 
 const CACHE_LIMIT = 2000
 
-function canonical(path: string): string {
+/** The real path of a directory (or its absolute form when it does not exist). */
+export function canonicalDirectory(path: string): string {
   const absolute = resolve(path)
   try {
     return realpathSync.native(absolute)
@@ -39,13 +40,13 @@ export class SessionGuard {
     if (owner === undefined) {
       const found = await lookup()
       if (found === null) return 'unknown'
-      owner = canonical(found)
+      owner = canonicalDirectory(found)
       if (this.#directories.size >= CACHE_LIMIT) {
         const oldest = this.#directories.keys().next().value
         if (oldest !== undefined) this.#directories.delete(oldest)
       }
       this.#directories.set(sessionId, owner)
     }
-    return owner === canonical(directory) ? 'own' : 'foreign'
+    return owner === canonicalDirectory(directory) ? 'own' : 'foreign'
   }
 }

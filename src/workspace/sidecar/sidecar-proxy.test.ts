@@ -215,6 +215,12 @@ proxy('an event stream passes through unbuffered with our heartbeat when the ups
   assert.equal(JSON.parse(globalFrames[1]!.data), { payload: { type: 'server.heartbeat', properties: {} } })
 })
 
+proxy('the global event stream only carries this workspace directory and server-wide events', async () => {
+  const res = await ctx.kit.req('/sidecar/global/event?mode=mixed')
+  const frames = await takeSse(res, 3, 3000)
+  assert.equal(frames.map((f) => JSON.parse(f.data).payload.type), ['server.connected', 'x.own', 'x.global'])
+})
+
 proxy('a heartbeat is never inserted inside a half-received frame', async () => {
   const res = await ctx.kit.req('/sidecar/event?mode=half')
   const reader = res.body!.getReader()

@@ -17,6 +17,7 @@ import { basicAuthorization, downstreamResponseHeaders, upstreamRequestHeaders }
 import { assertProxyAllowed } from './proxy-policy.ts'
 import type { SessionGuard } from './session-guard.ts'
 import type { SidecarTarget, SidecarTuning } from './sidecar-config.ts'
+import { canonicalDirectory } from './session-guard.ts'
 import { sidecarFetch, unreachable } from './upstream-fetch.ts'
 
 /** One request to forward. */
@@ -129,6 +130,7 @@ export async function forwardToSidecar(input: ProxyInput, ctx: ProxyContext): Pr
       registry: ctx.streams,
       onClientCancel: () => { upstream.abort(); logAbort() },
       onUpstreamEnd: (reason) => { if (reason === 'dropped') log.warn('sidecar event stream dropped', { requestId: input.requestId, path, workspaceId: input.workspaceId }) },
+      keepFrame: path === '/global/event' ? ownDirectoryOnly(target.directory) : undefined,
     })
     return new Response(body, { status: response.status, headers })
   }
@@ -158,5 +160,22 @@ async function readSmallBody(response: Response, upstream: AbortController, time
     throw new ApiError(502, 'sidecar_response_failed', 'The sidecar response body failed before it was complete', { details: { status: response.status } })
   } finally {
     clearTimeout(timer)
+  }
+}
+
+/**
+ * `/global/event` carries every directory's events in a `{directory, payload}` envelope; a
+ * workspace's clients only see their own directory's and directory-less (server-wide) ones.
+ */
+function ownDirectoryOnly(directory: string): (data: string) => boolean {
+  const own = canonicalDirectory(directory)
+  return (data) => {
+    let event: { directory?: unknown }
+    try {
+      event = JSON.parse(data) as { directory?: unknown }
+    } catch {
+      return false
+    }
+    return typeof event?.directory !== 'string' || event.directory === directory || canonicalDirectory(event.directory) === own
   }
 }
