@@ -94,6 +94,11 @@ export class ManagedSidecar {
       return Promise.resolve(false)
     }
     this.#child = child
+    // Last resort if the process exits without a graceful close: never leave the sidecar running.
+    const killOnExit = () => { try { child.kill('SIGKILL') } catch { /* already gone */ } }
+    process.once('exit', killOnExit)
+    child.once('exit', () => process.removeListener('exit', killOnExit))
+    child.once('error', () => process.removeListener('exit', killOnExit))
     this.#stderrTail = ''
     child.stderr!.on('data', (d) => { this.#stderrTail = (this.#stderrTail + String(d)).slice(-2000) })
     return new Promise<boolean>((resolve) => {
