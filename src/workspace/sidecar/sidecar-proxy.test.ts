@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
 import { startFakeSidecar, type FakeSidecar } from '../../../fixtures/fake-sidecar/fake-sidecar.ts'
+import { serve } from '../../serve.ts'
 import { assert, request, suite, takeSse } from '../../../tests/harness.ts'
 import { startSidecarApp, type SidecarApp } from './sidecar-test-kit.ts'
 
@@ -242,6 +243,26 @@ proxy('closing the client event stream aborts the upstream request and logs 499 
   await reader.cancel()
   await eventually(() => ctx.fake.aborts.filter((p) => p === '/event').length > 0, 'upstream event stream cancel')
   await eventually(() => ctx.lines.some((l) => l.includes('"status":499') && l.includes('request_aborted')), '499 log line')
+})
+
+proxy('over a real socket, a client that disconnects mid-stream or mid-body aborts the upstream', async () => {
+  const listener = await serve({ host: '127.0.0.1', port: 0, fetch: ctx.kit.app.fetch })
+  try {
+    const base = `http://127.0.0.1:${listener.port}`
+    const headers = { authorization: `Bearer ${ctx.kit.tokens.collaborator}` }
+    for (const path of ['/event', '/slow-body']) {
+      const before = ctx.fake.aborts.filter((p) => p === path).length
+      const controller = new AbortController()
+      const res = await fetch(`${base}/sidecar${path}?chunks=1000`, { headers, signal: controller.signal })
+      const reader = res.body!.getReader()
+      await reader.read()
+      controller.abort()
+      await reader.read().catch(() => {})
+      await eventually(() => ctx.fake.aborts.filter((p) => p === path).length > before, `upstream abort of ${path}`)
+    }
+  } finally {
+    await listener.stop()
+  }
 })
 
 proxy('a dropped upstream event stream ends the client stream', async () => {
