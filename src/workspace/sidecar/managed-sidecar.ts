@@ -85,7 +85,7 @@ export class ManagedSidecar {
     try {
       child = spawn(this.settings.bin, args, {
         cwd: this.options.cwd,
-        env: { ...process.env, ...this.settings.env, OPENCODE_SERVER_PASSWORD: this.#password, OPENCODE_SERVER_USERNAME: this.username },
+        env: { ...sidecarEnvironment(process.env), ...this.settings.env, OPENCODE_SERVER_PASSWORD: this.#password, OPENCODE_SERVER_USERNAME: this.username },
         stdio: ['ignore', 'pipe', 'pipe'],
       })
     } catch (error) {
@@ -197,4 +197,16 @@ export class ManagedSidecar {
 /** Capped exponential backoff for restart attempt `attempt` (0-based). */
 export function restartDelayMs(attempt: number): number {
   return Math.min(RESTART_BACKOFF.maxMs, RESTART_BACKOFF.initialMs * 2 ** Math.min(attempt, 30))
+}
+
+/**
+ * Our environment minus our own settings: `SERVICE_*` variables can hold the client and host tokens
+ * and the sidecar password, and the sidecar runs agent tools that can read their environment.
+ */
+export function sidecarEnvironment(env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const [name, value] of Object.entries(env)) {
+    if (value !== undefined && !name.startsWith('SERVICE_')) out[name] = value
+  }
+  return out
 }

@@ -1,7 +1,7 @@
 import { assert, suite } from '../../../tests/harness.ts'
 import { directoryHeaderValue, downstreamResponseHeaders, upstreamRequestHeaders } from './header-policy.ts'
 import { pinnedUpstreamUrl, sessionIdInPath, upstreamRelativePath } from './directory-pin.ts'
-import { restartDelayMs } from './managed-sidecar.ts'
+import { restartDelayMs, sidecarEnvironment } from './managed-sidecar.ts'
 import { ReloadDebouncer } from './sidecar-reload.ts'
 import { MOUNT_MISMATCH_PATH, workspaceMountRewrite } from './workspace-mount.ts'
 
@@ -48,6 +48,10 @@ units('header policy: hop-by-hop and client identity are dropped both ways, side
 
 units('managed restarts back off exponentially up to a cap', () => {
   assert.equal([0, 1, 2, 3, 10, 50].map(restartDelayMs), [500, 1000, 2000, 4000, 30_000, 30_000])
+})
+
+units('the managed sidecar does not inherit our own settings (tokens, sidecar password)', () => {
+  assert.equal(sidecarEnvironment({ PATH: '/bin', SERVICE_TOKEN: 't', SERVICE_HOST_TOKEN: 'h', SERVICE_SIDECAR_PASSWORD: 'p', HOME: '/h' }), { PATH: '/bin', HOME: '/h' })
 })
 
 units('automatic reloads are debounced per workspace', async () => {
