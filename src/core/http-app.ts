@@ -92,11 +92,33 @@ function nextRequestId(): string {
 
 type Routed = Request & { params?: Record<string, string> }
 
+const isLiteral = (segment: string | undefined): segment is string => segment !== undefined && !/[:*]/.test(segment)
+
+/** The dispatch bucket of a route pattern: its first and third segments when both are literal. */
+function bucketOfPattern(path: string): string {
+  const segments = path.split('/').filter(Boolean)
+  if (!isLiteral(segments[0])) return '*'
+  return isLiteral(segments[2]) ? `${segments[0]}/${segments[2]}` : segments[0]
+}
+
+/** The buckets a request path may match, most specific first. */
+function bucketsOfPath(pathname: string): string[] {
+  const segments = pathname.split('/').filter(Boolean)
+  const keys: string[] = []
+  if (segments[0] !== undefined && segments[2] !== undefined) keys.push(`${segments[0]}/${segments[2]}`)
+  if (segments[0] !== undefined) keys.push(segments[0])
+  keys.push('*')
+  return keys
+}
+
 /** Builds the Fetch handler for a surface. */
 export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Principal>): HttpApp {
   const router = Router()
   const { auth, validation, logger } = options
   const patterns: Array<{ method: string; regex: RegExp }> = []
+  // Dispatch routers, one per bucket of literal path segments: a request only tests the regexes of
+  // routes that share its literal segments instead of scanning the whole table.
+  const buckets = new Map<string, RouterType>()
   // Param-less routes are found by one Map lookup instead of a regex scan; they stay registered
   // with itty too, which remains the route table of record (and the fallback).
   const exact = new Map<string, AnyRoute<Rule, Principal>>()
@@ -133,12 +155,20 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
 
   for (const route of options.routes) {
     const method = route.method.toLowerCase() as 'get'
+    // The full router is the route table of record (tests compare it with the document).
     router[method](route.path, (request: Routed) => {
       const context = contexts.get(request)!
       return invoke(route, request, request.params ?? {}, context.requestId, context.url)
     })
     const last = router.routes[router.routes.length - 1]!
     patterns.push({ method: route.method, regex: last[1] as RegExp })
+    const key = bucketOfPattern(route.path)
+    let bucket = buckets.get(key)
+    if (!bucket) buckets.set(key, (bucket = Router()))
+    bucket[method](route.path, (request: Routed) => {
+      const context = contexts.get(request)!
+      return invoke(route, request, request.params ?? {}, context.requestId, context.url)
+    })
     if (!/[:*]/.test(route.path)) exact.set(`${route.method} ${route.path}`, route)
   }
 
@@ -154,8 +184,11 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
       const direct = exact.get(`${request.method} ${url.pathname}`)
       if (direct) return await invoke(direct, request, null, requestId, url)
       contexts.set(request, { url, requestId })
-      const response: Response | undefined = await router.fetch(request)
-      if (response) return response
+      for (const key of bucketsOfPath(url.pathname)) {
+        const bucket = buckets.get(key)
+        const response: Response | undefined = bucket ? await bucket.fetch(request) : undefined
+        if (response) return response
+      }
       const allow = allowedMethods(url.pathname)
       if (allow.length > 0) {
         return errorResponse(new ApiError(405, 'method_not_allowed', `Method ${request.method} not allowed`, { headers: { allow: [...allow, 'OPTIONS'].join(', ') } }))
