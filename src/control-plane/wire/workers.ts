@@ -1,0 +1,98 @@
+/**
+ * Wire schemas of hosted Workers.
+ * @module
+ */
+import * as v from 'valibot'
+import { WORKER_STATES, WORKER_TOKEN_SCOPES } from '../workers/workers.ts'
+import { idOf, itemOf, nameField, pageOf, Timestamp } from './common.ts'
+
+const Reason = v.pipe(v.nullable(v.string()), v.description('Why the Worker is in its state, e.g. created, heartbeat, heartbeat_stale, provisioning_deadline_exceeded, provisioner_error, tokens_revoked'))
+
+/** A Worker. */
+export const Worker = v.pipe(
+  v.strictObject({
+    id: idOf('wrk'),
+    name: v.string(),
+    description: v.nullable(v.string()),
+    provisioner: v.string(),
+    state: v.picklist(WORKER_STATES),
+    stateReason: Reason,
+    stateMessage: v.nullable(v.string()),
+    version: v.nullable(v.string()),
+    lastHeartbeatAt: v.nullable(Timestamp),
+    createdByMemberId: v.nullable(idOf('mem')),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  }),
+  v.title('Worker'),
+)
+/** A page of Workers. */
+export const WorkerPage = pageOf(Worker, 'WorkerPage')
+/** `{item: Worker}`. */
+export const WorkerItem = itemOf(Worker, 'WorkerItem')
+
+/** `POST /v1/workers`. */
+export const CreateWorkerBody = v.strictObject({
+  name: nameField(255),
+  description: v.optional(v.nullable(v.pipe(v.string(), v.maxLength(1024, 'must be at most 1024 characters')))),
+  provisioner: v.pipe(v.string(), v.minLength(1), v.maxLength(64), v.description('How the Worker runs: `process` (a child process on the control-plane host)')),
+})
+
+/** Runtime status. */
+export const WorkerRuntime = v.pipe(
+  v.strictObject({
+    workerId: idOf('wrk'),
+    state: v.picklist(WORKER_STATES),
+    stateReason: Reason,
+    stateMessage: v.nullable(v.string()),
+    version: v.nullable(v.string()),
+    url: v.pipe(v.nullable(v.string()), v.description('Where clients reach the runtime')),
+    lastHeartbeatAt: v.nullable(Timestamp),
+    lastActiveAt: v.nullable(Timestamp),
+    openSessionCount: v.nullable(v.number()),
+    staleAfterMs: v.pipe(v.number(), v.description('A healthy Worker without a heartbeat for this long becomes unreachable')),
+    provisioningDeadlineAt: v.nullable(Timestamp),
+    lastError: v.nullable(v.strictObject({ reason: v.string(), message: v.string(), at: Timestamp })),
+  }),
+  v.title('WorkerRuntime'),
+)
+/** `{item: WorkerRuntime}`. */
+export const WorkerRuntimeItem = itemOf(WorkerRuntime, 'WorkerRuntimeItem')
+
+/** A stored Worker token (never its value). */
+export const WorkerToken = v.pipe(
+  v.strictObject({ id: idOf('wkt'), scope: v.picklist(WORKER_TOKEN_SCOPES), generation: v.number(), createdAt: Timestamp, revokedAt: v.nullable(Timestamp) }),
+  v.title('WorkerToken'),
+)
+/** A page of Worker tokens. */
+export const WorkerTokenPage = pageOf(WorkerToken, 'WorkerTokenPage')
+
+/** A newly issued token set: the only time the values are shown. */
+export const IssuedWorkerTokens = v.pipe(
+  v.strictObject({
+    item: v.strictObject({
+      worker: Worker,
+      generation: v.number(),
+      tokens: v.strictObject({
+        client: v.pipe(v.string(), v.startsWith('wkc_'), v.description('Authorization: Bearer for clients of the runtime')),
+        host: v.pipe(v.string(), v.startsWith('wkh_'), v.description('X-Service-Host-Token for the runtime\'s host routes')),
+        activity: v.pipe(v.string(), v.startsWith('wka_'), v.description('What the runtime sends with heartbeats')),
+      }),
+    }),
+  }),
+  v.title('IssuedWorkerTokens'),
+)
+
+/** Heartbeat body. */
+export const HeartbeatBody = v.strictObject({
+  sentAt: v.optional(Timestamp),
+  isActiveRecently: v.optional(v.boolean()),
+  lastActivityAt: v.optional(Timestamp),
+  openSessionCount: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
+  version: v.optional(v.pipe(v.string(), v.maxLength(64))),
+})
+/** Heartbeat answer. */
+export const HeartbeatItem = itemOf(
+  v.pipe(v.strictObject({ workerId: idOf('wrk'), state: v.picklist(WORKER_STATES), lastHeartbeatAt: Timestamp, nextHeartbeatInMs: v.number() }), v.title('HeartbeatAck')),
+  'HeartbeatItem',
+)

@@ -1,0 +1,144 @@
+/**
+ * The `process` provisioner: runs each Worker as `service-server --mode workspace`, a child
+ * process of the control plane on this host, with its own directory under the Workers data dir,
+ * the Worker's client and host tokens, and the settings its heartbeat reporter needs.
+ *
+ * The child gets an allowlisted environment (never the control plane's own secrets, such as
+ * `SERVICE_ENCRYPTION_KEY`) and listens on an ephemeral loopback port; the listening line on its
+ * stdout gives the URL. Running from source the command is `<runtime> bin/service-server.ts`;
+ * inside the compiled binary it is the binary itself.
+ * @module
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { existsSync, mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { Logger } from '../../core/logger.ts'
+import type { ProvisionedRuntime, ProvisionRequest, Provisioner, RuntimeExitListener } from './provisioner.ts'
+
+/** Environment variables passed through to runtimes (everything else is withheld). */
+const PASSED_ENV = ['PATH', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR', 'SYSTEMROOT']
+
+/** How long a runtime may take to exit on SIGTERM before it is killed. */
+const STOP_GRACE_MS = 2000
+
+/** The command that starts this program: source entry under the runtime, or the compiled binary. */
+export function serverCommand(): string[] {
+  const entry = fileURLToPath(new URL('../../../bin/service-server.ts', import.meta.url))
+  return existsSync(entry) ? [process.execPath, entry] : [process.execPath]
+}
+
+interface Running {
+  child: ChildProcess
+  exited: Promise<void>
+  stopping: boolean
+}
+
+/** Options for {@link ProcessProvisioner}. */
+export interface ProcessProvisionerOptions {
+  /** Parent of every Worker's directory. */
+  dataDir: string
+  logger: Logger
+  /** Override of the start command (tests of the compiled binary). */
+  command?: string[]
+}
+
+/** Runs Workers as local child processes. */
+export class ProcessProvisioner implements Provisioner {
+  readonly name = 'process'
+  readonly #running = new Map<string, Running>()
+  readonly #listeners: RuntimeExitListener[] = []
+  readonly #options: ProcessProvisionerOptions
+
+  constructor(options: ProcessProvisionerOptions) {
+    this.#options = options
+  }
+
+  onExit(listener: RuntimeExitListener): void {
+    this.#listeners.push(listener)
+  }
+
+  /** Process id of a Worker's runtime, if this provisioner runs it. */
+  pidOf(workerId: string): number | null {
+    return this.#running.get(workerId)?.child.pid ?? null
+  }
+
+  async start(request: ProvisionRequest): Promise<ProvisionedRuntime> {
+    await this.stop(request.workerId)
+    const root = join(this.#options.dataDir, request.workerId)
+    const workspaceDir = join(root, 'workspace')
+    mkdirSync(workspaceDir, { recursive: true, mode: 0o700 })
+    mkdirSync(join(root, 'data'), { recursive: true, mode: 0o700 })
+    const [command, ...prefix] = this.#options.command ?? serverCommand()
+    const env: Record<string, string> = {}
+    for (const name of PASSED_ENV) if (process.env[name] !== undefined) env[name] = process.env[name]!
+    Object.assign(env, {
+      HOME: root,
+      SERVICE_SERVER_CONFIG: join(root, 'server.json'),
+      SERVICE_TOKEN: request.credentials.client,
+      SERVICE_HOST_TOKEN: request.credentials.host,
+      SERVICE_LOG_FORMAT: 'json',
+      SERVICE_CONTROL_PLANE_URL: request.controlPlaneUrl,
+      SERVICE_WORKER_ID: request.workerId,
+      SERVICE_WORKER_ACTIVITY_TOKEN: request.credentials.activity,
+      SERVICE_WORKER_HEARTBEAT_INTERVAL_MS: String(request.heartbeatIntervalMs),
+    })
+    const args = [...prefix, '--mode', 'workspace', '--host', '127.0.0.1', '--port', '0', '--data-dir', join(root, 'data'), '--workspace', workspaceDir]
+    const child = spawn(command!, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stderr = ''
+    child.stderr!.on('data', (chunk) => {
+      stderr = (stderr + chunk.toString()).slice(-4000)
+    })
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+    const running: Running = { child, exited, stopping: false }
+    this.#running.set(request.workerId, running)
+    child.once('exit', (code, signal) => {
+      if (this.#running.get(request.workerId) === running) this.#running.delete(request.workerId)
+      if (running.stopping) return
+      const how = signal ? `signal ${signal}` : `code ${code}`
+      const tail = stderr.trim().split('\n').slice(-1)[0] ?? ''
+      for (const listener of this.#listeners) listener(request.workerId, { reason: 'process_exited', message: `the runtime exited with ${how}${tail ? `: ${tail.slice(0, 300)}` : ''}` })
+    })
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let buffered = ''
+        const onAbort = () => reject(request.signal.reason ?? new Error('provisioning aborted'))
+        request.signal.addEventListener('abort', onAbort, { once: true })
+        child.once('error', (error) => reject(new Error(`cannot start the runtime: ${error.message}`)))
+        child.once('exit', (code, signal) => reject(new Error(`the runtime exited before listening (${signal ? `signal ${signal}` : `code ${code}`}): ${stderr.trim().split('\n').slice(-2).join(' ').slice(0, 400)}`)))
+        child.stdout!.on('data', (chunk) => {
+          buffered += chunk.toString()
+          const match = /listening on (http:\/\/\S+)/.exec(buffered)
+          if (match) {
+            request.signal.removeEventListener('abort', onAbort)
+            resolve(match[1]!)
+          }
+          // Keep only the tail: output after the listening line (generated tokens) is not kept.
+          if (buffered.length > 8000) buffered = buffered.slice(-2000)
+        })
+      })
+      return { url, pid: child.pid ?? null, workspaceDir }
+    } catch (error) {
+      await this.stop(request.workerId)
+      throw error
+    }
+  }
+
+  async stop(workerId: string): Promise<void> {
+    const running = this.#running.get(workerId)
+    if (!running) return
+    running.stopping = true
+    this.#running.delete(workerId)
+    if (running.child.exitCode !== null || running.child.signalCode !== null) return
+    running.child.kill('SIGTERM')
+    const timer = setTimeout(() => running.child.kill('SIGKILL'), STOP_GRACE_MS)
+    await running.exited
+    clearTimeout(timer)
+  }
+
+  async close(): Promise<string[]> {
+    const ids = [...this.#running.keys()]
+    await Promise.all(ids.map((id) => this.stop(id)))
+    return ids
+  }
+}

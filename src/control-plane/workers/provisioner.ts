@@ -1,0 +1,56 @@
+/**
+ * The seam between Worker routes and whatever runs a Worker: the `process` provisioner starts a
+ * child process on this host; a container or cloud provisioner implements the same interface
+ * and registers under its own name, without touching routes or the state machine.
+ * @module
+ */
+
+/** The token set a runtime is launched with. */
+export interface RuntimeCredentials {
+  /** Bearer token for ordinary clients of the runtime. */
+  client: string
+  /** Host token for the runtime's administrative routes. */
+  host: string
+  /** Token the runtime presents when it reports heartbeats to the control plane. */
+  activity: string
+}
+
+/** What a provisioner needs to start one Worker. */
+export interface ProvisionRequest {
+  workerId: string
+  orgId: string
+  name: string
+  credentials: RuntimeCredentials
+  /** Where the runtime reports heartbeats. */
+  controlPlaneUrl: string
+  heartbeatIntervalMs: number
+  /** Aborted at the job's deadline or on shutdown; the provisioner must give up and clean up. */
+  signal: AbortSignal
+}
+
+/** A started runtime. */
+export interface ProvisionedRuntime {
+  /** Base URL clients use to reach the runtime. */
+  url: string
+  /** Host process id, when the runtime is a local process. */
+  pid: number | null
+  /** Directory holding the runtime's workspace and state, when local. */
+  workspaceDir: string | null
+}
+
+/** Called when a runtime ends on its own (crash, kill), with a reason kept on the Worker. */
+export type RuntimeExitListener = (workerId: string, reason: { reason: string; message: string }) => void
+
+/** A way of running Workers. */
+export interface Provisioner {
+  /** Name clients pass as `provisioner` in `POST /v1/workers`. */
+  readonly name: string
+  /** Starts (or restarts) the Worker's runtime; resolves once it accepts connections. */
+  start(request: ProvisionRequest): Promise<ProvisionedRuntime>
+  /** Stops the Worker's runtime if it runs; resolves once it has exited. */
+  stop(workerId: string): Promise<void>
+  /** Subscribes to runtimes ending on their own. */
+  onExit(listener: RuntimeExitListener): void
+  /** Stops every runtime this provisioner started (control-plane shutdown). Returns their ids. */
+  close(): Promise<string[]>
+}

@@ -1,0 +1,157 @@
+/**
+ * What moves a Worker between states: the provisioning job, heartbeats from the runtime, and two
+ * sweeps on the job loop (overdue provisioning → `failed`, stale heartbeats → `unreachable`).
+ * Provisioning never waits forever: the job has a deadline per attempt and the Worker has a
+ * provisioning deadline overall, both ending in a stored reason.
+ * @module
+ */
+import { errors } from '../../core/errors.ts'
+import { hashToken, secretsEqual } from '../../core/secrets.ts'
+import { isoAt } from '../deps.ts'
+import type { AsyncContext } from '../jobs/async-context.ts'
+import { JobFailure, shortMessage, type JobHandler } from '../jobs/job-runner.ts'
+import { openCredentials, PROVISION_JOB, type WorkerState } from './workers.ts'
+
+/** The provisioning job: starts the runtime with the Worker's current token set. */
+export function provisionJobHandler(ctx: AsyncContext): JobHandler<{ generation: number }> {
+  return {
+    kind: PROVISION_JOB,
+    async run(job) {
+      const row = await ctx.deps.db.selectFrom('worker').selectAll().where('id', '=', job.job.subject_id!).executeTakeFirst()
+      if (!row || row.state !== 'provisioning' || row.token_generation !== job.payload.generation) return { skipped: true }
+      const provisioner = ctx.provisioners.get(row.provisioner)
+      if (!provisioner) throw new JobFailure('provisioner_unavailable', `No provisioner named ${row.provisioner} on this control plane`, { retriable: false })
+      const controlPlaneUrl = ctx.controlPlaneUrl()
+      if (!controlPlaneUrl) throw new JobFailure('control_plane_url_unknown', 'The control plane does not know its own URL yet (set workers.publicUrl)')
+      const credentials = openCredentials(ctx, row)
+      if (!credentials) throw new JobFailure('tokens_revoked', 'The Worker has no token set', { retriable: false })
+      let runtime
+      try {
+        runtime = await provisioner.start({ workerId: row.id, orgId: row.org_id, name: row.name, credentials, controlPlaneUrl, heartbeatIntervalMs: ctx.settings.workers.heartbeatIntervalMs, signal: job.signal })
+      } catch (error) {
+        if (error instanceof JobFailure) throw error
+        throw new JobFailure('provisioner_error', (error as Error).message)
+      }
+      try {
+        await job.commit(async (trx) => {
+          await trx.updateTable('worker').set({ runtime_url: runtime.url, runtime_pid: runtime.pid, workspace_dir: runtime.workspaceDir, updated_at: isoAt(ctx.deps) })
+            .where('id', '=', row.id).where('token_generation', '=', job.payload.generation).execute()
+        })
+      } catch (error) {
+        // Superseded (deleted, tokens rotated or revoked) while starting: do not leave it running.
+        await provisioner.stop(row.id)
+        throw error
+      }
+      return { url: runtime.url }
+    },
+    async onFailure(trx, job, failure) {
+      const now = isoAt(ctx.deps)
+      const changes = failure.final
+        ? { state: 'failed', state_reason: failure.reason, state_message: failure.message }
+        : {}
+      await trx.updateTable('worker').set({ ...changes, last_error_reason: failure.reason, last_error_message: failure.message, last_error_at: now, updated_at: now })
+        .where('id', '=', job.subject_id!).where('state', '=', 'provisioning').execute()
+      if (failure.final) {
+        const row = await trx.selectFrom('worker').select('provisioner').where('id', '=', job.subject_id!).executeTakeFirst()
+        if (row) void ctx.provisioners.get(row.provisioner)?.stop(job.subject_id!)
+      }
+    },
+    async onRetry(trx, job) {
+      const now = isoAt(ctx.deps)
+      await trx.updateTable('worker').set({ state: 'provisioning', state_reason: 'retried', state_message: null, provisioning_deadline_at: isoAt(ctx.deps, ctx.settings.workers.provisioningDeadlineMs), updated_at: now })
+        .where('id', '=', job.subject_id!).where('state', '=', 'failed').execute()
+    },
+  }
+}
+
+/** Heartbeat body. */
+export interface HeartbeatInput {
+  sentAt?: string
+  isActiveRecently?: boolean
+  lastActivityAt?: string
+  openSessionCount?: number
+  version?: string
+}
+
+/** Heartbeat answer. */
+export interface HeartbeatView {
+  workerId: string
+  state: WorkerState
+  lastHeartbeatAt: string
+  nextHeartbeatInMs: number
+}
+
+const laterOf = (a: string | null, b: string | null): string | null => (!a ? b : !b ? a : a > b ? a : b)
+
+/**
+ * `POST /v1/workers/:id/heartbeat`, authenticated by the Worker's current activity token (401
+ * for anything else, including another Worker's token). Moves `provisioning` and `unreachable`
+ * to `healthy`; timestamps only move forward.
+ */
+export async function recordHeartbeat(ctx: AsyncContext, workerId: string, authorization: string | null, input: HeartbeatInput): Promise<HeartbeatView> {
+  const token = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')?.[1]
+  if (!token) throw errors.unauthorized('Send the Worker activity token as Authorization: Bearer <token>')
+  const hash = hashToken(token)
+  const stored = await ctx.deps.db.selectFrom('worker_token').select(['worker_id', 'token_hash']).where('token_hash', '=', hash).where('scope', '=', 'activity').where('revoked_at', 'is', null).executeTakeFirst()
+  if (!stored || stored.worker_id !== workerId || !secretsEqual(stored.token_hash, hash)) throw errors.unauthorized('Invalid activity token for this Worker')
+  const now = isoAt(ctx.deps)
+  const row = await ctx.deps.db.selectFrom('worker').selectAll().where('id', '=', workerId).executeTakeFirst()
+  if (!row) throw errors.unauthorized('Invalid activity token for this Worker')
+  if (row.state === 'stopped' || row.state === 'failed') {
+    throw errors.conflict('worker_not_running', `The Worker is ${row.state}; its runtime should stop`, { state: row.state, reason: row.state_reason })
+  }
+  const becomesHealthy = row.state === 'provisioning' || row.state === 'unreachable'
+  const lastActive = input.isActiveRecently ? laterOf(row.last_active_at, input.lastActivityAt ?? now) : row.last_active_at
+  await ctx.deps.db.updateTable('worker').set({
+    last_heartbeat_at: laterOf(row.last_heartbeat_at, now)!,
+    last_active_at: lastActive,
+    open_session_count: input.openSessionCount ?? row.open_session_count,
+    version: input.version ?? row.version,
+    ...(becomesHealthy ? { state: 'healthy', state_reason: 'heartbeat', state_message: null, provisioning_deadline_at: null } : {}),
+    updated_at: now,
+  }).where('id', '=', workerId).where('state', '=', row.state).execute()
+  return { workerId, state: becomesHealthy ? 'healthy' : (row.state as WorkerState), lastHeartbeatAt: laterOf(row.last_heartbeat_at, now)!, nextHeartbeatInMs: ctx.settings.workers.heartbeatIntervalMs }
+}
+
+/** Marks overdue provisioning `failed` and stale healthy Workers `unreachable`. */
+export async function sweepWorkers(ctx: AsyncContext): Promise<void> {
+  const now = isoAt(ctx.deps)
+  const overdue = await ctx.deps.db.selectFrom('worker').select(['id', 'provisioner', 'last_error_reason', 'last_error_message'])
+    .where('state', '=', 'provisioning').where('provisioning_deadline_at', '<', now).execute()
+  for (const row of overdue) {
+    const cause = row.last_error_reason ? ` (last error ${row.last_error_reason}: ${row.last_error_message ?? ''})` : ''
+    await ctx.deps.db.transaction().execute(async (trx) => {
+      const moved = await trx.updateTable('worker').set({
+        state: 'failed', state_reason: 'provisioning_deadline_exceeded',
+        state_message: shortMessage(`The runtime did not report a heartbeat within ${ctx.settings.workers.provisioningDeadlineMs} ms${cause}`), updated_at: now,
+      }).where('id', '=', row.id).where('state', '=', 'provisioning').executeTakeFirst()
+      if (Number(moved.numUpdatedRows) === 0) return
+      await trx.updateTable('job').set({ status: 'canceled', finished_at: now, updated_at: now, locked_by: null, lease_until: null })
+        .where('subject_id', '=', row.id).where('status', 'in', ['queued', 'running']).execute()
+    })
+    await ctx.provisioners.get(row.provisioner)?.stop(row.id)
+  }
+  const staleBefore = isoAt(ctx.deps, -ctx.settings.workers.staleAfterMs)
+  await ctx.deps.db.updateTable('worker').set({
+    state: 'unreachable', state_reason: 'heartbeat_stale',
+    state_message: `No heartbeat for more than ${ctx.settings.workers.staleAfterMs} ms`, updated_at: now,
+  }).where('state', '=', 'healthy').where('last_heartbeat_at', '<', staleBefore).execute()
+}
+
+/** Keeps a runtime's own exit (crash, kill) as the Worker's last error. */
+export async function recordRuntimeExit(ctx: AsyncContext, workerId: string, reason: { reason: string; message: string }): Promise<void> {
+  const now = isoAt(ctx.deps)
+  await ctx.deps.db.updateTable('worker').set({ last_error_reason: reason.reason, last_error_message: shortMessage(reason.message), last_error_at: now, runtime_pid: null, updated_at: now })
+    .where('id', '=', workerId).execute()
+}
+
+/** On shutdown: runtimes started by this control plane stop with it; their Workers say so. */
+export async function stopRuntimes(ctx: AsyncContext): Promise<void> {
+  for (const provisioner of ctx.provisioners.values()) {
+    const ids = await provisioner.close()
+    if (ids.length === 0) continue
+    const now = isoAt(ctx.deps)
+    await ctx.deps.db.updateTable('worker').set({ state: 'stopped', state_reason: 'control_plane_stopped', state_message: 'The control plane that ran this runtime stopped', runtime_pid: null, updated_at: now })
+      .where('id', 'in', ids).where('state', 'in', ['provisioning', 'healthy', 'unreachable']).execute()
+  }
+}
