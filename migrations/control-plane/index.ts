@@ -9,6 +9,11 @@ import * as m0002 from './0002_identity.ts'
 import * as m0003 from './0003_organizations.ts'
 import * as m0004 from './0004_teams.ts'
 import * as m0005 from './0005_audit.ts'
+import * as m0006 from './0006_config_objects.ts'
+import * as m0007 from './0007_access_grants.ts'
+import * as m0008 from './0008_plugins_marketplaces.ts'
+import * as m0009 from './0009_skill_hubs.ts'
+import * as m0010 from './0010_llm_providers.ts'
 
 export const controlPlaneMigrations: MigrationSet = {
   '0001_instance': m0001,
@@ -16,4 +21,9 @@ export const controlPlaneMigrations: MigrationSet = {
   '0003_organizations': m0003,
   '0004_teams': m0004,
   '0005_audit': m0005,
+  '0006_config_objects': m0006,
+  '0007_access_grants': m0007,
+  '0008_plugins_marketplaces': m0008,
+  '0009_skill_hubs': m0009,
+  '0010_llm_providers': m0010,
 }

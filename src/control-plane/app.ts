@@ -23,6 +23,7 @@ import { annotatePolicy } from './openapi-policy.ts'
 import { rules, type ControlPlaneRule } from './policy.ts'
 import { apiKeyRoutes } from './routes/api-key-routes.ts'
 import { authRoutes } from './routes/auth-routes.ts'
+import { catalogRoutes } from './routes/catalog-routes.ts'
 import { invitationRoutes } from './routes/invitation-routes.ts'
 import { memberRoutes } from './routes/member-routes.ts'
 import { meRoutes } from './routes/me-routes.ts'
@@ -108,6 +109,7 @@ export async function createControlPlaneApp(config: ControlPlaneConfig, options:
     ...invitationRoutes(ctx),
     ...teamRoutes(ctx),
     ...apiKeyRoutes(ctx),
+    ...catalogRoutes(ctx),
   ]
   const http = createHttpApp({
     routes,

@@ -43,6 +43,18 @@ export const POLICY = {
   'api_keys.read': { description: "List the organization's API keys", roles: ADMINS, apiKey: true },
   'api_keys.manage': { description: 'Create and revoke API keys', roles: ADMINS, apiKey: false },
   'audit.read': { description: 'Read audit events', roles: ADMINS, apiKey: true },
+  'config_objects.read': { description: 'List and read the config objects, versions and resolved forms the caller has access to', roles: ALL, apiKey: true },
+  'config_objects.write': { description: 'Create config objects; change those the caller edits or manages (per-object grants decide)', roles: ALL, apiKey: true },
+  'plugins.read': { description: 'List and read the plugins the caller has access to', roles: ALL, apiKey: true },
+  'plugins.write': { description: 'Create plugins; change those the caller edits or manages (per-plugin grants decide)', roles: ALL, apiKey: true },
+  'marketplaces.read': { description: 'List and read the marketplaces the caller has access to', roles: ALL, apiKey: true },
+  'marketplaces.create': { description: 'Create marketplaces', roles: ADMINS, apiKey: true },
+  'marketplaces.write': { description: 'Change the marketplaces the caller edits or manages (per-marketplace grants decide)', roles: ALL, apiKey: true },
+  'skill_hubs.read': { description: 'List and read skill hubs and the skills the caller receives', roles: ALL, apiKey: true },
+  'skill_hubs.write': { description: 'Create skill hubs; change those the caller edits or manages (per-hub grants decide)', roles: ALL, apiKey: true },
+  'llm_providers.read': { description: 'Read the model-provider catalog and the providers the caller has access to (never their keys)', roles: ALL, apiKey: true },
+  'llm_providers.write': { description: 'Create model providers; change those the caller manages (per-provider grants decide)', roles: ALL, apiKey: true },
+  'llm_providers.credential': { description: "Read a provider's API key; needs an explicit grant on the provider, and every read is audited", roles: ALL, apiKey: true },
 } as const satisfies Record<string, PermissionPolicy>
 
 /** A permission key from the policy table. */

@@ -119,6 +119,161 @@ export interface AuditEventTable {
   created_at: string
 }
 
+/** `config_object`: addressable shared configuration; content lives in its versions. */
+export interface ConfigObjectTable {
+  id: string
+  org_id: string
+  object_type: string
+  source_mode: string
+  title: string
+  description: string | null
+  /** File-safe name derived from the latest version (a skill's frontmatter name, else the title). */
+  name: string
+  /** `active | archived | deleted`. */
+  status: string
+  connector_instance_id: string | null
+  created_by_member_id: string | null
+  latest_version_id: string | null
+  version_count: number
+  created_at: string
+  updated_at: string
+  archived_at: string | null
+  deleted_at: string | null
+}
+
+/** `config_object_version`: one immutable version, numbered 1.. per object. */
+export interface ConfigObjectVersionTable {
+  id: string
+  org_id: string
+  config_object_id: string
+  number: number
+  raw_source_text: string | null
+  /** JSON of the normalized payload. */
+  normalized_payload: string
+  created_via: string
+  created_by_member_id: string | null
+  connector_sync_event_id: string | null
+  source_revision_ref: string | null
+  created_at: string
+}
+
+/** `config_object_term`: one search word of an object's title, description or latest content. */
+export interface ConfigObjectTermTable {
+  org_id: string
+  term: string
+  config_object_id: string
+}
+
+/** `access_grant`: a role on one catalog resource for a member, a team or the organization. */
+export interface AccessGrantTable {
+  id: string
+  org_id: string
+  /** `config_object | plugin | marketplace | skill_hub | llm_provider`. */
+  resource_type: string
+  resource_id: string
+  member_id: string | null
+  team_id: string | null
+  org_wide: number
+  /** `member:<id>`, `team:<id>` or `org`; unique per resource. */
+  principal_key: string
+  /** `viewer | editor | manager`. */
+  role: string
+  created_by_member_id: string | null
+  created_at: string
+  updated_at: string
+}
+
+/** `plugin` and `marketplace` share this shape. */
+export interface CatalogContainerTable {
+  id: string
+  org_id: string
+  name: string
+  description: string | null
+  /** `active | archived`. */
+  status: string
+  created_by_member_id: string | null
+  created_at: string
+  updated_at: string
+  archived_at: string | null
+}
+
+/** `plugin_config_object`: a config object in a plugin. */
+export interface PluginConfigObjectTable {
+  id: string
+  org_id: string
+  plugin_id: string
+  config_object_id: string
+  /** `manual | api | connector | system`. */
+  membership_source: string
+  connector_mapping_id: string | null
+  created_by_member_id: string | null
+  created_at: string
+}
+
+/** `marketplace_plugin`: a plugin listed in a marketplace. */
+export interface MarketplacePluginTable {
+  id: string
+  org_id: string
+  marketplace_id: string
+  plugin_id: string
+  membership_source: string
+  created_by_member_id: string | null
+  created_at: string
+}
+
+/** `skill_hub`: a reusable collection of skills. */
+export interface SkillHubTable {
+  id: string
+  org_id: string
+  name: string
+  description: string | null
+  created_by_member_id: string | null
+  created_at: string
+  updated_at: string
+}
+
+/** `skill_hub_skill`: a skill (config object of type skill) in a hub. */
+export interface SkillHubSkillTable {
+  id: string
+  org_id: string
+  hub_id: string
+  config_object_id: string
+  created_by_member_id: string | null
+  created_at: string
+}
+
+/** `skill_hub_assignment`: a hub delivered to a member, a team or the organization. */
+export interface SkillHubAssignmentTable {
+  id: string
+  org_id: string
+  hub_id: string
+  member_id: string | null
+  team_id: string | null
+  org_wide: number
+  principal_key: string
+  created_by_member_id: string | null
+  created_at: string
+}
+
+/** `llm_provider`: a shared model provider; the API key is sealed, never plaintext. */
+export interface LlmProviderTable {
+  id: string
+  org_id: string
+  name: string
+  /** `catalog | custom`. */
+  source: string
+  catalog_provider_id: string | null
+  base_url: string | null
+  api: string
+  /** JSON array of `{id, name}`. */
+  models: string
+  /** Secret-box sealed API key bound to the row id, or null. */
+  api_key_sealed: string | null
+  created_by_member_id: string | null
+  created_at: string
+  updated_at: string
+}
+
 /** All control-plane tables. */
 export interface ControlPlaneDb {
   instance: InstanceTable
@@ -131,4 +286,16 @@ export interface ControlPlaneDb {
   team: TeamTable
   team_member: TeamMemberTable
   audit_event: AuditEventTable
+  config_object: ConfigObjectTable
+  config_object_version: ConfigObjectVersionTable
+  config_object_term: ConfigObjectTermTable
+  access_grant: AccessGrantTable
+  plugin: CatalogContainerTable
+  marketplace: CatalogContainerTable
+  plugin_config_object: PluginConfigObjectTable
+  marketplace_plugin: MarketplacePluginTable
+  skill_hub: SkillHubTable
+  skill_hub_skill: SkillHubSkillTable
+  skill_hub_assignment: SkillHubAssignmentTable
+  llm_provider: LlmProviderTable
 }

@@ -28,6 +28,12 @@ export type AuditAction =
   | 'invitation.created' | 'invitation.canceled' | 'invitation.accepted'
   | 'team.created' | 'team.updated' | 'team.deleted' | 'team.member_added' | 'team.member_removed'
   | 'api_key.created' | 'api_key.revoked' | 'api_key.disabled'
+  | 'config_object.created' | 'config_object.version_added' | 'config_object.archived' | 'config_object.deleted' | 'config_object.restored'
+  | 'access.granted' | 'access.revoked'
+  | 'plugin.created' | 'plugin.updated' | 'plugin.archived' | 'plugin.restored' | 'plugin.deleted' | 'plugin.member_added' | 'plugin.member_removed'
+  | 'marketplace.created' | 'marketplace.updated' | 'marketplace.archived' | 'marketplace.restored' | 'marketplace.deleted' | 'marketplace.plugin_added' | 'marketplace.plugin_removed'
+  | 'skill_hub.created' | 'skill_hub.updated' | 'skill_hub.deleted' | 'skill_hub.skill_added' | 'skill_hub.skill_removed' | 'skill_hub.assigned' | 'skill_hub.unassigned'
+  | 'llm_provider.created' | 'llm_provider.updated' | 'llm_provider.deleted' | 'llm_provider.credential_read'
 
 /** Non-secret facts about an action. Values are short strings, numbers or booleans only. */
 export type AuditData = Record<string, string | number | boolean | null>

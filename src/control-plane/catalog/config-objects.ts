@@ -1,0 +1,182 @@
+/**
+ * Config objects as the API serves them: create, list with every spec filter (computed in SQL
+ * over indexes), read, lifecycle, and the per-object grant checks. Objects are visible to
+ * owners and admins, to holders of a grant, and to people who can see a plugin or skill hub
+ * containing them; anything else is a 404. The creator receives a manager grant.
+ * @module
+ */
+import { sql } from 'kysely'
+import { errors } from '../../core/errors.ts'
+import { newId } from '../../core/ids.ts'
+import { recordAudit, type Actor } from '../admin/audit.ts'
+import { isoAt, type Deps } from '../deps.ts'
+import { keysetPage, type Page } from '../pagination.ts'
+import { requireRole, upsertGrant, visibleCondition, type Db } from './access-grants.ts'
+import type { ObjectType, VersionInput } from './config-source.ts'
+import { changeLifecycleIn, insertConfigObject, LIFECYCLE, type CreatedVia, type ObjectState, type SourceMode } from './config-store.ts'
+import { prefixUpperBound, queryTerms } from './search-terms.ts'
+
+/** A short summary of the latest version (no payload). */
+export interface VersionSummary {
+  id: string
+  number: number
+  createdVia: CreatedVia
+  createdByMemberId: string | null
+  sourceRevisionRef: string | null
+  createdAt: string
+}
+
+/** A config object as the API shows it. */
+export interface ConfigObjectView {
+  id: string
+  type: ObjectType
+  sourceMode: SourceMode
+  title: string
+  description: string | null
+  name: string
+  status: ObjectState
+  connectorInstanceId: string | null
+  createdByMemberId: string | null
+  versionCount: number
+  latestVersion: VersionSummary | null
+  createdAt: string
+  updatedAt: string
+  archivedAt: string | null
+  deletedAt: string | null
+}
+
+/** Which deleted objects a list includes. */
+export type DeletedSelection = 'exclude' | 'include' | 'only'
+
+/** List filters (all optional) plus the page. */
+export interface ConfigObjectFilters {
+  cursor?: string
+  limit: number
+  type?: ObjectType
+  status?: ObjectState
+  sourceMode?: SourceMode
+  pluginId?: string
+  connectorInstanceId?: string
+  deleted?: DeletedSelection
+  q?: string
+}
+
+/** The object query with its latest version summary joined. */
+export function objectQuery(db: Db, orgId: string) {
+  return db
+    .selectFrom('config_object as co')
+    .leftJoin('config_object_version as v', 'v.id', 'co.latest_version_id')
+    .select([
+      'co.id', 'co.object_type', 'co.source_mode', 'co.title', 'co.description', 'co.name', 'co.status', 'co.connector_instance_id',
+      'co.created_by_member_id', 'co.version_count', 'co.created_at', 'co.updated_at', 'co.archived_at', 'co.deleted_at',
+      'v.id as v_id', 'v.number as v_number', 'v.created_via as v_created_via', 'v.created_by_member_id as v_created_by', 'v.source_revision_ref as v_ref', 'v.created_at as v_created_at',
+    ])
+    .where('co.org_id', '=', orgId)
+}
+
+type ObjectRow = Awaited<ReturnType<ReturnType<typeof objectQuery>['executeTakeFirstOrThrow']>>
+
+/** Maps a row of {@link objectQuery}. */
+export function objectView(row: ObjectRow): ConfigObjectView {
+  return {
+    id: row.id,
+    type: row.object_type as ObjectType,
+    sourceMode: row.source_mode as SourceMode,
+    title: row.title,
+    description: row.description,
+    name: row.name,
+    status: row.status as ObjectState,
+    connectorInstanceId: row.connector_instance_id,
+    createdByMemberId: row.created_by_member_id,
+    versionCount: row.version_count,
+    latestVersion: row.v_id
+      ? { id: row.v_id, number: row.v_number!, createdVia: row.v_created_via as CreatedVia, createdByMemberId: row.v_created_by ?? null, sourceRevisionRef: row.v_ref ?? null, createdAt: row.v_created_at! }
+      : null,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    archivedAt: row.archived_at,
+    deletedAt: row.deleted_at,
+  }
+}
+
+/**
+ * Visible objects in id (creation) order, filtered in SQL. Each single-column filter is served by
+ * an `(org_id, <column>, id)` index; `q` and `pluginId` by their own indexes; the deleted
+ * selection by the status column.
+ */
+export function listConfigObjects(deps: Deps, actor: Actor, filters: ConfigObjectFilters): Promise<Page<ConfigObjectView>> {
+  let query = objectQuery(deps.db, actor.orgId)
+  if (filters.type) query = query.where('co.object_type', '=', filters.type)
+  if (filters.status) query = query.where('co.status', '=', filters.status)
+  if (filters.sourceMode) query = query.where('co.source_mode', '=', filters.sourceMode)
+  if (filters.connectorInstanceId) query = query.where('co.connector_instance_id', '=', filters.connectorInstanceId)
+  const deleted = filters.deleted ?? 'exclude'
+  if (deleted === 'exclude') query = query.where('co.status', '!=', 'deleted')
+  if (deleted === 'only') query = query.where('co.status', '=', 'deleted')
+  if (filters.pluginId) {
+    const pluginId = filters.pluginId
+    query = query.where('co.id', 'in', deps.db.selectFrom('plugin_config_object as pco').select('pco.config_object_id').where('pco.plugin_id', '=', pluginId).where('pco.org_id', '=', actor.orgId))
+  }
+  for (const term of filters.q ? queryTerms(filters.q) : []) {
+    query = query.where('co.id', 'in', deps.db.selectFrom('config_object_term as t').select('t.config_object_id')
+      .where('t.org_id', '=', actor.orgId).where('t.term', '>=', term).where('t.term', '<', prefixUpperBound(term)))
+  }
+  query = query.where(visibleCondition(deps.db, actor, 'config_object', 'co.id'))
+  // A query of only punctuation has no words: it matches nothing rather than everything.
+  if (filters.q !== undefined && queryTerms(filters.q).length === 0) query = query.where(sql<boolean>`1 = 0`)
+  return keysetPage(query, { scope: 'config-objects', cursor: filters.cursor, limit: filters.limit, order: [{ column: 'co.id', field: 'id', direction: 'asc' }], map: objectView })
+}
+
+/** One visible object. */
+export async function getConfigObject(deps: Deps, actor: Actor, id: string): Promise<ConfigObjectView> {
+  await requireRole(deps.db, actor, 'config_object', id, 'viewer')
+  const row = await objectQuery(deps.db, actor.orgId).where('co.id', '=', id).executeTakeFirstOrThrow()
+  return objectView(row)
+}
+
+/** Body of `POST /v1/config-objects`. */
+export interface CreateConfigObjectBody {
+  type: ObjectType
+  sourceMode: Exclude<SourceMode, 'connector'>
+  title: string
+  description?: string | null
+  input: VersionInput
+  pluginIds?: string[]
+}
+
+/** Creates an object and its first version; the creator gets a manager grant. Plugins need editor. */
+export async function createConfigObject(deps: Deps, actor: Actor, body: CreateConfigObjectBody): Promise<ConfigObjectView> {
+  const id = await deps.db.transaction().execute(async (trx) => {
+    const pluginIds = [...new Set(body.pluginIds ?? [])]
+    for (const pluginId of pluginIds) await requireRole(trx, actor, 'plugin', pluginId, 'editor')
+    const created = await insertConfigObject(deps, trx, { orgId: actor.orgId, memberId: actor.memberId }, body, { sourceMode: body.sourceMode })
+    await upsertGrant(deps, trx, actor.orgId, 'config_object', created.id, { memberId: actor.memberId }, 'manager', actor.memberId)
+    for (const pluginId of pluginIds) await addToPluginIn(deps, trx, actor, pluginId, created.id, 'api')
+    await recordAudit(deps, trx, actor, 'config_object.created', { type: 'config_object', id: created.id }, { objectType: body.type, versionId: created.versionId })
+    return created.id
+  })
+  return getConfigObject(deps, actor, id)
+}
+
+/** Adds an object to a plugin inside a transaction (no checks); 409 `already_in_plugin`. */
+export async function addToPluginIn(deps: Deps, trx: Db, actor: Pick<Actor, 'orgId' | 'memberId'>, pluginId: string, objectId: string, source: 'manual' | 'api' | 'connector' | 'system', connectorMappingId: string | null = null): Promise<string> {
+  const existing = await trx.selectFrom('plugin_config_object').select('id').where('plugin_id', '=', pluginId).where('config_object_id', '=', objectId).executeTakeFirst()
+  if (existing) throw errors.conflict('already_in_plugin', 'The config object is already in the plugin')
+  const id = newId('pco')
+  await trx.insertInto('plugin_config_object').values({
+    id, org_id: actor.orgId, plugin_id: pluginId, config_object_id: objectId, membership_source: source,
+    connector_mapping_id: connectorMappingId, created_by_member_id: actor.memberId, created_at: isoAt(deps),
+  }).execute()
+  return id
+}
+
+/** Archives, deletes (soft) or restores an object; manager only. */
+export async function changeLifecycle(deps: Deps, actor: Actor, id: string, action: keyof typeof LIFECYCLE): Promise<ConfigObjectView> {
+  await deps.db.transaction().execute(async (trx) => {
+    await requireRole(trx, actor, 'config_object', id, 'manager')
+    await changeLifecycleIn(deps, trx, actor.orgId, id, action)
+    const event = action === 'archive' ? 'config_object.archived' : action === 'delete' ? 'config_object.deleted' : 'config_object.restored'
+    await recordAudit(deps, trx, actor, event, { type: 'config_object', id })
+  })
+  return getConfigObject(deps, actor, id)
+}
