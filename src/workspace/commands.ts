@@ -31,9 +31,9 @@ export function sanitizeCommandName(raw: string): string {
   return name
 }
 
-function itemFrom(file: string, text: string): CommandItem | null {
+async function itemFrom(file: string, text: string): Promise<CommandItem | null> {
   let doc
-  try { doc = splitFrontmatter(text) } catch { return null }
+  try { doc = await splitFrontmatter(text) } catch { return null }
   const stem = file.replace(/\.md$/, '')
   // The file name is the command's identity (OpenCode invokes /<stem>), so DELETE by name finds it.
   const name = stem
@@ -48,7 +48,7 @@ function itemFrom(file: string, text: string): CommandItem | null {
 /** Lists the workspace's commands, sorted by file name. */
 export async function loadCommands(root: string): Promise<CommandItem[]> {
   const items = await Promise.all((await commandFileNames(root)).map(async (file) => {
-    try { return itemFrom(file, await readFile(join(root, '.opencode/commands', file), 'utf8')) } catch { return null }
+    try { return await itemFrom(file, await readFile(join(root, '.opencode/commands', file), 'utf8')) } catch { return null }
   }))
   return items.filter((x): x is CommandItem => x !== null)
 }
@@ -64,10 +64,10 @@ export interface CommandInput {
 }
 
 /** Validates a payload and builds the file text. */
-export function prepareCommand(input: CommandInput): { name: string; rel: string; text: string } {
+export async function prepareCommand(input: CommandInput): Promise<{ name: string; rel: string; text: string }> {
   const name = sanitizeCommandName(input.name)
   if (!input.template.trim()) throw errors.badRequest('invalid_command_template', 'Command template must not be empty')
-  const text = joinFrontmatter({ description: input.description, agent: input.agent, model: input.model ?? undefined, subtask: input.subtask }, input.template.trim())
+  const text = await joinFrontmatter({ description: input.description, agent: input.agent, model: input.model ?? undefined, subtask: input.subtask }, input.template.trim())
   return { name, rel: commandFile(name), text }
 }
 

@@ -15,17 +15,19 @@ test('plugin specs reduce to their package name', () => {
   assert.is(pluginName('/abs/plugin.ts'), '/abs/plugin.ts')
 })
 
-test('frontmatter splits and joins, dropping null values', () => {
-  const doc = splitFrontmatter('---\nname: a\ntags: [x]\n---\n\nBody\n')
+test('frontmatter splits and joins, dropping null values', async () => {
+  const doc = await splitFrontmatter('---\nname: a\ntags: [x]\n---\n\nBody\n')
   assert.equal(doc.data, { name: 'a', tags: ['x'] })
   assert.is(doc.body, '\nBody\n')
-  assert.is(splitFrontmatter('no frontmatter').hasFrontmatter, false)
-  assert.throws(() => splitFrontmatter('---\n- a list\n---\n'))
-  assert.is(joinFrontmatter({ a: 1, b: null, c: undefined }, 'x'), '---\na: 1\n---\n\nx\n')
+  assert.is((await splitFrontmatter('no frontmatter')).hasFrontmatter, false)
+  let rejected = false
+  try { await splitFrontmatter('---\n- a list\n---\n') } catch { rejected = true }
+  assert.ok(rejected, 'a YAML list is not a mapping')
+  assert.is(await joinFrontmatter({ a: 1, b: null, c: undefined }, 'x'), '---\na: 1\n---\n\nx\n')
 })
 
-test('a skill payload without frontmatter gets one built from the payload', () => {
-  const skill = prepareSkill({ name: 'ok-name', content: 'Just a body.', description: 'From the payload.' })
+test('a skill payload without frontmatter gets one built from the payload', async () => {
+  const skill = await prepareSkill({ name: 'ok-name', content: 'Just a body.', description: 'From the payload.' })
   assert.is(skill.text, '---\nname: ok-name\ndescription: From the payload.\n---\n\nJust a body.\n')
   assert.is(skill.rel, '.opencode/skills/ok-name/SKILL.md')
 })

@@ -3,12 +3,16 @@
  * file's comments and formatting (text edits through jsonc-parser, not a re-serialisation).
  * @module
  */
-import { applyEdits, modify, parse, printParseErrorCode, type FormattingOptions, type ParseError } from 'jsonc-parser'
+import type { FormattingOptions, ParseError } from 'jsonc-parser'
 import { errors } from '../core/errors.ts'
+import { lazyModule } from '../core/lazy-module.ts'
+
+const jsonc = lazyModule(() => import('jsonc-parser'))
 
 /** Parses JSONC text into an object; 422 `invalid_jsonc` with `[{code, offset, length}]` otherwise. */
-export function parseJsoncObject(text: string, file: string): Record<string, unknown> {
+export async function parseJsoncObject(text: string, file: string): Promise<Record<string, unknown>> {
   if (text.trim() === '') return {}
+  const { parse, printParseErrorCode } = await jsonc()
   const problems: ParseError[] = []
   const value = parse(text, problems, { allowTrailingComma: true, disallowComments: false })
   if (problems.length > 0) {
@@ -32,7 +36,8 @@ export function detectFormatting(text: string): FormattingOptions {
  * Replaces top-level keys in JSONC text; `null` removes a key. Everything else in the file
  * (comments, other keys, their order and formatting) is left exactly as it was.
  */
-export function setTopLevelKeys(text: string, updates: Record<string, unknown>): string {
+export async function setTopLevelKeys(text: string, updates: Record<string, unknown>): Promise<string> {
+  const { applyEdits, modify } = await jsonc()
   let out = text.trim() === '' ? '{\n}\n' : text
   const formattingOptions = detectFormatting(out)
   for (const [key, value] of Object.entries(updates)) {
@@ -43,7 +48,8 @@ export function setTopLevelKeys(text: string, updates: Record<string, unknown>):
 }
 
 /** Sets (or with `undefined`, removes) the value at a nested path, keeping the rest of the text. */
-export function setJsoncPath(text: string, path: Array<string | number>, value: unknown): string {
+export async function setJsoncPath(text: string, path: Array<string | number>, value: unknown): Promise<string> {
+  const { applyEdits, modify } = await jsonc()
   const base = text.trim() === '' ? '{\n}\n' : text
   const formattingOptions = detectFormatting(base)
   const out = applyEdits(base, modify(base, path, value, { formattingOptions }))

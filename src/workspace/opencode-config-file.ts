@@ -21,7 +21,7 @@ export interface OpencodeConfigFile {
 export async function readOpencodeConfig(root: string): Promise<OpencodeConfigFile> {
   for (const rel of OPENCODE_CONFIG_FILES) {
     const text = await readTextFileIfExists(join(root, rel))
-    if (text !== null) return { rel, exists: true, text, data: parseJsoncObject(text, rel) }
+    if (text !== null) return { rel, exists: true, text, data: await parseJsoncObject(text, rel) }
   }
   return { rel: 'opencode.json', exists: false, text: '', data: {} }
 }
@@ -41,8 +41,8 @@ export async function opencodeConfigRel(root: string): Promise<string> {
 export async function editOpencodeConfig(root: string, edits: Array<{ path: Array<string | number>; value: unknown }>): Promise<Record<string, unknown>> {
   const current = await readOpencodeConfig(root)
   let text = current.text
-  for (const edit of edits) text = setJsoncPath(text, edit.path, edit.value)
-  const data = parseJsoncObject(text, current.rel)
+  for (const edit of edits) text = await setJsoncPath(text, edit.path, edit.value)
+  const data = await parseJsoncObject(text, current.rel)
   await writeFileAtomic(join(root, current.rel), text)
   return data
 }

@@ -36,9 +36,9 @@ function validDescription(value: unknown): value is string {
   return typeof value === 'string' && value.trim().length >= 1 && value.length <= 1024
 }
 
-function itemFrom(root: string, dir: string, text: string): SkillItem | null {
+async function itemFrom(root: string, dir: string, text: string): Promise<SkillItem | null> {
   let doc
-  try { doc = splitFrontmatter(text) } catch { return null }
+  try { doc = await splitFrontmatter(text) } catch { return null }
   const name = doc.data.name === undefined ? dir : doc.data.name
   if (typeof name !== 'string' || name !== dir || !SKILL_NAME.test(name) || name.length > 64) return null
   if (!validDescription(doc.data.description)) return null
@@ -53,7 +53,7 @@ export async function loadSkills(root: string): Promise<Array<{ item: SkillItem;
   const found = await Promise.all((await skillDirNames(root)).map(async (dir) => {
     let text: string
     try { text = await readFile(join(root, skillFile(dir)), 'utf8') } catch { return null }
-    const item = itemFrom(root, dir, text)
+    const item = await itemFrom(root, dir, text)
     return item ? { item, content: text } : null
   }))
   return found.filter((x): x is { item: SkillItem; content: string } => x !== null)
@@ -72,12 +72,12 @@ export interface PreparedSkill {
  * the description comes from the frontmatter or the payload (1–1024 characters, else 422), and
  * other frontmatter keys are kept.
  */
-export function prepareSkill(input: { name: string; content: string; description?: string }): PreparedSkill {
+export async function prepareSkill(input: { name: string; content: string; description?: string }): Promise<PreparedSkill> {
   const name = validateSkillName(input.name)
   if (!input.content.trim()) throw errors.badRequest('invalid_skill_content', 'Skill content must not be empty')
   let doc
   try {
-    doc = splitFrontmatter(input.content)
+    doc = await splitFrontmatter(input.content)
   } catch (error) {
     throw errors.badRequest('invalid_skill_content', `Skill frontmatter is not valid YAML: ${(error as Error).message.split('\n')[0]}`)
   }
@@ -85,7 +85,7 @@ export function prepareSkill(input: { name: string; content: string; description
   const description = typeof doc.data.description === 'string' ? doc.data.description : input.description
   if (!validDescription(description)) throw new ApiError(422, 'invalid_description', 'Skill description must be 1-1024 characters')
   const { name: _n, description: _d, ...rest } = doc.data
-  return { name, description: description.trim(), rel: skillFile(name), text: joinFrontmatter({ name, description: description.trim(), ...rest }, doc.body) }
+  return { name, description: description.trim(), rel: skillFile(name), text: await joinFrontmatter({ name, description: description.trim(), ...rest }, doc.body) }
 }
 
 /** Writes a prepared skill. */

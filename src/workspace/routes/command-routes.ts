@@ -49,7 +49,7 @@ export function commandRoutes(s: WorkspaceServices) {
       handler: async ({ request, params, body, principal }) => {
         s.gate.ensureWritable()
         const ws = s.workspaces.get(params.id)
-        const command = prepareCommand(body)
+        const command = await prepareCommand(body)
         const exists = (await loadCommands(ws.entry.path)).some((c) => c.name === command.name)
         await s.gate.run({
           workspace: ws, principal, signal: request.signal, action: 'commands.upsert', summary: `${exists ? 'Updated' : 'Added'} command ${command.name}`, target: command.name, paths: [command.rel],

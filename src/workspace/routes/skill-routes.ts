@@ -55,7 +55,7 @@ export function skillRoutes(s: WorkspaceServices) {
       handler: async ({ request, params, body, principal }) => {
         s.gate.ensureWritable()
         const ws = s.workspaces.get(params.id)
-        const skill = prepareSkill(body)
+        const skill = await prepareSkill(body)
         const exists = (await loadSkills(ws.entry.path)).some((x) => x.item.name === skill.name)
         await s.gate.run({
           workspace: ws, principal, signal: request.signal, action: 'skills.upsert', summary: `${exists ? 'Updated' : 'Added'} skill ${skill.name}`, target: skill.name, paths: [skill.rel],
