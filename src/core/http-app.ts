@@ -223,7 +223,8 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
       }
       if (peer) bindPeer(request, peer)
       response = await dispatch(request, requestId, rewritten ?? url)
-      if (isHead) response = new Response(null, response)
+      // Cancel the GET body a HEAD does not send, so a proxied or streamed body releases its source.
+      if (isHead) { response.body?.cancel().catch(() => {}); response = new Response(null, response) }
       if (options.cors.origins.length > 0 && incoming.headers.has('origin')) response = applyCors(options.cors, incoming, writable(response))
     }
     if (response.headers.get('x-request-id') !== requestId) {

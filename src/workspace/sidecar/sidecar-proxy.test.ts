@@ -222,6 +222,16 @@ proxy('the global event stream only carries this workspace directory and server-
   assert.equal(frames.map((f) => JSON.parse(f.data).payload.type), ['server.connected', 'x.own', 'x.global'])
 })
 
+proxy('HEAD on an event stream answers headers only and releases the upstream stream', async () => {
+  const before = ctx.fake.aborts.filter((p) => p === '/event').length
+  const res = await ctx.kit.req('/sidecar/event', { method: 'HEAD', as: 'viewer' })
+  assert.is(res.status, 200)
+  assert.match(res.headers.get('content-type') ?? '', /text\/event-stream/)
+  assert.is(await res.text(), '')
+  await eventually(() => ctx.fake.aborts.filter((p) => p === '/event').length > before, 'upstream release')
+  assert.is(ctx.kit.app.streams.size, 0)
+})
+
 proxy('a heartbeat is never inserted inside a half-received frame', async () => {
   const res = await ctx.kit.req('/sidecar/event?mode=half')
   const reader = res.body!.getReader()
