@@ -5,6 +5,7 @@
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { startFakeSidecar, type FakeSidecar } from '../../../fixtures/fake-sidecar/fake-sidecar.ts'
 import { request, tempDir } from '../../../tests/harness.ts'
 import { createLogger, type Logger } from '../../core/logger.ts'
 import { createWorkspaceApp, type WorkspaceSurface } from '../app.ts'
@@ -87,5 +88,54 @@ export async function startSidecarApp(options: SidecarAppOptions = {}): Promise<
   } catch (error) {
     rmSync(dir, { recursive: true, force: true })
     throw error
+  }
+}
+
+/** The fake-upstream fixture both proxy suites share: one fake and six workspaces over it. */
+export interface ProxyFixture {
+  fake: FakeSidecar
+  kit: SidecarApp
+  /** Request log lines (JSON). */
+  lines: string[]
+  close(): Promise<void>
+}
+
+/** Password the fixture's fake sidecar requires. */
+export const FIXTURE_PASSWORD = 'fake-sidecar-password-1'
+
+/**
+ * Workspaces: 0 and 1 share the fake (sessions `ses_own` in 0, `ses_foreign` in 1), 2 pins a
+ * non-ASCII directory, 3 has no sidecar, 4 points at a closed port, 5 has a wrong password.
+ * Short timeouts so failure paths are quick.
+ */
+export async function startProxyFixture(): Promise<ProxyFixture> {
+  const fake = await startFakeSidecar({ password: FIXTURE_PASSWORD })
+  const dead = await startFakeSidecar()
+  const deadUrl = dead.url
+  await dead.close()
+  const lines: string[] = []
+  const own = { baseUrl: fake.url, password: FIXTURE_PASSWORD }
+  const kit = await startSidecarApp({
+    workspaces: [
+      { sidecar: own },
+      { sidecar: own },
+      { sidecar: { ...own, directory: '/tmp/répertoire spécial' } },
+      {},
+      { sidecar: { baseUrl: deadUrl } },
+      { sidecar: { baseUrl: fake.url, password: 'wrong-password' } },
+    ],
+    file: { sidecar: { heartbeatMs: 300, eventEstablishTimeoutMs: 1000, responseTimeoutMs: 1500, bodyIdleTimeoutMs: 500, reloadTimeoutMs: 500 } },
+    logLines: lines,
+  })
+  fake.options = { ...fake.options, sessions: { ses_own: kit.roots[0]!, ses_foreign: kit.roots[1]! } }
+  return { fake, kit, lines, close: async () => { await kit.dispose(); await fake.close() } }
+}
+
+/** Polls `check` every 20 ms until it holds, or throws after `timeoutMs`. */
+export async function eventually(check: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 20))
   }
 }
