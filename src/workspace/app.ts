@@ -15,6 +15,7 @@ import type { ValidationPolicy } from '../core/validation.ts'
 import { VERSION } from '../version.ts'
 import { rules, storeTokens, workspaceAuth, workspaceSecuritySchemes, HOST_TOKEN_HEADER, type Principal, type WorkspaceRule } from './auth.ts'
 import { controlRoutes } from './routes/index.ts'
+import { dataPlane } from './routes/data-plane-routes.ts'
 import type { WorkspaceServerConfig } from './server-config.ts'
 import { startWorkspaceServices, type WorkspaceServices } from './workspace-services.ts'
 import { actorOf } from './audit-log.ts'
@@ -44,6 +45,8 @@ export type WorkspaceSurface = Surface & {
   readonly routes: ReadonlyArray<AnyRoute<WorkspaceRule, Principal>>
   /** The sidecar proxy, reload and managed process. */
   readonly sidecar: SidecarService
+  /** File sessions, inbox, artifacts, export and import. */
+  readonly data: ReturnType<typeof dataPlane>
 }
 
 /** Creates the workspace surface for a resolved configuration. */
@@ -67,11 +70,13 @@ export async function createWorkspaceApp(config: WorkspaceServerConfig, options:
   })
   sidecar.followWrites(services.events)
   void sidecar.start()
+  const data = dataPlane(services, streams, options.logger)
   let doc: Record<string, unknown> | undefined
   const routes: AnyRoute<WorkspaceRule, Principal>[] = [
     ...systemRoutes<WorkspaceRule>({ mode: 'workspace', version: VERSION, publicRule: rules.none, startedAt, openapi: () => (doc ??= openapi()) }),
     ...controlRoutes(services, streams, startedAt, sidecar),
     ...sidecarRoutes(sidecar),
+    ...data.routes,
   ]
   const openapi = () =>
     buildOpenApi(
@@ -100,6 +105,7 @@ export async function createWorkspaceApp(config: WorkspaceServerConfig, options:
     services,
     routes,
     sidecar,
+    data,
     fetch: http.fetch,
     router: http.router,
     openapi: () => (doc ??= openapi()),
@@ -115,6 +121,7 @@ export async function createWorkspaceApp(config: WorkspaceServerConfig, options:
       if (closed) return
       closed = true
       streams.closeAll()
+      data.close()
       await sidecar.close()
       await services.close()
     },

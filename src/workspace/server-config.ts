@@ -15,6 +15,7 @@ import type { Flags } from '../cli-flags.ts'
 import { generateToken } from '../core/secrets.ts'
 import { ConfigError, defaultConfigDir, defaultDataDir, envSchemas, envValue, flagValue, pick, readConfigFile, type Env, type SettingSource } from '../core/settings.ts'
 import { resolveSidecarConfig, type SidecarConfig } from './sidecar/sidecar-config.ts'
+import { FilesFileSchema, resolveFilesSettings, type FilesSettings } from './files/files-settings.ts'
 
 const ApprovalMode = v.picklist(['manual', 'auto'], 'must be "manual" or "auto"')
 const TimeoutMs = v.pipe(v.number('must be a number of milliseconds'), v.integer('must be a whole number'), v.minValue(1000, 'must be at least 1000'), v.maxValue(3_600_000, 'must be at most 3600000'))
@@ -52,6 +53,8 @@ export const ServerFileSchema = v.looseObject({
     retention: v.optional(v.pipe(v.number(), v.integer('must be a whole number'), v.minValue(10, 'must be at least 10'), v.maxValue(1_000_000, 'must be at most 1000000'))),
     debounceMs: v.optional(v.pipe(v.number(), v.integer('must be a whole number'), v.minValue(10, 'must be at least 10'), v.maxValue(60_000, 'must be at most 60000'))),
   }, 'must be an object')),
+  /** File sessions, inbox and outbox limits (see files/files-settings.ts). */
+  ...FilesFileSchema,
 })
 /** The parsed config file. */
 export type ServerFile = v.InferOutput<typeof ServerFileSchema>
@@ -93,6 +96,8 @@ export interface WorkspaceServerConfig {
   unknownKeys: string[]
   /** Sidecar connection per workspace, tuning and the managed process (never serialised to clients). */
   sidecar: SidecarConfig
+  /** File sessions, inbox and outbox limits. */
+  files: FilesSettings
 }
 
 /** Stable workspace id: `ws_` + first 12 hex of sha256 of the resolved path. */
@@ -213,5 +218,6 @@ export function loadWorkspaceConfig(flags: Flags, env: Env, cwd: string): Worksp
     file,
     unknownKeys,
     sidecar: resolveSidecarConfig(file, workspaces, env, configPath, fileDir),
+    files: resolveFilesSettings(file, env),
   }
 }

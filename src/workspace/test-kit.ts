@@ -28,6 +28,8 @@ export interface TestServerOptions {
   fixture?: boolean
   watch?: boolean
   debounceMs?: number
+  /** More config-file keys (e.g. `files`, `inbox`), merged over the defaults above. */
+  extraConfig?: Record<string, unknown>
 }
 
 /** Per-request extras: which credential to send. */
@@ -60,6 +62,7 @@ async function build(dir: string, root: string, options: TestServerOptions, cloc
     logRequests: false,
     authThrottle: options.authThrottle ?? { maxFailures: 10_000 },
     events: { debounceMs: options.debounceMs ?? 60 },
+    ...options.extraConfig,
   }, null, 2))
   const config = loadWorkspaceConfig({ config: configPath }, { HOME: dir }, dir)
   const app = await createWorkspaceApp(config, { logger: silentLogger, now: () => clock.now, watch: options.watch })

@@ -1,0 +1,249 @@
+/**
+ * Batched file work of a session: reads, planned writes (checked before approval, re-checked
+ * after) and operations (mkdir, delete, rename). Plain data in, per-item results out; a failing
+ * item never fails its neighbours. Every path passes {@link normalizeRelPath} and the real-path
+ * containment checks of `workspace-path.ts`.
+ * @module
+ */
+import * as fsp from 'node:fs/promises'
+import { ApiError } from '../../core/errors.ts'
+import { writeContained } from './atomic-write.ts'
+import { revisionOf } from './catalog-events.ts'
+import { assertNotTemp, entryInParent, ensureDirectory, normalizeRelPath, openForRead, PathError, prepareWriteTarget, splitRel } from './workspace-path.ts'
+
+/** A failed item. */
+export interface ItemError {
+  ok: false
+  path: string
+  code: string
+  message: string
+  [extra: string]: unknown
+}
+
+/** A successful read. */
+export interface ReadOk {
+  ok: true
+  path: string
+  kind: 'file'
+  bytes: number
+  updatedAt: number
+  revision: string
+  contentBase64: string
+}
+
+function fail(path: string, error: unknown, fallback: string): ItemError {
+  if (error instanceof ApiError) return { ok: false, path, code: error.code, message: error.message, ...(error.details && typeof error.details === 'object' ? error.details as Record<string, unknown> : {}) }
+  const code = (error as NodeJS.ErrnoException)?.code
+  if (code === 'ENOENT' || code === 'ENOTDIR') return { ok: false, path, code: 'file_not_found', message: 'File not found' }
+  if (code === 'ELOOP') return { ok: false, path, code: 'invalid_path', message: 'path resolves through a symlink loop' }
+  return { ok: false, path, code: fallback, message: code ? `Operation failed (${code})` : 'Operation failed' }
+}
+
+/** Validates one client path (per item: invalid → an item error, not a 400 for the batch). */
+export function checkPath(raw: unknown): string {
+  const rel = normalizeRelPath(raw)
+  assertNotTemp(rel)
+  return rel
+}
+
+/** Reads one file as base64, bounded by `maxBytes`. */
+export async function readItem(root: string, raw: unknown, maxBytes: number): Promise<ReadOk | ItemError> {
+  const shown = typeof raw === 'string' ? raw : String(raw)
+  let rel: string
+  try {
+    rel = checkPath(raw)
+  } catch (error) {
+    return fail(shown, error, 'invalid_path')
+  }
+  try {
+    const opened = await openForRead(root, rel)
+    if (!opened) return { ok: false, path: rel, code: 'file_not_found', message: 'File not found' }
+    try {
+      const st = await opened.handle.stat()
+      if (!st.isFile()) return { ok: false, path: rel, code: 'file_not_found', message: 'Not a regular file' }
+      if (st.size > maxBytes) return { ok: false, path: rel, code: 'file_too_large', message: `File is larger than ${maxBytes} bytes`, maxBytes, size: st.size }
+      const data = await opened.handle.readFile()
+      return { ok: true, path: rel, kind: 'file', bytes: data.byteLength, updatedAt: st.mtimeMs, revision: revisionOf(st), contentBase64: data.toString('base64') }
+    } finally {
+      await opened.handle.close()
+    }
+  } catch (error) {
+    return fail(rel, error, 'read_failed')
+  }
+}
+
+/** The current revision of a file, null when it does not exist; throws for non-files. */
+export async function currentRevision(root: string, rel: string): Promise<{ revision: string; size: number; mtimeMs: number } | null> {
+  const opened = await openForRead(root, rel)
+  if (!opened) return null
+  try {
+    const st = await opened.handle.stat()
+    if (!st.isFile()) throw new ApiError(400, 'not_a_file', 'Path exists and is not a regular file')
+    return { revision: revisionOf(st), size: st.size, mtimeMs: st.mtimeMs }
+  } finally {
+    await opened.handle.close()
+  }
+}
+
+async function sameContent(root: string, rel: string, data: Uint8Array): Promise<boolean> {
+  const opened = await openForRead(root, rel)
+  if (!opened) return false
+  try {
+    const current = await opened.handle.readFile()
+    return Buffer.from(data).equals(current)
+  } finally {
+    await opened.handle.close()
+  }
+}
+
+/** One requested write. */
+export interface WriteRequest {
+  path: string
+  contentBase64: string
+  ifMatchRevision?: string
+  force?: boolean
+}
+
+/** A write that passed its pre-checks. */
+export interface PlannedWrite {
+  index: number
+  rel: string
+  data: Uint8Array
+  /** Revision seen when planning (null: file did not exist). */
+  seen: string | null
+  force: boolean
+  /** True when the file already holds exactly these bytes. */
+  unchanged: boolean
+}
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
+
+/** Pre-checks writes: path, size, base64, not-a-file, and `ifMatchRevision` conflicts. */
+export async function planWrites(root: string, writes: WriteRequest[], maxBytes: number): Promise<{ results: Array<ItemError | null>; planned: PlannedWrite[] }> {
+  const results: Array<ItemError | null> = []
+  const planned: PlannedWrite[] = []
+  const seenPaths = new Set<string>()
+  for (const [index, w] of writes.entries()) {
+    let rel: string
+    try {
+      rel = checkPath(w.path)
+    } catch (error) {
+      results.push(fail(String(w.path), error, 'invalid_path'))
+      continue
+    }
+    if (seenPaths.has(rel)) { results.push({ ok: false, path: rel, code: 'invalid_operation', message: 'The same path appears twice in this batch' }); continue }
+    seenPaths.add(rel)
+    const clean = w.contentBase64.replace(/\s+/g, '')
+    if (!BASE64.test(clean) || clean.length % 4 === 1) { results.push({ ok: false, path: rel, code: 'invalid_payload', message: 'contentBase64 is not valid base64' }); continue }
+    if (Math.floor((clean.length * 3) / 4) > maxBytes + 2) { results.push({ ok: false, path: rel, code: 'file_too_large', message: `File is larger than ${maxBytes} bytes`, maxBytes, size: Math.floor((clean.length * 3) / 4) }); continue }
+    const data = Buffer.from(clean, 'base64')
+    if (data.byteLength > maxBytes) { results.push({ ok: false, path: rel, code: 'file_too_large', message: `File is larger than ${maxBytes} bytes`, maxBytes, size: data.byteLength }); continue }
+    try {
+      const current = await currentRevision(root, rel)
+      const force = w.force === true
+      if (!force && w.ifMatchRevision !== undefined && w.ifMatchRevision !== (current?.revision ?? null)) {
+        results.push({ ok: false, path: rel, code: 'conflict', message: 'The file changed since that revision', expectedRevision: w.ifMatchRevision, currentRevision: current?.revision ?? null })
+        continue
+      }
+      const unchanged = current !== null && current.size === data.byteLength && (await sameContent(root, rel, data))
+      planned.push({ index, rel, data, seen: current?.revision ?? null, force, unchanged })
+      results.push(null)
+    } catch (error) {
+      results.push(fail(rel, error, 'write_failed'))
+    }
+  }
+  return { results, planned }
+}
+
+/** A successful write. */
+export interface WriteOk {
+  ok: true
+  path: string
+  bytes: number
+  updatedAt: number
+  revision: string
+  previousRevision: string | null
+}
+
+
+
+/** Applies one planned write after approval, failing with `conflict` if the file changed meanwhile. */
+export async function applyWrite(root: string, w: PlannedWrite, created: string[] = []): Promise<WriteOk | ItemError> {
+  try {
+    const now = await currentRevision(root, w.rel)
+    if (!w.force && (now?.revision ?? null) !== w.seen) {
+      return { ok: false, path: w.rel, code: 'conflict', message: 'The file changed while the write awaited approval', expectedRevision: w.seen, currentRevision: now?.revision ?? null }
+    }
+    if (!w.unchanged) {
+      const target = await prepareWriteTarget(root, w.rel, { created })
+      await writeContained(root, target, w.data)
+    }
+    const after = await currentRevision(root, w.rel)
+    if (!after) return { ok: false, path: w.rel, code: 'write_failed', message: 'The file vanished right after the write' }
+    return { ok: true, path: w.rel, bytes: w.data.byteLength, updatedAt: after.mtimeMs, revision: after.revision, previousRevision: w.seen }
+  } catch (error) {
+    return fail(w.rel, error, 'write_failed')
+  }
+}
+
+/** One requested operation. */
+export type OperationRequest =
+  | { type: 'mkdir'; path: string }
+  | { type: 'delete'; path: string; recursive?: boolean }
+  | { type: 'rename'; from: string; to: string }
+
+/** A validated operation. */
+export type PlannedOperation =
+  | { type: 'mkdir'; path: string }
+  | { type: 'delete'; path: string; recursive: boolean }
+  | { type: 'rename'; from: string; to: string }
+
+/** An operation's result. */
+export type OperationResult = { ok: boolean; type: string; path?: string; from?: string; to?: string; code?: string; message?: string }
+
+/** Validates the paths of an operation. */
+export function planOperation(op: OperationRequest): PlannedOperation | OperationResult {
+  try {
+    if (op.type === 'rename') return { type: 'rename', from: checkPath(op.from), to: checkPath(op.to) }
+    if (op.type === 'delete') return { type: 'delete', path: checkPath(op.path), recursive: op.recursive === true }
+    return { type: 'mkdir', path: checkPath(op.path) }
+  } catch (error) {
+    const e = fail('', error, 'invalid_path')
+    return op.type === 'rename' ? { ok: false, type: op.type, from: String(op.from), to: String(op.to), code: e.code, message: e.message } : { ok: false, type: op.type, path: String(op.path), code: e.code, message: e.message }
+  }
+}
+
+/** Applies one operation; the entry itself is changed, never what a symlink points to. */
+export async function applyOperation(root: string, op: PlannedOperation, created: string[] = []): Promise<OperationResult> {
+  const where = op.type === 'rename' ? { from: op.from, to: op.to } : { path: op.path }
+  try {
+    if (op.type === 'mkdir') {
+      await ensureDirectory(root, op.path, true, created)
+    } else if (op.type === 'delete') {
+      const entry = await entryInParent(root, op.path)
+      if (!entry.stat) return { ok: false, type: op.type, ...where, code: 'file_not_found', message: 'Nothing at that path' }
+      if (entry.stat.isDirectory()) {
+        if (op.recursive) await fsp.rm(entry.abs, { recursive: true, force: false })
+        else await fsp.rmdir(entry.abs)
+      } else {
+        await fsp.unlink(entry.abs)
+      }
+    } else {
+      const from = await entryInParent(root, op.from)
+      if (!from.stat) return { ok: false, type: op.type, ...where, code: 'file_not_found', message: 'Nothing at the source path' }
+      const { parent, name } = splitRel(op.to)
+      if (op.to === op.from || op.to.startsWith(op.from + '/')) return { ok: false, type: op.type, ...where, code: 'invalid_operation', message: 'Cannot move a path into itself' }
+      const dir = await ensureDirectory(root, parent, true, created)
+      const target = `${dir}/${name}`
+      if (await fsp.lstat(target).then(() => true, () => false)) return { ok: false, type: op.type, ...where, code: 'invalid_operation', message: 'The target path already exists' }
+      await fsp.rename(from.abs, target)
+    }
+    return { ok: true, type: op.type, ...where }
+  } catch (error) {
+    if (error instanceof PathError) return { ok: false, type: op.type, ...where, code: error.code, message: error.message }
+    const code = (error as NodeJS.ErrnoException)?.code
+    if (error instanceof ApiError) return { ok: false, type: op.type, ...where, code: error.code, message: error.message }
+    if (code === 'ENOTEMPTY' || code === 'EEXIST') return { ok: false, type: op.type, ...where, code: 'invalid_operation', message: 'Directory is not empty (use recursive)' }
+    return { ok: false, type: op.type, ...where, code: 'operation_failed', message: code ? `Operation failed (${code})` : 'Operation failed' }
+  }
+}

@@ -1,0 +1,159 @@
+/**
+ * The file data plane of all workspaces: sessions, batches with one approval per batch, catalog
+ * snapshots and catalog events. Writes take the workspace lock (shared with the config writers
+ * and the change watcher), re-check revisions after approval, record catalog events and one audit
+ * entry per batch, and let the config watcher see whether a tracked file changed.
+ * @module
+ */
+import { lstat } from 'node:fs/promises'
+import { join } from 'node:path'
+import { ApiError } from '../../core/errors.ts'
+import type { Logger } from '../../core/logger.ts'
+import { actorOf } from '../audit-log.ts'
+import type { Principal } from '../auth.ts'
+import { scopeRank } from '../auth.ts'
+import type { WorkspaceRuntime } from '../workspace-registry.ts'
+import type { WorkspaceServices } from '../workspace-services.ts'
+import { catalogSnapshot, type SnapshotOptions } from './catalog.ts'
+import { CatalogEventLog, revisionOf } from './catalog-events.ts'
+import { applyOperation, applyWrite, planOperation, planWrites, readItem, type ItemError, type OperationRequest, type OperationResult, type PlannedOperation, type WriteOk, type WriteRequest } from './file-batches.ts'
+import { FileSessionStore, type FileSession } from './file-sessions.ts'
+import type { FilesSettings } from './files-settings.ts'
+
+/** Everything the file routes use. */
+export class FileService {
+  readonly settings: FilesSettings
+  readonly sessions: FileSessionStore
+  readonly #s: WorkspaceServices
+  readonly #logs = new Map<string, CatalogEventLog>()
+  readonly #logger: Logger
+
+  constructor(services: WorkspaceServices, settings: FilesSettings, logger: Logger) {
+    this.#s = services
+    this.settings = settings
+    this.#logger = logger
+    this.sessions = new FileSessionStore(settings, services.now)
+    this.sessions.onIdle = (workspaceId) => this.#logs.get(workspaceId)?.stopWatching()
+  }
+
+  /** The catalog event log of a workspace (created on first use). */
+  events(ws: WorkspaceRuntime): CatalogEventLog {
+    let log = this.#logs.get(ws.entry.id)
+    if (!log) {
+      log = new CatalogEventLog({ workspaceId: ws.entry.id, root: ws.entry.path, retention: this.settings.catalogEventRetention, debounceMs: this.settings.watchDebounceMs, now: this.#s.now, logger: this.#logger })
+      this.#logs.set(ws.entry.id, log)
+    }
+    return log
+  }
+
+  /** Opens a session; writable only for a collaborator or owner on a writable server that asked for it. */
+  create(ws: WorkspaceRuntime, principal: Principal, input: { ttlSeconds?: number; write?: boolean }): FileSession {
+    const canWrite = input.write !== false && !this.#s.gate.readOnly && scopeRank(principal.scope) >= scopeRank('collaborator')
+    const session = this.sessions.create({ workspaceId: ws.entry.id, tokenHash: principal.tokenHash ?? '', canWrite, ttlSeconds: input.ttlSeconds })
+    // Events are promised from session creation on; the watcher runs while any session is open.
+    this.events(ws).startWatching()
+    return session
+  }
+
+  /** The caller's live session and its workspace. */
+  open(sessionId: string, principal: Principal): { session: FileSession; ws: WorkspaceRuntime } {
+    const session = this.sessions.get(sessionId, principal.tokenHash)
+    return { session, ws: this.#s.workspaces.get(session.workspaceId) }
+  }
+
+  /** Reads a batch; per-item results. */
+  async readBatch(ws: WorkspaceRuntime, paths: unknown[]) {
+    const items = []
+    for (const p of paths) items.push(await readItem(ws.entry.path, p, this.settings.maxFileBytes))
+    return { items }
+  }
+
+  #writable(session: FileSession): void {
+    this.#s.gate.ensureWritable()
+    if (!session.canWrite) throw new ApiError(403, 'file_session_read_only', 'File session is read-only')
+  }
+
+  async #approve(ws: WorkspaceRuntime, principal: Principal, action: string, summary: string, paths: string[], signal?: AbortSignal): Promise<void> {
+    const outcome = await this.#s.approvals.request({ workspaceId: ws.entry.id, action, summary, paths: paths.map((p) => join(ws.entry.path, p)), actor: actorOf(principal) }, signal)
+    if (!outcome.allowed) throw new ApiError(403, 'write_denied', 'Write request denied', { details: { requestId: outcome.id, reason: outcome.reason } })
+  }
+
+  /** Writes a batch: pre-check, one approval for every changing item, re-check, atomic writes. */
+  async writeBatch(session: FileSession, ws: WorkspaceRuntime, principal: Principal, writes: WriteRequest[], signal?: AbortSignal) {
+    this.#writable(session)
+    const root = ws.entry.path
+    const { results, planned } = await planWrites(root, writes, this.settings.maxFileBytes)
+    const changing = planned.filter((w) => !w.unchanged)
+    if (changing.length) {
+      const names = changing.map((w) => w.rel)
+      await this.#approve(ws, principal, 'workspace.files.session.write', `Write ${names.length} file${names.length === 1 ? '' : 's'}: ${names.slice(0, 5).join(', ')}${names.length > 5 ? ', …' : ''}`, names, signal)
+    }
+    const log = this.events(ws)
+    const out: Array<WriteOk | ItemError | null> = [...results]
+    await ws.lock.run(async () => {
+      for (const w of planned) {
+        const created: string[] = []
+        const result = await applyWrite(root, w, created)
+        out[w.index] = result
+        for (const dir of created) log.append({ type: 'mkdir', path: dir, source: 'server' })
+        if (result.ok && !w.unchanged) log.append({ type: 'write', path: w.rel, revision: result.revision, source: 'server' })
+      }
+    })
+    const written = planned.filter((w) => !w.unchanged && out[w.index]?.ok)
+    if (written.length) await this.#afterWrite(ws, principal, 'workspace.files.session.write', written.map((w) => w.rel), `Wrote ${written.length} file${written.length === 1 ? '' : 's'}`)
+    return { items: out as Array<WriteOk | ItemError>, cursor: log.cursor }
+  }
+
+  /** Runs a batch of operations in order after one approval. */
+  async operations(session: FileSession, ws: WorkspaceRuntime, principal: Principal, ops: OperationRequest[], signal?: AbortSignal) {
+    this.#writable(session)
+    const root = ws.entry.path
+    const planned = ops.map(planOperation)
+    const valid = planned.filter((p): p is PlannedOperation => !('ok' in p))
+    if (valid.length) {
+      const paths = valid.flatMap((p) => (p.type === 'rename' ? [p.from, p.to] : [p.path]))
+      const label = valid.map((p) => (p.type === 'rename' ? `rename ${p.from} → ${p.to}` : `${p.type} ${p.path}`))
+      await this.#approve(ws, principal, 'workspace.files.session.ops', `${label.slice(0, 5).join('; ')}${label.length > 5 ? '; …' : ''}`, paths, signal)
+    }
+    const log = this.events(ws)
+    const items: OperationResult[] = []
+    await ws.lock.run(async () => {
+      for (const p of planned) {
+        if ('ok' in p) { items.push(p); continue }
+        const created: string[] = []
+        const result = await applyOperation(root, p, created)
+        items.push(result)
+        for (const dir of created) if (!(p.type === 'mkdir' && dir === p.path)) log.append({ type: 'mkdir', path: dir, source: 'server' })
+        if (!result.ok) continue
+        if (p.type === 'rename') {
+          const st = await lstat(join(root, p.to)).catch(() => null)
+          log.append({ type: 'rename', path: p.from, toPath: p.to, revision: st?.isFile() ? revisionOf(st) : undefined, source: 'server' })
+        } else {
+          log.append({ type: p.type, path: p.path, source: 'server' })
+        }
+      }
+    })
+    const done = items.filter((i) => i.ok)
+    if (done.length) await this.#afterWrite(ws, principal, 'workspace.files.session.ops', done.map((i) => i.path ?? `${i.from} → ${i.to}`), `Ran ${done.length} file operation${done.length === 1 ? '' : 's'}`)
+    return { items, cursor: log.cursor }
+  }
+
+  async #afterWrite(ws: WorkspaceRuntime, principal: Principal, action: string, targets: string[], summary: string): Promise<void> {
+    await this.#s.audit.record({ workspaceId: ws.entry.id, actor: actorOf(principal), action, target: targets.slice(0, 20).join(', '), summary: `${summary}: ${targets.slice(0, 5).join(', ')}${targets.length > 5 ? ', …' : ''}` })
+    // A batch may touch config or extension files; the config watcher decides and emits reload events.
+    ws.cache.invalidate()
+    void ws.tracker.rescan()
+  }
+
+  /** A catalog page with the event cursor taken before the walk (so nothing falls between). */
+  async snapshot(ws: WorkspaceRuntime, options: SnapshotOptions) {
+    const cursor = this.events(ws).cursor
+    const page = await catalogSnapshot(ws.entry.path, options)
+    return { cursor, ...page }
+  }
+
+  /** Stops every watcher (shutdown). */
+  close(): void {
+    for (const log of this.#logs.values()) log.stopWatching()
+  }
+}
