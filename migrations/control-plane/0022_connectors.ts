@@ -1,6 +1,7 @@
 /**
- * Connectors: account → instance → target → mapping, instance access grants, discovery results,
- * sync events, and bindings from source items to the config objects they became.
+ * Connectors: account → instance → target → mapping, discovery results, sync events, and bindings
+ * from source items to the config objects they became. Access grants on instances live in the
+ * shared `access_grant` table (resource type `connector_instance`).
  */
 import type { Kysely } from 'kysely'
 
@@ -40,22 +41,6 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute()
   await db.schema.createIndex('connector_instance_org_idx').on('connector_instance').columns(['org_id', 'id']).execute()
   await db.schema.createIndex('connector_instance_account_idx').on('connector_instance').columns(['connector_account_id', 'id']).execute()
-
-  await db.schema
-    .createTable('connector_instance_grant')
-    .addColumn('id', 'text', (c) => c.primaryKey())
-    .addColumn('org_id', 'text', (c) => c.notNull())
-    .addColumn('instance_id', 'text', (c) => c.notNull().references('connector_instance.id').onDelete('cascade'))
-    .addColumn('member_id', 'text', (c) => c.references('member.id').onDelete('cascade'))
-    .addColumn('team_id', 'text', (c) => c.references('team.id').onDelete('cascade'))
-    .addColumn('org_wide', 'integer', (c) => c.notNull().defaultTo(0))
-    .addColumn('role', 'text', (c) => c.notNull())
-    .addColumn('created_by_member_id', 'text')
-    .addColumn('created_at', 'text', (c) => c.notNull())
-    .addUniqueConstraint('connector_instance_grant_member_unique', ['instance_id', 'member_id'])
-    .addUniqueConstraint('connector_instance_grant_team_unique', ['instance_id', 'team_id'])
-    .execute()
-  await db.schema.createIndex('connector_instance_grant_instance_idx').on('connector_instance_grant').columns(['instance_id', 'id']).execute()
 
   await db.schema
     .createTable('connector_target')
@@ -159,7 +144,7 @@ export async function up(db: Kysely<any>): Promise<void> {
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const table of ['connector_source_binding', 'connector_sync_event', 'connector_discovery', 'connector_mapping', 'connector_target', 'connector_instance_grant', 'connector_instance', 'connector_account']) {
+  for (const table of ['connector_source_binding', 'connector_sync_event', 'connector_discovery', 'connector_mapping', 'connector_target', 'connector_instance', 'connector_account']) {
     await db.schema.dropTable(table).execute()
   }
 }

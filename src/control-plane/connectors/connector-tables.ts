@@ -35,19 +35,6 @@ export interface ConnectorInstanceTable {
   updated_at: string
 }
 
-/** `connector_instance_grant`: viewer/editor/manager access to one instance. */
-export interface ConnectorInstanceGrantTable {
-  id: string
-  org_id: string
-  instance_id: string
-  member_id: string | null
-  team_id: string | null
-  org_wide: number
-  role: string
-  created_by_member_id: string | null
-  created_at: string
-}
-
 /** `connector_target`: one source inside an instance (a repository branch). */
 export interface ConnectorTargetTable {
   id: string

@@ -10,8 +10,12 @@ import type { ControlPlanePrincipal } from '../auth.ts'
 import type { ControlPlaneConfig } from '../config.ts'
 import type { Deps } from '../deps.ts'
 import type { ControlPlaneRule } from '../policy.ts'
+import { connectorRoutes } from '../routes/connector-routes.ts'
+import { connectorSyncRoutes } from '../routes/connector-sync-routes.ts'
 import { jobRoutes } from '../routes/job-routes.ts'
+import type { RouteContext } from '../routes/route.ts'
 import { workerRoutes } from '../routes/worker-routes.ts'
+import { registerConnectorJobs } from '../connectors/connector-jobs.ts'
 import { ProcessProvisioner } from '../workers/process-provisioner.ts'
 import type { Provisioner } from '../workers/provisioner.ts'
 import { provisionJobHandler, recordRuntimeExit, stopRuntimes, sweepWorkers } from '../workers/worker-lifecycle.ts'
@@ -38,7 +42,7 @@ function urlHost(host: string): string {
 }
 
 /** Builds the families over the domain deps and configuration. */
-export function createAsyncFamilies(deps: Deps, config: ControlPlaneConfig, logger: Logger): AsyncFamilies {
+export function createAsyncFamilies(deps: Deps, config: ControlPlaneConfig, logger: Logger, routeContext: RouteContext): AsyncFamilies {
   const settings = resolveAsyncSettings(config.file as AsyncFileKeys, config.env, config.dataDir)
   const box = deps.secrets
   const jobs = new JobRunner({ db: deps.db, now: deps.now, settings: settings.jobs, logger })
@@ -55,10 +59,11 @@ export function createAsyncFamilies(deps: Deps, config: ControlPlaneConfig, logg
     })
   }
   jobs.register(provisionJobHandler(ctx))
+  registerConnectorJobs(ctx)
   jobs.every('worker-sweep', settings.workers.sweepIntervalMs, () => sweepWorkers(ctx))
   return {
     ctx,
-    routes: [...jobRoutes(ctx), ...workerRoutes(ctx)],
+    routes: [...jobRoutes(ctx), ...workerRoutes(ctx), ...connectorRoutes(ctx, routeContext), ...connectorSyncRoutes(ctx)],
     start: () => jobs.start(),
     listening(address) {
       listeningUrl = `http://${urlHost(address.host)}:${address.port}`

@@ -1,0 +1,329 @@
+/**
+ * Sync events: `POST /v1/connector-targets/:id/sync` records a `queued` event and a job (202);
+ * the job moves it `running → completed | partial | failed` with counts and per-item failures.
+ *
+ * Exactly once across crashes: every item is written in a transaction that also advances the
+ * event's counts and checks (fencing) that this attempt still holds the job. Each source item has
+ * a binding (target, mapping, path) → config object with the content hash; an item whose binding
+ * already names this event was done by an earlier attempt of the same event and is neither
+ * written nor counted again, and unchanged content adds no version. So a sync interrupted by a
+ * crash resumes where it stopped and finishes with one set of versions and one set of counts.
+ *
+ * Config objects are created and versioned through the catalog's store with `sourceMode:
+ * connector`; history is appended, never overwritten.
+ * @module
+ */
+import { createHash } from 'node:crypto'
+import type { Transaction } from 'kysely'
+import { ApiError, errors } from '../../core/errors.ts'
+import { newId } from '../../core/ids.ts'
+import { recordAudit, type Actor } from '../admin/audit.ts'
+import { visibleCondition } from '../catalog/access-grants.ts'
+import { addToPluginIn } from '../catalog/config-objects.ts'
+import type { ObjectType } from '../catalog/config-source.ts'
+import { appendVersionIn, insertConfigObject, type Writer } from '../catalog/config-store.ts'
+import { isoAt } from '../deps.ts'
+import type { AsyncContext } from '../jobs/async-context.ts'
+import { enqueueJob, JobFailure, shortMessage, type JobContext, type JobHandler } from '../jobs/job-runner.ts'
+import { retryJobIn } from '../jobs/jobs.ts'
+import { keysetPage, type Page } from '../pagination.ts'
+import type { ControlPlaneDb } from '../schema.ts'
+import { accountToken, type ConnectorType } from './connector-accounts.ts'
+import type { ConnectorSyncEventTable, ConnectorTargetTable } from './connector-tables.ts'
+import { targetFor, type TargetConfig } from './connector-targets.ts'
+import { itemTitle, selectorRegExp } from './source-items.ts'
+import { openSnapshot } from './sources/open-source.ts'
+import type { SourceEntry } from './sources/source.ts'
+
+/** Sync event states. */
+export const SYNC_STATES = ['queued', 'running', 'completed', 'partial', 'failed'] as const
+/** A sync event state. */
+export type SyncState = (typeof SYNC_STATES)[number]
+/** The sync job kind. */
+export const SYNC_JOB = 'connector.sync'
+
+/** One item that could not be imported. */
+export interface SyncFailure {
+  path: string
+  reason: string
+  message: string
+}
+
+/** A sync event as the API shows it. */
+export interface SyncEventView {
+  id: string
+  connectorInstanceId: string
+  connectorTargetId: string
+  eventType: string
+  status: SyncState
+  sourceRevision: string | null
+  counts: { total: number; processed: number; created: number; updated: number; unchanged: number; failed: number }
+  failures: SyncFailure[]
+  error: { reason: string; message: string } | null
+  attemptCount: number
+  nextAttemptAt: string | null
+  jobId: string | null
+  createdAt: string
+  updatedAt: string
+  startedAt: string | null
+  completedAt: string | null
+}
+
+const eventNotFound = () => errors.notFound('connector_sync_event_not_found', 'Sync event not found')
+
+function eventView(row: ConnectorSyncEventTable): SyncEventView {
+  return {
+    id: row.id,
+    connectorInstanceId: row.instance_id,
+    connectorTargetId: row.target_id,
+    eventType: row.event_type,
+    status: row.status as SyncState,
+    sourceRevision: row.source_revision,
+    counts: { total: row.total_count, processed: row.processed_count, created: row.created_count, updated: row.updated_count, unchanged: row.unchanged_count, failed: row.failed_count },
+    failures: row.failures ? (JSON.parse(row.failures) as SyncFailure[]) : [],
+    error: row.error_reason ? { reason: row.error_reason, message: row.error_message ?? '' } : null,
+    attemptCount: row.attempt_count,
+    nextAttemptAt: row.next_attempt_at,
+    jobId: row.job_id,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    startedAt: row.started_at,
+    completedAt: row.completed_at,
+  }
+}
+
+async function enqueueSync(ctx: AsyncContext, trx: Transaction<ControlPlaneDb>, orgId: string, eventId: string): Promise<string> {
+  const jobId = await enqueueJob(trx, ctx.deps.now(), { kind: SYNC_JOB, orgId, subjectId: eventId, payload: { syncEventId: eventId }, maxAttempts: ctx.settings.connectors.maxAttempts, deadlineMs: ctx.settings.connectors.syncDeadlineMs })
+  await trx.updateTable('connector_sync_event').set({ job_id: jobId }).where('id', '=', eventId).execute()
+  return jobId
+}
+
+/** Queues a sync of a target (editor); 409 `sync_in_progress` while one is queued or running. */
+export async function requestSync(ctx: AsyncContext, actor: Actor, targetId: string): Promise<SyncEventView> {
+  const target = await targetFor(ctx, actor, targetId, 'editor')
+  const id = newId('cse')
+  await ctx.deps.db.transaction().execute(async (trx) => {
+    const instance = await trx.selectFrom('connector_instance').select('status').where('id', '=', target.instance_id).executeTakeFirstOrThrow()
+    if (instance.status !== 'active') throw errors.conflict('connector_instance_disabled', 'The connector instance is disabled; enable it to sync', { status: instance.status })
+    const busy = await trx.selectFrom('connector_sync_event').select('id').where('target_id', '=', targetId).where('status', 'in', ['queued', 'running']).executeTakeFirst()
+    if (busy) throw errors.conflict('sync_in_progress', 'A sync of this target is already queued or running; re-read it by id', { syncEventId: busy.id })
+    const now = isoAt(ctx.deps)
+    await trx.insertInto('connector_sync_event').values({
+      id, org_id: actor.orgId, instance_id: target.instance_id, target_id: targetId, event_type: 'manual', status: 'queued', source_revision: null,
+      total_count: 0, processed_count: 0, created_count: 0, updated_count: 0, unchanged_count: 0, failed_count: 0, failures: null, error_reason: null, error_message: null,
+      attempt_count: 0, next_attempt_at: null, job_id: null, triggered_by_member_id: actor.memberId, triggered_by_user_id: actor.userId, credential_kind: actor.credential, api_key_id: actor.apiKeyId,
+      created_at: now, updated_at: now, started_at: null, completed_at: null,
+    }).execute()
+    await enqueueSync(ctx, trx, actor.orgId, id)
+    await recordAudit(ctx.deps, trx, actor, 'connector_sync.requested', { type: 'connector_sync_event', id }, { connectorTargetId: targetId })
+  })
+  ctx.jobs.wake()
+  return getSyncEvent(ctx, actor, id)
+}
+
+/** Sync events the caller can see (viewer on the instance), newest first. */
+export function listSyncEvents(ctx: AsyncContext, actor: Actor, query: { cursor?: string; limit: number; connectorInstanceId?: string; connectorTargetId?: string; status?: string }): Promise<Page<SyncEventView>> {
+  let q = ctx.deps.db.selectFrom('connector_sync_event').selectAll().where('org_id', '=', actor.orgId).where(visibleCondition(ctx.deps.db, actor, 'connector_instance', 'connector_sync_event.instance_id'))
+  if (query.connectorInstanceId) q = q.where('instance_id', '=', query.connectorInstanceId)
+  if (query.connectorTargetId) q = q.where('target_id', '=', query.connectorTargetId)
+  if (query.status) q = q.where('status', '=', query.status)
+  return keysetPage(q, { scope: 'connector-sync-events', cursor: query.cursor, limit: query.limit, order: [{ column: 'id', field: 'id', direction: 'desc' }], map: eventView })
+}
+
+async function eventFor(ctx: AsyncContext, actor: Actor, id: string, min: 'viewer' | 'editor'): Promise<ConnectorSyncEventTable> {
+  const row = await ctx.deps.db.selectFrom('connector_sync_event').selectAll().where('id', '=', id).where('org_id', '=', actor.orgId).executeTakeFirst()
+  if (!row) throw eventNotFound()
+  try {
+    await targetFor(ctx, actor, row.target_id, min)
+  } catch (error) {
+    if ((error as { status?: number }).status === 404) throw eventNotFound()
+    throw error
+  }
+  return row
+}
+
+/** One sync event (viewer on its instance). */
+export async function getSyncEvent(ctx: AsyncContext, actor: Actor, id: string): Promise<SyncEventView> {
+  return eventView(await eventFor(ctx, actor, id, 'viewer'))
+}
+
+/**
+ * Retries a `failed` or `partial` sync event (editor): it goes back to `queued` and runs again,
+ * skipping the items it already imported; 409 `sync_not_retriable` otherwise.
+ */
+export async function retrySync(ctx: AsyncContext, actor: Actor, id: string): Promise<SyncEventView> {
+  const event = await eventFor(ctx, actor, id, 'editor')
+  await ctx.deps.db.transaction().execute(async (trx) => {
+    const row = await trx.selectFrom('connector_sync_event').selectAll().where('id', '=', id).executeTakeFirstOrThrow()
+    if (row.status !== 'failed' && row.status !== 'partial') {
+      throw errors.conflict('sync_not_retriable', `Only failed or partial syncs can be retried; this one is ${row.status}`, { status: row.status })
+    }
+    const busy = await trx.selectFrom('connector_sync_event').select('id').where('target_id', '=', event.target_id).where('status', 'in', ['queued', 'running']).executeTakeFirst()
+    if (busy) throw errors.conflict('sync_in_progress', 'Another sync of this target is queued or running', { syncEventId: busy.id })
+    const job = row.job_id ? await trx.selectFrom('job').selectAll().where('id', '=', row.job_id).executeTakeFirst() : undefined
+    if (job && (job.status === 'failed' || job.status === 'canceled')) await retryJobIn(ctx.deps, trx, ctx.jobs, job)
+    else {
+      await resetForRetry(ctx, trx, id)
+      await enqueueSync(ctx, trx, actor.orgId, id)
+    }
+    await recordAudit(ctx.deps, trx, actor, 'connector_sync.retried', { type: 'connector_sync_event', id }, { from: row.status })
+  })
+  ctx.jobs.wake()
+  return getSyncEvent(ctx, actor, id)
+}
+
+async function resetForRetry(ctx: AsyncContext, trx: Transaction<ControlPlaneDb>, id: string): Promise<void> {
+  await trx.updateTable('connector_sync_event').set({ status: 'queued', event_type: 'retry', error_reason: null, error_message: null, attempt_count: 0, next_attempt_at: null, completed_at: null, updated_at: isoAt(ctx.deps) })
+    .where('id', '=', id).execute()
+}
+
+const contentHash = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex')
+
+/** How many items one transaction writes. */
+const BATCH = 50
+
+interface Item {
+  mappingId: string
+  pluginId: string | null
+  objectType: ObjectType
+  entry: SourceEntry
+}
+
+/** Runs one attempt of a sync. */
+async function runSync(ctx: AsyncContext, job: JobContext<{ syncEventId: string }>): Promise<unknown> {
+  const eventId = job.payload.syncEventId
+  const start = await job.commit(async (trx) => {
+    const event = await trx.selectFrom('connector_sync_event').selectAll().where('id', '=', eventId).executeTakeFirst()
+    if (!event || (event.status !== 'queued' && event.status !== 'running')) return null
+    const target = await trx.selectFrom('connector_target').selectAll().where('id', '=', event.target_id).executeTakeFirstOrThrow()
+    const instance = await trx.selectFrom('connector_instance').selectAll().where('id', '=', event.instance_id).executeTakeFirstOrThrow()
+    const account = await trx.selectFrom('connector_account').selectAll().where('id', '=', instance.connector_account_id).executeTakeFirstOrThrow()
+    const now = isoAt(ctx.deps)
+    await trx.updateTable('connector_sync_event').set({ status: 'running', attempt_count: job.attempt, next_attempt_at: null, started_at: event.started_at ?? now, updated_at: now }).where('id', '=', eventId).execute()
+    return { event, target, account }
+  })
+  if (!start) return { skipped: true }
+  const { event, target, account } = start
+  const snapshot = await openSnapshot({
+    connectorType: target.connector_type as ConnectorType,
+    remoteId: target.remote_id,
+    branch: (JSON.parse(target.config) as TargetConfig).branch ?? null,
+    token: accountToken(ctx, account),
+  }, ctx.settings.connectors, job.signal)
+  try {
+    return await importSnapshot(ctx, job, event, target, snapshot)
+  } finally {
+    await snapshot.close()
+  }
+}
+
+async function importSnapshot(ctx: AsyncContext, job: JobContext<{ syncEventId: string }>, event: ConnectorSyncEventTable, target: ConnectorTargetTable, snapshot: Awaited<ReturnType<typeof openSnapshot>>): Promise<unknown> {
+  const settings = ctx.settings.connectors
+  const mappings = await ctx.deps.db.selectFrom('connector_mapping').selectAll().where('target_id', '=', target.id).orderBy('id').execute()
+  const items: Item[] = []
+  const failures = new Map<string, SyncFailure>((event.failures ? (JSON.parse(event.failures) as SyncFailure[]) : []).map((f) => [f.path, f]))
+  for (const mapping of mappings) {
+    const pattern = selectorRegExp(mapping.selector)
+    for (const entry of snapshot.entries) {
+      if (!pattern.test(entry.path)) continue
+      if (entry.size > settings.maxFileBytes) {
+        failures.set(entry.path, { path: entry.path, reason: 'file_too_large', message: `${entry.size} bytes is over the ${settings.maxFileBytes}-byte limit` })
+        continue
+      }
+      items.push({ mappingId: mapping.id, pluginId: mapping.plugin_id, objectType: mapping.object_type as ObjectType, entry })
+    }
+  }
+  if (items.length > settings.maxItems) throw new JobFailure('too_many_items', `The mappings select ${items.length} items; at most ${settings.maxItems} may be synced at once`, { retriable: false })
+  await job.commit(async (trx) => {
+    await trx.updateTable('connector_sync_event').set({ source_revision: snapshot.revision, total_count: items.length, updated_at: isoAt(ctx.deps) }).where('id', '=', event.id).execute()
+  })
+  const bindings = new Map((await ctx.deps.db.selectFrom('connector_source_binding').selectAll().where('target_id', '=', target.id).execute()).map((b) => [`${b.mapping_id}\0${b.locator}`, b]))
+  const writer: Writer = { orgId: event.org_id, memberId: null }
+  for (let i = 0; i < items.length; i += BATCH) {
+    if (job.signal.aborted) throw job.signal.reason
+    const batch = items.slice(i, i + BATCH)
+    const contents = await snapshot.read(batch.map((item) => item.entry), job.signal)
+    await job.commit(async (trx) => {
+      const delta = { processed: 0, created: 0, updated: 0, unchanged: 0 }
+      for (const item of batch) {
+        const key = `${item.mappingId}\0${item.entry.path}`
+        const binding = bindings.get(key)
+        // Done by an earlier attempt of this same event: already written and counted.
+        if (binding && binding.last_sync_event_id === event.id) continue
+        delta.processed++
+        const text = contents.get(item.entry.path) ?? ''
+        const hash = contentHash(text)
+        const now = isoAt(ctx.deps)
+        try {
+          if (binding && binding.content_hash === hash) {
+            await trx.updateTable('connector_source_binding').set({ last_sync_event_id: event.id, source_revision: snapshot.revision, updated_at: now }).where('id', '=', binding.id).execute()
+            delta.unchanged++
+          } else if (binding) {
+            await appendVersionIn(ctx.deps, trx, writer, binding.config_object_id, { rawSourceText: text }, { createdVia: 'connector', connectorSyncEventId: event.id, sourceRevisionRef: snapshot.revision })
+            await trx.updateTable('connector_source_binding').set({ content_hash: hash, last_sync_event_id: event.id, source_revision: snapshot.revision, updated_at: now }).where('id', '=', binding.id).execute()
+            delta.updated++
+          } else {
+            const created = await insertConfigObject(ctx.deps, trx, writer, { type: item.objectType, title: itemTitle(item.entry.path, item.objectType), description: `${target.remote_id}: ${item.entry.path}`.slice(0, 1000), input: { rawSourceText: text } }, {
+              sourceMode: 'connector', connectorInstanceId: event.instance_id, connectorSyncEventId: event.id, sourceRevisionRef: snapshot.revision,
+            })
+            await trx.insertInto('connector_source_binding').values({ id: newId('csb'), org_id: event.org_id, target_id: target.id, mapping_id: item.mappingId, locator: item.entry.path, config_object_id: created.id, content_hash: hash, source_revision: snapshot.revision, last_sync_event_id: event.id, created_at: now, updated_at: now }).execute()
+            if (item.pluginId) await addToPluginIn(ctx.deps, trx, { orgId: event.org_id, memberId: event.triggered_by_member_id } as Pick<Actor, 'orgId' | 'memberId'>, item.pluginId, created.id, 'connector', item.mappingId)
+            delta.created++
+          }
+          failures.delete(item.entry.path)
+        } catch (error) {
+          if (!(error instanceof ApiError) || error.status >= 500) throw error
+          const details = error.details as { reason?: string } | undefined
+          failures.set(item.entry.path, { path: item.entry.path, reason: details?.reason ?? error.code, message: shortMessage(error.message, 300) })
+        }
+      }
+      const row = await trx.selectFrom('connector_sync_event').select(['processed_count', 'created_count', 'updated_count', 'unchanged_count']).where('id', '=', event.id).executeTakeFirstOrThrow()
+      await trx.updateTable('connector_sync_event').set({
+        processed_count: row.processed_count + delta.processed,
+        created_count: row.created_count + delta.created,
+        updated_count: row.updated_count + delta.updated,
+        unchanged_count: row.unchanged_count + delta.unchanged,
+        failed_count: failures.size,
+        failures: failures.size ? JSON.stringify([...failures.values()].slice(0, 200)) : null,
+        updated_at: isoAt(ctx.deps),
+      }).where('id', '=', event.id).execute()
+    })
+  }
+  return job.commit(async (trx) => {
+    const row = await trx.selectFrom('connector_sync_event').selectAll().where('id', '=', event.id).executeTakeFirstOrThrow()
+    const succeeded = row.created_count + row.updated_count + row.unchanged_count
+    const status: SyncState = row.failed_count === 0 ? 'completed' : succeeded > 0 ? 'partial' : 'failed'
+    const now = isoAt(ctx.deps)
+    await trx.updateTable('connector_sync_event').set({
+      status, completed_at: now, updated_at: now,
+      ...(status === 'failed' ? { error_reason: 'all_items_failed', error_message: `None of the ${row.failed_count} selected items could be imported; see failures` } : { error_reason: null, error_message: null }),
+    }).where('id', '=', event.id).execute()
+    await trx.updateTable('connector_instance').set({ last_synced_at: now, last_sync_status: status, updated_at: now }).where('id', '=', event.instance_id).execute()
+    return { status, revision: snapshot.revision, created: row.created_count, updated: row.updated_count, unchanged: row.unchanged_count, failed: row.failed_count }
+  })
+}
+
+/** The sync job. */
+export function syncJobHandler(ctx: AsyncContext): JobHandler<{ syncEventId: string }> {
+  return {
+    kind: SYNC_JOB,
+    run: (job) => runSync(ctx, job),
+    async onFailure(trx, job, failure) {
+      const now = isoAt(ctx.deps)
+      await trx.updateTable('connector_sync_event').set({
+        status: failure.final ? 'failed' : 'queued',
+        error_reason: failure.reason,
+        error_message: failure.message,
+        attempt_count: job.attempts,
+        next_attempt_at: failure.nextRunAt,
+        completed_at: failure.final ? now : null,
+        updated_at: now,
+      }).where('id', '=', job.subject_id!).execute()
+      if (failure.final) {
+        const event = await trx.selectFrom('connector_sync_event').select('instance_id').where('id', '=', job.subject_id!).executeTakeFirst()
+        if (event) await trx.updateTable('connector_instance').set({ last_sync_status: 'failed', updated_at: now }).where('id', '=', event.instance_id).execute()
+      }
+    },
+    onRetry: (trx, job) => resetForRetry(ctx, trx, job.subject_id!),
+  }
+}
