@@ -24,6 +24,7 @@ import { rules, type ControlPlaneRule } from './policy.ts'
 import { apiKeyRoutes } from './routes/api-key-routes.ts'
 import { authRoutes } from './routes/auth-routes.ts'
 import { catalogRoutes } from './routes/catalog-routes.ts'
+import { loadProviderCatalog } from './providers/provider-catalog.ts'
 import { invitationRoutes } from './routes/invitation-routes.ts'
 import { memberRoutes } from './routes/member-routes.ts'
 import { meRoutes } from './routes/me-routes.ts'
@@ -109,7 +110,7 @@ export async function createControlPlaneApp(config: ControlPlaneConfig, options:
     ...invitationRoutes(ctx),
     ...teamRoutes(ctx),
     ...apiKeyRoutes(ctx),
-    ...catalogRoutes(ctx),
+    ...catalogRoutes(ctx, loadProviderCatalog(config.llmProviderCatalogFile)),
   ]
   const http = createHttpApp({
     routes,

@@ -145,6 +145,11 @@ async function directRole(db: Db, actor: Actor, type: ResourceType, id: string):
   return rows.reduce<GrantRole | null>((best, row) => maxRole(best, row.role as GrantRole), null)
 }
 
+/** The best role the actor holds by a grant of their own (member, team or org-wide), ignoring admin rights. */
+export function explicitRole(db: Db, actor: Actor, type: ResourceType, id: string): Promise<GrantRole | null> {
+  return directRole(db, actor, type, id)
+}
+
 async function exists(db: Db, orgId: string, type: ResourceType, id: string): Promise<boolean> {
   const { table } = RESOURCE_TABLES[type]
   // deno-lint-ignore no-explicit-any

@@ -1,0 +1,134 @@
+/**
+ * Skills (spec §4B rule 5): the typed view of config objects of type `skill` (a SKILL.md,
+ * validated at write time), and the skills a caller receives, directly by a grant or through a
+ * skill hub assigned to them, each with every path that delivers it.
+ * @module
+ */
+import { errors } from '../../core/errors.ts'
+import type { Actor } from '../admin/audit.ts'
+import type { Deps } from '../deps.ts'
+import { keysetPage, type Page } from '../pagination.ts'
+import { assignedHubIds, grantedIds, requireRole, visibleCondition, type Db } from './access-grants.ts'
+import { createConfigObject } from './config-objects.ts'
+import { normalizeSource } from './config-source.ts'
+import type { ObjectState } from './config-store.ts'
+
+/** A skill as the API shows it. */
+export interface SkillView {
+  id: string
+  name: string
+  description: string
+  title: string
+  status: ObjectState
+  versionId: string
+  versionNumber: number
+  createdAt: string
+  updatedAt: string
+}
+
+/** How a received skill reaches the caller. */
+export interface SkillPathView {
+  via: 'grant' | 'hub'
+  hubId: string | null
+  hubName: string | null
+  principal: 'member' | 'team' | 'organization'
+  teamId: string | null
+}
+
+/** Skill rows with their latest version (for the description). */
+export function skillQuery(db: Db, orgId: string) {
+  return db
+    .selectFrom('config_object as co')
+    .innerJoin('config_object_version as v', 'v.id', 'co.latest_version_id')
+    .select(['co.id', 'co.name', 'co.title', 'co.status', 'co.created_at', 'co.updated_at', 'v.id as version_id', 'v.number as version_number', 'v.normalized_payload'])
+    .where('co.org_id', '=', orgId)
+    .where('co.object_type', '=', 'skill')
+}
+
+type SkillRow = Awaited<ReturnType<ReturnType<typeof skillQuery>['executeTakeFirstOrThrow']>>
+
+/** Maps a row of {@link skillQuery}. */
+export function skillView(row: SkillRow): SkillView {
+  const payload = JSON.parse(row.normalized_payload) as { description?: string }
+  return {
+    id: row.id,
+    name: row.name,
+    description: payload.description ?? '',
+    title: row.title,
+    status: row.status as ObjectState,
+    versionId: row.version_id,
+    versionNumber: row.version_number,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  }
+}
+
+const skillNotFound = () => errors.notFound('skill_not_found', 'Skill not found')
+
+/** Visible, non-deleted skills in creation order. */
+export function listSkills(deps: Deps, actor: Actor, page: { cursor?: string; limit: number }): Promise<Page<SkillView>> {
+  const query = skillQuery(deps.db, actor.orgId).where('co.status', '!=', 'deleted').where(visibleCondition(deps.db, actor, 'config_object', 'co.id'))
+  return keysetPage(query, { scope: 'skills', cursor: page.cursor, limit: page.limit, order: [{ column: 'co.id', field: 'id', direction: 'asc' }], map: skillView })
+}
+
+/** One visible skill; 404 `skill_not_found` for other object types too. */
+export async function getSkill(deps: Deps, actor: Actor, id: string): Promise<SkillView> {
+  const row = await skillQuery(deps.db, actor.orgId).where('co.id', '=', id).executeTakeFirst()
+  if (!row) throw skillNotFound()
+  try {
+    await requireRole(deps.db, actor, 'config_object', id, 'viewer')
+  } catch {
+    throw skillNotFound()
+  }
+  return skillView(row)
+}
+
+/** Creates a skill from a SKILL.md (422 naming the field when invalid); the title defaults to the name. */
+export async function createSkill(deps: Deps, actor: Actor, body: { skillMd: string; title?: string }): Promise<SkillView> {
+  const source = (() => {
+    try {
+      return normalizeSource('skill', { rawSourceText: body.skillMd }, body.title ?? 'skill')
+    } catch (error) {
+      // Report the field as the skill route names it.
+      const details = (error as { details?: { issues?: Array<{ path: string }> } }).details
+      for (const issue of details?.issues ?? []) issue.path = issue.path.replace('input.rawSourceText', 'skillMd')
+      throw error
+    }
+  })()
+  const created = await createConfigObject(deps, actor, { type: 'skill', sourceMode: 'cloud', title: body.title ?? source.name, input: { rawSourceText: body.skillMd } })
+  return getSkill(deps, actor, created.id)
+}
+
+/** Active skills the caller receives (a grant on the skill, or a hub assigned to them), each with its paths. */
+export async function listReceivedSkills(deps: Deps, actor: Actor, page: { cursor?: string; limit: number }): Promise<Page<{ skill: SkillView; paths: SkillPathView[] }>> {
+  const hubSkills = deps.db.selectFrom('skill_hub_skill as shs').select('shs.config_object_id').where('shs.org_id', '=', actor.orgId).where('shs.hub_id', 'in', assignedHubIds(deps.db, actor))
+  const query = skillQuery(deps.db, actor.orgId)
+    .where('co.status', '=', 'active')
+    .where((eb) => eb.or([eb('co.id', 'in', grantedIds(deps.db, actor, 'config_object')), eb('co.id', 'in', hubSkills)]))
+  const skills = await keysetPage(query, { scope: 'my-skills', cursor: page.cursor, limit: page.limit, order: [{ column: 'co.id', field: 'id', direction: 'asc' }], map: skillView })
+  const ids = skills.items.map((s) => s.id)
+  if (ids.length === 0) return { items: [], nextCursor: skills.nextCursor }
+  const teams = deps.db.selectFrom('team_member').select('team_id').where('member_id', '=', actor.memberId)
+  const grants = await deps.db.selectFrom('access_grant').select(['resource_id', 'member_id', 'team_id', 'org_wide'])
+    .where('resource_type', '=', 'config_object').where('resource_id', 'in', ids)
+    .where((eb) => eb.or([eb('member_id', '=', actor.memberId), eb('team_id', 'in', teams), eb('org_wide', '=', 1)]))
+    .orderBy('id').execute()
+  const hubs = await deps.db.selectFrom('skill_hub_skill as shs')
+    .innerJoin('skill_hub as h', 'h.id', 'shs.hub_id')
+    .innerJoin('skill_hub_assignment as a', 'a.hub_id', 'h.id')
+    .select(['shs.config_object_id', 'h.id as hub_id', 'h.name as hub_name', 'a.member_id', 'a.team_id', 'a.org_wide'])
+    .where('shs.config_object_id', 'in', ids)
+    .where((eb) => eb.or([eb('a.member_id', '=', actor.memberId), eb('a.team_id', 'in', teams), eb('a.org_wide', '=', 1)]))
+    .orderBy('a.id').execute()
+  const principal = (row: { member_id: string | null; team_id: string | null }) => (row.member_id ? 'member' : row.team_id ? 'team' : 'organization') as SkillPathView['principal']
+  return {
+    items: skills.items.map((skill) => ({
+      skill,
+      paths: [
+        ...grants.filter((g) => g.resource_id === skill.id).map((g) => ({ via: 'grant' as const, hubId: null, hubName: null, principal: principal(g), teamId: g.team_id })),
+        ...hubs.filter((h) => h.config_object_id === skill.id).map((h) => ({ via: 'hub' as const, hubId: h.hub_id, hubName: h.hub_name, principal: principal(h), teamId: h.team_id })),
+      ],
+    })),
+    nextCursor: skills.nextCursor,
+  }
+}

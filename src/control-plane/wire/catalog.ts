@@ -1,0 +1,117 @@
+/**
+ * Wire schemas of plugins, marketplaces, skills and skill hubs.
+ * @module
+ */
+import * as v from 'valibot'
+import { CONTAINER_STATES } from '../catalog/containers.ts'
+import { pageQuery } from '../pagination.ts'
+import { idOf, itemOf, nameField, pageOf, Timestamp } from './common.ts'
+import { ConfigObject, DescriptionField, exactlyOnePrincipal, PrincipalFields, ResolvedConfigObject } from './config-objects.ts'
+
+function container(prefix: string, title: string, countDescription: string) {
+  return v.pipe(
+    v.strictObject({
+      id: idOf(prefix),
+      name: v.string(),
+      description: v.nullable(v.string()),
+      status: v.picklist(CONTAINER_STATES),
+      createdByMemberId: v.nullable(idOf('mem')),
+      memberCount: v.pipe(v.number(), v.description(countDescription)),
+      createdAt: Timestamp,
+      updatedAt: Timestamp,
+      archivedAt: v.nullable(Timestamp),
+    }),
+    v.title(title),
+  )
+}
+
+/** A plugin. */
+export const Plugin = container('plg', 'Plugin', 'Config objects in the plugin')
+/** A marketplace. */
+export const Marketplace = container('mkt', 'Marketplace', 'Plugins in the marketplace')
+export const PluginPage = pageOf(Plugin, 'PluginPage')
+export const PluginItem = itemOf(Plugin, 'PluginItem')
+export const MarketplacePage = pageOf(Marketplace, 'MarketplacePage')
+export const MarketplaceItem = itemOf(Marketplace, 'MarketplaceItem')
+
+/** Create body of plugins, marketplaces and skill hubs. */
+export const CreateContainerBody = v.strictObject({ name: nameField(255), description: v.optional(DescriptionField) })
+/** Update body: at least one field. */
+export const UpdateContainerBody = v.pipe(
+  v.strictObject({ name: v.optional(nameField(255)), description: v.optional(DescriptionField) }),
+  v.check((body) => Object.keys(body).length > 0, 'give at least one field to change'),
+)
+/** List query with a status filter. */
+export const ContainerListQuery = v.object({ ...pageQuery(), status: v.optional(v.picklist(CONTAINER_STATES, 'must be active or archived')) })
+
+const Membership = { membershipSource: v.picklist(['manual', 'api', 'connector', 'system']), createdByMemberId: v.nullable(idOf('mem')), createdAt: Timestamp }
+/** A config object in a plugin. */
+export const PluginMember = v.pipe(v.strictObject({ id: idOf('pco'), pluginId: idOf('plg'), configObjectId: idOf('cob'), ...Membership, configObject: ConfigObject }), v.title('PluginMember'))
+export const PluginMemberPage = pageOf(PluginMember, 'PluginMemberPage')
+export const PluginMemberItem = itemOf(PluginMember, 'PluginMemberItem')
+export const AddPluginObjectBody = v.strictObject({ configObjectId: idOf('cob') })
+/** Resolved members of a plugin. */
+export const ResolvedPluginPage = pageOf(ResolvedConfigObject, 'ResolvedPluginPage')
+
+/** A plugin in a marketplace. */
+export const MarketplaceEntry = v.pipe(v.strictObject({ id: idOf('mkp'), marketplaceId: idOf('mkt'), pluginId: idOf('plg'), ...Membership, plugin: Plugin }), v.title('MarketplaceEntry'))
+export const MarketplaceEntryPage = pageOf(MarketplaceEntry, 'MarketplaceEntryPage')
+export const MarketplaceEntryItem = itemOf(MarketplaceEntry, 'MarketplaceEntryItem')
+export const AddMarketplacePluginBody = v.strictObject({ pluginId: idOf('plg') })
+/** A marketplace's plugins with their component counts. */
+export const ResolvedMarketplacePage = pageOf(
+  v.pipe(v.strictObject({ plugin: Plugin, componentCounts: v.pipe(v.record(v.string(), v.number()), v.description('Active config objects per type')) }), v.title('ResolvedMarketplaceEntry')),
+  'ResolvedMarketplacePage',
+)
+
+/** A skill: the typed view of a config object of type skill. */
+export const Skill = v.pipe(
+  v.strictObject({
+    id: idOf('cob'),
+    name: v.string(),
+    description: v.string(),
+    title: v.string(),
+    status: v.picklist(['active', 'archived', 'deleted']),
+    versionId: idOf('cov'),
+    versionNumber: v.number(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  }),
+  v.title('Skill'),
+)
+export const SkillPage = pageOf(Skill, 'SkillPage')
+export const SkillItem = itemOf(Skill, 'SkillItem')
+/** `POST /v1/skills`: a SKILL.md. */
+export const CreateSkillBody = v.strictObject({
+  skillMd: v.pipe(v.string(), v.maxLength(1024 * 1024), v.description('The full SKILL.md: frontmatter with name and description, then the body')),
+  title: v.optional(nameField(255)),
+})
+
+/** A skill hub. */
+export const SkillHub = v.pipe(
+  v.strictObject({ id: idOf('shub'), name: v.string(), description: v.nullable(v.string()), skillCount: v.number(), createdByMemberId: v.nullable(idOf('mem')), createdAt: Timestamp, updatedAt: Timestamp }),
+  v.title('SkillHub'),
+)
+export const SkillHubPage = pageOf(SkillHub, 'SkillHubPage')
+export const SkillHubItem = itemOf(SkillHub, 'SkillHubItem')
+export const AddHubSkillBody = v.strictObject({ skillId: idOf('cob') })
+/** An assignment of a hub to a member, a team or the organization. */
+export const HubAssignment = v.pipe(
+  v.strictObject({ id: idOf('sha'), hubId: idOf('shub'), memberId: v.nullable(idOf('mem')), teamId: v.nullable(idOf('team')), orgWide: v.boolean(), createdByMemberId: v.nullable(idOf('mem')), createdAt: Timestamp }),
+  v.title('SkillHubAssignment'),
+)
+export const HubAssignmentPage = pageOf(HubAssignment, 'SkillHubAssignmentPage')
+export const HubAssignmentItem = itemOf(HubAssignment, 'SkillHubAssignmentItem')
+export const AssignHubBody = v.pipe(v.strictObject(PrincipalFields), v.check((b) => exactlyOnePrincipal(b), 'give exactly one of memberId, teamId or orgWide: true'))
+
+/** How a skill reaches the caller. */
+export const SkillPath = v.strictObject({
+  via: v.picklist(['grant', 'hub']),
+  hubId: v.nullable(idOf('shub')),
+  hubName: v.nullable(v.string()),
+  principal: v.picklist(['member', 'team', 'organization']),
+  teamId: v.nullable(idOf('team')),
+})
+/** A skill the caller receives, with every path that grants it. */
+export const ReceivedSkill = v.pipe(v.strictObject({ skill: Skill, paths: v.array(SkillPath) }), v.title('ReceivedSkill'))
+export const ReceivedSkillPage = pageOf(ReceivedSkill, 'ReceivedSkillPage')
