@@ -10,13 +10,14 @@ import type { Principal, WorkspaceRule } from '../auth.ts'
 import { FileService } from '../files/file-service.ts'
 import type { WorkspaceServices } from '../workspace-services.ts'
 import { fileRoutes } from './file-routes.ts'
+import { inboxRoutes } from './inbox-routes.ts'
 
 /** Builds the data-plane service and its routes; `close` stops its watchers. */
 export function dataPlane(s: WorkspaceServices, streams: StreamRegistry, logger: Logger): { routes: AnyRoute<WorkspaceRule, Principal>[]; files: FileService; close(): void } {
   const files = new FileService(s, s.config.files, logger)
   return {
     files,
-    routes: [...fileRoutes(s, files, streams)],
+    routes: [...fileRoutes(s, files, streams), ...inboxRoutes(s, files)],
     close: () => files.close(),
   }
 }

@@ -1,0 +1,86 @@
+/**
+ * Inbox uploads: a `multipart/form-data` body whose `file` part is streamed to a temp file in the
+ * inbox (never held in memory), bounded by `inbox.maxBytes` (413 `file_too_large` with
+ * `{maxBytes, size}`), then, after approval unless the host exempted the inbox, renamed into
+ * place. The target is `?path=`, else the `path` field, else the file name, always inside the
+ * inbox and checked like every client path.
+ * @module
+ */
+import * as fsp from 'node:fs/promises'
+import { join } from 'node:path'
+import { ApiError } from '../../core/errors.ts'
+import { commitTemp, tempPathFor, writeTemp } from '../files/atomic-write.ts'
+import { assertNotTemp, ensureDirectory, normalizeRelPath, prepareWriteTarget } from '../files/workspace-path.ts'
+import { INBOX_DIR } from '../artifacts/drop-folder.ts'
+import { multipartBoundary, readMultipart } from './multipart-stream.ts'
+
+/** An upload received and staged, waiting to be committed. */
+export interface StagedUpload {
+  /** Path relative to the inbox. */
+  rel: string
+  /** Workspace-relative path. */
+  workspaceRel: string
+  temp: string
+  bytes: number
+}
+
+async function* limited(data: AsyncIterable<Uint8Array>, maxBytes: number, declared: number | null): AsyncGenerator<Uint8Array> {
+  let total = 0
+  for await (const chunk of data) {
+    total += chunk.byteLength
+    if (total > maxBytes) throw tooLarge(maxBytes, Math.max(total, declared ?? 0))
+    yield chunk
+  }
+}
+
+/** The 413 every oversize upload gets. */
+export function tooLarge(maxBytes: number, size: number): ApiError {
+  return new ApiError(413, 'file_too_large', `File is larger than ${maxBytes} bytes`, { details: { maxBytes, size } })
+}
+
+/** Reads the request and stages the file; the caller commits or discards it. */
+export async function receiveUpload(root: string, request: Request, queryPath: string | undefined, maxBytes: number): Promise<StagedUpload> {
+  const boundary = multipartBoundary(request.headers.get('content-type'))
+  if (!boundary) throw new ApiError(400, 'invalid_payload', 'Expected multipart/form-data')
+  const declared = Number(request.headers.get('content-length') ?? NaN)
+  // Multipart framing adds a few hundred bytes; anything far beyond the limit is refused unread.
+  if (Number.isFinite(declared) && declared > maxBytes + 64 * 1024) throw tooLarge(maxBytes, declared)
+  if (queryPath !== undefined) assertNotTemp(normalizeRelPath(queryPath))
+  const inbox = await ensureDirectory(root, INBOX_DIR, true)
+  let temp: string | null = null
+  let bytes = 0
+  let filename: string | undefined
+  let fieldPath: string | undefined
+  try {
+    await readMultipart(request.body, boundary, {
+      onField: (name, value) => { if (name === 'path') fieldPath = value },
+      onFile: async (info, data) => {
+        if (info.name !== 'file' || temp !== null) return
+        filename = info.filename
+        const staging = tempPathFor(join(inbox, 'upload'), 'in-')
+        bytes = await writeTemp(staging, limited(data, maxBytes, Number.isFinite(declared) ? declared : null))
+        temp = staging
+      },
+    })
+    if (temp === null) throw new ApiError(400, 'file_required', 'Form field "file" is required')
+    const raw = queryPath ?? fieldPath ?? filename
+    const rel = normalizeRelPath(raw ?? '', 'path')
+    assertNotTemp(rel)
+    return { rel, workspaceRel: `${INBOX_DIR}/${rel}`, temp, bytes }
+  } catch (error) {
+    if (temp) await fsp.rm(temp, { force: true }).catch(() => {})
+    throw error
+  }
+}
+
+/** Moves a staged upload into place (atomic rename after the containment re-check). */
+export async function commitUpload(root: string, upload: StagedUpload): Promise<void> {
+  const target = await prepareWriteTarget(root, upload.workspaceRel)
+  if ((await fsp.lstat(target).catch(() => null))?.isDirectory()) throw new ApiError(409, 'invalid_path', 'A directory exists at that path')
+  await commitTemp(root, upload.temp, target)
+}
+
+/** Removes a staged upload that will not be committed. */
+export async function discardUpload(upload: StagedUpload): Promise<void> {
+  await fsp.rm(upload.temp, { force: true }).catch(() => {})
+}
