@@ -57,10 +57,8 @@ class BodyReader {
   }
 
   async more(): Promise<boolean> {
-    if (this.#done) return false
-    const { value, done } = await this.#reader.read()
-    if (done) { this.#done = true; return false }
-    const chunk = Buffer.from(value.buffer, value.byteOffset, value.byteLength)
+    const chunk = await this.#next()
+    if (chunk === null) return false
     this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk
     return true
   }
@@ -83,7 +81,20 @@ class BodyReader {
     while (this.buf.length < n) if (!(await this.more())) throw malformed('unexpected end of body')
   }
 
-  /** Yields body bytes up to (not including) `delimiter`, which is left at the start of the buffer. */
+  /** The next raw chunk of the body, or null at its end. */
+  async #next(): Promise<Buffer | null> {
+    if (this.#done) return null
+    const { value, done } = await this.#reader.read()
+    if (done) { this.#done = true; return null }
+    return Buffer.from(value.buffer, value.byteOffset, value.byteLength)
+  }
+
+  /**
+   * Yields body bytes up to (not including) `delimiter`, which is left at the start of the buffer.
+   * Chunks are yielded as views of what the runtime delivered, without copying: only a
+   * delimiter's length at each chunk junction is copied to look for a delimiter split across two
+   * chunks.
+   */
   async *data(delimiter: Buffer): AsyncGenerator<Uint8Array> {
     const keep = delimiter.length - 1
     for (;;) {
@@ -93,12 +104,26 @@ class BodyReader {
         this.buf = this.buf.subarray(i)
         return
       }
-      if (this.buf.length > keep) {
-        const out = this.buf.subarray(0, this.buf.length - keep)
-        this.buf = this.buf.subarray(this.buf.length - keep)
-        yield out
+      const cut = Math.max(0, this.buf.length - keep)
+      if (cut > 0) yield this.buf.subarray(0, cut)
+      const tail = this.buf.subarray(cut)
+      const next = await this.#next()
+      if (next === null) throw malformed('unexpected end inside a part')
+      if (next.length < keep) {
+        // Too short to rule out a delimiter starting in the tail: search the two together.
+        this.buf = Buffer.concat([tail, next])
+        continue
       }
-      if (!(await this.more())) throw malformed('unexpected end inside a part')
+      const junction = Buffer.concat([tail, next.subarray(0, keep)])
+      const j = junction.indexOf(delimiter)
+      if (j >= 0 && j < tail.length) {
+        if (j > 0) yield tail.subarray(0, j)
+        this.buf = Buffer.concat([tail.subarray(j), next])
+        return
+      }
+      // No delimiter starts in the tail, so it is data; continue in the new chunk alone.
+      if (tail.length) yield Buffer.from(tail)
+      this.buf = next
     }
   }
 
