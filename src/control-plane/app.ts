@@ -21,6 +21,7 @@ import { DEFAULT_SCRYPT } from './identity/passwords.ts'
 import { SignInThrottle } from './identity/sign-in-throttle.ts'
 import { annotatePolicy } from './openapi-policy.ts'
 import { rules, type ControlPlaneRule } from './policy.ts'
+import { createAsyncFamilies } from './jobs/async-families.ts'
 import { apiKeyRoutes } from './routes/api-key-routes.ts'
 import { authRoutes } from './routes/auth-routes.ts'
 import { catalogRoutes } from './routes/catalog-routes.ts'
@@ -87,6 +88,7 @@ export async function createControlPlaneApp(config: ControlPlaneConfig, options:
     windowMs: config.signInThrottle.windowSeconds * 1000,
   }, now)
   const ctx: RouteContext = { deps, throttle, trustProxy: config.trustProxy }
+  const asyncFamilies = createAsyncFamilies(deps, config, options.logger, ctx)
   const auth = controlPlaneAuth(deps)
   const streams = new StreamRegistry()
   let doc: Record<string, unknown> | undefined
@@ -111,6 +113,7 @@ export async function createControlPlaneApp(config: ControlPlaneConfig, options:
     ...teamRoutes(ctx),
     ...apiKeyRoutes(ctx),
     ...catalogRoutes(ctx, loadProviderCatalog(config.llmProviderCatalogFile)),
+    ...asyncFamilies.routes,
   ]
   const http = createHttpApp({
     routes,
@@ -121,6 +124,7 @@ export async function createControlPlaneApp(config: ControlPlaneConfig, options:
     requestLog: config.logRequests,
   })
   let closed = false
+  asyncFamilies.start()
   return {
     mode: 'control-plane',
     fetch: http.fetch,
@@ -130,11 +134,12 @@ export async function createControlPlaneApp(config: ControlPlaneConfig, options:
     database,
     deps,
     contract: { routes, auth, validation: controlPlaneValidation },
-    onListening: () => [`database ${config.databasePath}`, secretKey.source === 'env' ? 'secrets encrypted with SERVICE_ENCRYPTION_KEY' : `secrets encrypted with the key in ${config.encryptionKeyFile}${secretKey.source === 'generated' ? ' (generated now: back it up with the database)' : ''}`],
+    onListening: (address) => [asyncFamilies.listening(address), `database ${config.databasePath}`, secretKey.source === 'env' ? 'secrets encrypted with SERVICE_ENCRYPTION_KEY' : `secrets encrypted with the key in ${config.encryptionKeyFile}${secretKey.source === 'generated' ? ' (generated now: back it up with the database)' : ''}`],
     async close() {
       if (closed) return
       closed = true
       streams.closeAll()
+      await asyncFamilies.close()
       await database.close()
     },
   }

@@ -98,6 +98,8 @@ export function controlPlaneAuth(deps: Deps): SurfaceAuth<ControlPlaneRule, Cont
   return {
     async authenticate(request, rule) {
       if (rule.kind === 'public') return anonymous
+      // The Worker heartbeat checks its activity token against the Worker in the path itself.
+      if (rule.kind === 'workerToken') return anonymous
       const principal = await identify(deps, request)
       if (rule.kind === 'identity') {
         if (rule.sessionOnly && principal.credential !== 'session') throw errors.forbidden('This action needs a signed-in session, not an API key', undefined, 'session_required')
@@ -111,12 +113,14 @@ export function controlPlaneAuth(deps: Deps): SurfaceAuth<ControlPlaneRule, Cont
     },
     security(rule): Array<Record<string, string[]>> {
       if (rule.kind === 'public') return []
+      if (rule.kind === 'workerToken') return [{ workerActivityToken: [] }]
       if (rule.kind === 'identity' && rule.sessionOnly) return [{ bearerSession: [] }]
       if (rule.kind === 'org' && !POLICY[rule.permission].apiKey) return [{ bearerSession: [] }]
       return [{ bearerSession: [] }, { apiKey: [] }]
     },
     statuses(rule) {
       if (rule.kind === 'public') return []
+      if (rule.kind === 'workerToken') return [401]
       // 404: an X-Service-Org-Id the caller does not belong to.
       if (rule.kind === 'identity') return rule.sessionOnly ? [401, 403, 404] : [401, 404]
       return [401, 403, 404]
@@ -127,5 +131,6 @@ export function controlPlaneAuth(deps: Deps): SurfaceAuth<ControlPlaneRule, Cont
 /** OpenAPI security schemes of the control plane. */
 export const controlPlaneSecuritySchemes = {
   bearerSession: { type: 'http', scheme: 'bearer', description: 'Session token from POST /v1/auth/sign-in or sign-up (prefix sst_). An API key sent here is refused with 401.' },
+  workerActivityToken: { type: 'http', scheme: 'bearer', description: 'A Worker runtime\'s activity token (prefix wka_), accepted only on that Worker\'s heartbeat route.' },
   apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'Organization API key (prefix svc_); acts as the member who created it, in that organization.' },
 }

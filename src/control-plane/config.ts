@@ -6,6 +6,7 @@
 import { dirname, join, resolve } from 'node:path'
 import * as v from 'valibot'
 import type { Flags } from '../cli-flags.ts'
+import { ConnectorsFileSchema, JobsFileSchema, WorkersFileSchema } from './jobs/async-settings.ts'
 import { defaultDataDir, envSchemas, envValue, flagValue, pick, readConfigFile, ConfigError, type Env } from '../core/settings.ts'
 
 /** Keys of the optional control-plane config file. */
@@ -23,6 +24,10 @@ export const ControlPlaneFileSchema = v.looseObject({
   sessionTtlHours: v.optional(v.pipe(v.number('must be a number'), v.integer('must be a whole number'), v.minValue(1), v.maxValue(24 * 366))),
   /** Take the client address from the first X-Forwarded-For entry (only behind a proxy you trust). */
   trustProxy: v.optional(v.boolean('must be true or false')),
+  /** Durable jobs, Workers and connectors (see jobs/async-settings.ts for keys and defaults). */
+  jobs: v.optional(JobsFileSchema),
+  workers: v.optional(WorkersFileSchema),
+  connectors: v.optional(ConnectorsFileSchema),
   /** Failed sign-in limits. */
   signInThrottle: v.optional(v.strictObject({
     maxFailuresPerAccount: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),

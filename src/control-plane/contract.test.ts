@@ -32,7 +32,7 @@ test('the OpenAPI document is valid 3.1 and documents exactly the routes the rou
     assert.equal(documented, registered)
     const operationIds = t.app.contract.routes.map((r) => r.operationId)
     assert.is(new Set(operationIds).size, operationIds.length, 'operation ids are unique')
-    assert.equal(Object.keys(doc.components.securitySchemes).sort(), ['apiKey', 'bearerSession'])
+    assert.equal(Object.keys(doc.components.securitySchemes).sort(), ['apiKey', 'bearerSession', 'workerActivityToken'])
   } finally {
     await t.close()
   }
@@ -54,6 +54,10 @@ test('every operation declares its security scheme, statuses and policy permissi
         continue
       }
       assert.ok(statuses.includes('401'), `${where} declares 401`)
+      if (rule.kind === 'workerToken') {
+        assert.equal(op.security, [{ workerActivityToken: [] }], where)
+        continue
+      }
       const keysAllowed = rule.kind === 'org' ? POLICY[rule.permission].apiKey : !rule.sessionOnly
       assert.equal(op.security, keysAllowed ? [{ bearerSession: [] }, { apiKey: [] }] : [{ bearerSession: [] }], where)
       if (rule.kind === 'org' || rule.sessionOnly) assert.ok(statuses.includes('403'), `${where} declares 403`)
@@ -62,7 +66,7 @@ test('every operation declares its security scheme, statuses and policy permissi
       assert.ok(op.parameters?.some((p) => p.name === 'X-Service-Org-Id' && p.in === 'header'), `${where} documents the org header`)
       const limit = op.parameters?.find((p) => p.name === 'limit')
       if (limit) {
-        assert.equal([limit.schema.type, limit.schema.minimum, limit.schema.maximum], ['integer', 1, 100], `${where} limit bounds`)
+        assert.equal([limit.schema.type, limit.schema.minimum, limit.schema.maximum], ['integer', 1, route.path === '/v1/workers' ? 50 : 100], `${where} limit bounds`)
         assert.ok(statuses.includes('400'), `${where} declares 400 for a bad cursor`)
       }
     }

@@ -41,7 +41,7 @@ function queryEntries(schema: unknown): Record<string, object> {
 export function annotatePolicy(doc: Record<string, unknown>, routes: ReadonlyArray<AnyRoute<ControlPlaneRule>>): Record<string, unknown> {
   const paths = doc.paths as Record<string, Record<string, Record<string, unknown>>>
   for (const route of routes) {
-    if (route.auth.kind === 'public') continue
+    if (route.auth.kind === 'public' || route.auth.kind === 'workerToken') continue
     const operation = paths[openApiPath(route.path)]?.[route.method.toLowerCase()]
     if (!operation) continue
     for (const [name, schema] of Object.entries(queryEntries(route.query))) {

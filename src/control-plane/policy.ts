@@ -55,6 +55,14 @@ export const POLICY = {
   'llm_providers.read': { description: 'Read the model-provider catalog and the providers the caller has access to (never their keys)', roles: ALL, apiKey: true },
   'llm_providers.write': { description: 'Create model providers; change those the caller manages (per-provider grants decide)', roles: ALL, apiKey: true },
   'llm_providers.credential': { description: "Read a provider's API key; needs an explicit grant on the provider, and every read is audited", roles: ALL, apiKey: true },
+  'jobs.read': { description: 'List and read asynchronous jobs (discovery, sync, Worker provisioning)', roles: ADMINS, apiKey: true },
+  'jobs.manage': { description: 'Retry failed jobs', roles: ADMINS, apiKey: true },
+  'workers.read': { description: 'List and read Workers and their runtime status', roles: ALL, apiKey: true },
+  'workers.manage': { description: 'Create and delete Workers; list their tokens', roles: ADMINS, apiKey: true },
+  'workers.tokens': { description: 'Issue and revoke Worker token sets (credentials, so a person must do it)', roles: ADMINS, apiKey: false },
+  'connectors.read': { description: 'Read connector accounts and the connector instances (with targets, mappings, discoveries and sync events) the caller has access to', roles: ALL, apiKey: true },
+  'connectors.create': { description: 'Create, change and delete connector accounts; create connector instances', roles: ADMINS, apiKey: true },
+  'connectors.write': { description: 'Change connector instances the caller edits or manages (per-instance grants decide): targets, mappings, discovery, sync, retry', roles: ALL, apiKey: true },
 } as const satisfies Record<string, PermissionPolicy>
 
 /** A permission key from the policy table. */
@@ -74,6 +82,7 @@ export type ControlPlaneRule =
   | { kind: 'public' }
   | { kind: 'identity'; sessionOnly?: boolean }
   | { kind: 'org'; permission: Permission }
+  | { kind: 'workerToken' }
 
 /** Shorthands for route declarations. */
 export const rules = {
@@ -81,6 +90,8 @@ export const rules = {
   identity: { kind: 'identity' } as ControlPlaneRule,
   session: { kind: 'identity', sessionOnly: true } as ControlPlaneRule,
   org: (permission: Permission): ControlPlaneRule => ({ kind: 'org', permission }),
+  /** A Worker runtime presenting its activity token (checked against the Worker in the path). */
+  workerToken: { kind: 'workerToken' } as ControlPlaneRule,
 }
 
 /** The caller kinds the policy distinguishes. */

@@ -3,6 +3,9 @@
  * in the column names the migrations create. Timestamps are ISO-8601 text; booleans 0/1.
  * @module
  */
+import type { ConnectorAccountTable, ConnectorDiscoveryTable, ConnectorInstanceTable, ConnectorMappingTable, ConnectorSourceBindingTable, ConnectorSyncEventTable, ConnectorTargetTable } from './connectors/connector-tables.ts'
+import type { JobTable } from './jobs/job-tables.ts'
+import type { WorkerTable, WorkerTokenTable } from './workers/worker-tables.ts'
 
 /** `instance`: one row identifying this database. */
 export interface InstanceTable {
@@ -298,4 +301,14 @@ export interface ControlPlaneDb {
   skill_hub_skill: SkillHubSkillTable
   skill_hub_assignment: SkillHubAssignmentTable
   llm_provider: LlmProviderTable
+  job: JobTable
+  worker: WorkerTable
+  worker_token: WorkerTokenTable
+  connector_account: ConnectorAccountTable
+  connector_instance: ConnectorInstanceTable
+  connector_target: ConnectorTargetTable
+  connector_mapping: ConnectorMappingTable
+  connector_discovery: ConnectorDiscoveryTable
+  connector_sync_event: ConnectorSyncEventTable
+  connector_source_binding: ConnectorSourceBindingTable
 }

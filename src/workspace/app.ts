@@ -22,6 +22,7 @@ import { actorOf } from './audit-log.ts'
 import { sidecarRoutes } from './sidecar/sidecar-routes.ts'
 import { SidecarService } from './sidecar/sidecar-service.ts'
 import { workspaceMountRewrite } from './sidecar/workspace-mount.ts'
+import { startControlPlaneHeartbeat } from './control-plane-heartbeat.ts'
 
 /** The reference answers bad payloads with 400 `invalid_payload`; existing clients expect that. */
 export const workspaceValidation: ValidationPolicy = { status: 400, bodyCode: 'invalid_payload', queryCode: 'invalid_query' }
@@ -71,6 +72,7 @@ export async function createWorkspaceApp(config: WorkspaceServerConfig, options:
   sidecar.followWrites(services.events)
   void sidecar.start()
   const data = dataPlane(services, streams, options.logger)
+  const heartbeat = startControlPlaneHeartbeat(process.env, { logger: options.logger, version: VERSION })
   let doc: Record<string, unknown> | undefined
   const routes: AnyRoute<WorkspaceRule, Principal>[] = [
     ...systemRoutes<WorkspaceRule>({ mode: 'workspace', version: VERSION, publicRule: rules.none, startedAt, openapi: () => (doc ??= openapi()) }),
@@ -122,6 +124,7 @@ export async function createWorkspaceApp(config: WorkspaceServerConfig, options:
       closed = true
       streams.closeAll()
       data.close()
+      heartbeat?.stop()
       await sidecar.close()
       await services.close()
     },
