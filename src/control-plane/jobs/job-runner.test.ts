@@ -124,6 +124,25 @@ test('a job left running by a dead runner is resumed once its lease lapses', asy
   }
 })
 
+test('a job whose last attempt lost its runner ends failed with lease_lapsed instead of running forever', async () => {
+  const t = await startAsyncTestPlane()
+  const r = runner(t)
+  try {
+    let runs = 0
+    const heard: string[] = []
+    r.register({ kind: 'test.poison', async run() { runs++ }, async onFailure(_trx, _job, failure) { heard.push(`${failure.reason}:${failure.final}`) } })
+    const id = await enqueueJob(t.app.deps.db, Date.now(), { kind: 'test.poison', orgId: null, maxAttempts: 2, deadlineMs: 5000 })
+    await t.app.deps.db.updateTable('job').set({ status: 'running', attempts: 2, locked_by: 'run_dead', lease_until: new Date(Date.now() - 1).toISOString() }).where('id', '=', id).execute()
+    r.start()
+    const row = await waitFor(() => jobRow(t, id), (j) => j.status === 'failed')
+    assert.equal([row.status, row.last_reason, row.attempts, runs], ['failed', 'lease_lapsed', 2, 0])
+    assert.equal(heard, ['lease_lapsed:true'])
+  } finally {
+    await r.stop()
+    await t.close()
+  }
+})
+
 test('two runners on one database run each job exactly once', async () => {
   const t = await startAsyncTestPlane()
   const a = runner(t)

@@ -280,6 +280,12 @@ export class JobRunner {
         .limit(1)
         .executeTakeFirst()
       if (!candidate) return null
+      if (candidate.status === 'running' && candidate.attempts >= candidate.max_attempts) {
+        // Its last attempt died with its runner (a job that keeps killing the process must not
+        // be retried forever): end it here with that reason.
+        await this.#abandon(candidate)
+        continue
+      }
       const leaseUntil = iso(this.#now() + this.#settings.leaseMs)
       const updated = await this.#db.updateTable('job')
         .set({ status: 'running', attempts: candidate.attempts + 1, locked_by: this.id, lease_until: leaseUntil, started_at: candidate.started_at ?? now, updated_at: now })
@@ -293,6 +299,21 @@ export class JobRunner {
       }
     }
     return null
+  }
+
+  /** Ends a job whose last attempt's runner vanished (lease lapsed) as failed. */
+  async #abandon(job: JobTable): Promise<void> {
+    const handler = this.#handlers.get(job.kind)!
+    const now = this.#now()
+    const message = `the runner of attempt ${job.attempts} stopped without finishing it (lease lapsed) and no attempts are left`
+    await this.#db.transaction().execute(async (trx) => {
+      const moved = await trx.updateTable('job').set({ status: 'failed', locked_by: null, lease_until: null, last_error: message, last_reason: 'lease_lapsed', finished_at: iso(now), updated_at: iso(now) })
+        .where('id', '=', job.id).where('status', '=', 'running').where('attempts', '=', job.attempts).where('lease_until', '=', job.lease_until)
+        .executeTakeFirst()
+      if (Number(moved.numUpdatedRows) !== 1) return
+      await handler.onFailure?.(trx, job, { reason: 'lease_lapsed', message, final: true, nextRunAt: null })
+    })
+    this.#log.warn('job abandoned after its last attempt lost its runner', { jobId: job.id, kind: job.kind })
   }
 
   /** True inside `trx` when this attempt still holds the job. */
