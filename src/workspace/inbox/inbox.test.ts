@@ -19,7 +19,7 @@ function multipart(parts: Array<{ name: string; filename?: string; data: string 
 
 const upload = (s: TestServer, parts: Parameters<typeof multipart>[0], query = '') => {
   const { body, type } = multipart(parts)
-  return s.req(`/workspace/${s.wsId}/inbox${query}`, { method: 'POST', token: CLIENT_TOKEN, body, headers: { 'content-type': type } })
+  return s.req(`/workspace/${s.wsId}/inbox${query}`, { method: 'POST', token: CLIENT_TOKEN, body: body as BodyInit, headers: { 'content-type': type } })
 }
 
 test('the multipart reader streams parts split at every possible chunk boundary', async () => {
@@ -96,7 +96,7 @@ test('uploads wait for approval by default and a denied upload leaves no file', 
     assert.equal(readdirSync(join(s.root, '.opencode/service/inbox')), [])
     const viewer = (await (await s.req('/tokens', { method: 'POST', hostToken: HOST_TOKEN, json: { scope: 'viewer' } })).json()).token
     const { body, type } = multipart([{ name: 'file', filename: 'v.txt', data: 'v' }])
-    assert.is((await s.req(`/workspace/${s.wsId}/inbox`, { method: 'POST', token: viewer, body, headers: { 'content-type': type } })).status, 403)
+    assert.is((await s.req(`/workspace/${s.wsId}/inbox`, { method: 'POST', token: viewer, body: body as BodyInit, headers: { 'content-type': type } })).status, 403)
   } finally {
     await s.dispose()
   }

@@ -11,13 +11,14 @@ import { FileService } from '../files/file-service.ts'
 import type { WorkspaceServices } from '../workspace-services.ts'
 import { fileRoutes } from './file-routes.ts'
 import { inboxRoutes } from './inbox-routes.ts'
+import { portabilityRoutes } from './portability-routes.ts'
 
 /** Builds the data-plane service and its routes; `close` stops its watchers. */
 export function dataPlane(s: WorkspaceServices, streams: StreamRegistry, logger: Logger): { routes: AnyRoute<WorkspaceRule, Principal>[]; files: FileService; close(): void } {
   const files = new FileService(s, s.config.files, logger)
   return {
     files,
-    routes: [...fileRoutes(s, files, streams), ...inboxRoutes(s, files)],
+    routes: [...fileRoutes(s, files, streams), ...inboxRoutes(s, files), ...portabilityRoutes(s, files)],
     close: () => files.close(),
   }
 }

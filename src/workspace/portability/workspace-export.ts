@@ -1,0 +1,81 @@
+/**
+ * `GET /workspace/:id/export`: the workspace's portable configuration as one JSON document.
+ * Secrets decide the outcome: in `auto` mode any finding answers 409
+ * `workspace_export_requires_decision` with the warnings; `exclude` strips the flagged values and
+ * files; `include` keeps everything (the caller decided).
+ * @module
+ */
+import { ApiError } from '../../core/errors.ts'
+import { loadCommands } from '../commands.ts'
+import { readOpencodeConfig } from '../opencode-config-file.ts'
+import { loadSkills } from '../skills.ts'
+import { readServiceConfig } from '../workspace-config.ts'
+import { listPortableFiles, portableOpencode } from './portable-layout.ts'
+import { findSecrets, stripSecrets, textHasSecret } from './secret-scan.ts'
+
+/** How the caller treats secrets. */
+export type SensitiveMode = 'auto' | 'include' | 'exclude'
+
+/** One secret finding. */
+export interface ExportWarning {
+  id: string
+  label: string
+  detail: string
+}
+
+/** The export document (without the envelope fields). */
+export interface WorkspaceExport {
+  opencode: Record<string, unknown>
+  workspace: Record<string, unknown>
+  skills: Array<{ name: string; description: string; content: string }>
+  commands: Array<{ name: string; description?: string; template: string; agent?: string; model?: string; subtask?: boolean }>
+  files: Array<{ path: string; content: string }>
+}
+
+const SECTIONS: Array<{ key: string; id: string; label: string }> = [
+  { key: 'mcp', id: 'mcp-config', label: 'MCP servers' },
+  { key: 'plugin', id: 'plugin-config', label: 'Plugin settings' },
+  { key: 'provider', id: 'provider-config', label: 'Model providers' },
+]
+
+/** Builds the export, applying the sensitive mode. */
+export async function buildExport(root: string, mode: SensitiveMode): Promise<WorkspaceExport> {
+  const opencode = portableOpencode((await readOpencodeConfig(root)).data)
+  let workspace = await readServiceConfig(root)
+  const skills = (await loadSkills(root)).map((s) => ({ name: s.item.name, description: s.item.description, content: s.content }))
+  const commands = (await loadCommands(root)).map((c) => {
+    const out: WorkspaceExport['commands'][number] = { name: c.name, template: c.template }
+    if (c.description !== undefined) out.description = c.description
+    if (c.agent !== undefined) out.agent = c.agent
+    if (c.model !== null) out.model = c.model
+    if (c.subtask !== undefined) out.subtask = c.subtask
+    return out
+  })
+  let files = await listPortableFiles(root)
+  const warnings: ExportWarning[] = []
+  const flaggedKeys = new Set<string>()
+  for (const section of SECTIONS) {
+    const found = findSecrets(opencode[section.key])
+    if (found.length) {
+      flaggedKeys.add(section.key)
+      warnings.push({ id: section.id, label: section.label, detail: `Secret-looking values at ${found.map((p) => `${section.key}.${p}`).slice(0, 10).join(', ')}` })
+    }
+  }
+  const other = Object.keys(opencode).filter((k) => !SECTIONS.some((s) => s.key === k)).flatMap((k) => findSecrets(opencode[k]).map((p) => `${k}.${p}`))
+  if (other.length) warnings.push({ id: 'opencode-config', label: 'Project config', detail: `Secret-looking values at ${other.slice(0, 10).join(', ')}` })
+  const workspaceSecrets = findSecrets(workspace)
+  if (workspaceSecrets.length) warnings.push({ id: 'workspace-config', label: 'Workspace settings', detail: `Secret-looking values at ${workspaceSecrets.slice(0, 10).join(', ')}` })
+  const flaggedFiles = new Set(files.filter((f) => textHasSecret(f.content)).map((f) => f.path))
+  for (const path of flaggedFiles) warnings.push({ id: `portable-file:${path}`, label: 'Portable file', detail: `${path} contains a literal credential` })
+
+  if (mode === 'auto' && warnings.length) {
+    throw new ApiError(409, 'workspace_export_requires_decision', 'The export contains secrets; choose sensitive=include or sensitive=exclude', { details: { warnings } })
+  }
+  let exportedOpencode = opencode
+  if (mode === 'exclude') {
+    exportedOpencode = stripSecrets(opencode) ?? {}
+    workspace = stripSecrets(workspace) ?? {}
+    files = files.filter((f) => !flaggedFiles.has(f.path))
+  }
+  return { opencode: exportedOpencode, workspace, skills, commands, files }
+}
