@@ -114,11 +114,11 @@ export function discoveryJobHandler(ctx: AsyncContext): JobHandler<{ discoveryId
           }
           items.push(item)
         }
-        await job.commit(async (trx) => {
+        return job.finish(async (trx) => {
           const now = isoAt(ctx.deps)
           await trx.updateTable('connector_discovery').set({ status: 'completed', source_revision: snapshot.revision, items: JSON.stringify(items), warnings: JSON.stringify(warnings), error_reason: null, error_message: null, completed_at: now, updated_at: now }).where('id', '=', id).execute()
+          return { items: items.length }
         })
-        return { items: items.length }
       } finally {
         await snapshot.close()
       }

@@ -289,7 +289,7 @@ async function importSnapshot(ctx: AsyncContext, job: JobContext<{ syncEventId: 
       }).where('id', '=', event.id).execute()
     })
   }
-  return job.commit(async (trx) => {
+  return job.finish(async (trx) => {
     const row = await trx.selectFrom('connector_sync_event').selectAll().where('id', '=', event.id).executeTakeFirstOrThrow()
     const succeeded = row.created_count + row.updated_count + row.unchanged_count
     const status: SyncState = row.failed_count === 0 ? 'completed' : succeeded > 0 ? 'partial' : 'failed'

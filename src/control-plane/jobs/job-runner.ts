@@ -77,6 +77,11 @@ export interface JobContext<P> {
   readonly signal: AbortSignal
   /** Runs `fn` in a transaction that first checks this attempt still holds the job. */
   commit<R>(fn: (trx: Transaction<ControlPlaneDb>) => Promise<R>): Promise<R>
+  /**
+   * Like {@link commit}, and marks the job succeeded (with `fn`'s result) in the same
+   * transaction, so the domain object and the job can never disagree about completion.
+   */
+  finish<R>(fn: (trx: Transaction<ControlPlaneDb>) => Promise<R>): Promise<R>
 }
 
 /** A failure as handlers see it when an attempt fails. */
@@ -338,6 +343,17 @@ export class JobRunner {
         if (controller.signal.aborted || !(await this.#holds(trx, job))) throw new LeaseLost()
         return fn(trx)
       })
+    let finished = false
+    const finish = <R>(fn: (trx: Transaction<ControlPlaneDb>) => Promise<R>): Promise<R> =>
+      commit(async (trx) => {
+        const result = await fn(trx)
+        const now = iso(this.#now())
+        await trx.updateTable('job')
+          .set({ status: 'succeeded', result: result === undefined ? null : JSON.stringify(result), lease_until: null, finished_at: now, updated_at: now, last_error: null, last_reason: null })
+          .where('id', '=', job.id).execute()
+        finished = true
+        return result
+      })
     const ctx: JobContext<never> = {
       job,
       payload: JSON.parse(job.payload) as never,
@@ -345,6 +361,7 @@ export class JobRunner {
       isLastAttempt: job.attempts >= job.max_attempts,
       signal: controller.signal,
       commit,
+      finish,
     }
     const aborted = new Promise<never>((_, reject) => {
       controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true })
@@ -352,7 +369,7 @@ export class JobRunner {
     const done = (async () => {
       try {
         const result = await Promise.race([handler.run(ctx), aborted])
-        await this.#succeed(job, result)
+        if (!finished) await this.#succeed(job, result)
       } catch (error) {
         await this.#fail(job, handler, error)
       } finally {
