@@ -69,6 +69,8 @@ test('every filter narrows the list to exactly the objects that match it', async
       ['&type=command', expect((m) => live(m) && m.type === 'command')],
       ['&status=archived', expect((m) => m.status === 'archived')],
       ['&status=active', expect((m) => m.status === 'active')],
+      ['&status=deleted', expect((m) => m.status === 'deleted')],
+      ['&status=deleted&deleted=exclude', []],
       ['&sourceMode=import', expect((m) => live(m) && m.sourceMode === 'import')],
       ['&sourceMode=connector', expect((m) => live(m) && m.sourceMode === 'connector')],
       [`&plugin=${plugin}`, expect((m) => live(m) && m.plugin)],

@@ -110,7 +110,8 @@ export function listConfigObjects(deps: Deps, actor: Actor, filters: ConfigObjec
   if (filters.status) query = query.where('co.status', '=', filters.status)
   if (filters.sourceMode) query = query.where('co.source_mode', '=', filters.sourceMode)
   if (filters.connectorInstanceId) query = query.where('co.connector_instance_id', '=', filters.connectorInstanceId)
-  const deleted = filters.deleted ?? 'exclude'
+  // An explicit status decides on its own (status=deleted lists deleted objects); otherwise deleted ones are hidden.
+  const deleted = filters.deleted ?? (filters.status ? 'include' : 'exclude')
   if (deleted === 'exclude') query = query.where('co.status', '!=', 'deleted')
   if (deleted === 'only') query = query.where('co.status', '=', 'deleted')
   if (filters.pluginId) {

@@ -118,6 +118,7 @@ test('credential reads need an explicit grant (admin rights are not enough), are
     const path = `/v1/llm-providers/${provider}/credential`
     const own = await t.client.get(path, { token: org.owner.token })
     assert.is(own.status, 200, 'the creator holds a manager grant')
+    assert.is(own.headers.get('cache-control'), 'no-store')
     assert.equal(own.body.item, { llmProviderId: provider, api: 'anthropic', baseUrl: 'https://api.anthropic.com/v1', apiKey: KEY })
     // The member cannot even see it; the admin sees it (acts as manager) but holds no grant.
     assert.is((await t.client.get(path, { token: org.member.token })).status, 404)

@@ -3,7 +3,7 @@
  * @module
  */
 import * as v from 'valibot'
-import { errors } from '../../core/errors.ts'
+import { errors, jsonResponse } from '../../core/errors.ts'
 import { actorOf } from '../auth.ts'
 import { pageQuery } from '../pagination.ts'
 import { rules } from '../policy.ts'
@@ -71,8 +71,9 @@ export function llmProviderRoutes(ctx: RouteContext, catalog: ProviderCatalog) {
       method: 'GET', path: '/v1/llm-providers/:llmProviderId/credential', operationId: 'getLlmProviderCredential', tags: [TAG],
       summary: "The provider's API key, for holders of an explicit grant; every read is audited",
       description: '403 `credential_grant_required` without a grant naming the caller, one of their teams or the organization (an owner or admin role alone is not enough); 409 `no_api_key` when none is stored.',
-      auth: rules.org('llm_providers.credential'), params: ProviderParams, responses: { 200: LlmProviderCredential }, errors: [409],
-      handler: async ({ principal, params }) => ({ item: await readCredential(ctx.deps, actorOf(principal), params.llmProviderId) }),
+      auth: rules.org('llm_providers.credential'), params: ProviderParams, responses: { 200: { description: 'The key (never cached)', schema: LlmProviderCredential, headers: { 'Cache-Control': 'no-store' } } }, errors: [409],
+      // A secret: tell every cache between here and the caller not to keep it.
+      handler: async ({ principal, params }) => jsonResponse({ item: await readCredential(ctx.deps, actorOf(principal), params.llmProviderId) }, { headers: { 'cache-control': 'no-store' } }),
     }),
     ...accessRoutes(ctx, { type: 'llm_provider', base: '/v1/llm-providers/:llmProviderId', param: 'llmProviderId', prefix: 'llm', noun: 'LlmProvider', tag: TAG, read: 'llm_providers.read', write: 'llm_providers.write' }),
   ]

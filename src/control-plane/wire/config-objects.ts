@@ -129,7 +129,7 @@ export const ConfigObjectListQuery = v.object({
   sourceMode: v.optional(v.picklist(SOURCE_MODES, `must be one of ${SOURCE_MODES.join(', ')}`)),
   plugin: v.optional(v.pipe(idOf('plg'), v.description('Only objects in this plugin'))),
   connectorInstance: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(64), v.description('Only objects owned by this connector instance'))),
-  deleted: v.optional(v.pipe(v.picklist(['exclude', 'include', 'only'], 'must be exclude, include or only'), v.description('Deleted objects: exclude (default), include, or only'))),
+  deleted: v.optional(v.pipe(v.picklist(['exclude', 'include', 'only'], 'must be exclude, include or only'), v.description('Deleted objects: exclude (default unless status is given), include, or only'))),
   q: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(255), v.description('Words, each matched as a prefix of a word in the title, description or latest content'))),
 })
 
