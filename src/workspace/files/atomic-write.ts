@@ -1,41 +1,27 @@
 /**
- * Atomic file writes for client-supplied paths: `writeFileAtomic`'s temp + fsync + rename, with
- * one more step it has no hook for: just before the rename the receiving directory is checked to
- * still be the real, contained directory the path resolved to, so a parent swapped for a symlink
- * during the write cannot redirect the file out of the workspace. The temp file carries
- * `TEMP_PREFIX`, which catalog listings hide, and is removed on any failure.
+ * Atomic file writes for client-supplied paths: `writeFileAtomic`'s temp + fsync + rename +
+ * directory fsync, done inside a pinned directory (see `pinDirectory`): the temp file is created
+ * and renamed through the held-open parent, so a parent swapped for a symlink during the write
+ * cannot redirect the file out of the workspace. Temp files carry `TEMP_PREFIX` (catalog
+ * listings hide them) and are removed on any failure.
  * @module
  */
 import { randomBytes } from 'node:crypto'
 import * as fsp from 'node:fs/promises'
-import { basename, dirname, join } from 'node:path'
 import { TEMP_PREFIX } from '../../storage/fs.ts'
-import { assertDirStillInside } from './workspace-path.ts'
+import { writeSlot, type PinnedDir } from './workspace-path.ts'
 
-/** A temp path next to `target`. */
-export function tempPathFor(target: string, tag = ''): string {
-  return join(dirname(target), `${TEMP_PREFIX}${tag}${basename(target).slice(0, 48)}.${randomBytes(6).toString('hex')}`)
-}
-
-/** fsyncs a directory so a rename in it survives a crash (best effort where unsupported). */
-export async function syncDirectory(dir: string): Promise<void> {
-  let handle: fsp.FileHandle | undefined
-  try {
-    handle = await fsp.open(dir, 'r')
-    await handle.sync()
-  } catch {
-    // Some platforms cannot fsync a directory; the rename itself is still atomic.
-  } finally {
-    await handle?.close().catch(() => {})
-  }
+/** A fresh temp file name for `name`. */
+export function tempName(name: string, tag = ''): string {
+  return `${TEMP_PREFIX}${tag}${name.slice(0, 48)}.${randomBytes(6).toString('hex')}`
 }
 
 /**
- * Writes `data` to the temp file `temp` (created exclusively) and fsyncs it. Chunks from an async
- * source are written as they arrive, so nothing is held whole in memory.
+ * Writes `data` to the new file `path` (created exclusively) and fsyncs it. Chunks from an async
+ * source are written as they arrive, so nothing is held whole in memory. Returns the byte count.
  */
-export async function writeTemp(temp: string, data: Uint8Array | string | AsyncIterable<Uint8Array>): Promise<number> {
-  const handle = await fsp.open(temp, 'wx', 0o644)
+export async function writeTemp(path: string, data: Uint8Array | string | AsyncIterable<Uint8Array>): Promise<number> {
+  const handle = await fsp.open(path, 'wx', 0o644)
   let bytes = 0
   try {
     if (typeof data === 'string' || data instanceof Uint8Array) {
@@ -52,26 +38,30 @@ export async function writeTemp(temp: string, data: Uint8Array | string | AsyncI
     return bytes
   } catch (error) {
     await handle.close().catch(() => {})
-    await fsp.rm(temp, { force: true }).catch(() => {})
+    await fsp.rm(path, { force: true }).catch(() => {})
     throw error
   }
 }
 
-/** Renames a finished temp file over `target` after re-checking its directory, then syncs the directory. */
-export async function commitTemp(root: string, temp: string, target: string): Promise<void> {
+/** Renames `from` (any path) to `name` in the pinned `dir` and syncs the directory. */
+export async function placeInto(dir: PinnedDir, from: string, name: string): Promise<void> {
+  await fsp.rename(from, `${dir.path}/${name}`)
+  await dir.sync()
+}
+
+/** Writes `data` to workspace path `rel` atomically; parents are made (pushed to `created`). */
+export async function writeContained(root: string, rel: string, data: Uint8Array | string, created?: string[]): Promise<void> {
+  const { dir, name } = await writeSlot(root, rel, { created })
   try {
-    await assertDirStillInside(root, dirname(target))
-    await fsp.rename(temp, target)
-  } catch (error) {
-    await fsp.rm(temp, { force: true }).catch(() => {})
-    throw error
+    const temp = `${dir.path}/${tempName(name)}`
+    await writeTemp(temp, data)
+    try {
+      await placeInto(dir, temp, name)
+    } catch (error) {
+      await fsp.rm(temp, { force: true }).catch(() => {})
+      throw error
+    }
+  } finally {
+    await dir.close()
   }
-  await syncDirectory(dirname(target))
-}
-
-/** Writes `data` to `target` (already resolved by `prepareWriteTarget`) atomically. */
-export async function writeContained(root: string, target: string, data: Uint8Array | string): Promise<void> {
-  const temp = tempPathFor(target)
-  await writeTemp(temp, data)
-  await commitTemp(root, temp, target)
 }

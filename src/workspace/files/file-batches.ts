@@ -9,7 +9,7 @@ import * as fsp from 'node:fs/promises'
 import { ApiError } from '../../core/errors.ts'
 import { writeContained } from './atomic-write.ts'
 import { revisionOf } from './catalog-events.ts'
-import { assertNotTemp, entryInParent, ensureDirectory, normalizeRelPath, openForRead, PathError, prepareWriteTarget, splitRel } from './workspace-path.ts'
+import { assertNotTemp, entryInParent, ensureDirectory, normalizeRelPath, openForRead, PathError, pinDirectory, splitRel } from './workspace-path.ts'
 
 /** A failed item. */
 export interface ItemError {
@@ -174,10 +174,7 @@ export async function applyWrite(root: string, w: PlannedWrite, created: string[
     if (!w.force && (now?.revision ?? null) !== w.seen) {
       return { ok: false, path: w.rel, code: 'conflict', message: 'The file changed while the write awaited approval', expectedRevision: w.seen, currentRevision: now?.revision ?? null }
     }
-    if (!w.unchanged) {
-      const target = await prepareWriteTarget(root, w.rel, { created })
-      await writeContained(root, target, w.data)
-    }
+    if (!w.unchanged) await writeContained(root, w.rel, w.data, created)
     const after = await currentRevision(root, w.rel)
     if (!after) return { ok: false, path: w.rel, code: 'write_failed', message: 'The file vanished right after the write' }
     return { ok: true, path: w.rel, bytes: w.data.byteLength, updatedAt: after.mtimeMs, revision: after.revision, previousRevision: w.seen }
@@ -221,22 +218,36 @@ export async function applyOperation(root: string, op: PlannedOperation, created
       await ensureDirectory(root, op.path, true, created)
     } else if (op.type === 'delete') {
       const entry = await entryInParent(root, op.path)
-      if (!entry.stat) return { ok: false, type: op.type, ...where, code: 'file_not_found', message: 'Nothing at that path' }
-      if (entry.stat.isDirectory()) {
-        if (op.recursive) await fsp.rm(entry.abs, { recursive: true, force: false })
-        else await fsp.rmdir(entry.abs)
-      } else {
-        await fsp.unlink(entry.abs)
+      try {
+        if (!entry.stat) return { ok: false, type: op.type, ...where, code: 'file_not_found', message: 'Nothing at that path' }
+        if (entry.stat.isDirectory()) {
+          if (op.recursive) await fsp.rm(entry.abs, { recursive: true, force: false })
+          else await fsp.rmdir(entry.abs)
+        } else {
+          await fsp.unlink(entry.abs)
+        }
+        await entry.dir.sync()
+      } finally {
+        await entry.dir.close()
       }
     } else {
-      const from = await entryInParent(root, op.from)
-      if (!from.stat) return { ok: false, type: op.type, ...where, code: 'file_not_found', message: 'Nothing at the source path' }
-      const { parent, name } = splitRel(op.to)
       if (op.to === op.from || op.to.startsWith(op.from + '/')) return { ok: false, type: op.type, ...where, code: 'invalid_operation', message: 'Cannot move a path into itself' }
-      const dir = await ensureDirectory(root, parent, true, created)
-      const target = `${dir}/${name}`
-      if (await fsp.lstat(target).then(() => true, () => false)) return { ok: false, type: op.type, ...where, code: 'invalid_operation', message: 'The target path already exists' }
-      await fsp.rename(from.abs, target)
+      const from = await entryInParent(root, op.from)
+      try {
+        if (!from.stat) return { ok: false, type: op.type, ...where, code: 'file_not_found', message: 'Nothing at the source path' }
+        const { parent, name } = splitRel(op.to)
+        const dir = await pinDirectory(root, parent, true, created)
+        try {
+          if (await fsp.lstat(`${dir.path}/${name}`).then(() => true, () => false)) return { ok: false, type: op.type, ...where, code: 'invalid_operation', message: 'The target path already exists' }
+          await fsp.rename(from.abs, `${dir.path}/${name}`)
+          await dir.sync()
+          await from.dir.sync()
+        } finally {
+          await dir.close()
+        }
+      } finally {
+        await from.dir.close()
+      }
     }
     return { ok: true, type: op.type, ...where }
   } catch (error) {

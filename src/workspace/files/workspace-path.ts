@@ -9,8 +9,9 @@
  *    checks the lexical path, the symlink-resolved location must stay inside the workspace's
  *    real root, for reads and writes alike, including the parent directory of a file that does
  *    not exist yet. Files are opened with `O_NOFOLLOW` and, where `/proc/self/fd` exists, the
- *    opened descriptor's real path is checked again, so a symlink swapped in after the check is
- *    caught too.
+ *    opened descriptor's real path is checked again; directories that receive files are held
+ *    open and addressed through `/proc/self/fd/N` (an `openat` equivalent), so a component swapped
+ *    for a symlink after the check cannot redirect a read or a write.
  * @module
  */
 import { constants } from 'node:fs'
@@ -70,6 +71,7 @@ async function realOrNull(path: string): Promise<string | null> {
     return await fsp.realpath(path)
   } catch (error) {
     if (isNotFound(error)) return null
+    if ((error as NodeJS.ErrnoException).code === 'ELOOP') throw new PathError('path resolves through a symlink loop')
     throw error
   }
 }
@@ -122,32 +124,99 @@ export async function openForRead(root: string, rel: string): Promise<{ handle: 
 }
 
 /**
- * The real path of directory `relDir` ('' = the root), made one component at a time when
- * `create` is set, never through a symlink that leaves the root. 404 `file_not_found` when a
- * component is missing and `create` is false.
+ * A directory held open while files are made in it. On Linux `path` is `/proc/self/fd/N`, which
+ * names the opened directory itself, like `openat`: a component swapped for a symlink after the
+ * check cannot redirect what is created, renamed or removed through it. Elsewhere `path` is the
+ * checked real path.
  */
-export async function ensureDirectory(root: string, relDir: string, create: boolean, created?: string[]): Promise<string> {
-  let dir = root
-  const parts = relDir === '' ? [] : relDir.split('/')
-  for (const [index, part] of parts.entries()) {
-    const next = join(dir, part)
-    let real = await realOrNull(next)
-    if (real === null) {
-      if (!create) throw new ApiError(404, 'file_not_found', `${relDir} does not exist`)
-      try {
-        await fsp.mkdir(next)
-        created?.push(parts.slice(0, index + 1).join('/'))
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-      }
-      real = await realOrNull(next)
-      if (real === null) throw new PathError('directory vanished while being created')
-    }
-    if (!isInside(root, real)) throw new PathError('path resolves outside the workspace')
-    if (!(await fsp.stat(real)).isDirectory()) throw new PathError(`${part} is not a directory`)
-    dir = real
+export interface PinnedDir {
+  /** Path to use for children (`${path}/${name}`). */
+  readonly path: string
+  /** The directory's real path (inside the root). */
+  readonly real: string
+  /** fsyncs the directory (after renames, so they survive a crash). */
+  sync(): Promise<void>
+  close(): Promise<void>
+}
+
+const DIR_FLAGS = constants.O_RDONLY | (constants.O_DIRECTORY ?? 0)
+
+async function realOfHandle(handle: fsp.FileHandle, fallback: string): Promise<string> {
+  return PROC_FD ? await fsp.readlink(`/proc/self/fd/${handle.fd}`) : await fsp.realpath(fallback)
+}
+
+function pinned(handle: fsp.FileHandle, real: string): PinnedDir {
+  return {
+    path: PROC_FD ? `/proc/self/fd/${handle.fd}` : real,
+    real,
+    sync: async () => { try { await handle.sync() } catch { /* not supported for directories here */ } },
+    close: () => handle.close().catch(() => {}),
   }
-  return dir
+}
+
+/**
+ * Opens directory `relDir` ('' = the root), walking one component at a time through the
+ * previously opened directory and checking each opened directory's real location, so neither a
+ * symlink nor a swap leads outside the root. Missing components are made when `create` is set
+ * (their paths are pushed to `created`); otherwise 404 `file_not_found`.
+ */
+export async function pinDirectory(root: string, relDir: string, create: boolean, created?: string[]): Promise<PinnedDir> {
+  let handle = await fsp.open(root, DIR_FLAGS)
+  let real = root
+  try {
+    const parts = relDir === '' ? [] : relDir.split('/')
+    for (const [index, part] of parts.entries()) {
+      const child = `${PROC_FD ? `/proc/self/fd/${handle.fd}` : real}/${part}`
+      let next: fsp.FileHandle
+      try {
+        next = await fsp.open(child, DIR_FLAGS)
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code
+        if (code === 'ENOTDIR') throw new PathError(`${part} is not a directory`)
+        if (code === 'ELOOP') throw new PathError('path resolves through a symlink loop')
+        if (code !== 'ENOENT') throw error
+        if (!create) throw new ApiError(404, 'file_not_found', `${relDir} does not exist`)
+        try {
+          // mkdir never follows a final symlink: a dangling link out makes EEXIST, then ENOENT below.
+          await fsp.mkdir(child)
+          created?.push(parts.slice(0, index + 1).join('/'))
+        } catch (mkdirError) {
+          if ((mkdirError as NodeJS.ErrnoException).code !== 'EEXIST') throw mkdirError
+        }
+        try {
+          next = await fsp.open(child, DIR_FLAGS)
+        } catch (openError) {
+          if (isNotFound(openError)) throw new PathError('path resolves outside the workspace or vanished')
+          throw openError
+        }
+      }
+      let nextReal: string
+      try {
+        nextReal = await realOfHandle(next, child)
+      } catch (error) {
+        await next.close()
+        throw error
+      }
+      if (!isInside(root, nextReal)) {
+        await next.close()
+        throw new PathError('path resolves outside the workspace')
+      }
+      await handle.close()
+      handle = next
+      real = nextReal
+    }
+  } catch (error) {
+    await handle.close().catch(() => {})
+    throw error
+  }
+  return pinned(handle, real)
+}
+
+/** The real path of directory `relDir`, made when `create` is set (see {@link pinDirectory}). */
+export async function ensureDirectory(root: string, relDir: string, create: boolean, created?: string[]): Promise<string> {
+  const dir = await pinDirectory(root, relDir, create, created)
+  await dir.close()
+  return dir.real
 }
 
 /** Splits a normalised path into its parent and last component. */
@@ -157,38 +226,37 @@ export function splitRel(rel: string): { parent: string; name: string } {
 }
 
 /**
- * Makes the parent directories of `rel` and returns the absolute path to write: the real parent
- * plus the file name. When the target exists it must resolve inside the root; a symlink inside is
- * written through to its (inside) target, as a read would follow it.
+ * Where to write `rel`: its parent directory, pinned (made when missing), and the entry name in
+ * it. When the entry is a symlink that resolves inside the root the write goes to the link's
+ * target, as a read would follow it; a link leading outside or nowhere is refused. The caller
+ * closes `dir`.
  */
-export async function prepareWriteTarget(root: string, rel: string, options: { create?: boolean; created?: string[] } = {}): Promise<string> {
+export async function writeSlot(root: string, rel: string, options: { create?: boolean; created?: string[] } = {}): Promise<{ dir: PinnedDir; name: string }> {
   const { parent, name } = splitRel(rel)
-  const dir = await ensureDirectory(root, parent, options.create !== false, options.created)
-  const target = join(dir, name)
-  const existing = await realOrNull(target)
-  if (existing !== null) {
-    if (!isInside(root, existing)) throw new PathError('path resolves outside the workspace')
-    return existing
+  const dir = await pinDirectory(root, parent, options.create !== false, options.created)
+  try {
+    const entry = await fsp.lstat(`${dir.path}/${name}`).catch(() => null)
+    if (!entry?.isSymbolicLink()) return { dir, name }
+    const target = await realOrNull(`${dir.path}/${name}`)
+    if (target === null) throw new PathError('path is a dangling symlink')
+    if (!isInside(root, target)) throw new PathError('path resolves outside the workspace')
+    await dir.close()
+    const rel2 = target.slice(root.length + 1)
+    if (!rel2 || rel2 === rel) throw new PathError('path is a symlink loop')
+    return writeSlot(root, rel2, { create: false })
+  } catch (error) {
+    await dir.close()
+    throw error
   }
-  // A dangling symlink would make the rename replace the link; refuse it rather than guess.
-  const link = await fsp.lstat(target).catch(() => null)
-  if (link?.isSymbolicLink()) throw new PathError('path is a dangling symlink')
-  return target
 }
 
 /**
- * The entry `rel` itself (not what a final symlink points to) inside its real, contained parent:
- * for deleting or renaming an entry, which changes only the parent directory.
+ * The entry `rel` itself (not what a final symlink points to) in its pinned parent: for
+ * deleting or renaming an entry, which changes only the parent directory. The caller closes `dir`.
  */
-export async function entryInParent(root: string, rel: string): Promise<{ abs: string; dir: string; stat: import('node:fs').Stats | null }> {
+export async function entryInParent(root: string, rel: string): Promise<{ dir: PinnedDir; abs: string; stat: import('node:fs').Stats | null }> {
   const { parent, name } = splitRel(rel)
-  const dir = await ensureDirectory(root, parent, false)
-  const abs = join(dir, name)
-  return { abs, dir, stat: await fsp.lstat(abs).catch(() => null) }
-}
-
-/** Re-checks, just before a rename, that the directory about to receive a file is still inside. */
-export async function assertDirStillInside(root: string, dir: string): Promise<void> {
-  const real = await realOrNull(dir)
-  if (real === null || real !== dir || !isInside(root, real)) throw new PathError('parent directory changed while writing')
+  const dir = await pinDirectory(root, parent, false)
+  const abs = `${dir.path}/${name}`
+  return { dir, abs, stat: await fsp.lstat(abs).catch(() => null) }
 }

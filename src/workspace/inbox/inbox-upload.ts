@@ -7,10 +7,9 @@
  * @module
  */
 import * as fsp from 'node:fs/promises'
-import { join } from 'node:path'
 import { ApiError } from '../../core/errors.ts'
-import { commitTemp, tempPathFor, writeTemp } from '../files/atomic-write.ts'
-import { assertNotTemp, ensureDirectory, normalizeRelPath, prepareWriteTarget } from '../files/workspace-path.ts'
+import { placeInto, tempName, writeTemp } from '../files/atomic-write.ts'
+import { assertNotTemp, normalizeRelPath, pinDirectory, writeSlot } from '../files/workspace-path.ts'
 import { INBOX_DIR } from '../artifacts/drop-folder.ts'
 import { multipartBoundary, readMultipart } from './multipart-stream.ts'
 
@@ -20,6 +19,7 @@ export interface StagedUpload {
   rel: string
   /** Workspace-relative path. */
   workspaceRel: string
+  /** Name of the staged temp file in the inbox folder. */
   temp: string
   bytes: number
 }
@@ -46,7 +46,7 @@ export async function receiveUpload(root: string, request: Request, queryPath: s
   // Multipart framing adds a few hundred bytes; anything far beyond the limit is refused unread.
   if (Number.isFinite(declared) && declared > maxBytes + 64 * 1024) throw tooLarge(maxBytes, declared)
   if (queryPath !== undefined) assertNotTemp(normalizeRelPath(queryPath))
-  const inbox = await ensureDirectory(root, INBOX_DIR, true)
+  const inbox = await pinDirectory(root, INBOX_DIR, true)
   let temp: string | null = null
   let bytes = 0
   let filename: string | undefined
@@ -57,8 +57,8 @@ export async function receiveUpload(root: string, request: Request, queryPath: s
       onFile: async (info, data) => {
         if (info.name !== 'file' || temp !== null) return
         filename = info.filename
-        const staging = tempPathFor(join(inbox, 'upload'), 'in-')
-        bytes = await writeTemp(staging, limited(data, maxBytes, Number.isFinite(declared) ? declared : null))
+        const staging = tempName('upload', 'in-')
+        bytes = await writeTemp(`${inbox.path}/${staging}`, limited(data, maxBytes, Number.isFinite(declared) ? declared : null))
         temp = staging
       },
     })
@@ -68,19 +68,39 @@ export async function receiveUpload(root: string, request: Request, queryPath: s
     assertNotTemp(rel)
     return { rel, workspaceRel: `${INBOX_DIR}/${rel}`, temp, bytes }
   } catch (error) {
-    if (temp) await fsp.rm(temp, { force: true }).catch(() => {})
+    if (temp) await fsp.rm(`${inbox.path}/${temp}`, { force: true }).catch(() => {})
     throw error
+  } finally {
+    await inbox.close()
   }
 }
 
-/** Moves a staged upload into place (atomic rename after the containment re-check). */
+/** Moves a staged upload into place (atomic rename between pinned directories). */
 export async function commitUpload(root: string, upload: StagedUpload): Promise<void> {
-  const target = await prepareWriteTarget(root, upload.workspaceRel)
-  if ((await fsp.lstat(target).catch(() => null))?.isDirectory()) throw new ApiError(409, 'invalid_path', 'A directory exists at that path')
-  await commitTemp(root, upload.temp, target)
+  const { dir, name } = await writeSlot(root, upload.workspaceRel)
+  try {
+    if ((await fsp.lstat(`${dir.path}/${name}`).catch(() => null))?.isDirectory()) throw new ApiError(409, 'invalid_path', 'A directory exists at that path')
+    // The staged file is re-found through the pinned inbox, so a swapped inbox cannot feed the rename.
+    const inbox = await pinDirectory(root, INBOX_DIR, false)
+    try {
+      await placeInto(dir, `${inbox.path}/${upload.temp}`, name)
+    } finally {
+      await inbox.close()
+    }
+  } finally {
+    await dir.close()
+  }
 }
 
 /** Removes a staged upload that will not be committed. */
-export async function discardUpload(upload: StagedUpload): Promise<void> {
-  await fsp.rm(upload.temp, { force: true }).catch(() => {})
+export async function discardUpload(root: string, upload: StagedUpload): Promise<void> {
+  const inbox = await pinDirectory(root, INBOX_DIR, false).catch(() => null)
+  if (!inbox) return
+  try {
+    await fsp.rm(`${inbox.path}/${upload.temp}`, { force: true })
+  } catch {
+    // Left behind as a hidden temp file; listings never show it.
+  } finally {
+    await inbox.close()
+  }
 }

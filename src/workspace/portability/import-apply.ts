@@ -2,59 +2,83 @@
  * Applies an import plan all-or-nothing. Every new file is first written to a fsynced temp file
  * next to its target; then each target is moved aside to a backup name and the temp renamed into
  * place (deletes only move aside). If any step fails, the steps done so far are undone in reverse
- * (placed files removed, backups renamed back, directories it created removed), so the workspace is exactly as before; on success
- * the backups are removed. Runs under the workspace lock.
+ * (placed files removed, backups renamed back, directories it created removed), so the workspace
+ * is exactly as before; on success the backups are removed. Every step goes through a pinned
+ * parent directory (see `pinDirectory`). Runs under the workspace lock.
  * @module
  */
 import * as fsp from 'node:fs/promises'
-import { dirname, join } from 'node:path'
 import { ApiError } from '../../core/errors.ts'
-import { syncDirectory, tempPathFor, writeTemp } from '../files/atomic-write.ts'
-import { assertDirStillInside, prepareWriteTarget } from '../files/workspace-path.ts'
+import { tempName, writeTemp } from '../files/atomic-write.ts'
+import { pinDirectory, splitRel, writeSlot } from '../files/workspace-path.ts'
 import type { PlannedChange } from './import-plan.ts'
 
-type Step = { kind: 'backup'; target: string; backup: string } | { kind: 'placed'; target: string }
+/** Where an entry lives: its parent (workspace-relative) and name. */
+type Slot = { parent: string; name: string }
+type Step = { kind: 'backup'; slot: Slot; backup: string } | { kind: 'placed'; slot: Slot }
+
+async function inDir<T>(root: string, parent: string, fn: (dir: string) => Promise<T>): Promise<T> {
+  const dir = await pinDirectory(root, parent, false)
+  try {
+    const result = await fn(dir.path)
+    await dir.sync()
+    return result
+  } finally {
+    await dir.close()
+  }
+}
 
 /** Applies the changed items of a plan; throws 500 `import_failed` (with nothing changed) on failure. */
 export async function applyImport(root: string, changes: PlannedChange[]): Promise<void> {
   const work = changes.filter((c) => c.action !== 'unchanged')
-  const staged = new Map<PlannedChange, { target: string; temp: string }>()
+  const staged = new Map<PlannedChange, { slot: Slot; temp: string }>()
   const steps: Step[] = []
   const createdDirs: string[] = []
   try {
     for (const change of work) {
       if (change.after === null) continue
-      const target = await prepareWriteTarget(root, change.path, { created: createdDirs })
-      const temp = tempPathFor(target)
-      await writeTemp(temp, change.after)
-      staged.set(change, { target, temp })
+      const { dir, name } = await writeSlot(root, change.path, { created: createdDirs })
+      try {
+        const temp = tempName(name)
+        await writeTemp(`${dir.path}/${temp}`, change.after)
+        const real = dir.real
+        staged.set(change, { slot: { parent: real === root ? '' : real.slice(root.length + 1), name }, temp })
+      } finally {
+        await dir.close()
+      }
     }
     for (const change of work) {
       // A removed skill takes its whole directory (scripts and all), as the skills route does.
-      const target = staged.get(change)?.target ?? (change.kind === 'skill' ? join(root, dirname(change.path)) : join(root, change.path))
-      if (await fsp.lstat(target).then(() => true, () => false)) {
-        const backup = tempPathFor(target, 'bak-')
-        await fsp.rename(target, backup)
-        steps.push({ kind: 'backup', target, backup })
-      }
-      const placed = staged.get(change)
-      if (placed) {
-        await assertDirStillInside(root, dirname(placed.target))
-        await fsp.rename(placed.temp, placed.target)
-        staged.delete(change)
-        steps.push({ kind: 'placed', target: placed.target })
-      }
+      const slot = staged.get(change)?.slot ?? splitRel(change.kind === 'skill' && change.after === null ? change.path.replace(/\/SKILL\.md$/, '') : change.path)
+      await inDir(root, slot.parent, async (dir) => {
+        if (await fsp.lstat(`${dir}/${slot.name}`).then(() => true, () => false)) {
+          const backup = tempName(slot.name, 'bak-')
+          await fsp.rename(`${dir}/${slot.name}`, `${dir}/${backup}`)
+          steps.push({ kind: 'backup', slot, backup })
+        }
+        const placed = staged.get(change)
+        if (placed) {
+          await fsp.rename(`${dir}/${placed.temp}`, `${dir}/${slot.name}`)
+          staged.delete(change)
+          steps.push({ kind: 'placed', slot })
+        }
+      })
     }
   } catch (error) {
     for (const step of steps.reverse()) {
-      if (step.kind === 'placed') await fsp.rm(step.target, { force: true }).catch(() => {})
-      else await fsp.rename(step.backup, step.target).catch(() => {})
+      await inDir(root, step.slot.parent, async (dir) => {
+        if (step.kind === 'placed') await fsp.rm(`${dir}/${step.slot.name}`, { force: true })
+        else await fsp.rename(`${dir}/${step.backup}`, `${dir}/${step.slot.name}`)
+      }).catch(() => {})
     }
-    for (const { temp } of staged.values()) await fsp.rm(temp, { force: true }).catch(() => {})
-    for (const dir of createdDirs.reverse()) await fsp.rmdir(join(root, dir)).catch(() => {})
+    for (const { slot, temp } of staged.values()) await inDir(root, slot.parent, (dir) => fsp.rm(`${dir}/${temp}`, { force: true })).catch(() => {})
+    for (const rel of createdDirs.reverse()) {
+      const { parent, name } = splitRel(rel)
+      await inDir(root, parent, (dir) => fsp.rmdir(`${dir}/${name}`)).catch(() => {})
+    }
     throw new ApiError(500, 'import_failed', `Import failed and was rolled back; nothing was changed (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`)
   }
-  for (const step of steps) if (step.kind === 'backup') await fsp.rm(step.backup, { recursive: true, force: true }).catch(() => {})
-  const dirs = new Set(steps.map((s) => dirname(s.target)))
-  for (const dir of dirs) await syncDirectory(dir)
+  for (const step of steps) {
+    if (step.kind === 'backup') await inDir(root, step.slot.parent, (dir) => fsp.rm(`${dir}/${step.backup}`, { recursive: true, force: true })).catch(() => {})
+  }
 }

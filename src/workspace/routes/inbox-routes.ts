@@ -74,7 +74,7 @@ export function inboxRoutes(s: WorkspaceServices, files: FileService) {
           }
           await ws.lock.run(() => commitUpload(ws.entry.path, upload))
         } catch (error) {
-          await discardUpload(upload)
+          await discardUpload(ws.entry.path, upload)
           throw error
         }
         const st = await stat(`${ws.entry.path}/${upload.workspaceRel}`).catch(() => null)
