@@ -24,7 +24,8 @@ mkdirSync(outDir, { recursive: true })
 function build(outfile: string, target?: string): void {
   const args = [
     // Bytecode halves start-up (modules are not re-parsed); it needs ESM output for top-level await.
-    'build', 'bin/service-server.ts', '--compile', '--minify', '--sourcemap', '--bytecode', '--format=esm',
+    // Splitting keeps each mode's code in its own chunk, loaded only when that mode starts.
+    'build', 'bin/service-server.ts', '--compile', '--minify', '--sourcemap', '--bytecode', '--format=esm', '--splitting',
     '--no-compile-autoload-dotenv', '--no-compile-autoload-bunfig',
     '--outfile', outfile,
     ...(target ? ['--target', target] : []),

@@ -10,9 +10,9 @@ import { ConfigError, isLoopbackHost, type Env } from './core/settings.ts'
 import type { Surface } from './core/surface.ts'
 import { serve, type Listener } from './serve.ts'
 import { VERSION } from './version.ts'
-import { createWorkspaceApp } from './workspace/app.ts'
-import { HOST_COMMANDS, runHostCli } from './workspace/host-cli.ts'
-import { loadWorkspaceConfig } from './workspace/server-config.ts'
+
+/** First arguments that select the host CLI (talking to a running server) instead of serving. */
+const HOST_COMMANDS = ['approvals', 'tokens']
 
 /** Process-level hooks, injectable for tests. */
 export interface MainIo {
@@ -54,7 +54,10 @@ async function startSurface(mode: Mode, flags: Record<string, unknown>, io: Main
 
 /** Runs the server until a stop signal; returns the exit code. */
 export async function main(argv: string[], io: MainIo): Promise<number> {
-  if ((HOST_COMMANDS as readonly string[]).includes(argv[0] ?? '')) return runHostCli(argv, io)
+  if (HOST_COMMANDS.includes(argv[0] ?? '')) {
+    const { runHostCli } = await import('./workspace/host-cli.ts')
+    return runHostCli(argv, io)
+  }
   let mode: Mode
   let flags: Record<string, unknown>
   try {

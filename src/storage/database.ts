@@ -7,7 +7,7 @@
  * @module
  */
 import { Kysely, SqliteAdapter, SqliteDialect, type DialectAdapter } from 'kysely'
-import { Migrator, type Migration } from 'kysely/migration'
+import type { Migration } from 'kysely/migration'
 import { chmodSync, existsSync, mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { openSqlite, type RawSqlite } from './open-sqlite.ts'
@@ -84,6 +84,22 @@ function restrictFileModes(path: string): void {
   }
 }
 
+/**
+ * True when every embedded migration is recorded and nothing else is: the common case on every start
+ * after the first. Anything unexpected (no table yet, a recorded name we do not know) means the
+ * migrator should run and decide.
+ */
+function schemaIsCurrent(raw: RawSqlite, migrations: MigrationSet): boolean {
+  let recorded: string[]
+  try {
+    recorded = (raw.prepare('select name from kysely_migration order by name').all([]) as Array<{ name: string }>).map((row) => row.name)
+  } catch {
+    return false
+  }
+  const embedded = Object.keys(migrations).sort()
+  return recorded.length === embedded.length && recorded.every((name, i) => name === embedded[i])
+}
+
 /** Options for {@link openDatabase}. */
 export interface OpenDatabaseOptions {
   /** File path, or `:memory:` for tests. Parent directories are created with mode 0700. */
@@ -104,15 +120,16 @@ export async function openDatabase<DB>(options: OpenDatabaseOptions): Promise<Da
   raw.exec('pragma busy_timeout = 5000')
   if (options.path !== ':memory:') restrictFileModes(options.path)
   const db = new Kysely<DB>({ dialect: new TransactionalSqliteDialect({ database: normalizing(raw) }) })
-  const migrator = new Migrator({
-    db,
-    provider: { getMigrations: async () => options.migrations },
-  })
-  const { error, results } = await migrator.migrateToLatest()
-  if (error) {
-    await db.destroy()
-    const failed = results?.find((r) => r.status === 'Error')?.migrationName
-    throw new Error(`database migration ${failed ?? ''} failed: ${(error as Error).message ?? error}`)
+  if (!schemaIsCurrent(raw, options.migrations)) {
+    // Loaded only when there is work to do: the migrator costs start time on every start otherwise.
+    const { Migrator } = await import('kysely/migration')
+    const migrator = new Migrator({ db, provider: { getMigrations: async () => options.migrations } })
+    const { error, results } = await migrator.migrateToLatest()
+    if (error) {
+      await db.destroy()
+      const failed = results?.find((r) => r.status === 'Error')?.migrationName
+      throw new Error(`database migration ${failed ?? ''} failed: ${(error as Error).message ?? error}`)
+    }
   }
   let closed = false
   return {
