@@ -119,6 +119,13 @@ test('catalog inheritance: a marketplace grant shows its plugins and their objec
     assert.equal(resolved.body.items.map((r: { configObjectId: string }) => r.configObjectId), [objectId])
     const market2 = await t.client.get(`/v1/marketplaces/${market}/resolved`, { token: member })
     assert.equal(market2.body.items[0].componentCounts, { skill: 1 })
+    // Seen from the object: only the plugins the member can see.
+    const hidden = (await t.client.post('/v1/plugins', { token: owner, json: { name: 'Hidden kit' } })).body.item.id
+    assert.is((await t.client.post(`/v1/config-objects/${objectId}/plugins`, { token: owner, json: { pluginId: hidden } })).status, 201)
+    assert.equal((await t.client.get(`/v1/config-objects/${objectId}/plugins`, { token: member })).body.items.map((p: { pluginId: string }) => p.pluginId), [plugin])
+    assert.equal((await t.client.get(`/v1/config-objects/${objectId}/plugins`, { token: owner })).body.items.map((p: { pluginId: string }) => p.pluginId), [plugin, hidden])
+    assert.is((await t.client.post(`/v1/config-objects/${objectId}/plugins`, { token: owner, json: { pluginId: hidden } })).status, 409)
+    assert.is((await t.client.delete(`/v1/config-objects/${objectId}/plugins/${hidden}`, { token: owner })).status, 204)
     // Inherited access is viewer only.
     assert.is((await t.client.patch(`/v1/plugins/${plugin}`, { token: member, json: { name: 'mine now' } })).status, 403)
     assert.is((await t.client.post(`/v1/config-objects/${objectId}/versions`, { token: member, json: { input: { rawSourceText: SKILL('in-plugin') } } })).status, 403)

@@ -71,6 +71,15 @@ const REQUESTS: MatrixRequests = {
     return { path: `${base}/access/${await grantOn(w, c, base)}` }
   },
 
+  listConfigObjectPlugins: async (w, c) => ({ path: `/v1/config-objects/${await object(w, c)}/plugins` }),
+  addConfigObjectToPlugin: async (w, c) => ({ path: `/v1/config-objects/${await object(w, c)}/plugins`, json: { pluginId: await plugin(w, c) } }),
+  removeConfigObjectFromPlugin: async (w, c) => {
+    const obj = await object(w, c)
+    const plg = await plugin(w, c)
+    await w.client.post(`/v1/plugins/${plg}/config-objects`, { ...as(w, c), json: { configObjectId: obj } })
+    return { path: `/v1/config-objects/${obj}/plugins/${plg}` }
+  },
+
   listPlugins: async () => ({ path: '/v1/plugins' }),
   createPlugin: async (w) => ({ path: '/v1/plugins', json: { name: `created ${w.seq()}` } }),
   getPlugin: async (w, c) => ({ path: `/v1/plugins/${await plugin(w, c)}` }),

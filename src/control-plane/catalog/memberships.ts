@@ -9,7 +9,7 @@ import { newId } from '../../core/ids.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
-import { requireRole } from './access-grants.ts'
+import { requireRole, visibleCondition } from './access-grants.ts'
 import { addToPluginIn, objectQuery, objectView, type ConfigObjectView } from './config-objects.ts'
 import { resolveObjectIn, type ResolvedView } from './config-versions.ts'
 import { getContainer, type ContainerView } from './containers.ts'
@@ -149,4 +149,39 @@ export async function resolveMarketplace(deps: Deps, actor: Actor, marketplaceId
     items.push({ plugin: entry.plugin, componentCounts: Object.fromEntries(counts.map((c) => [c.object_type, Number(c.n)])) })
   }
   return { items, nextCursor: entries.nextCursor }
+}
+
+/** A plugin that contains a config object, seen from the object. */
+export interface ObjectPluginView {
+  id: string
+  pluginId: string
+  configObjectId: string
+  membershipSource: string
+  createdByMemberId: string | null
+  createdAt: string
+  plugin: ContainerView
+}
+
+/** The plugins (that the caller can see) containing a visible config object, in the order it was added to them. */
+export async function listObjectPlugins(deps: Deps, actor: Actor, objectId: string, page: { cursor?: string; limit: number }): Promise<Page<ObjectPluginView>> {
+  await requireRole(deps.db, actor, 'config_object', objectId, 'viewer')
+  const query = deps.db.selectFrom('plugin_config_object as pco').selectAll('pco').where('pco.config_object_id', '=', objectId).where(visibleCondition(deps.db, actor, 'plugin', 'pco.plugin_id'))
+  const rows = await keysetPage(query, { scope: `object-plugins:${objectId}`, cursor: page.cursor, limit: page.limit, order: [{ column: 'pco.id', field: 'id', direction: 'asc' }], map: (row) => row })
+  const items: ObjectPluginView[] = []
+  for (const row of rows.items) {
+    items.push({ id: row.id, pluginId: row.plugin_id, configObjectId: objectId, membershipSource: row.membership_source, createdByMemberId: row.created_by_member_id, createdAt: row.created_at, plugin: await getContainer(deps, { ...actor, role: 'admin' }, 'plugin', row.plugin_id) })
+  }
+  return { items, nextCursor: rows.nextCursor }
+}
+
+/** Adds a visible config object to a plugin, seen from the object (editor on the plugin). */
+export async function addObjectToPlugin(deps: Deps, actor: Actor, objectId: string, pluginId: string): Promise<ObjectPluginView> {
+  const member = await addPluginObject(deps, actor, pluginId, objectId)
+  return { id: member.id, pluginId, configObjectId: objectId, membershipSource: member.membershipSource, createdByMemberId: member.createdByMemberId, createdAt: member.createdAt, plugin: await getContainer(deps, actor, 'plugin', pluginId) }
+}
+
+/** Removes a config object from a plugin, seen from the object (editor on the plugin; the object must be visible). */
+export async function removeObjectFromPlugin(deps: Deps, actor: Actor, objectId: string, pluginId: string): Promise<void> {
+  await requireRole(deps.db, actor, 'config_object', objectId, 'viewer')
+  await removePluginObject(deps, actor, pluginId, objectId)
 }

@@ -6,8 +6,10 @@ import * as v from 'valibot'
 import { actorOf } from '../auth.ts'
 import { changeLifecycle, createConfigObject, getConfigObject, listConfigObjects } from '../catalog/config-objects.ts'
 import { addVersion, getLatestVersion, getResolved, getVersion, listVersions } from '../catalog/config-versions.ts'
+import { addObjectToPlugin, listObjectPlugins, removeObjectFromPlugin } from '../catalog/memberships.ts'
 import { pageQuery } from '../pagination.ts'
 import { rules } from '../policy.ts'
+import { AddObjectPluginBody, ObjectPluginItem, ObjectPluginPage } from '../wire/catalog.ts'
 import { idParams } from '../wire/common.ts'
 import { AddVersionBody, ConfigObjectItem, ConfigObjectListQuery, ConfigObjectPage, ConfigObjectVersionItem, ConfigObjectVersionPage, CreateConfigObjectBody, ResolvedConfigObjectItem } from '../wire/config-objects.ts'
 import { accessRoutes } from './access-routes.ts'
@@ -15,6 +17,7 @@ import { route, type RouteContext } from './route.ts'
 
 const ObjectParams = idParams(['configObjectId', 'cob'])
 const VersionParams = idParams(['configObjectId', 'cob'], ['versionId', 'cov'])
+const ObjectPluginParams = idParams(['configObjectId', 'cob'], ['pluginId', 'plg'])
 const TAG = 'config-objects'
 
 /** Config-object routes. */
@@ -78,6 +81,25 @@ export function configObjectRoutes(ctx: RouteContext) {
       description: '409 `config_object_not_active` (with `details.status`) for archived or deleted objects.',
       auth: rules.org('config_objects.read'), params: ObjectParams, responses: { 200: ResolvedConfigObjectItem }, errors: [409],
       handler: async ({ principal, params }) => ({ item: await getResolved(ctx.deps, actorOf(principal), params.configObjectId) }),
+    }),
+    route({
+      method: 'GET', path: '/v1/config-objects/:configObjectId/plugins', operationId: 'listConfigObjectPlugins', tags: [TAG],
+      summary: 'The plugins containing the object (only those the caller can see)',
+      auth: rules.org('config_objects.read'), params: ObjectParams, query: v.object(pageQuery()), responses: { 200: ObjectPluginPage }, errors: [400],
+      handler: ({ principal, params, query }) => listObjectPlugins(ctx.deps, actorOf(principal), params.configObjectId, query),
+    }),
+    route({
+      method: 'POST', path: '/v1/config-objects/:configObjectId/plugins', operationId: 'addConfigObjectToPlugin', tags: [TAG],
+      summary: 'Add the object to a plugin (editor on the plugin)',
+      description: '409 `already_in_plugin`.',
+      auth: rules.org('plugins.write'), params: ObjectParams, body: AddObjectPluginBody, responses: { 201: ObjectPluginItem }, errors: [409],
+      handler: async ({ principal, params, body }) => ({ item: await addObjectToPlugin(ctx.deps, actorOf(principal), params.configObjectId, body.pluginId) }),
+    }),
+    route({
+      method: 'DELETE', path: '/v1/config-objects/:configObjectId/plugins/:pluginId', operationId: 'removeConfigObjectFromPlugin', tags: [TAG],
+      summary: 'Remove the object from a plugin (editor on the plugin)',
+      auth: rules.org('plugins.write'), params: ObjectPluginParams, responses: { 204: { description: 'Removed' } },
+      handler: ({ principal, params }) => removeObjectFromPlugin(ctx.deps, actorOf(principal), params.configObjectId, params.pluginId),
     }),
     lifecycle('archive', 'Archive a config object (manager)'),
     lifecycle('delete', 'Delete a config object (soft; manager)'),

@@ -50,6 +50,11 @@ export const PluginMember = v.pipe(v.strictObject({ id: idOf('pco'), pluginId: i
 export const PluginMemberPage = pageOf(PluginMember, 'PluginMemberPage')
 export const PluginMemberItem = itemOf(PluginMember, 'PluginMemberItem')
 export const AddPluginObjectBody = v.strictObject({ configObjectId: idOf('cob') })
+/** A plugin containing a config object, seen from the object. */
+export const ObjectPlugin = v.pipe(v.strictObject({ id: idOf('pco'), pluginId: idOf('plg'), configObjectId: idOf('cob'), ...Membership, plugin: Plugin }), v.title('ObjectPlugin'))
+export const ObjectPluginPage = pageOf(ObjectPlugin, 'ObjectPluginPage')
+export const ObjectPluginItem = itemOf(ObjectPlugin, 'ObjectPluginItem')
+export const AddObjectPluginBody = v.strictObject({ pluginId: idOf('plg') })
 /** Resolved members of a plugin. */
 export const ResolvedPluginPage = pageOf(ResolvedConfigObject, 'ResolvedPluginPage')
 
