@@ -77,6 +77,7 @@ test('frontmatter parses the YAML subset skill files use and renders back to the
   const again = parseMarkdown(renderMarkdown(doc.frontmatter!, doc.body))
   assert.equal(again, doc)
   assert.equal(parseMarkdown('plain text'), { frontmatter: null, body: 'plain text' })
+  assert.equal(parseMarkdown('---\ntools:\n- read\n- bash\nname: x\n---\nb').frontmatter, { tools: ['read', 'bash'], name: 'x' })
   for (const bad of ['---\nname: x\n', '---\nname: x\nname: y\n---\n', '---\nkey: |\n  block\n---\n', '---\n  indented: x\n---\n', '---\nnot a pair\n---\n']) {
     assert.throws(() => parseMarkdown(bad), /line \d+/, JSON.stringify(bad))
   }

@@ -60,7 +60,9 @@ function parseBlock(lines: string[], firstLine: number): Record<string, Frontmat
     if (raw.trim() === '' || raw.trim().startsWith('#')) return
     const indent = raw.length - raw.trimStart().length
     const text = raw.trim()
-    if (indent > 0) {
+    // YAML also allows a block list at the key's own indentation (`tools:` then `- read`).
+    const unindentedItem = indent === 0 && (text.startsWith('- ') || text === '-') && current !== null && current.kind !== 'map'
+    if (indent > 0 || unindentedItem) {
       if (!current) throw new FrontmatterError(line, 'indented line without a parent key')
       if (text.startsWith('- ') || text === '-') {
         if (current.kind === 'map') throw new FrontmatterError(line, 'list item inside a map')
