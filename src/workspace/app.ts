@@ -22,7 +22,7 @@ import { actorOf } from './audit-log.ts'
 import { sidecarRoutes } from './sidecar/sidecar-routes.ts'
 import { SidecarService } from './sidecar/sidecar-service.ts'
 import { workspaceMountRewrite } from './sidecar/workspace-mount.ts'
-import { startControlPlaneHeartbeat } from './control-plane-heartbeat.ts'
+import { startControlPlaneHeartbeat, type HeartbeatReporter } from './control-plane-heartbeat.ts'
 
 /** The reference answers bad payloads with 400 `invalid_payload`; existing clients expect that. */
 export const workspaceValidation: ValidationPolicy = { status: 400, bodyCode: 'invalid_payload', queryCode: 'invalid_query' }
@@ -72,7 +72,8 @@ export async function createWorkspaceApp(config: WorkspaceServerConfig, options:
   sidecar.followWrites(services.events)
   void sidecar.start()
   const data = dataPlane(services, streams, options.logger)
-  const heartbeat = startControlPlaneHeartbeat(process.env, { logger: options.logger, version: VERSION })
+  // Run as a hosted Worker: report heartbeats once listening, so `healthy` means reachable.
+  let heartbeat: HeartbeatReporter | null = null
   let doc: Record<string, unknown> | undefined
   const routes: AnyRoute<WorkspaceRule, Principal>[] = [
     ...systemRoutes<WorkspaceRule>({ mode: 'workspace', version: VERSION, publicRule: rules.none, startedAt, openapi: () => (doc ??= openapi()) }),
@@ -113,6 +114,7 @@ export async function createWorkspaceApp(config: WorkspaceServerConfig, options:
     openapi: () => (doc ??= openapi()),
     streams,
     onListening() {
+      heartbeat ??= startControlPlaneHeartbeat(process.env, { logger: options.logger, version: VERSION })
       const lines: string[] = []
       for (const ws of config.workspaces) lines.push(`workspace ${ws.id} ${ws.path}`)
       if (config.generated.token) lines.push(`client token (shown once, stored in ${config.credentialsPath}): ${config.generated.token}`)

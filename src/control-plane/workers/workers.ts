@@ -125,6 +125,8 @@ async function installCredentials(ctx: AsyncContext, trx: Transaction<ControlPla
     state: 'provisioning',
     state_reason: generation === 1 ? 'created' : 'tokens_rotated',
     state_message: null,
+    // The runtime restarts; its new address is known once it listens.
+    runtime_url: null,
     provisioning_deadline_at: isoAt(ctx.deps, ctx.settings.workers.provisioningDeadlineMs),
     updated_at: now,
   }).where('id', '=', row.id).execute()
