@@ -7,8 +7,11 @@ import * as v from 'valibot'
 import { API_STYLES, CatalogProviderSchema } from '../providers/provider-catalog.ts'
 import { idOf, itemOf, nameField, pageOf, Timestamp } from './common.ts'
 
+/** A provider of the model catalog. */
 export const CatalogProvider = v.pipe(CatalogProviderSchema, v.title('CatalogProvider'))
+/** A page of CatalogProvider. */
 export const CatalogProviderPage = pageOf(CatalogProvider, 'CatalogProviderPage')
+/** `{item}` with one CatalogProvider. */
 export const CatalogProviderItem = itemOf(CatalogProvider, 'CatalogProviderItem')
 
 const Model = v.strictObject({ id: v.string(), name: v.string() })
@@ -29,7 +32,9 @@ export const LlmProvider = v.pipe(
   }),
   v.title('LlmProvider'),
 )
+/** A page of LlmProvider. */
 export const LlmProviderPage = pageOf(LlmProvider, 'LlmProviderPage')
+/** `{item}` with one LlmProvider. */
 export const LlmProviderItem = itemOf(LlmProvider, 'LlmProviderItem')
 
 const ModelInput = v.union([
