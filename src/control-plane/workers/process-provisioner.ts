@@ -3,6 +3,12 @@
  * process of the control plane on this host, with its own directory under the Workers data dir,
  * the Worker's client and host tokens, and the settings its heartbeat reporter needs.
  *
+ * Each runtime's pid is kept in `<dir>/runtime.pid`. A runtime left running by a control plane
+ * that crashed (SIGKILL leaves children orphaned) is found through that file after a restart and
+ * stopped before a new one starts, or when its Worker is deleted; it is recognised by its
+ * `SERVICE_WORKER_ID` in `/proc/<pid>/environ`, so a reused pid is never signalled (on systems
+ * without /proc the file is ignored).
+ *
  * The child gets an allowlisted environment (never the control plane's own secrets, such as
  * `SERVICE_ENCRYPTION_KEY`) and listens on an ephemeral loopback port; the listening line on its
  * stdout gives the URL. Running from source the command is `<runtime> bin/service-server.ts`;
@@ -10,10 +16,11 @@
  * @module
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Logger } from '../../core/logger.ts'
+import { writeFileAtomic } from '../../storage/fs.ts'
 import type { ProvisionedRuntime, ProvisionRequest, Provisioner, RuntimeExitListener } from './provisioner.ts'
 
 /** Environment variables passed through to runtimes (everything else is withheld). */
@@ -63,9 +70,39 @@ export class ProcessProvisioner implements Provisioner {
     return this.#running.get(workerId)?.child.pid ?? null
   }
 
+  #root(workerId: string): string {
+    return join(this.#options.dataDir, workerId)
+  }
+
+  /** Stops a runtime of `workerId` that this process does not hold (left by a crashed control plane). */
+  async #reapOrphan(workerId: string): Promise<void> {
+    const pidFile = join(this.#root(workerId), 'runtime.pid')
+    let pid: number
+    try {
+      pid = Number(readFileSync(pidFile, 'utf8').trim())
+    } catch {
+      return
+    }
+    const ours = (): boolean => {
+      try {
+        return Number.isInteger(pid) && pid > 1 && readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`SERVICE_WORKER_ID=${workerId}`)
+      } catch {
+        return false
+      }
+    }
+    if (ours()) {
+      this.#options.logger.info('stopping a Worker runtime left by an earlier control plane', { workerId, pid })
+      process.kill(pid, 'SIGTERM')
+      const deadline = Date.now() + STOP_GRACE_MS
+      while (ours() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25))
+      if (ours()) process.kill(pid, 'SIGKILL')
+    }
+    rmSync(pidFile, { force: true })
+  }
+
   async start(request: ProvisionRequest): Promise<ProvisionedRuntime> {
     await this.stop(request.workerId)
-    const root = join(this.#options.dataDir, request.workerId)
+    const root = this.#root(request.workerId)
     const workspaceDir = join(root, 'workspace')
     mkdirSync(workspaceDir, { recursive: true, mode: 0o700 })
     mkdirSync(join(root, 'data'), { recursive: true, mode: 0o700 })
@@ -117,6 +154,7 @@ export class ProcessProvisioner implements Provisioner {
           if (buffered.length > 8000) buffered = buffered.slice(-2000)
         })
       })
+      if (child.pid) await writeFileAtomic(join(root, 'runtime.pid'), `${child.pid}\n`, { mode: 0o600 })
       return { url, pid: child.pid ?? null, workspaceDir }
     } catch (error) {
       await this.stop(request.workerId)
@@ -126,7 +164,7 @@ export class ProcessProvisioner implements Provisioner {
 
   async stop(workerId: string): Promise<void> {
     const running = this.#running.get(workerId)
-    if (!running) return
+    if (!running) return this.#reapOrphan(workerId)
     running.stopping = true
     this.#running.delete(workerId)
     if (running.child.exitCode !== null || running.child.signalCode !== null) return
@@ -134,6 +172,7 @@ export class ProcessProvisioner implements Provisioner {
     const timer = setTimeout(() => running.child.kill('SIGKILL'), STOP_GRACE_MS)
     await running.exited
     clearTimeout(timer)
+    rmSync(join(this.#root(workerId), 'runtime.pid'), { force: true })
   }
 
   async close(): Promise<string[]> {

@@ -1,0 +1,83 @@
+/**
+ * Runtimes outlive a crashed control plane (SIGKILL leaves children running). After a restart on
+ * the same data directory, deleting the Worker still stops its runtime, found through its pid
+ * file and recognised by its Worker id; and a graceful stop of the control plane stops the
+ * runtimes it started.
+ */
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { assert, BUN, startChild, suite, withTempDir, type ChildServer } from '../../../tests/harness.ts'
+import { startAsyncTestPlane, waitFor } from '../jobs/async-test-kit.ts'
+import { contractClient } from '../testing/contract-client.ts'
+import { buildFixtureOrg } from '../testing/org-fixture.ts'
+
+const test = suite('control-plane/orphan-runtime', { timeoutMs: 60_000 })
+const ENTRY = resolve(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '../../../bin/service-server.ts')
+
+/** Running (a zombie waiting for a reaper that may never come in a container counts as gone). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+  } catch {
+    return false
+  }
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'))
+  } catch {
+    return true
+  }
+}
+
+test('a runtime orphaned by a control-plane crash is stopped when its Worker is deleted after restart; a graceful stop stops runtimes', async () => {
+  await withTempDir(async (dir) => {
+    const config = join(dir, 'cp.json')
+    writeFileSync(config, JSON.stringify({ logRequests: false, openSignUp: true, jobs: { pollIntervalMs: 20 }, workers: { heartbeatIntervalMs: 200, staleAfterMs: 1000, sweepIntervalMs: 50 } }))
+    const start = () => startChild(BUN, [ENTRY, '--mode', 'control-plane', '--config', config, '--data-dir', join(dir, 'data'), '--port', '0'], { cwd: dir, env: { HOME: dir } })
+    const contract = await startAsyncTestPlane()
+    const pids: number[] = []
+    let child: ChildServer | null = await start()
+    let current = child
+    const client = contractClient({ contract: contract.app.contract, fetch: (r) => { const u = new URL(r.url); return fetch(`${current.url}${u.pathname}${u.search}`, { method: r.method, headers: r.headers, body: r.body, duplex: 'half' } as RequestInit) } })
+    try {
+      const org = await buildFixtureOrg(client, 'orphan')
+      const token = org.owner.token
+      const ids: string[] = []
+      for (const name of ['first', 'second']) ids.push((await client.post('/v1/workers', { token, json: { name, provisioner: 'process' } })).body.item.id)
+      for (const id of ids) {
+        const ready = await waitFor(() => client.get(`/v1/workers/${id}`, { token }), (r) => r.body.item.state !== 'provisioning', 15_000, 50)
+        assert.is(ready.body.item.state, 'healthy')
+      }
+      const pidOf = (id: string) => Number(readFileSync(join(dir, 'data', 'workers', id, 'runtime.pid'), 'utf8'))
+      const [first, second] = [pidOf(ids[0]!), pidOf(ids[1]!)]
+      pids.push(first, second)
+      child.process.kill('SIGKILL')
+      await child.stop()
+      child = null
+      assert.ok(alive(first) && alive(second), 'runtimes outlive the crashed control plane')
+
+      child = await start()
+      current = child
+      assert.is((await client.delete(`/v1/workers/${ids[0]}`, { token })).status, 204)
+      assert.not.ok(alive(first), 'the orphaned runtime was stopped by the delete')
+      assert.ok(alive(second), 'the other runtime is untouched')
+      // The surviving runtime reports to the old address; after the staleness window it is unreachable.
+      const stale = await waitFor(() => client.get(`/v1/workers/${ids[1]}`, { token }), (r) => r.body.item.state === 'unreachable', 10_000, 100)
+      assert.equal([stale.body.item.state, stale.body.item.stateReason], ['unreachable', 'heartbeat_stale'])
+
+      // A runtime started by this control plane stops with it.
+      const third = (await client.post('/v1/workers', { token, json: { name: 'third', provisioner: 'process' } })).body.item.id
+      await waitFor(() => client.get(`/v1/workers/${third}`, { token }), (r) => r.body.item.state !== 'provisioning', 15_000, 50)
+      const thirdPid = pidOf(third)
+      pids.push(thirdPid)
+      assert.is(await child.stop('SIGTERM'), 0)
+      child = null
+      assert.not.ok(alive(thirdPid), 'a graceful stop stops the runtimes it started')
+    } finally {
+      if (child) await child.stop('SIGKILL')
+      for (const pid of pids) if (alive(pid)) process.kill(pid, 'SIGKILL')
+      await contract.close()
+    }
+  })
+})
+
+test.run()
