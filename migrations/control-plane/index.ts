@@ -17,6 +17,7 @@ import * as m0010 from './0010_llm_providers.ts'
 import * as m0020 from './0020_jobs.ts'
 import * as m0021 from './0021_workers.ts'
 import * as m0022 from './0022_connectors.ts'
+import * as m0023 from './0023_sync_deleted_count.ts'
 
 export const controlPlaneMigrations: MigrationSet = {
   '0001_instance': m0001,
@@ -32,4 +33,5 @@ export const controlPlaneMigrations: MigrationSet = {
   '0020_jobs': m0020,
   '0021_workers': m0021,
   '0022_connectors': m0022,
+  '0023_sync_deleted_count': m0023,
 }

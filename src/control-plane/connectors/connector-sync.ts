@@ -21,7 +21,7 @@ import { recordAudit, type Actor } from '../admin/audit.ts'
 import { visibleCondition } from '../catalog/access-grants.ts'
 import { addToPluginIn } from '../catalog/config-objects.ts'
 import type { ObjectType } from '../catalog/config-source.ts'
-import { appendVersionIn, insertConfigObject, type Writer } from '../catalog/config-store.ts'
+import { appendVersionIn, changeLifecycleIn, findConfigObject, insertConfigObject, type Writer } from '../catalog/config-store.ts'
 import { isoAt } from '../deps.ts'
 import type { AsyncContext } from '../jobs/async-context.ts'
 import { enqueueJob, JobFailure, shortMessage, type JobContext, type JobHandler } from '../jobs/job-runner.ts'
@@ -57,7 +57,7 @@ export interface SyncEventView {
   eventType: string
   status: SyncState
   sourceRevision: string | null
-  counts: { total: number; processed: number; created: number; updated: number; unchanged: number; failed: number }
+  counts: { total: number; processed: number; created: number; updated: number; unchanged: number; deleted: number; failed: number }
   failures: SyncFailure[]
   error: { reason: string; message: string } | null
   attemptCount: number
@@ -79,7 +79,7 @@ function eventView(row: ConnectorSyncEventTable): SyncEventView {
     eventType: row.event_type,
     status: row.status as SyncState,
     sourceRevision: row.source_revision,
-    counts: { total: row.total_count, processed: row.processed_count, created: row.created_count, updated: row.updated_count, unchanged: row.unchanged_count, failed: row.failed_count },
+    counts: { total: row.total_count, processed: row.processed_count, created: row.created_count, updated: row.updated_count, unchanged: row.unchanged_count, deleted: row.deleted_count, failed: row.failed_count },
     failures: row.failures ? (JSON.parse(row.failures) as SyncFailure[]) : [],
     error: row.error_reason ? { reason: row.error_reason, message: row.error_message ?? '' } : null,
     attemptCount: row.attempt_count,
@@ -110,7 +110,7 @@ export async function requestSync(ctx: AsyncContext, actor: Actor, targetId: str
     const now = isoAt(ctx.deps)
     await trx.insertInto('connector_sync_event').values({
       id, org_id: actor.orgId, instance_id: target.instance_id, target_id: targetId, event_type: 'manual', status: 'queued', source_revision: null,
-      total_count: 0, processed_count: 0, created_count: 0, updated_count: 0, unchanged_count: 0, failed_count: 0, failures: null, error_reason: null, error_message: null,
+      total_count: 0, processed_count: 0, created_count: 0, updated_count: 0, unchanged_count: 0, deleted_count: 0, failed_count: 0, failures: null, error_reason: null, error_message: null,
       attempt_count: 0, next_attempt_at: null, job_id: null, triggered_by_member_id: actor.memberId, triggered_by_user_id: actor.userId, credential_kind: actor.credential, api_key_id: actor.apiKeyId,
       created_at: now, updated_at: now, started_at: null, completed_at: null,
     }).execute()
@@ -222,10 +222,13 @@ async function importSnapshot(ctx: AsyncContext, job: JobContext<{ syncEventId: 
   const mappings = await ctx.deps.db.selectFrom('connector_mapping').selectAll().where('target_id', '=', target.id).orderBy('id').execute()
   const items: Item[] = []
   const failures = new Map<string, SyncFailure>((event.failures ? (JSON.parse(event.failures) as SyncFailure[]) : []).map((f) => [f.path, f]))
+  // Every selected path still in the source, including those that fail; the rest were removed.
+  const present = new Set<string>()
   for (const mapping of mappings) {
     const pattern = selectorRegExp(mapping.selector)
     for (const entry of snapshot.entries) {
       if (!pattern.test(entry.path)) continue
+      present.add(`${mapping.id}\0${entry.path}`)
       if (entry.size > settings.maxFileBytes) {
         failures.set(entry.path, { path: entry.path, reason: 'file_too_large', message: `${entry.size} bytes is over the ${settings.maxFileBytes}-byte limit` })
         continue
@@ -290,8 +293,22 @@ async function importSnapshot(ctx: AsyncContext, job: JobContext<{ syncEventId: 
     })
   }
   return job.finish(async (trx) => {
+    // Items gone from the source (for mappings that still exist): their objects are soft-deleted,
+    // history kept, in the transaction that completes the event, so this happens exactly once.
+    let deleted = 0
+    for (const binding of bindings.values()) {
+      if (present.has(`${binding.mapping_id}\0${binding.locator}`)) continue
+      const object = await findConfigObject(trx, event.org_id, binding.config_object_id)
+      if (object && object.status !== 'deleted') {
+        await changeLifecycleIn(ctx.deps, trx, event.org_id, binding.config_object_id, 'delete')
+        deleted++
+      }
+      await trx.deleteFrom('connector_source_binding').where('id', '=', binding.id).execute()
+    }
+    const before = await trx.selectFrom('connector_sync_event').select('deleted_count').where('id', '=', event.id).executeTakeFirstOrThrow()
+    await trx.updateTable('connector_sync_event').set({ deleted_count: before.deleted_count + deleted }).where('id', '=', event.id).execute()
     const row = await trx.selectFrom('connector_sync_event').selectAll().where('id', '=', event.id).executeTakeFirstOrThrow()
-    const succeeded = row.created_count + row.updated_count + row.unchanged_count
+    const succeeded = row.created_count + row.updated_count + row.unchanged_count + row.deleted_count
     const status: SyncState = row.failed_count === 0 ? 'completed' : succeeded > 0 ? 'partial' : 'failed'
     const now = isoAt(ctx.deps)
     await trx.updateTable('connector_sync_event').set({
@@ -299,7 +316,7 @@ async function importSnapshot(ctx: AsyncContext, job: JobContext<{ syncEventId: 
       ...(status === 'failed' ? { error_reason: 'all_items_failed', error_message: `None of the ${row.failed_count} selected items could be imported; see failures` } : { error_reason: null, error_message: null }),
     }).where('id', '=', event.id).execute()
     await trx.updateTable('connector_instance').set({ last_synced_at: now, last_sync_status: status, updated_at: now }).where('id', '=', event.instance_id).execute()
-    return { status, revision: snapshot.revision, created: row.created_count, updated: row.updated_count, unchanged: row.unchanged_count, failed: row.failed_count }
+    return { status, revision: snapshot.revision, created: row.created_count, updated: row.updated_count, unchanged: row.unchanged_count, deleted: row.deleted_count, failed: row.failed_count }
   })
 }
 

@@ -94,6 +94,8 @@ export interface ConnectorSyncEventTable {
   updated_count: number
   unchanged_count: number
   failed_count: number
+  /** Objects soft-deleted because their source item disappeared (migration 0023). */
+  deleted_count: number
   failures: string | null
   error_reason: string | null
   error_message: string | null

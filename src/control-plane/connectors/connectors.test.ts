@@ -60,7 +60,7 @@ test('a git repository syncs into versioned config objects; a change adds versio
       // First sync: three objects, one per-item failure → partial.
       const first = await syncAndWait(t, org.admin.token, targetId)
       assert.is(first.body.item.status, 'partial')
-      assert.equal(first.body.item.counts, { total: 4, processed: 4, created: 3, updated: 0, unchanged: 0, failed: 1 })
+      assert.equal(first.body.item.counts, { total: 4, processed: 4, created: 3, updated: 0, unchanged: 0, deleted: 0, failed: 1 })
       assert.equal(first.body.item.failures.map((f: { path: string; reason: string }) => [f.path, f.reason]), [['skills/broken/SKILL.md', 'invalid_skill_description']])
       assert.match(first.body.item.sourceRevision, /^[0-9a-f]{40}$/)
 
@@ -69,11 +69,14 @@ test('a git repository syncs into versioned config objects; a change adds versio
       assert.ok(objects.body.items.every((o: { sourceMode: string; connectorInstanceId: string }) => o.sourceMode === 'connector' && o.connectorInstanceId === instanceId))
       const alpha = objects.body.items.find((o: { title: string }) => o.title === 'alpha')
 
-      // Change the repository: alpha changes, broken gets fixed, beta stays.
-      const revision = repo.commit({ 'skills/alpha/SKILL.md': skillText('alpha', 'Does alpha things, better'), 'skills/broken/SKILL.md': skillText('broken') })
+      // Change the repository: alpha changes, broken gets fixed, beta stays, the command goes.
+      const deploy = objects.body.items.find((o: { title: string }) => o.title === 'deploy')
+      const revision = repo.commit({ 'skills/alpha/SKILL.md': skillText('alpha', 'Does alpha things, better'), 'skills/broken/SKILL.md': skillText('broken'), '.opencode/commands/deploy.md': null })
       const second = await syncAndWait(t, org.admin.token, targetId)
       assert.is(second.body.item.status, 'completed')
-      assert.equal(second.body.item.counts, { total: 4, processed: 4, created: 1, updated: 1, unchanged: 2, failed: 0 })
+      assert.equal(second.body.item.counts, { total: 3, processed: 3, created: 1, updated: 1, unchanged: 1, deleted: 1, failed: 0 })
+      const gone = await t.client.get(`/v1/config-objects/${deploy.id}`, { token: org.admin.token })
+      assert.equal([gone.body.item.status, gone.body.item.versionCount], ['deleted', 1], 'a removed file soft-deletes its object; history kept')
       assert.is(second.body.item.sourceRevision, revision)
       const versions = await t.client.get(`/v1/config-objects/${alpha.id}/versions`, { token: org.admin.token })
       assert.is(versions.body.items.length, 2, 'history kept')
@@ -86,7 +89,7 @@ test('a git repository syncs into versioned config objects; a change adds versio
 
       // A third sync with nothing changed writes nothing.
       const third = await syncAndWait(t, org.admin.token, targetId)
-      assert.equal([third.body.item.status, third.body.item.counts.unchanged, third.body.item.counts.created + third.body.item.counts.updated], ['completed', 4, 0])
+      assert.equal([third.body.item.status, third.body.item.counts.unchanged, third.body.item.counts.created + third.body.item.counts.updated + third.body.item.counts.deleted], ['completed', 3, 0])
 
       const listed = await t.client.get(`/v1/connector-sync-events?connectorTargetId=${targetId}&limit=2`, { token: org.admin.token })
       assert.equal(listed.body.items.map((e: { id: string }) => e.id), [third.body.item.id, second.body.item.id])

@@ -50,7 +50,7 @@ test('a sync interrupted by SIGKILL resumes after restart and completes exactly 
       current = child
       const finished = await waitFor(() => client.get(eventPath, { token }), (r) => r.body.item.status !== 'queued' && r.body.item.status !== 'running', 60_000, 100)
       assert.is(finished.body.item.status, 'completed')
-      assert.equal(finished.body.item.counts, { total: SKILLS, processed: SKILLS, created: SKILLS, updated: 0, unchanged: 0, failed: 0 })
+      assert.equal(finished.body.item.counts, { total: SKILLS, processed: SKILLS, created: SKILLS, updated: 0, unchanged: 0, deleted: 0, failed: 0 })
       assert.is(finished.body.item.attemptCount, 2, 'the interrupted attempt and the one that resumed')
       const job = await client.get(`/v1/jobs/${finished.body.item.jobId}`, { token })
       assert.equal([job.body.item.status, job.body.item.attempts], ['succeeded', 2])

@@ -104,7 +104,7 @@ export const ConnectorSyncEvent = v.pipe(
   v.strictObject({
     id: idOf('cse'), connectorInstanceId: idOf('cin'), connectorTargetId: idOf('ctg'), eventType: v.picklist(['manual', 'retry']), status: v.picklist(SYNC_STATES),
     sourceRevision: v.nullable(v.string()),
-    counts: v.strictObject({ total: v.number(), processed: v.number(), created: v.number(), updated: v.number(), unchanged: v.number(), failed: v.number() }),
+    counts: v.strictObject({ total: v.number(), processed: v.number(), created: v.number(), updated: v.number(), unchanged: v.number(), deleted: v.pipe(v.number(), v.description('Objects soft-deleted because their file is gone from the source (history kept)')), failed: v.number() }),
     failures: v.array(v.strictObject({ path: v.string(), reason: v.string(), message: v.string() })),
     error: v.nullable(FailureReason), attemptCount: v.number(), nextAttemptAt: v.nullable(Timestamp), jobId: v.nullable(idOf('job')),
     createdAt: Timestamp, updatedAt: Timestamp, startedAt: v.nullable(Timestamp), completedAt: v.nullable(Timestamp),
