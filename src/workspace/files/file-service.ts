@@ -16,7 +16,7 @@ import type { WorkspaceRuntime } from '../workspace-registry.ts'
 import type { WorkspaceServices } from '../workspace-services.ts'
 import { catalogSnapshot, type SnapshotOptions } from './catalog.ts'
 import { CatalogEventLog, revisionOf } from './catalog-events.ts'
-import { applyOperation, applyWrite, planOperation, planWrites, readItem, type ItemError, type OperationRequest, type OperationResult, type PlannedOperation, type WriteOk, type WriteRequest } from './file-batches.ts'
+import { applyOperation, applyWrite, planOperation, planWrites, readItem, readResultsJson, type ItemError, type OperationRequest, type OperationResult, type PlannedOperation, type WriteOk, type WriteRequest } from './file-batches.ts'
 import { FileSessionStore, type FileSession } from './file-sessions.ts'
 import type { FilesSettings } from './files-settings.ts'
 
@@ -61,11 +61,11 @@ export class FileService {
     return { session, ws: this.#s.workspaces.get(session.workspaceId) }
   }
 
-  /** Reads a batch; per-item results. */
-  async readBatch(ws: WorkspaceRuntime, paths: unknown[]) {
+  /** Reads a batch; per-item results, as JSON text (see `readResultsJson`). */
+  async readBatch(ws: WorkspaceRuntime, paths: unknown[]): Promise<string> {
     const items = []
     for (const p of paths) items.push(await readItem(ws.entry.path, p, this.settings.maxFileBytes))
-    return { items }
+    return readResultsJson(items)
   }
 
   #writable(session: FileSession): void {

@@ -127,9 +127,9 @@ export function fileRoutes(s: WorkspaceServices, files: FileService, streams: St
       auth: rules.viewer, params: SessionParams,
       body: v.object({ paths: v.pipe(v.array(PathString), v.minLength(1), v.maxLength(max)) }),
       responses: { 200: v.object({ items: v.array(ItemResult) }) }, errors: [403],
-      handler: ({ params, body, principal }) => {
+      handler: async ({ params, body, principal }) => {
         const { ws } = files.open(params.sessionId, principal)
-        return files.readBatch(ws, body.paths)
+        return new Response(await files.readBatch(ws, body.paths), { status: 200, headers: { 'content-type': 'application/json; charset=utf-8' } })
       },
     }),
     route({
