@@ -27,6 +27,7 @@ export class FileService {
   readonly #s: WorkspaceServices
   readonly #logs = new Map<string, CatalogEventLog>()
   readonly #logger: Logger
+  readonly #sweeper: ReturnType<typeof setInterval>
 
   constructor(services: WorkspaceServices, settings: FilesSettings, logger: Logger) {
     this.#s = services
@@ -34,6 +35,9 @@ export class FileService {
     this.#logger = logger
     this.sessions = new FileSessionStore(settings, services.now)
     this.sessions.onIdle = (workspaceId) => this.#logs.get(workspaceId)?.stopWatching()
+    // Expired sessions are dropped on access too; the sweep stops watchers nobody needs any more.
+    this.#sweeper = setInterval(() => this.sessions.sweep(), 30_000)
+    ;(this.#sweeper as { unref?: () => void }).unref?.()
   }
 
   /** The catalog event log of a workspace (created on first use). */
@@ -154,6 +158,7 @@ export class FileService {
 
   /** Stops every watcher (shutdown). */
   close(): void {
+    clearInterval(this.#sweeper)
     for (const log of this.#logs.values()) log.stopWatching()
   }
 }
