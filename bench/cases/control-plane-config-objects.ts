@@ -54,7 +54,7 @@ async function seed(dir: string, orgId: string, count: number): Promise<void> {
           const versionId = newId('cov')
           const description = `Bench ${type} number ${i}`
           const payload = isSkill ? { name, description, body: `Steps for ${name}.\n`, metadata: {} } : { name, content: `Content ${i}` }
-          objects.push({ id, org_id: orgId, object_type: type, source_mode: i % 2 ? 'cloud' : 'import', title: `Object ${i}`, description, name, status: 'active', connector_instance_id: null, created_by_member_id: null, latest_version_id: versionId, version_count: 1, created_at: now, updated_at: now, archived_at: null, deleted_at: null })
+          objects.push({ id, org_id: orgId, object_type: type, source_mode: i % 2 ? 'cloud' : 'import', title: `Object ${i}`, description, name, status: 'active', connector_instance_id: null, created_by_member_id: null, latest_version_id: versionId, version_count: 1, latest_created_via: 'cloud', latest_created_by_member_id: null, latest_source_revision_ref: null, latest_created_at: now, created_at: now, updated_at: now, archived_at: null, deleted_at: null })
           versions.push({ id: versionId, org_id: orgId, config_object_id: id, number: 1, raw_source_text: isSkill ? `---\nname: ${name}\ndescription: ${description}\n---\n\nSteps for ${name}.\n` : null, normalized_payload: JSON.stringify(payload), created_via: 'cloud', created_by_member_id: null, connector_sync_event_id: null, source_revision_ref: null, created_at: now })
           for (const term of searchTerms(`Object ${i} ${description} ${name}`)) terms.push({ org_id: orgId, term, config_object_id: id })
         }

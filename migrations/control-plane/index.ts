@@ -14,6 +14,7 @@ import * as m0007 from './0007_access_grants.ts'
 import * as m0008 from './0008_plugins_marketplaces.ts'
 import * as m0009 from './0009_skill_hubs.ts'
 import * as m0010 from './0010_llm_providers.ts'
+import * as m0011 from './0011_config_object_latest_summary.ts'
 import * as m0020 from './0020_jobs.ts'
 import * as m0021 from './0021_workers.ts'
 import * as m0022 from './0022_connectors.ts'
@@ -30,6 +31,7 @@ export const controlPlaneMigrations: MigrationSet = {
   '0008_plugins_marketplaces': m0008,
   '0009_skill_hubs': m0009,
   '0010_llm_providers': m0010,
+  '0011_config_object_latest_summary': m0011,
   '0020_jobs': m0020,
   '0021_workers': m0021,
   '0022_connectors': m0022,

@@ -138,6 +138,11 @@ export interface ConfigObjectTable {
   created_by_member_id: string | null
   latest_version_id: string | null
   version_count: number
+  /** Summary of the latest version, kept with it (see migration 0011). */
+  latest_created_via: string | null
+  latest_created_by_member_id: string | null
+  latest_source_revision_ref: string | null
+  latest_created_at: string | null
   created_at: string
   updated_at: string
   archived_at: string | null

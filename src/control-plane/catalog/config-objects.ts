@@ -61,15 +61,14 @@ export interface ConfigObjectFilters {
   q?: string
 }
 
-/** The object query with its latest version summary joined. */
+/** The object query, with the latest version's summary (kept on the row). */
 export function objectQuery(db: Db, orgId: string) {
   return db
     .selectFrom('config_object as co')
-    .leftJoin('config_object_version as v', 'v.id', 'co.latest_version_id')
     .select([
       'co.id', 'co.object_type', 'co.source_mode', 'co.title', 'co.description', 'co.name', 'co.status', 'co.connector_instance_id',
       'co.created_by_member_id', 'co.version_count', 'co.created_at', 'co.updated_at', 'co.archived_at', 'co.deleted_at',
-      'v.id as v_id', 'v.number as v_number', 'v.created_via as v_created_via', 'v.created_by_member_id as v_created_by', 'v.source_revision_ref as v_ref', 'v.created_at as v_created_at',
+      'co.latest_version_id', 'co.latest_created_via', 'co.latest_created_by_member_id', 'co.latest_source_revision_ref', 'co.latest_created_at',
     ])
     .where('co.org_id', '=', orgId)
 }
@@ -89,8 +88,8 @@ export function objectView(row: ObjectRow): ConfigObjectView {
     connectorInstanceId: row.connector_instance_id,
     createdByMemberId: row.created_by_member_id,
     versionCount: row.version_count,
-    latestVersion: row.v_id
-      ? { id: row.v_id, number: row.v_number!, createdVia: row.v_created_via as CreatedVia, createdByMemberId: row.v_created_by ?? null, sourceRevisionRef: row.v_ref ?? null, createdAt: row.v_created_at! }
+    latestVersion: row.latest_version_id
+      ? { id: row.latest_version_id, number: row.version_count, createdVia: row.latest_created_via as CreatedVia, createdByMemberId: row.latest_created_by_member_id, sourceRevisionRef: row.latest_source_revision_ref, createdAt: row.latest_created_at! }
       : null,
     createdAt: row.created_at,
     updatedAt: row.updated_at,

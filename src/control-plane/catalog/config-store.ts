@@ -95,6 +95,10 @@ export async function insertConfigObject(deps: Deps, trx: Db, writer: Writer, in
     created_by_member_id: writer.memberId,
     latest_version_id: versionId,
     version_count: 1,
+    latest_created_via: provenance.sourceMode,
+    latest_created_by_member_id: writer.memberId,
+    latest_source_revision_ref: provenance.sourceRevisionRef ?? null,
+    latest_created_at: now,
     created_at: now,
     updated_at: now,
     archived_at: null,
@@ -163,7 +167,16 @@ export async function appendVersionIn(deps: Deps, trx: Db, writer: Writer, objec
   // Compare-and-set on the count: a writer that read the same state loses here even on a database
   // without the single-writer lock.
   const updated = await trx.updateTable('config_object')
-    .set({ latest_version_id: versionId, version_count: object.version_count + 1, name: source.name, updated_at: now })
+    .set({
+      latest_version_id: versionId,
+      version_count: object.version_count + 1,
+      latest_created_via: options.createdVia,
+      latest_created_by_member_id: writer.memberId,
+      latest_source_revision_ref: options.sourceRevisionRef ?? null,
+      latest_created_at: now,
+      name: source.name,
+      updated_at: now,
+    })
     .where('id', '=', objectId)
     .where('version_count', '=', object.version_count)
     .executeTakeFirst()
