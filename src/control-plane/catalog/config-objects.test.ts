@@ -56,6 +56,8 @@ test('an object is created with version 1, versions append, and history keeps ev
     assert.is(detail.body.item.versionCount, 2)
     assert.is(detail.body.item.latestVersion.id, v2.body.item.id)
     assert.not.ok('normalizedPayload' in detail.body.item.latestVersion, 'the detail carries no payload')
+    const v = v2.body.item
+    assert.equal(detail.body.item.latestVersion, { id: v.id, number: v.number, createdVia: v.createdVia, createdByMemberId: v.createdByMemberId, sourceRevisionRef: 'louder', createdAt: v.createdAt }, 'the summary matches the latest version')
     const missing = await t.client.get(`/v1/config-objects/${item.id}/versions/${item.id.replace('cob_', 'cov_')}`, { token })
     assert.is(missing.status, 404)
     assert.is(missing.body.code, 'config_object_version_not_found')
