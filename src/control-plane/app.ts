@@ -124,7 +124,7 @@ export async function createControlPlaneApp(config: ControlPlaneConfig, options:
     requestLog: config.logRequests,
   })
   let closed = false
-  asyncFamilies.start()
+  await asyncFamilies.start()
   return {
     mode: 'control-plane',
     fetch: http.fetch,

@@ -18,7 +18,7 @@ import { workerRoutes } from '../routes/worker-routes.ts'
 import { registerConnectorJobs } from '../connectors/connector-jobs.ts'
 import { ProcessProvisioner } from '../workers/process-provisioner.ts'
 import type { Provisioner } from '../workers/provisioner.ts'
-import { provisionJobHandler, recordRuntimeExit, stopRuntimes, sweepWorkers } from '../workers/worker-lifecycle.ts'
+import { provisionJobHandler, recordRuntimeExit, resumeRuntimes, stopRuntimes, sweepWorkers } from '../workers/worker-lifecycle.ts'
 import type { AsyncContext } from './async-context.ts'
 import { resolveAsyncSettings, type AsyncFileKeys } from './async-settings.ts'
 import { JobRunner } from './job-runner.ts'
@@ -27,8 +27,8 @@ import { JobRunner } from './job-runner.ts'
 export interface AsyncFamilies {
   ctx: AsyncContext
   routes: AnyRoute<ControlPlaneRule, ControlPlanePrincipal>[]
-  /** Starts the job loop; call once the database is migrated. */
-  start(): void
+  /** Queues the restart of runtimes stopped by the last shutdown, then starts the job loop. */
+  start(): Promise<void>
   /** Learns the listening address (the URL runtimes report heartbeats to); returns a startup line. */
   listening(address: { host: string; port: number }): string
   /** Stops the job loop (handing unfinished attempts back) and the runtimes started here. */
@@ -64,7 +64,11 @@ export function createAsyncFamilies(deps: Deps, config: ControlPlaneConfig, logg
   return {
     ctx,
     routes: [...jobRoutes(ctx), ...workerRoutes(ctx), ...connectorRoutes(ctx, routeContext), ...connectorSyncRoutes(ctx)],
-    start: () => jobs.start(),
+    async start() {
+      const resumed = await resumeRuntimes(ctx)
+      if (resumed > 0) logger.info('restarting Worker runtimes stopped by the last shutdown', { count: resumed })
+      jobs.start()
+    },
     listening(address) {
       listeningUrl = `http://${urlHost(address.host)}:${address.port}`
       jobs.wake()

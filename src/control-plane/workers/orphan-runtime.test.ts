@@ -1,10 +1,10 @@
 /**
  * Runtimes outlive a crashed control plane (SIGKILL leaves children running). After a restart on
  * the same data directory, deleting the Worker still stops its runtime, found through its pid
- * file and recognised by its Worker id; and a graceful stop of the control plane stops the
- * runtimes it started.
+ * file and recognised by its Worker id; a graceful stop of the control plane stops the runtimes
+ * it started, and its next start restarts them.
  */
-import { readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { assert, BUN, startChild, suite, withTempDir, type ChildServer } from '../../../tests/harness.ts'
 import { startAsyncTestPlane, waitFor } from '../jobs/async-test-kit.ts'
@@ -28,7 +28,7 @@ function alive(pid: number): boolean {
   }
 }
 
-test('a runtime orphaned by a control-plane crash is stopped when its Worker is deleted after restart; a graceful stop stops runtimes', async () => {
+test('a runtime orphaned by a control-plane crash is stopped when its Worker is deleted after restart; a graceful stop stops runtimes and the next start restarts them', async () => {
   await withTempDir(async (dir) => {
     const config = join(dir, 'cp.json')
     writeFileSync(config, JSON.stringify({ logRequests: false, openSignUp: true, jobs: { pollIntervalMs: 20 }, workers: { heartbeatIntervalMs: 200, staleAfterMs: 1000, sweepIntervalMs: 50 } }))
@@ -47,8 +47,15 @@ test('a runtime orphaned by a control-plane crash is stopped when its Worker is 
         const ready = await waitFor(() => client.get(`/v1/workers/${id}`, { token }), (r) => r.body.item.state !== 'provisioning', 15_000, 50)
         assert.is(ready.body.item.state, 'healthy')
       }
-      const pidOf = (id: string) => Number(readFileSync(join(dir, 'data', 'workers', id, 'runtime.pid'), 'utf8'))
-      const [first, second] = [pidOf(ids[0]!), pidOf(ids[1]!)]
+      // The pid file is written just after the runtime listens, so it may trail the first heartbeat.
+      const pidOf = async (id: string) => Number(await waitFor(async () => {
+        try {
+          return readFileSync(join(dir, 'data', 'workers', id, 'runtime.pid'), 'utf8')
+        } catch {
+          return ''
+        }
+      }, (text) => text !== '', 5000, 20))
+      const [first, second] = [await pidOf(ids[0]!), await pidOf(ids[1]!)]
       pids.push(first, second)
       child.process.kill('SIGKILL')
       await child.stop()
@@ -67,14 +74,33 @@ test('a runtime orphaned by a control-plane crash is stopped when its Worker is 
       // A runtime started by this control plane stops with it.
       const third = (await client.post('/v1/workers', { token, json: { name: 'third', provisioner: 'process' } })).body.item.id
       await waitFor(() => client.get(`/v1/workers/${third}`, { token }), (r) => r.body.item.state !== 'provisioning', 15_000, 50)
-      const thirdPid = pidOf(third)
+      const thirdPid = await pidOf(third)
       pids.push(thirdPid)
       assert.is(await child.stop('SIGTERM'), 0)
       child = null
       assert.not.ok(alive(thirdPid), 'a graceful stop stops the runtimes it started')
+
+      // ...and the next start brings them back with the same tokens.
+      child = await start()
+      current = child
+      const back = await waitFor(() => client.get(`/v1/workers/${third}`, { token }), (r) => r.body.item.state === 'healthy', 15_000, 50)
+      assert.is(back.body.item.state, 'healthy')
+      const restartedPid = await pidOf(third)
+      pids.push(restartedPid)
+      assert.ok(restartedPid !== thirdPid && alive(restartedPid), 'a new runtime process serves the Worker')
     } finally {
-      if (child) await child.stop('SIGKILL')
-      for (const pid of pids) if (alive(pid)) process.kill(pid, 'SIGKILL')
+      if (child) await child.stop('SIGTERM')
+      const workersDir = join(dir, 'data', 'workers')
+      for (const id of existsSync(workersDir) ? readdirSync(workersDir) : []) {
+        try {
+          pids.push(Number(readFileSync(join(workersDir, id, 'runtime.pid'), 'utf8')))
+        } catch {
+          // no runtime recorded
+        }
+      }
+      // Only runtimes of this test (recognised by their environment), never a reused pid.
+      const ours = (pid: number) => { try { return readFileSync(`/proc/${pid}/environ`, 'utf8').includes('SERVICE_WORKER_ID=wrk_') && readFileSync(`/proc/${pid}/environ`, 'utf8').includes(dir) } catch { return false } }
+      for (const pid of pids) if (alive(pid) && ours(pid)) process.kill(pid, 'SIGKILL')
       await contract.close()
     }
   })

@@ -9,7 +9,7 @@ import { errors } from '../../core/errors.ts'
 import { hashToken, secretsEqual } from '../../core/secrets.ts'
 import { isoAt } from '../deps.ts'
 import type { AsyncContext } from '../jobs/async-context.ts'
-import { JobFailure, shortMessage, type JobHandler } from '../jobs/job-runner.ts'
+import { enqueueJob, JobFailure, shortMessage, type JobHandler } from '../jobs/job-runner.ts'
 import { openCredentials, PROVISION_JOB, type WorkerState } from './workers.ts'
 
 /** The provisioning job: starts the runtime with the Worker's current token set. */
@@ -154,4 +154,25 @@ export async function stopRuntimes(ctx: AsyncContext): Promise<void> {
     await ctx.deps.db.updateTable('worker').set({ state: 'stopped', state_reason: 'control_plane_stopped', state_message: 'The control plane that ran this runtime stopped', runtime_pid: null, updated_at: now })
       .where('id', 'in', ids).where('state', 'in', ['provisioning', 'healthy', 'unreachable']).execute()
   }
+}
+
+/**
+ * On start: runtimes this control plane stopped when it last shut down are started again with
+ * the same token set, so clients keep working across a control-plane restart or upgrade.
+ */
+export async function resumeRuntimes(ctx: AsyncContext): Promise<number> {
+  const rows = await ctx.deps.db.selectFrom('worker').select(['id', 'org_id', 'token_generation'])
+    .where('state', '=', 'stopped').where('state_reason', '=', 'control_plane_stopped').where('credentials_sealed', 'is not', null).execute()
+  for (const row of rows) {
+    await ctx.deps.db.transaction().execute(async (trx) => {
+      const now = isoAt(ctx.deps)
+      const moved = await trx.updateTable('worker').set({
+        state: 'provisioning', state_reason: 'control_plane_restarted', state_message: null, runtime_url: null,
+        provisioning_deadline_at: isoAt(ctx.deps, ctx.settings.workers.provisioningDeadlineMs), updated_at: now,
+      }).where('id', '=', row.id).where('state', '=', 'stopped').executeTakeFirst()
+      if (Number(moved.numUpdatedRows) !== 1) return
+      await enqueueJob(trx, ctx.deps.now(), { kind: PROVISION_JOB, orgId: row.org_id, subjectId: row.id, payload: { generation: row.token_generation }, maxAttempts: ctx.settings.workers.maxAttempts, deadlineMs: ctx.settings.workers.provisioningDeadlineMs })
+    })
+  }
+  return rows.length
 }
