@@ -171,8 +171,10 @@ test('instances are visible to members only through grants; other organizations 
       const { readFileSync } = await import('node:fs')
       const raw = readFileSync(t.app.database.path).toString('latin1') + readFileSync(`${t.app.database.path}-wal`).toString('latin1')
       assert.not.ok(raw.includes('supersecretvalue'), 'the token is not in the database file in plaintext')
-      const badUrl = await t.client.post(`/v1/connector-instances/${instanceId}/targets`, { token: org.admin.token, json: { connectorType: 'git', remoteId: '--upload-pack=evil', targetKind: 'repository_branch', config: {} } })
-      assert.equal([badUrl.status, badUrl.body.details.issues[0].path], [422, 'remoteId'])
+      for (const remoteId of ['--upload-pack=evil', 'ext::sh -c touch% /tmp/pwned', 'https://user:ghp_secret@git.example/r.git']) {
+        const badUrl = await t.client.post(`/v1/connector-instances/${instanceId}/targets`, { token: org.admin.token, json: { connectorType: 'git', remoteId, targetKind: 'repository_branch', config: {} } })
+        assert.equal([badUrl.status, badUrl.body.details.issues[0].path], [422, 'remoteId'], remoteId)
+      }
     } finally {
       await t.close()
     }

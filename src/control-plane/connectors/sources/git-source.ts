@@ -33,6 +33,8 @@ export function isLocalGitUrl(url: string): boolean {
 export function checkGitUrl(url: string, allowFileUrls: boolean): string | null {
   if (url.startsWith('-')) return 'must not start with -'
   if (isLocalGitUrl(url)) return allowFileUrls ? null : 'file:// URLs and local paths are disabled on this control plane (connectors.allowFileUrls)'
+  // A password in the URL would be stored and shown with the target: credentials go on the account.
+  if (/^[a-z+]+:\/\/[^/@\s]*:[^/@\s]*@/i.test(url)) return 'must not contain a password; put the token in the account\'s credentials'
   if (/^(https?|ssh|git):\/\/[^\s]+$/.test(url) || /^[\w.-]+@[\w.-]+:[^\s]+$/.test(url)) return null
   return 'must be an https://, ssh://, git:// or user@host:path URL'
 }
