@@ -47,6 +47,17 @@ test('a GitHub repository is discovered and synced through the REST API; a chang
     const objects = await t.client.get(`/v1/config-objects?connectorInstance=${instanceId}&q=pdf`, { token: org.admin.token })
     assert.is(objects.body.items.length, 1)
     assert.is(objects.body.items[0].versionCount, 2)
+
+    // A mapping with a plugin puts the objects it creates into that plugin.
+    const plugin = await t.client.post('/v1/plugins', { token: org.admin.token, json: { name: 'commands kit' } })
+    assert.is(plugin.status, 201)
+    gh.setFiles('acme/skills', { 'pdf/SKILL.md': skillText('pdf', 'Reads PDFs well'), 'nested/deep/csv/SKILL.md': skillText('csv'), '.opencode/commands/ship.md': 'Ship it\n' })
+    const mapping = await t.client.post(`/v1/connector-targets/${targetId}/mappings`, { token: org.admin.token, json: { mappingKind: 'path', selector: '.opencode/commands/*.md', objectType: 'command', pluginId: plugin.body.item.id } })
+    assert.equal([mapping.status, mapping.body.item.pluginId], [201, plugin.body.item.id])
+    const three = await sync(t, org.admin.token, targetId)
+    assert.equal([three.body.item.status, three.body.item.counts.created], ['completed', 1])
+    const members = await t.client.get(`/v1/plugins/${plugin.body.item.id}/config-objects`, { token: org.admin.token })
+    assert.is(members.body.items.length, 1)
   } finally {
     await t.close()
     await gh.close()
