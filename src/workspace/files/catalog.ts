@@ -58,7 +58,6 @@ export function comparePaths(a: string, b: string): number {
 }
 
 const byName = (a: Dirent, b: Dirent) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
-const STAT_CHUNK = 128
 
 /** Walks one page of the catalog. */
 export async function catalogSnapshot(root: string, options: SnapshotOptions): Promise<SnapshotPage> {
@@ -113,22 +112,18 @@ export async function catalogSnapshot(root: string, options: SnapshotOptions): P
         i++
       }
     }
-    for (; i < entries.length && items.length < want; i += STAT_CHUNK) {
-      const chunk = entries.slice(i, i + STAT_CHUNK)
-      for (let j = 0; j < chunk.length && items.length < want; j++) {
-        const entry = chunk[j]!
-        const st = lstatSync(join(abs, entry.name), { throwIfNoEntry: false })
-        if (!st) continue
-        const childRel = rel ? `${rel}/${entry.name}` : entry.name
-        if (st.isFile()) items.push(item(childRel, st, false))
-        else if (st.isDirectory()) {
-          if (options.excludeHeavyDirectories && HEAVY_DIRECTORIES.has(entry.name)) continue
-          if (options.includeDirs) items.push(item(childRel, st, true))
-          if (items.length < want) await walkDir(join(abs, entry.name), childRel, null)
-        }
+    const base = abs.endsWith('/') ? abs : `${abs}/`
+    for (; i < entries.length && items.length < want; i++) {
+      const entry = entries[i]!
+      const st = lstatSync(base + entry.name, { throwIfNoEntry: false })
+      if (!st) continue
+      const childRel = rel ? `${rel}/${entry.name}` : entry.name
+      if (st.isFile()) items.push(item(childRel, st, false))
+      else if (st.isDirectory()) {
+        if (options.excludeHeavyDirectories && HEAVY_DIRECTORIES.has(entry.name)) continue
+        if (options.includeDirs) items.push(item(childRel, st, true))
+        if (items.length < want) await walkDir(base + entry.name, childRel, null)
       }
-      // A directory walked mid-chunk may have filled the page; stop before statting more.
-      if (items.length >= want) break
     }
   }
 
