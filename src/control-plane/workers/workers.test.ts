@@ -68,8 +68,8 @@ test('a process Worker becomes healthy, its issued host and client tokens work a
     assert.not.ok(dbText.includes(host) || dbText.includes(activity) || dbText.includes(client), 'no token in plaintext at rest')
 
     // Kill the runtime: after the staleness window the Worker is unreachable, with the exit kept.
-    const pid = runtime && (await pidsOf(t))[0]!
-    process.kill(pid, 'SIGKILL')
+    const [pid] = await pidsOf(t)
+    process.kill(pid!, 'SIGKILL')
     const gone = await waitFor(() => t.client.get(`/v1/workers/${id}/runtime`, { token: org.owner.token }), (r) => r.body.item.state === 'unreachable', 10_000, 50)
     assert.equal([gone.body.item.state, gone.body.item.stateReason], ['unreachable', 'heartbeat_stale'])
     assert.is(gone.body.item.lastError.reason, 'process_exited')
