@@ -8,7 +8,8 @@ import { silentLogger } from '../../core/logger.ts'
 import { buildFixtureOrg } from '../testing/org-fixture.ts'
 import { startAsyncTestPlane, waitFor, type AsyncTestPlane } from './async-test-kit.ts'
 import { backoffDelay } from './backoff.ts'
-import { enqueueJob, JobFailure, JobRunner, type JobHandler, type JobRunnerSettings } from './job-runner.ts'
+import { enqueueJob, JobFailure } from './job-queue.ts'
+import { JobRunner, type JobHandler, type JobRunnerSettings } from './job-runner.ts'
 
 const test = suite('control-plane/jobs', { timeoutMs: 30_000 })
 

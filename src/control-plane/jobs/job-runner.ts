@@ -19,18 +19,11 @@
  */
 import type { Kysely, Transaction } from 'kysely'
 import { randomBytes } from 'node:crypto'
-import { newId } from '../../core/ids.ts'
 import type { Logger } from '../../core/logger.ts'
 import type { ControlPlaneDb } from '../schema.ts'
 import { backoffDelay, type BackoffPolicy } from './backoff.ts'
+import { iso, JobFailure, LeaseLost, shortMessage, type Db } from './job-queue.ts'
 import type { JobTable } from './job-tables.ts'
-
-/** Job states. */
-export const JOB_STATES = ['queued', 'running', 'succeeded', 'failed', 'canceled'] as const
-/** A job state. */
-export type JobState = (typeof JOB_STATES)[number]
-
-type Db = Kysely<ControlPlaneDb> | Transaction<ControlPlaneDb>
 
 /** Runner settings (configuration `jobs.*`). */
 export interface JobRunnerSettings {
@@ -44,26 +37,6 @@ export interface JobRunnerSettings {
   concurrency: number
   /** Grace for running attempts on stop before they are aborted and handed back. */
   stopGraceMs: number
-}
-
-/** A failure with a stable reason code; `retriable: false` ends the job at once. */
-export class JobFailure extends Error {
-  readonly reason: string
-  readonly retriable: boolean
-  constructor(reason: string, message: string, options: { retriable?: boolean } = {}) {
-    super(message)
-    this.name = 'JobFailure'
-    this.reason = reason
-    this.retriable = options.retriable ?? true
-  }
-}
-
-/** Thrown inside a commit when this attempt no longer holds the job (lease lost, stopped). */
-export class LeaseLost extends Error {
-  constructor() {
-    super('the job is no longer held by this attempt')
-    this.name = 'LeaseLost'
-  }
 }
 
 /** What a handler receives for one attempt. */
@@ -106,63 +79,6 @@ export interface JobHandler<P = unknown> {
   onFailure?(trx: Transaction<ControlPlaneDb>, job: Readonly<JobTable>, failure: AttemptFailure): Promise<void>
   /** Called in the transaction that puts a failed job back in the queue through the API. */
   onRetry?(trx: Transaction<ControlPlaneDb>, job: Readonly<JobTable>): Promise<void>
-}
-
-/** Enqueue options. */
-export interface EnqueueInput {
-  kind: string
-  orgId: string | null
-  subjectId?: string | null
-  payload?: unknown
-  maxAttempts: number
-  deadlineMs: number
-  /** Delay before the first attempt. */
-  delayMs?: number
-}
-
-const iso = (ms: number) => new Date(ms).toISOString()
-
-/** Message text stored and shown: one line, bounded, so a huge stderr never fills a row. */
-export function shortMessage(text: string, max = 500): string {
-  const line = text.replace(/\s+/g, ' ').trim()
-  return line.length > max ? `${line.slice(0, max - 1)}…` : line
-}
-
-/** Enqueues a job inside the caller's transaction (so the job exists iff the change commits). */
-export async function enqueueJob(db: Db, now: number, input: EnqueueInput): Promise<string> {
-  const id = newId('job', now)
-  await db.insertInto('job').values({
-    id,
-    org_id: input.orgId,
-    kind: input.kind,
-    subject_id: input.subjectId ?? null,
-    payload: JSON.stringify(input.payload ?? {}),
-    status: 'queued',
-    attempts: 0,
-    max_attempts: input.maxAttempts,
-    deadline_ms: input.deadlineMs,
-    run_at: iso(now + (input.delayMs ?? 0)),
-    locked_by: null,
-    lease_until: null,
-    last_error: null,
-    last_reason: null,
-    result: null,
-    created_at: iso(now),
-    updated_at: iso(now),
-    started_at: null,
-    finished_at: null,
-  }).execute()
-  return id
-}
-
-/** Puts a failed or canceled job back in the queue with a fresh attempt budget. */
-export async function requeueJob(db: Db, now: number, jobId: string): Promise<boolean> {
-  const result = await db.updateTable('job')
-    .set({ status: 'queued', attempts: 0, run_at: iso(now), locked_by: null, lease_until: null, finished_at: null, updated_at: iso(now) })
-    .where('id', '=', jobId)
-    .where('status', 'in', ['failed', 'canceled'])
-    .executeTakeFirst()
-  return Number(result.numUpdatedRows) === 1
 }
 
 interface Active {

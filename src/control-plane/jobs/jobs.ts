@@ -10,7 +10,8 @@ import { recordAudit, type Actor } from '../admin/audit.ts'
 import type { Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
 import type { ControlPlaneDb } from '../schema.ts'
-import { requeueJob, type JobRunner, type JobState } from './job-runner.ts'
+import { requeueJob, type JobState } from './job-queue.ts'
+import type { JobRunner } from './job-runner.ts'
 import type { JobTable } from './job-tables.ts'
 
 /** A job as the API shows it (never its payload: it may name internal paths). */

@@ -4,7 +4,7 @@
  */
 import * as v from 'valibot'
 import { actorOf } from '../auth.ts'
-import { JOB_STATES } from '../jobs/job-runner.ts'
+import { JOB_STATES } from '../jobs/job-queue.ts'
 import { getJob, listJobs, retryJob } from '../jobs/jobs.ts'
 import { pageQuery } from '../pagination.ts'
 import { rules } from '../policy.ts'

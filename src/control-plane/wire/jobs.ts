@@ -3,7 +3,7 @@
  * @module
  */
 import * as v from 'valibot'
-import { JOB_STATES } from '../jobs/job-runner.ts'
+import { JOB_STATES } from '../jobs/job-queue.ts'
 import { idOf, itemOf, pageOf, Timestamp } from './common.ts'
 
 /** A failure reason and its message, kept on the object that failed. */

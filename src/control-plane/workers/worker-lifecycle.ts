@@ -9,7 +9,8 @@ import { errors } from '../../core/errors.ts'
 import { hashToken, secretsEqual } from '../../core/secrets.ts'
 import { isoAt } from '../deps.ts'
 import type { AsyncContext } from '../jobs/async-context.ts'
-import { enqueueJob, JobFailure, shortMessage, type JobHandler } from '../jobs/job-runner.ts'
+import { enqueueJob, JobFailure, shortMessage } from '../jobs/job-queue.ts'
+import type { JobHandler } from '../jobs/job-runner.ts'
 import { openCredentials, PROVISION_JOB, type WorkerState } from './workers.ts'
 
 /** The provisioning job: starts the runtime with the Worker's current token set. */

@@ -15,7 +15,7 @@ import { spawn } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { shortMessage } from '../../jobs/job-runner.ts'
+import { shortMessage } from '../../jobs/job-queue.ts'
 import { sourceFailure, type SourceEntry, type SourceLocation, type SourceSnapshot } from './source.ts'
 
 /** Options for git access. */

@@ -5,7 +5,7 @@
  * retry network trouble and stop at once on a wrong URL or credential.
  * @module
  */
-import { JobFailure } from '../../jobs/job-runner.ts'
+import { JobFailure } from '../../jobs/job-queue.ts'
 
 /** One file of a snapshot. */
 export interface SourceEntry {
