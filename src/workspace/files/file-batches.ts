@@ -54,19 +54,25 @@ const SYNC_READ_MAX = 256 * 1024
 const PROC_FD = process.platform === 'linux'
 
 /**
- * The fast path for small files on Linux: resolve the real path and check it, open it without
- * following a final symlink, confirm the opened descriptor's real path is still inside the root
+ * The fast path for small files on Linux: resolve the parent's real path (once per batch) and
+ * check it, open the file in it without following a final symlink, confirm the opened descriptor's real path is still inside the root
  * (`/proc/self/fd`, which catches a swap after the check), fstat, read, close; no thread hops. Returns undefined to fall back to the general path (a final
  * symlink, a large file, or no `/proc`).
  */
-function readSmallSync(root: string, rel: string, maxBytes: number): ReadOk | ItemError | undefined {
+function readSmallSync(root: string, rel: string, maxBytes: number, parents: Map<string, string>): ReadOk | ItemError | undefined {
   if (!PROC_FD) return undefined
   let fd: number
   try {
-    // Resolve first so nothing outside is even opened (opening some devices has effects).
-    const real = realpathSync.native(join(root, rel))
-    if (!isInside(root, real)) throw new PathError('path resolves outside the workspace')
-    fd = openSync(real, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
+    // Resolve the parent (once per batch) so nothing outside is even opened (opening some devices
+    // has effects); the final component is opened without following a symlink.
+    const { parent, name } = splitRel(rel)
+    let realParent = parents.get(parent)
+    if (realParent === undefined) {
+      realParent = realpathSync.native(parent ? join(root, parent) : root)
+      if (!isInside(root, realParent)) throw new PathError('path resolves outside the workspace')
+      parents.set(parent, realParent)
+    }
+    fd = openSync(`${realParent}/${name}`, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
   } catch (error) {
     if (error instanceof PathError) return { ok: false, path: rel, code: error.code, message: error.message }
     const code = (error as NodeJS.ErrnoException).code
@@ -94,7 +100,7 @@ function readSmallSync(root: string, rel: string, maxBytes: number): ReadOk | It
 }
 
 /** Reads one file as base64, bounded by `maxBytes`. */
-export async function readItem(root: string, raw: unknown, maxBytes: number): Promise<ReadOk | ItemError> {
+export async function readItem(root: string, raw: unknown, maxBytes: number, parents: Map<string, string> = new Map()): Promise<ReadOk | ItemError> {
   const shown = typeof raw === 'string' ? raw : String(raw)
   let rel: string
   try {
@@ -103,7 +109,7 @@ export async function readItem(root: string, raw: unknown, maxBytes: number): Pr
     return fail(shown, error, 'invalid_path')
   }
   try {
-    const fast = readSmallSync(root, rel, maxBytes)
+    const fast = readSmallSync(root, rel, maxBytes, parents)
     if (fast) return fast
     const opened = await openForRead(root, rel)
     if (!opened) return { ok: false, path: rel, code: 'file_not_found', message: 'File not found' }

@@ -68,7 +68,8 @@ export class FileService {
   /** Reads a batch; per-item results, as JSON text (see `readResultsJson`). */
   async readBatch(ws: WorkspaceRuntime, paths: unknown[]): Promise<string> {
     const items = []
-    for (const p of paths) items.push(await readItem(ws.entry.path, p, this.settings.maxFileBytes))
+    const parents = new Map<string, string>()
+    for (const p of paths) items.push(await readItem(ws.entry.path, p, this.settings.maxFileBytes, parents))
     return readResultsJson(items)
   }
 
