@@ -18,7 +18,7 @@ import { installCleanupHandlers, onBenchExit } from './lib/child-registry.ts'
 import type { Figure } from './lib/figure.ts'
 import { compileHello } from './lib/hello-binary.ts'
 import { detectLoadTool, type LoadTool } from './lib/load-driver.ts'
-import { machineInfo } from './lib/machine-info.ts'
+import { loadAverage1m, machineInfo } from './lib/machine-info.ts'
 import { ensureProductBinary, productCommand, productEntry, type ProductMode } from './lib/product-server.ts'
 import { printFigure, printTable } from './lib/results-printer.ts'
 
@@ -30,6 +30,8 @@ interface CaseReport {
   status: 'ok' | 'error'
   error?: string
   seconds: number
+  /** 1-minute load average when the case ended (includes the bench's own load). */
+  loadAverage1mAfter: number | null
   skipped: Array<{ what: string; reason: string }>
 }
 
@@ -40,14 +42,16 @@ function envNum(name: string, fallback: number): number {
 
 function parseArgs(argv: string[]): { settings: BenchSettings; names: string[]; strict: boolean; list: boolean } {
   const settings: BenchSettings = {
-    rounds: envNum('BENCH_ROUNDS', 3),
-    durationSec: envNum('BENCH_DURATION', 5),
+    rounds: envNum('BENCH_ROUNDS', 5),
+    durationSec: envNum('BENCH_DURATION', 2),
     connections: envNum('BENCH_CONNECTIONS', 50),
     warmupSec: envNum('BENCH_WARMUP', 1),
     starts: envNum('BENCH_STARTS', 10),
     tool: detectLoadTool(),
     mode: (process.env.BENCH_MODE as ProductMode) ?? 'workspace',
   }
+  settings.durationSec = Math.max(1, Math.round(settings.durationSec))
+  settings.warmupSec = Math.max(0, Math.round(settings.warmupSec))
   const names: string[] = []
   let strict = false
   let list = false
@@ -58,16 +62,16 @@ function parseArgs(argv: string[]): { settings: BenchSettings; names: string[]; 
       if (v === undefined) throw new Error(`${a} needs a value`)
       return v
     }
-    const num = () => {
+    const num = (allowZero = false) => {
       const v = Number(value())
-      if (!Number.isFinite(v) || v <= 0) throw new Error(`${a} needs a positive number`)
+      if (!Number.isFinite(v) || v < 0 || (v === 0 && !allowZero)) throw new Error(`${a} needs a positive number`)
       return v
     }
     switch (a) {
       case '--rounds': settings.rounds = Math.round(num()); break
-      case '--duration': settings.durationSec = num(); break
+      case '--duration': settings.durationSec = Math.round(num()); break
       case '--connections': settings.connections = Math.round(num()); break
-      case '--warmup': settings.warmupSec = num(); break
+      case '--warmup': settings.warmupSec = Math.round(num(true)); break
       case '--starts': settings.starts = Math.round(num()); break
       case '--tool': {
         const t = value()
@@ -124,7 +128,7 @@ async function main(): Promise<number> {
   const { settings, names, strict, list } = parseArgs(process.argv.slice(2))
   const all = await loadCases()
   if (list) {
-    for (const c of all) console.log(`${c.name.padEnd(20)} ${c.description ?? ''}`)
+    for (const c of all) console.log(`${c.name.padEnd(20)} ${c.optional ? '(optional) ' : ''}${c.description ?? ''}`)
     return 0
   }
   const unknown = names.filter((n) => !all.some((c) => c.name === n))
@@ -132,7 +136,7 @@ async function main(): Promise<number> {
     console.error(`unknown case(s): ${unknown.join(', ')}; available: ${all.map((c) => c.name).join(', ')}`)
     return 2
   }
-  const selected = names.length > 0 ? all.filter((c) => names.includes(c.name)) : all
+  const selected = names.length > 0 ? all.filter((c) => names.includes(c.name)) : all.filter((c) => !c.optional)
 
   const runTmp = mkdtempSync(join(tmpdir(), 'service-server-bench-'))
   onBenchExit(() => rmSync(runTmp, { recursive: true, force: true }))
@@ -144,11 +148,18 @@ async function main(): Promise<number> {
       `tool ${settings.tool}, ${settings.rounds} rounds × ${settings.durationSec} s, ${settings.connections} connections, ${settings.starts} starts`,
   )
 
+  const busy = (load: number | null) => load !== null && load > machine.cores * 0.5
+  if (busy(machine.loadAverage1m)) {
+    console.log(`WARNING: load average ${machine.loadAverage1m} on ${machine.cores} cores before starting; other work on this machine will make ratios noisy`)
+  }
+
   const figures: Figure[] = []
   const reports: CaseReport[] = []
   let helloPromise: Promise<string> | undefined
   let productPromise: Promise<string | null> | undefined
   let current: CaseReport | undefined
+  let logCounter = 0
+  const stderrFile = (label: string) => join(runTmp, `${String(++logCounter).padStart(3, '0')}-${label.replace(/[^a-z0-9]+/gi, '_')}.stderr.log`)
 
   const ctx: BenchContext = {
     repoRoot,
@@ -181,9 +192,19 @@ async function main(): Promise<number> {
       command: process.execPath,
       args: [join(benchDir, 'baseline-server.ts'), '--port', '0', '--host', '127.0.0.1'],
       cwd: runTmp,
+      stderrFile: stderrFile('baseline'),
     }),
-    helloCommand: (binaryPath) => ({ label: 'hello(binary)', command: binaryPath, args: ['--port', '0', '--host', '127.0.0.1'], cwd: runTmp }),
-    productCommand: (variant, dir, binaryPath, mode) => productCommand(repoRoot, variant, dir, mode ?? settings.mode, binaryPath),
+    helloCommand: (binaryPath) => ({
+      label: 'hello(binary)',
+      command: binaryPath,
+      args: ['--port', '0', '--host', '127.0.0.1'],
+      cwd: runTmp,
+      stderrFile: stderrFile('hello'),
+    }),
+    productCommand: (variant, dir, binaryPath, mode) => {
+      const cmd = productCommand(repoRoot, variant, dir, mode ?? settings.mode, binaryPath)
+      return { ...cmd, stderrFile: stderrFile(cmd.label) }
+    },
     record: (figure) => {
       figures.push(figure)
       printFigure(figure)
@@ -197,7 +218,7 @@ async function main(): Promise<number> {
   for (const c of selected) {
     console.log(`\n== ${c.name}${c.description ? ` — ${c.description}` : ''}`)
     const t = Date.now()
-    current = { name: c.name, status: 'ok', seconds: 0, skipped: [] }
+    current = { name: c.name, status: 'ok', seconds: 0, loadAverage1mAfter: null, skipped: [] }
     reports.push(current)
     try {
       await c.run(ctx)
@@ -207,6 +228,7 @@ async function main(): Promise<number> {
       console.error(`  ERROR in ${c.name}: ${current.error}`)
     }
     current.seconds = Math.round((Date.now() - t) / 100) / 10
+    current.loadAverage1mAfter = loadAverage1m()
   }
 
   printTable(figures)

@@ -66,6 +66,8 @@ export interface BenchCase {
   name: string
   /** One line on what it measures and its target. */
   description?: string
+  /** Only run when named on the command line (diagnostics, slow or experimental cases). */
+  optional?: boolean
   run(ctx: BenchContext): Promise<void>
 }
 

@@ -21,7 +21,7 @@ export type LoadTool = 'wrk' | 'autocannon'
 export interface LoadOptions {
   /** Full URL; host must be a loopback address. */
   url: string
-  /** Seconds of load (1–60). */
+  /** Whole seconds of load (1–60); wrk cannot do fractions. */
   durationSec: number
   /** Concurrent keep-alive connections (1–1000). */
   connections: number
@@ -67,6 +67,7 @@ export function defaultThreads(cores: number): number {
 export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
   const url = new URL(opts.url)
   if (!LOOPBACK.has(url.hostname)) throw new Error(`load driver only targets loopback, got ${url.hostname}`)
+  if (!Number.isInteger(opts.durationSec)) throw new Error(`durationSec must be a whole number of seconds, got ${opts.durationSec}`)
   const durationSec = clampInt(opts.durationSec, 1, 60, 'durationSec')
   const connections = clampInt(opts.connections, 1, 1000, 'connections')
   const tool = opts.tool ?? detectLoadTool()

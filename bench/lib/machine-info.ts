@@ -21,13 +21,23 @@ export interface MachineInfo {
   loadAverage1m: number | null
 }
 
+/**
+ * 1-minute load average, or null off Linux. Why: on a box where other work
+ * is running, throughput ratios swing by ±15 % per round; the runner warns
+ * and records it so a FAIL on a busy machine is read as "rerun", not "regression".
+ */
+export function loadAverage1m(): number | null {
+  try {
+    return Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0])
+  } catch {
+    return null
+  }
+}
+
 /** Collect machine facts (cheap, synchronous). */
 export function machineInfo(): MachineInfo {
   const bun = (globalThis as { Bun?: { version: string } }).Bun
-  let loadAverage1m: number | null = null
-  try {
-    loadAverage1m = Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0])
-  } catch { /* not linux */ }
+  const load = loadAverage1m()
   return {
     cores: availableParallelism(),
     cpuModel: cpus()[0]?.model ?? 'unknown',
@@ -36,6 +46,6 @@ export function machineInfo(): MachineInfo {
     arch: process.arch,
     kernel: release(),
     bunVersion: bun?.version ?? null,
-    loadAverage1m,
+    loadAverage1m: load,
   }
 }

@@ -10,6 +10,7 @@
  * stopping (SIGTERM, then SIGKILL after a grace period).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
+import { closeSync, openSync, readSync, fstatSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
 import { track } from './child-registry.ts'
 
@@ -27,6 +28,13 @@ export interface ServerCommand {
   cwd?: string
   /** Extra environment variables (merged over process.env). */
   env?: Record<string, string>
+  /**
+   * Send the child's stderr to this file instead of a pipe. Why: a server that
+   * logs every request would otherwise make the bench process burn CPU draining
+   * the pipe, competing with the server and the load generator; a file costs the
+   * server a realistic write and the bench nothing.
+   */
+  stderrFile?: string
 }
 
 /** A server that has printed its listening line. */
@@ -60,14 +68,20 @@ export async function startServer(cmd: ServerCommand, timeoutMs = 15_000): Promi
     tail.push(line)
     if (tail.length > 40) tail.shift()
   }
+  const stderrFd = cmd.stderrFile ? openSync(cmd.stderrFile, 'a') : undefined
   const spawnedAt = performance.now()
-  const child: ChildProcess = track(
-    spawn(cmd.command, cmd.args, {
-      cwd: cmd.cwd,
-      env: { ...process.env, ...cmd.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    }),
-  )
+  let child: ChildProcess
+  try {
+    child = track(
+      spawn(cmd.command, cmd.args, {
+        cwd: cmd.cwd,
+        env: { ...process.env, ...cmd.env },
+        stdio: ['ignore', 'pipe', stderrFd ?? 'pipe'],
+      }),
+    )
+  } finally {
+    if (stderrFd !== undefined) closeSync(stderrFd)
+  }
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     child.once('exit', (code, signal) => resolve({ code, signal }))
   })
@@ -101,8 +115,8 @@ export async function startServer(cmd: ServerCommand, timeoutMs = 15_000): Promi
       if (stdoutBuf.length > 65_536) stdoutBuf = stdoutBuf.slice(-4096)
     })
     let stderrBuf = ''
-    child.stderr!.setEncoding('utf8')
-    child.stderr!.on('data', (chunk: string) => {
+    child.stderr?.setEncoding('utf8')
+    child.stderr?.on('data', (chunk: string) => {
       stderrBuf += chunk
       let nl: number
       while ((nl = stderrBuf.indexOf('\n')) >= 0) {
@@ -136,14 +150,14 @@ export async function startServer(cmd: ServerCommand, timeoutMs = 15_000): Promi
       spawnedAt,
       listeningAt: at,
       linesBeforeListening,
-      outputTail: () => tail.join('\n'),
+      outputTail: () => outputTail(tail, cmd.stderrFile),
       stop,
       exited,
     }
   } catch (err) {
     await stop(500)
     const msg = err instanceof Error ? err.message : String(err)
-    throw new Error(`${msg}\n  command: ${cmd.command} ${cmd.args.join(' ')}\n  output:\n${indent(tail.join('\n'))}`)
+    throw new Error(`${msg}\n  command: ${cmd.command} ${cmd.args.join(' ')}\n  output:\n${indent(outputTail(tail, cmd.stderrFile))}`)
   } finally {
     clearTimeout(timer)
   }
@@ -166,6 +180,25 @@ function makeStopper(child: ChildProcess, exited: Promise<unknown>): (graceMs?: 
     })()
     return stopping
   }
+}
+
+/** Remembered stdout/stderr lines plus, when stderr went to a file, the file's last 4 KB. */
+function outputTail(lines: string[], stderrFile?: string): string {
+  if (!stderrFile) return lines.join('\n')
+  let fileTail = ''
+  try {
+    const fd = openSync(stderrFile, 'r')
+    try {
+      const size = fstatSync(fd).size
+      const len = Math.min(size, 4096)
+      const buf = Buffer.alloc(len)
+      readSync(fd, buf, 0, len, size - len)
+      fileTail = buf.toString('utf8')
+    } finally {
+      closeSync(fd)
+    }
+  } catch { /* no file */ }
+  return [...lines, ...fileTail.split('\n').filter(Boolean).map((l) => `[stderr] ${l}`)].join('\n')
 }
 
 function indent(text: string): string {
