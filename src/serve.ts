@@ -34,7 +34,9 @@ export const runtimeName: 'bun' | 'deno' | 'node' =
 export async function serve(options: ServeOptions): Promise<Listener> {
   if (runtimeName === 'bun') {
     // Bun 1.4 defaults idleTimeout to 10 s, which cuts quiet event streams; 0 disables it.
-    const server = Bun.serve({ hostname: options.host, port: options.port, idleTimeout: 0, fetch: (request: Request, bun: any) => options.fetch(request, () => bun.requestIP(request)?.address) })
+    // Bun refuses bodies over 128 MiB by default, before our handler sees them; every route enforces
+    // its own limit (JSON bodies, inbox uploads, proxied streams), so the listener must not.
+    const server = Bun.serve({ hostname: options.host, port: options.port, idleTimeout: 0, maxRequestBodySize: Number.MAX_SAFE_INTEGER, fetch: (request: Request, bun: any) => options.fetch(request, () => bun.requestIP(request)?.address) })
     return {
       host: options.host,
       port: server.port as number,

@@ -103,6 +103,23 @@ http('malformed JSON is 400 invalid_json and a non-object body is 400', async ()
   assert.is((await array.json()).code, 'validation_failed')
 })
 
+http('a JSON body larger than the cap is refused with 413 even without a content-length', async () => {
+  const app = makeApp()
+  const chunk = new TextEncoder().encode('x'.repeat(1024 * 1024))
+  let sent = 0
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (sent >= 64) return controller.close()
+      sent++
+      controller.enqueue(chunk)
+    },
+  })
+  const res = await app.fetch(new Request('http://test.local/items', { method: 'POST', headers: { authorization: 'Bearer right', 'content-type': 'application/json' }, body, duplex: 'half' } as RequestInit))
+  assert.is(res.status, 413)
+  assert.is((await res.json()).code, 'payload_too_large')
+  assert.ok(sent < 64, `reading stopped once the cap was passed (${sent} MiB pulled)`)
+})
+
 http('validation failures name every field path', async () => {
   const app = makeApp()
   const res = await request(app.fetch, '/items', { method: 'POST', headers: { authorization: 'Bearer right' }, json: { name: '', tags: ['ok', 3], nested: { n: 'x' } } })

@@ -38,6 +38,22 @@ export function parseWith<S extends v.GenericSchema>(schema: S, input: unknown, 
 /** The largest JSON body read into memory; larger bodies must use a streaming route. */
 export const MAX_JSON_BODY_BYTES = 8 * 1024 * 1024
 
+/** Reads a body as text, refusing (413) once more than `maxBytes` arrive, e.g. a chunked flood. */
+async function readCapped(request: Request, maxBytes: number): Promise<string> {
+  if (!request.body) return ''
+  const decoder = new TextDecoder()
+  let size = 0
+  let text = ''
+  for await (const chunk of request.body as unknown as AsyncIterable<Uint8Array>) {
+    size += chunk.byteLength
+    if (size > maxBytes) {
+      throw new ApiError(413, 'payload_too_large', `JSON body exceeds ${maxBytes} bytes`, { details: { maxBytes, size } })
+    }
+    text += decoder.decode(chunk, { stream: true })
+  }
+  return text + decoder.decode()
+}
+
 /**
  * Reads a JSON object body. Malformed JSON → 400 `invalid_json`; a valid JSON value that is not an
  * object → 400 with the policy's body code (valibot object schemas would otherwise accept `[]`).
@@ -48,10 +64,7 @@ export async function readJsonObject(request: Request, policy: ValidationPolicy)
   if (length > MAX_JSON_BODY_BYTES) {
     throw new ApiError(413, 'payload_too_large', `JSON body exceeds ${MAX_JSON_BODY_BYTES} bytes`, { details: { maxBytes: MAX_JSON_BODY_BYTES, size: length } })
   }
-  const text = await request.text()
-  if (text.length > MAX_JSON_BODY_BYTES) {
-    throw new ApiError(413, 'payload_too_large', `JSON body exceeds ${MAX_JSON_BODY_BYTES} bytes`, { details: { maxBytes: MAX_JSON_BODY_BYTES } })
-  }
+  const text = await readCapped(request, MAX_JSON_BODY_BYTES)
   if (text.trim() === '') return {}
   let value: unknown
   try {

@@ -130,16 +130,14 @@ async function uploadMeasured(server: ChildServer, wsId: string, size: number): 
   }
 }
 
-// Bun.serve refuses request bodies over 128 MiB unless serve.ts raises `maxRequestBodySize`, so the
-// Bun run uploads 120 MB; the 200 MB run uses Deno, whose server has no such cap.
-test('a 120 MB inbox upload to the Bun server is streamed to disk with resident memory under 100 MB above idle', async () => {
+test('a 200 MB inbox upload to the Bun server is streamed to disk with resident memory under 100 MB above idle', async () => {
   await withTempDir(async (dir) => {
     mkdirSync(join(dir, 'ws'))
     const config = writeConfig(dir, { inbox: { maxBytes: 300_000_000, requireApproval: false } })
     const server = await startChild(BUN, [ENTRY, '--config', config, '--port', '0'], { cwd: dir, env: { HOME: dir } })
     try {
       const wsId = (await (await fetch(`${server.url}/workspaces`, { headers: auth })).json()).items[0].id
-      const size = 120_000_000
+      const size = 200_000_000
       const r = await uploadMeasured(server, wsId, size)
       assert.equal([r.status, r.body], [200, { ok: true, path: 'big.bin', bytes: size }])
       assert.is(statSync(join(dir, 'ws/.opencode/service/inbox/big.bin')).size, size)
@@ -174,7 +172,7 @@ if (hasDeno) {
     })
   })
 } else {
-  test('deno is not installed: the 200 MB upload run is skipped (the 120 MB Bun run still checks streaming)', () => {
+  test('deno is not installed: the Deno 200 MB upload run is skipped (the Bun run still checks streaming)', () => {
     assert.not.ok(hasDeno)
   })
 }

@@ -51,7 +51,7 @@ export const FILES_DEFAULTS: FilesSettings = {
   maxTtlMs: 24 * 3_600_000,
   catalogEventRetention: 10_000,
   watchDebounceMs: 100,
-  inbox: { enabled: true, maxBytes: 100_000_000, requireApproval: true },
+  inbox: { enabled: true, maxBytes: 250_000_000, requireApproval: true },
   outbox: { enabled: true },
 }
 
