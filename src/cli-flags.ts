@@ -26,6 +26,7 @@ export const FLAGS: Record<string, FlagSpec> = {
   'data-dir': { type: 'string', scope: 'common', value: 'dir', help: 'State directory (default ~/.local/share/service)' },
   'log-format': { type: 'string', scope: 'common', value: 'pretty|json', help: 'Log line format on stderr (default pretty)' },
   cors: { type: 'string', scope: 'common', value: 'origins', help: 'Comma-separated allowed CORS origins, or * (default none)' },
+  'log-requests': { type: 'boolean', scope: 'common', help: 'Log one line per request (default off)' },
   help: { type: 'boolean', short: 'h', scope: 'common', help: 'Show this help' },
   version: { type: 'boolean', short: 'v', scope: 'common', help: 'Print the version' },
   token: { type: 'string', scope: 'workspace', value: 'secret', help: 'Client token (prefer the config file or SERVICE_TOKEN: flags show in process lists)' },

@@ -86,7 +86,7 @@ export function loadControlPlaneConfig(flags: Flags, env: Env, cwd: string): Con
   const [database] = pick<string>([flags.database as string | undefined, 'flag'], [env.SERVICE_DATABASE || undefined, 'env'], [file.database ? resolve(fileDir, file.database) : undefined, 'file'])
   const [corsOrigins] = pick<string[]>([flagValue(flags, 'cors', envSchemas.list), 'flag'], [envValue(env, 'SERVICE_CORS_ORIGINS', envSchemas.list), 'env'], [file.corsOrigins, 'file'], [[], 'default'])
   const [logFormat] = pick<'pretty' | 'json'>([flagValue(flags, 'log-format', envSchemas.logFormat), 'flag'], [envValue(env, 'SERVICE_LOG_FORMAT', envSchemas.logFormat), 'env'], [file.logFormat, 'file'], ['pretty', 'default'])
-  const [logRequests] = pick<boolean>([envValue(env, 'SERVICE_LOG_REQUESTS', envSchemas.bool), 'env'], [file.logRequests, 'file'], [true, 'default'])
+  const [logRequests] = pick<boolean>([flags['log-requests'] ? true : undefined, 'flag'], [envValue(env, 'SERVICE_LOG_REQUESTS', envSchemas.bool), 'env'], [file.logRequests, 'file'], [false, 'default'])
   const [openSignUp] = pick<boolean>([envValue(env, 'SERVICE_OPEN_SIGN_UP', envSchemas.bool), 'env'], [file.openSignUp, 'file'], [false, 'default'])
   const [sessionTtlHours] = pick<number>([envValue(env, 'SERVICE_SESSION_TTL_HOURS', envSchemas.positiveInt), 'env'], [file.sessionTtlHours, 'file'], [168, 'default'])
   const [trustProxy] = pick<boolean>([envValue(env, 'SERVICE_TRUST_PROXY', envSchemas.bool), 'env'], [file.trustProxy, 'file'], [false, 'default'])

@@ -37,6 +37,7 @@ function makeApp(options: { cors?: string[]; lines?: string[] } = {}) {
     validation: { status: 422, bodyCode: 'validation_failed', queryCode: 'validation_failed' },
     cors: { origins: options.cors ?? [], allowHeaders: ['Authorization', 'Content-Type'], maxAgeSeconds: 900 },
     logger: createLogger({ format: 'json', write: (l) => lines.push(l) }),
+    requestLog: true,
   })
 }
 

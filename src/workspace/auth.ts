@@ -122,48 +122,59 @@ export function storeTokens(config: { token: string; hostToken: string }, store:
   }
 }
 
+const ANONYMOUS: Principal = Object.freeze({ type: 'anonymous', scope: null }) as Principal
+
 /** Builds the workspace surface's authenticator from a credential resolver, optionally throttled per address. */
 export function workspaceAuth(resolver: CredentialResolver, throttle?: AuthThrottle): SurfaceAuth<WorkspaceRule, Principal> {
   const inner = baseAuth(resolver)
   if (!throttle) return inner
   return {
     ...inner,
-    async authenticate(request, rule, url) {
-      if (rule.kind === 'none') return inner.authenticate(request, rule, url)
+    // Synchronous unless the credential lookup is asynchronous: most requests resolve without a tick.
+    authenticate(request, rule, url) {
+      if (rule.kind === 'none') return ANONYMOUS
       const address = peerAddress(request)
       const wait = throttle.retryAfter(address)
       if (wait > 0) throw errors.tooManyRequests(wait, 'Too many failed authentication attempts')
-      try {
-        return await inner.authenticate(request, rule, url)
-      } catch (error) {
+      const countFailure = (error: unknown): never => {
         if (error instanceof ApiError && error.status === 401) throttle.fail(address)
         throw error
+      }
+      try {
+        const result = inner.authenticate(request, rule, url)
+        return result instanceof Promise ? result.catch(countFailure) : result
+      } catch (error) {
+        return countFailure(error)
       }
     },
   }
 }
 
+function checkScope(principal: Principal | null, rule: WorkspaceRule, clientId: string | undefined): Principal {
+  if (rule.kind === 'host') {
+    if (!principal) throw errors.unauthorized('Invalid host token')
+    if (principal.scope !== 'owner') throw errors.forbidden('Host routes need the host token or an owner token', { required: 'owner', scope: principal.scope })
+    return { ...principal, clientId }
+  }
+  if (!principal) throw errors.unauthorized('Invalid bearer token')
+  if (rule.kind === 'client' && scopeRank(principal.scope) < scopeRank(rule.scope)) {
+    throw errors.forbidden('Insufficient token scope', { required: rule.scope, scope: principal.scope })
+  }
+  return { ...principal, clientId }
+}
+
 function baseAuth(resolver: CredentialResolver): SurfaceAuth<WorkspaceRule, Principal> {
   return {
-    async authenticate(request, rule) {
-      if (rule.kind === 'none') return { type: 'anonymous', scope: null }
+    authenticate(request, rule) {
+      if (rule.kind === 'none') return ANONYMOUS
       const clientId = request.headers.get('x-service-client-id')?.slice(0, 128) || undefined
       if (rule.kind === 'host') {
         const hostToken = request.headers.get(HOST_TOKEN_HEADER)
         if (hostToken && resolver.isHostToken(hostToken)) return { type: 'host', scope: 'owner', clientId }
-        const bearer = bearerToken(request)
-        const principal = bearer ? await resolver.resolveBearer(bearer) : null
-        if (!principal) throw errors.unauthorized('Invalid host token')
-        if (principal.scope !== 'owner') throw errors.forbidden('Host routes need the host token or an owner token', { required: 'owner', scope: principal.scope })
-        return { ...principal, clientId }
       }
       const bearer = bearerToken(request)
-      const principal = bearer ? await resolver.resolveBearer(bearer) : null
-      if (!principal) throw errors.unauthorized('Invalid bearer token')
-      if (scopeRank(principal.scope) < scopeRank(rule.scope)) {
-        throw errors.forbidden('Insufficient token scope', { required: rule.scope, scope: principal.scope })
-      }
-      return { ...principal, clientId }
+      const principal = bearer ? resolver.resolveBearer(bearer) : null
+      return principal instanceof Promise ? principal.then((p) => checkScope(p, rule, clientId)) : checkScope(principal, rule, clientId)
     },
     security(rule): Array<Record<string, string[]>> {
       if (rule.kind === 'none') return []

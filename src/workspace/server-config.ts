@@ -171,7 +171,7 @@ export function loadWorkspaceConfig(flags: Flags, env: Env, cwd: string): Worksp
   const [readOnly] = pick<boolean>([flags['read-only'] ? true : undefined, 'flag'], [envValue(env, 'SERVICE_READ_ONLY', envSchemas.bool), 'env'], [file.readOnly, 'file'], [false, 'default'])
   const [dataDirRaw] = pick<string>([flags['data-dir'] as string | undefined, 'flag'], [env.SERVICE_DATA_DIR || undefined, 'env'], [file.dataDir ? resolve(fileDir, file.dataDir) : undefined, 'file'], [defaultDataDir(env), 'default'])
   const [logFormat] = pick<'pretty' | 'json'>([flagValue(flags, 'log-format', envSchemas.logFormat), 'flag'], [envValue(env, 'SERVICE_LOG_FORMAT', envSchemas.logFormat), 'env'], [file.logFormat, 'file'], ['pretty', 'default'])
-  const [logRequests] = pick<boolean>([envValue(env, 'SERVICE_LOG_REQUESTS', envSchemas.bool), 'env'], [file.logRequests, 'file'], [true, 'default'])
+  const [logRequests] = pick<boolean>([flags['log-requests'] ? true : undefined, 'flag'], [envValue(env, 'SERVICE_LOG_REQUESTS', envSchemas.bool), 'env'], [file.logRequests, 'file'], [false, 'default'])
 
   for (const origin of corsOrigins!) {
     if (origin !== '*' && !/^https?:\/\/[^/\s]+$/.test(origin)) throw new ConfigError('CORS origins', '', `"${origin}" must be * or an origin like https://app.example`)
