@@ -66,7 +66,9 @@ function writable(response: Response): Response {
 
 function decodeParams(raw: Record<string, string>): Record<string, string> | null {
   const out: Record<string, string> = {}
-  for (const [key, value] of Object.entries(raw)) {
+  for (const key in raw) {
+    const value = raw[key]!
+    if (!value.includes('%')) { out[key] = value; continue }
     try {
       out[key] = decodeURIComponent(value)
     } catch {
@@ -101,14 +103,19 @@ function bucketOfPattern(path: string): string {
   return isLiteral(segments[2]) ? `${segments[0]}/${segments[2]}` : segments[0]
 }
 
-/** The buckets a request path may match, most specific first. */
+/** The buckets a request path may match, most specific first (index arithmetic: this runs per request). */
 function bucketsOfPath(pathname: string): string[] {
-  const segments = pathname.split('/').filter(Boolean)
-  const keys: string[] = []
-  if (segments[0] !== undefined && segments[2] !== undefined) keys.push(`${segments[0]}/${segments[2]}`)
-  if (segments[0] !== undefined) keys.push(segments[0])
-  keys.push('*')
-  return keys
+  let start = 0
+  while (pathname.charCodeAt(start) === 47) start++
+  if (start >= pathname.length) return ['*']
+  const end0 = pathname.indexOf('/', start)
+  const first = end0 < 0 ? pathname.slice(start) : pathname.slice(start, end0)
+  if (end0 < 0) return [first, '*']
+  const end1 = pathname.indexOf('/', end0 + 1)
+  if (end1 < 0 || end1 + 1 >= pathname.length) return [first, '*']
+  const end2 = pathname.indexOf('/', end1 + 1)
+  const third = end2 < 0 ? pathname.slice(end1 + 1) : pathname.slice(end1 + 1, end2)
+  return third ? [`${first}/${third}`, first, '*'] : [first, '*']
 }
 
 /** Builds the Fetch handler for a surface. */

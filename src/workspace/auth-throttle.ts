@@ -26,10 +26,19 @@ export class AuthThrottle {
   readonly #settings: AuthThrottleSettings
   readonly #now: () => number
   readonly #buckets = new Map<string, Bucket>()
+  #latestLockout = 0
 
   constructor(settings: AuthThrottleSettings = DEFAULT_AUTH_THROTTLE, now: () => number = Date.now) {
     this.#settings = settings
     this.#now = now
+  }
+
+  /**
+   * True while any address is locked out. Looking up a caller's address costs a native call per
+   * request, so the authenticator only asks for it when this is true (or after a failure).
+   */
+  anyLocked(): boolean {
+    return this.#latestLockout > this.#now()
   }
 
   /** Seconds the address must wait, or 0 when it may try. */
@@ -54,6 +63,7 @@ export class AuthThrottle {
     bucket.failures.push(now)
     if (bucket.failures.length >= this.#settings.maxFailures) {
       bucket.lockedUntil = now + this.#settings.lockoutSeconds * 1000
+      this.#latestLockout = Math.max(this.#latestLockout, bucket.lockedUntil)
       bucket.failures = []
       return this.#settings.lockoutSeconds
     }

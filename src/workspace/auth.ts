@@ -133,11 +133,12 @@ export function workspaceAuth(resolver: CredentialResolver, throttle?: AuthThrot
     // Synchronous unless the credential lookup is asynchronous: most requests resolve without a tick.
     authenticate(request, rule, url) {
       if (rule.kind === 'none') return ANONYMOUS
-      const address = peerAddress(request)
-      const wait = throttle.retryAfter(address)
-      if (wait > 0) throw errors.tooManyRequests(wait, 'Too many failed authentication attempts')
+      if (throttle.anyLocked()) {
+        const wait = throttle.retryAfter(peerAddress(request))
+        if (wait > 0) throw errors.tooManyRequests(wait, 'Too many failed authentication attempts')
+      }
       const countFailure = (error: unknown): never => {
-        if (error instanceof ApiError && error.status === 401) throttle.fail(address)
+        if (error instanceof ApiError && error.status === 401) throttle.fail(peerAddress(request))
         throw error
       }
       try {
