@@ -71,6 +71,11 @@ export function discoveryRoutes(s: WorkspaceServices, startedAt: number, sidecar
           events: v.object({ sse: v.boolean(), polling: v.boolean(), persisted: v.boolean() }),
           sandbox: v.object({ enabled: v.boolean(), backend: v.string() }),
           proxy: v.object({ sidecar: v.boolean(), workspaces: v.optional(SidecarReachabilitySchema) }),
+          files: v.object({
+            sessions: v.object({ read: v.boolean(), write: v.boolean(), maxBatchItems: v.number(), maxFileBytes: v.number(), maxSessions: v.number() }),
+            inbox: v.object({ enabled: v.boolean(), write: v.boolean(), path: v.string(), maxBytes: v.number(), requiresApproval: v.boolean() }),
+            outbox: v.object({ enabled: v.boolean(), path: v.string() }),
+          }),
         }),
       },
       handler: async () => ({
@@ -81,6 +86,11 @@ export function discoveryRoutes(s: WorkspaceServices, startedAt: number, sidecar
         events: { sse: true, polling: true, persisted: true },
         sandbox: { enabled: false, backend: 'none' },
         proxy: sidecar ? { sidecar: sidecar.anyConfigured, workspaces: reachability(await sidecar.overview()) } : { sidecar: sidecarConfigured(s) },
+        files: {
+          sessions: { read: true, write, maxBatchItems: s.config.files.maxBatchItems, maxFileBytes: s.config.files.maxFileBytes, maxSessions: s.config.files.maxSessions },
+          inbox: { enabled: s.config.files.inbox.enabled, write: write && s.config.files.inbox.enabled, path: '.opencode/service/inbox/', maxBytes: s.config.files.inbox.maxBytes, requiresApproval: s.config.files.inbox.requireApproval && s.approvals.settings.mode === 'manual' },
+          outbox: { enabled: s.config.files.outbox.enabled, path: '.opencode/service/outbox/' },
+        },
       }),
     }),
     route({
