@@ -19,7 +19,7 @@ import { parseWith, queryObject, readJsonObject, type ValidationPolicy } from '.
 /** How a surface authenticates requests and documents that. */
 export interface SurfaceAuth<Rule, Principal> {
   /** Resolves the caller for a route's rule, or throws an ApiError (401/403/429). */
-  authenticate(request: Request, rule: Rule, url: URL): Principal | Promise<Principal>
+  authenticate(request: Request, rule: Rule): Principal | Promise<Principal>
   /** OpenAPI security requirements for a rule; `[]` means public. */
   security(rule: Rule): Array<Record<string, string[]>>
   /** Error statuses a rule can produce, documented on every route that uses it. */
@@ -94,6 +94,30 @@ function nextRequestId(): string {
 
 type Routed = Request & { params?: Record<string, string> }
 
+/** A request's path, with its parsed URL built only if something asks for it (most routes never do). */
+interface Where {
+  pathname: string
+  url(): URL
+}
+
+/** Finds the path of an absolute request URL by index arithmetic; the URL object is made lazily. */
+function locate(href: string): Where {
+  const scheme = href.indexOf('://')
+  const slash = href.indexOf('/', scheme < 0 ? 0 : scheme + 3)
+  let end = href.length
+  const query = href.indexOf('?', slash < 0 ? 0 : slash)
+  if (query >= 0) end = query
+  const hash = href.indexOf('#', slash < 0 ? 0 : slash)
+  if (hash >= 0 && hash < end) end = hash
+  let parsed: URL | undefined
+  const url = () => (parsed ??= new URL(href))
+  // Anything unusual (no path, dot segments, backslashes) takes the URL parser's normalisation.
+  if (slash < 0) return { pathname: url().pathname, url }
+  const pathname = href.slice(slash, end)
+  if (pathname.includes('/.') || pathname.includes('\\')) return { pathname: url().pathname, url }
+  return { pathname, url }
+}
+
 const isLiteral = (segment: string | undefined): segment is string => segment !== undefined && !/[:*]/.test(segment)
 
 /** The dispatch bucket of a route pattern: its first and third segments when both are literal. */
@@ -129,7 +153,7 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
   // Param-less routes are found by one Map lookup instead of a regex scan; they stay registered
   // with itty too, which remains the route table of record (and the fallback).
   const exact = new Map<string, AnyRoute<Rule, Principal>>()
-  const contexts = new WeakMap<Request, { url: URL; requestId: string }>()
+  const contexts = new WeakMap<Request, { where: Where; requestId: string }>()
   const statuses = new Map(options.routes.map((route) => [route, successStatus(route)]))
 
   // Responses we build carry the request id and nosniff from construction; setting headers on a
@@ -147,10 +171,11 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
     return jsonOut(result, status, requestId)
   }
 
-  const run = (route: AnyRoute<Rule, Principal>, request: Request, url: URL, params: Record<string, string>, principal: Principal, requestId: string): Response | Promise<Response> => {
-    const query = route.query ? parseWith(route.query as v.GenericSchema, queryObject(url), validation.status, validation.queryCode, 'query parameter') : {}
+  const run = (route: AnyRoute<Rule, Principal>, request: Request, where: Where, params: Record<string, string>, principal: Principal, requestId: string): Response | Promise<Response> => {
+    const query = route.query ? parseWith(route.query as v.GenericSchema, queryObject(where.url()), validation.status, validation.queryCode, 'query parameter') : {}
     const call = (body: unknown) => {
-      const result = route.handler({ request, url, params, query, body, principal, requestId, log: logger } as never)
+      const context = { request, params, query, body, principal, requestId, log: logger, get url() { return where.url() } }
+      const result = route.handler(context as never)
       return result instanceof Promise ? result.then((value) => shape(route, value, requestId)) : shape(route, result, requestId)
     }
     if (route.body && !isRawBody(route.body)) {
@@ -159,17 +184,17 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
     return call(undefined)
   }
 
-  const invoke = (route: AnyRoute<Rule, Principal>, request: Request, rawParams: Record<string, string> | null, requestId: string, url: URL): Response | Promise<Response> => {
+  const invoke = (route: AnyRoute<Rule, Principal>, request: Request, rawParams: Record<string, string> | null, requestId: string, where: Where): Response | Promise<Response> => {
     let params: Record<string, string> = {}
     if (rawParams) {
       const decoded = decodeParams(rawParams)
       if (!decoded) throw errors.notFound()
       params = (route.params ? parseWith(route.params as v.GenericSchema, decoded, 404, 'not_found', 'path parameter') : decoded) as Record<string, string>
     }
-    const principal = auth.authenticate(request, route.auth, url)
+    const principal = auth.authenticate(request, route.auth)
     return principal instanceof Promise
-      ? principal.then((p) => run(route, request, url, params, p, requestId))
-      : run(route, request, url, params, principal, requestId)
+      ? principal.then((p) => run(route, request, where, params, p, requestId))
+      : run(route, request, where, params, principal, requestId)
   }
 
   for (const route of options.routes) {
@@ -177,7 +202,7 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
     // The full router is the route table of record (tests compare it with the document).
     router[method](route.path, (request: Routed) => {
       const context = contexts.get(request)!
-      return invoke(route, request, request.params ?? {}, context.requestId, context.url)
+      return invoke(route, request, request.params ?? {}, context.requestId, context.where)
     })
     const last = router.routes[router.routes.length - 1]!
     patterns.push({ method: route.method, regex: last[1] as RegExp })
@@ -186,7 +211,7 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
     if (!bucket) buckets.set(key, (bucket = Router()))
     bucket[method](route.path, (request: Routed) => {
       const context = contexts.get(request)!
-      return invoke(route, request, request.params ?? {}, context.requestId, context.url)
+      return invoke(route, request, request.params ?? {}, context.requestId, context.where)
     })
     if (!/[:*]/.test(route.path)) exact.set(`${route.method} ${route.path}`, route)
   }
@@ -205,24 +230,24 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
     return errorResponse(errors.internal())
   }
 
-  const routeByPattern = async (request: Request, requestId: string, url: URL): Promise<Response> => {
-    contexts.set(request, { url, requestId })
-    for (const key of bucketsOfPath(url.pathname)) {
+  const routeByPattern = async (request: Request, requestId: string, where: Where): Promise<Response> => {
+    contexts.set(request, { where, requestId })
+    for (const key of bucketsOfPath(where.pathname)) {
       const bucket = buckets.get(key)
       const response: Response | undefined = bucket ? await bucket.fetch(request) : undefined
       if (response) return response
     }
-    const allow = allowedMethods(url.pathname)
+    const allow = allowedMethods(where.pathname)
     if (allow.length > 0) {
       return errorResponse(new ApiError(405, 'method_not_allowed', `Method ${request.method} not allowed`, { headers: { allow: [...allow, 'OPTIONS'].join(', ') } }))
     }
     return errorResponse(errors.notFound())
   }
 
-  const dispatch = (request: Request, requestId: string, url: URL): Response | Promise<Response> => {
+  const dispatch = (request: Request, requestId: string, where: Where): Response | Promise<Response> => {
     try {
-      const direct = exact.get(`${request.method} ${url.pathname}`)
-      const result = direct ? invoke(direct, request, null, requestId, url) : routeByPattern(request, requestId, url)
+      const direct = exact.get(`${request.method} ${where.pathname}`)
+      const result = direct ? invoke(direct, request, null, requestId, where) : routeByPattern(request, requestId, where)
       return result instanceof Promise ? result.catch((error) => failure(error, request, requestId)) : result
     } catch (error) {
       return failure(error, request, requestId)
@@ -235,19 +260,19 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
     const started = performance.now()
     const offered = incoming.headers.get('x-request-id')
     const requestId = offered && REQUEST_ID.test(offered) ? offered : nextRequestId()
-    const url = new URL(incoming.url)
+    const where = locate(incoming.url)
     let response: Response
     if (incoming.method === 'OPTIONS' && isPreflight(incoming)) {
       response = preflightResponse(options.cors, incoming)
     } else {
-      const rewritten = rewrite && url.pathname.startsWith(rewrite.prefix) ? rewrite.map(url) : null
+      const rewritten = rewrite && where.pathname.startsWith(rewrite.prefix) ? rewrite.map(where.url()) : null
       const isHead = incoming.method === 'HEAD'
       let request = incoming
       if (isHead || rewritten) {
-        request = new Request(rewritten ?? url, { method: isHead ? 'GET' : incoming.method, headers: incoming.headers, body: isHead ? null : incoming.body, signal: incoming.signal, duplex: 'half' } as RequestInit)
+        request = new Request(rewritten ?? where.url(), { method: isHead ? 'GET' : incoming.method, headers: incoming.headers, body: isHead ? null : incoming.body, signal: incoming.signal, duplex: 'half' } as RequestInit)
       }
       if (peer) bindPeer(request, peer)
-      const dispatched = dispatch(request, requestId, rewritten ?? url)
+      const dispatched = dispatch(request, requestId, rewritten ? locate(rewritten.href) : where)
       response = dispatched instanceof Promise ? await dispatched : dispatched
       // Cancel the GET body a HEAD does not send, so a proxied or streamed body releases its source.
       if (isHead) { response.body?.cancel().catch(() => {}); response = new Response(null, response) }
@@ -264,7 +289,7 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
       response.headers.set('x-content-type-options', 'nosniff')
     }
     if (options.requestLog) {
-      logger.access({ method: incoming.method, path: url.pathname, status: response.status, ms: Math.round((performance.now() - started) * 10) / 10, requestId })
+      logger.access({ method: incoming.method, path: where.pathname, status: response.status, ms: Math.round((performance.now() - started) * 10) / 10, requestId })
     }
     return response
   }

@@ -131,7 +131,7 @@ export function workspaceAuth(resolver: CredentialResolver, throttle?: AuthThrot
   return {
     ...inner,
     // Synchronous unless the credential lookup is asynchronous: most requests resolve without a tick.
-    authenticate(request, rule, url) {
+    authenticate(request, rule) {
       if (rule.kind === 'none') return ANONYMOUS
       if (throttle.anyLocked()) {
         const wait = throttle.retryAfter(peerAddress(request))
@@ -142,7 +142,7 @@ export function workspaceAuth(resolver: CredentialResolver, throttle?: AuthThrot
         throw error
       }
       try {
-        const result = inner.authenticate(request, rule, url)
+        const result = inner.authenticate(request, rule)
         return result instanceof Promise ? result.catch(countFailure) : result
       } catch (error) {
         return countFailure(error)
