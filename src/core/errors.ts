@@ -63,6 +63,15 @@ export function errorResponse(error: ApiError, headers?: HeadersInit): Response 
   return response
 }
 
+/**
+ * A JSON body already serialised (and perhaps encoded) by the caller, e.g. from a read cache.
+ * Handlers return it instead of a Response so the pipeline builds the response once, with all its
+ * headers, rather than amending a finished one.
+ */
+export class PreEncodedJson {
+  constructor(readonly body: string | Uint8Array) {}
+}
+
 /** A JSON response with the right content type; the one place responses are serialised. */
 export function jsonResponse(body: unknown, init: ResponseInit = {}): Response {
   const headers = new Headers(init.headers)

@@ -9,7 +9,7 @@
 import { Router, type RouterType } from 'itty-router'
 import * as v from 'valibot'
 import { applyCors, isPreflight, preflightResponse, type CorsPolicy } from './cors.ts'
-import { ApiError, errorResponse, errors, jsonResponse } from './errors.ts'
+import { ApiError, errorResponse, errors, jsonResponse, PreEncodedJson } from './errors.ts'
 import { randomBytes } from 'node:crypto'
 import { bindPeer, type PeerLookup } from './peer-address.ts'
 import type { Logger } from './logger.ts'
@@ -166,6 +166,9 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
   // on every request.
   const shape = (route: AnyRoute<Rule, Principal>, result: unknown, requestId: string): Response => {
     if (result instanceof Response) return result
+    if (result instanceof PreEncodedJson) {
+      return new Response(result.body as BodyInit, { status: statuses.get(route)!, headers: { 'content-type': 'application/json; charset=utf-8', 'x-request-id': requestId, 'x-content-type-options': 'nosniff' } })
+    }
     const status = statuses.get(route)!
     if (result === undefined || status === 204) return new Response(null, { status, headers: { 'x-request-id': requestId, 'x-content-type-options': 'nosniff' } })
     return jsonOut(result, status, requestId)

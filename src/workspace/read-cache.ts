@@ -4,6 +4,7 @@
  * every server write invalidate. A load that races an invalidation is not kept.
  * @module
  */
+import { PreEncodedJson } from '../core/errors.ts'
 
 interface Slot {
   generation: number
@@ -45,7 +46,7 @@ export class ReadCache {
 
 const encoder = new TextEncoder()
 
-/** A 200 JSON response over an already serialised (and encoded) body. */
-export function jsonText(body: string | Uint8Array): Response {
-  return new Response(body as BodyInit, { status: 200, headers: { 'content-type': 'application/json; charset=utf-8' } })
+/** A JSON body that is already serialised (and encoded); the pipeline sends it with the route's success status. */
+export function jsonText(body: string | Uint8Array): PreEncodedJson {
+  return new PreEncodedJson(body)
 }
