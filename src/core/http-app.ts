@@ -9,11 +9,11 @@
 import { Router, type RouterType } from 'itty-router'
 import * as v from 'valibot'
 import { applyCors, isPreflight, preflightResponse, type CorsPolicy } from './cors.ts'
-import { ApiError, errorResponse, errors, jsonResponse, PreEncodedJson } from './errors.ts'
+import { ApiError, errorResponse, errors, PreEncodedJson } from './errors.ts'
 import { randomBytes } from 'node:crypto'
 import { bindPeer, type PeerLookup } from './peer-address.ts'
 import type { Logger } from './logger.ts'
-import { describeResponse, isRawBody, type AnyRoute } from './route.ts'
+import { isRawBody, type AnyRoute } from './route.ts'
 import { parseWith, queryObject, readJsonObject, type ValidationPolicy } from './validation.ts'
 
 /** How a surface authenticates requests and documents that. */
@@ -312,4 +312,3 @@ export function impliedErrorStatuses<Rule>(route: AnyRoute<Rule>, auth: SurfaceA
   return [...statuses].sort((a, b) => a - b)
 }
 
-export { describeResponse }
