@@ -233,18 +233,27 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
     return errorResponse(errors.internal())
   }
 
-  const routeByPattern = async (request: Request, requestId: string, where: Where): Promise<Response> => {
-    contexts.set(request, { where, requestId })
-    for (const key of bucketsOfPath(where.pathname)) {
-      const bucket = buckets.get(key)
-      const response: Response | undefined = bucket ? await bucket.fetch(request) : undefined
-      if (response) return response
-    }
+  const unmatched = (request: Request, where: Where): Response => {
     const allow = allowedMethods(where.pathname)
     if (allow.length > 0) {
       return errorResponse(new ApiError(405, 'method_not_allowed', `Method ${request.method} not allowed`, { headers: { allow: [...allow, 'OPTIONS'].join(', ') } }))
     }
     return errorResponse(errors.notFound())
+  }
+
+  // Tries the buckets most specific first; chained promises rather than an async loop, because
+  // this runs for every parameterised request and each async frame showed in profiles.
+  const routeByPattern = (request: Request, requestId: string, where: Where): Promise<Response> => {
+    contexts.set(request, { where, requestId })
+    const keys = bucketsOfPath(where.pathname)
+    const attempt = (index: number): Promise<Response> | Response => {
+      for (let i = index; i < keys.length; i++) {
+        const bucket = buckets.get(keys[i]!)
+        if (bucket) return (bucket.fetch(request) as Promise<Response | undefined>).then((response) => response ?? attempt(i + 1))
+      }
+      return unmatched(request, where)
+    }
+    return Promise.resolve(attempt(0))
   }
 
   const dispatch = (request: Request, requestId: string, where: Where): Response | Promise<Response> => {
