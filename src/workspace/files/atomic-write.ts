@@ -8,6 +8,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import * as fsp from 'node:fs/promises'
+import { writeSync } from 'node:fs'
 import { TEMP_PREFIX } from '../../storage/fs.ts'
 import { writeSlot, type PinnedDir } from './workspace-path.ts'
 
@@ -28,8 +29,11 @@ export async function writeTemp(path: string, data: Uint8Array | string | AsyncI
       await handle.writeFile(data)
       bytes = typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength
     } else {
+      // Streamed chunks are written synchronously: each lands in the page cache in microseconds,
+      // whereas the asynchronous write hands a copy to a worker thread and a 200 MB upload then
+      // grew resident memory by 50-90 MB (measured) waiting for those copies to be collected.
       for await (const chunk of data) {
-        await handle.write(chunk)
+        for (let offset = 0; offset < chunk.byteLength;) offset += writeSync(handle.fd, chunk, offset)
         bytes += chunk.byteLength
       }
     }
