@@ -8,8 +8,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import * as fsp from 'node:fs/promises'
-import { writeSync } from 'node:fs'
-import { TEMP_PREFIX } from '../../storage/fs.ts'
+import { TEMP_PREFIX, writeData } from '../../storage/fs.ts'
 import { writeSlot, type PinnedDir } from './workspace-path.ts'
 
 /** A fresh temp file name for `name`. */
@@ -23,20 +22,8 @@ export function tempName(name: string, tag = ''): string {
  */
 export async function writeTemp(path: string, data: Uint8Array | string | AsyncIterable<Uint8Array>): Promise<number> {
   const handle = await fsp.open(path, 'wx', 0o644)
-  let bytes = 0
   try {
-    if (typeof data === 'string' || data instanceof Uint8Array) {
-      await handle.writeFile(data)
-      bytes = typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength
-    } else {
-      // Streamed chunks are written synchronously: each lands in the page cache in microseconds,
-      // whereas the asynchronous write hands a copy to a worker thread and a 200 MB upload then
-      // grew resident memory by 50-90 MB (measured) waiting for those copies to be collected.
-      for await (const chunk of data) {
-        for (let offset = 0; offset < chunk.byteLength;) offset += writeSync(handle.fd, chunk, offset)
-        bytes += chunk.byteLength
-      }
-    }
+    const bytes = await writeData(handle, data)
     await handle.sync()
     await handle.close()
     return bytes
