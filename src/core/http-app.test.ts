@@ -31,6 +31,7 @@ function makeApp(options: { cors?: string[]; lines?: string[] } = {}) {
       }),
       route({ method: 'GET', path: '/list', operationId: 'list', summary: 's', auth: 'public', query: v.object({ limit: queryInt({ min: 1, max: 100, default: 20 }) }), responses: { 200: v.object({ limit: v.number() }) }, handler: ({ query }) => ({ limit: query.limit }) }),
       route({ method: 'GET', path: '/boom', operationId: 'boom', summary: 's', auth: 'public', responses: { 200: v.object({}) }, handler: () => { throw new Error('SQLITE_CONSTRAINT: secret internals /etc/passwd') } }),
+      route({ method: 'GET', path: '/slow', operationId: 'slow', summary: 's', auth: 'public', responses: { 200: v.object({}) }, handler: async ({ request }) => { await new Promise((r) => setTimeout(r, 20)); if (request.signal.aborted) throw new Error('upstream read failed'); return {} } }),
       route({ method: 'DELETE', path: '/items/:id', operationId: 'deleteItem', summary: 's', auth: 'secret', responses: { 204: { description: 'gone' } }, handler: () => undefined }),
     ],
     auth,
@@ -91,6 +92,18 @@ http('an unexpected exception becomes 500 internal_error with no internal text',
   assert.equal(JSON.parse(text), { code: 'internal_error', message: 'Unexpected server error' })
   assert.not.match(text, /SQLITE|passwd/)
   assert.ok(lines.some((l) => l.includes('SQLITE_CONSTRAINT')), 'the cause is logged for operators')
+})
+
+http('a failure after the client went away is 499 request_aborted, not a logged 500', async () => {
+  const lines: string[] = []
+  const app = makeApp({ lines })
+  const controller = new AbortController()
+  const pending = app.fetch(new Request('http://test.local/slow', { signal: controller.signal }))
+  controller.abort()
+  const res = await pending
+  assert.is(res.status, 499)
+  assert.is((await res.json()).code, 'request_aborted')
+  assert.not.ok(lines.some((l) => l.includes('unhandled error')))
 })
 
 http('malformed JSON is 400 invalid_json and a non-object body is 400', async () => {
