@@ -23,7 +23,7 @@ export interface ServeOptions {
   host: string
   port: number
   /** The handler; `peer` looks up the TCP peer address lazily (only throttles need it). */
-  fetch: (request: Request, peer: PeerLookup) => Promise<Response>
+  fetch: (request: Request, peer: PeerLookup) => Response | Promise<Response>
 }
 
 /** True when running on Bun (used by the SQLite seam too, re-derived there to keep seams independent). */

@@ -63,14 +63,14 @@ export async function withTempDir<R>(fn: (dir: string) => Promise<R> | R, prefix
 }
 
 /** Calls a Fetch handler in-process with a path and init, as a client would over HTTP. */
-export function request(fetch: (r: Request) => Promise<Response>, path: string, init: RequestInit & { json?: unknown } = {}): Promise<Response> {
+export function request(fetch: (r: Request) => Response | Promise<Response>, path: string, init: RequestInit & { json?: unknown } = {}): Promise<Response> {
   const headers = new Headers(init.headers)
   let body = init.body
   if (init.json !== undefined) {
     headers.set('content-type', 'application/json')
     body = JSON.stringify(init.json)
   }
-  return fetch(new Request(`http://test.local${path}`, { ...init, headers, body }))
+  return Promise.resolve(fetch(new Request(`http://test.local${path}`, { ...init, headers, body })))
 }
 
 /** One parsed SSE frame. */

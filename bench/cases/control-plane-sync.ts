@@ -29,7 +29,7 @@ import { median, round } from '../lib/stats.ts'
 const SKILLS = 1000
 const JOBS = 400
 
-async function call(app: { fetch(r: Request): Promise<Response> }, method: string, path: string, token: string | null, body?: unknown): Promise<any> {
+async function call(app: { fetch(r: Request): Response | Promise<Response> }, method: string, path: string, token: string | null, body?: unknown): Promise<any> {
   const headers: Record<string, string> = {}
   if (token) headers.authorization = `Bearer ${token}`
   if (body !== undefined) headers['content-type'] = 'application/json'

@@ -13,11 +13,14 @@ export const PEER_ADDRESS_HEADER = 'x-service-peer-address'
 /** A lazy lookup of the peer address, supplied by the listener. */
 export type PeerLookup = () => string | undefined
 
-const peers = new WeakMap<Request, PeerLookup>()
+// A symbol-keyed property rather than a WeakMap: binding runs on every request, and a property
+// store costs a fraction of a weak-map insert (and its later collection). Symbols are invisible
+// to anything that serialises or copies the request.
+const PEER = Symbol('service.peer')
 
 /** Binds the listener's lookup to the request object that will be routed. */
 export function bindPeer(request: Request, lookup: PeerLookup): void {
-  peers.set(request, lookup)
+  (request as unknown as Record<symbol, PeerLookup>)[PEER] = lookup
 }
 
 /**
@@ -25,7 +28,7 @@ export function bindPeer(request: Request, lookup: PeerLookup): void {
  * one (in-process tests) the internal header stands in, else `local`.
  */
 export function peerAddress(request: Request): string {
-  const lookup = peers.get(request)
+  const lookup = (request as unknown as Record<symbol, PeerLookup | undefined>)[PEER]
   if (lookup) return lookup() || 'unknown'
   return request.headers.get(PEER_ADDRESS_HEADER) || 'local'
 }

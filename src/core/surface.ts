@@ -10,7 +10,7 @@ import type { StreamRegistry } from './sse.ts'
 export interface Surface {
   readonly mode: 'workspace' | 'control-plane'
   /** Handles one request; the listener passes a lazy peer-address lookup (absent in-process). */
-  fetch(request: Request, peer?: PeerLookup): Promise<Response>
+  fetch(request: Request, peer?: PeerLookup): Response | Promise<Response>
   readonly router: RouterType
   /** The generated OpenAPI document. */
   openapi(): Record<string, unknown>

@@ -26,7 +26,7 @@ export class ContractViolation extends Error {
 
 /** What the client needs from a surface. */
 export interface ContractSource<Rule> {
-  fetch(request: Request): Promise<Response>
+  fetch(request: Request): Response | Promise<Response>
   contract: { routes: ReadonlyArray<AnyRoute<Rule>>; auth: SurfaceAuth<Rule, unknown>; validation: ValidationPolicy }
 }
 
