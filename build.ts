@@ -7,7 +7,7 @@
  * statically.
  */
 import { spawnSync } from 'node:child_process'
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, readdirSync, rmSync } from 'node:fs'
 
 const TARGETS: Record<string, string> = {
   'linux-x64': 'bun-linux-x64',
@@ -20,6 +20,9 @@ const TARGETS: Record<string, string> = {
 const all = process.argv.includes('--all')
 const outDir = 'dist'
 mkdirSync(outDir, { recursive: true })
+// Split chunks leave per-chunk source maps beside the binary under fresh hashed names on every
+// build; the executable embeds what it needs, so stale maps would only pile up.
+for (const name of readdirSync(outDir)) if (name.endsWith('.js.map') || name === 'service-server.map') rmSync(`${outDir}/${name}`)
 
 function build(outfile: string, target?: string): void {
   const args = [

@@ -9,6 +9,7 @@
  * with `connections` keep-alive connections. Ratio per round = ours /
  * baseline of that round; the figure is the median ratio.
  */
+import { fileURLToPath } from 'node:url'
 import { runAlternatingRounds } from '../lib/alternating-load.ts'
 import { defineCase, type BenchContext } from '../lib/bench-case.ts'
 import { makeFigure } from '../lib/figure.ts'
@@ -42,7 +43,9 @@ async function run(ctx: BenchContext): Promise<void> {
   }
   if (ours.length === 0) return
 
-  const subjects = [{ key: 'baseline', describe: 'bench/baseline-server.ts', cmd: ctx.baselineCommand() }, ...ours]
+  const baselineCmd = ctx.baselineCommand()
+  const ceilingCmd: ServerCommand = { ...baselineCmd, label: 'ceiling', stderrFile: baselineCmd.stderrFile?.replace(/baseline(?=[^/]*$)/, 'ceiling'), args: [fileURLToPath(new URL('../ceiling-server.ts', import.meta.url)), ...baselineCmd.args.slice(1)] }
+  const subjects = [{ key: 'baseline', describe: 'bench/baseline-server.ts', cmd: baselineCmd }, ...ours, { key: 'ceiling', describe: 'bench/ceiling-server.ts', cmd: ceilingCmd }]
   const servers: RunningServer[] = []
   try {
     for (const subj of subjects) {
@@ -56,7 +59,7 @@ async function run(ctx: BenchContext): Promise<void> {
       {
         ...s,
         onRound: (r, res) => {
-          for (const o of ours) printRound(o.key, r, s.rounds, res[o.key]!.rps, res.baseline!.rps, 'req/s')
+          for (const o of [...ours, { key: 'ceiling' }]) printRound(o.key, r, s.rounds, res[o.key]!.rps, res.baseline!.rps, 'req/s')
           for (const [key, x] of Object.entries(res)) {
             if (x.non2xx > 0 || x.errors > 0) ctx.log(`${key} round ${r + 1}: ${x.non2xx} non-2xx, ${x.errors} socket errors`)
           }
@@ -89,6 +92,18 @@ async function run(ctx: BenchContext): Promise<void> {
         }),
       )
     }
+    const ceiling = results.ceiling!
+    ctx.record(
+      makeFigure({
+        caseName: 'health-rps',
+        name: 'contract ceiling req/s (no routing)',
+        unit: 'req/s',
+        subject: 'bench/ceiling-server.ts: fresh X-Request-Id, nosniff, JSON body, url + method read',
+        baselineLabel: 'Bun.serve JSON',
+        rounds: ceiling.map((x, i) => ({ baseline: base[i]!.rps, ours: x.rps })),
+        notes: ['informational: the most any server meeting the response contract reached here; the gap between it and ours is our pipeline'],
+      }),
+    )
   } finally {
     await Promise.all(servers.map((x) => x.stop()))
   }

@@ -85,11 +85,14 @@ function successStatus(route: AnyRoute): number {
 
 // Request ids: a per-process random prefix plus a counter. Unique without a random draw per
 // request (the cost showed in profiles); same 26-character shape as other ids.
-const REQUEST_ID_PREFIX = randomBytes(8).toString('hex')
-let requestCounter = 0
+// The counter runs over [36^9, 36^10), where base 36 always has exactly ten digits, so no padding.
+const REQUEST_ID_PREFIX = `req_${randomBytes(8).toString('hex')}`
+const COUNTER_FLOOR = 101_559_956_668_416 // 36^9
+const COUNTER_CEILING = 3_656_158_440_062_976 // 36^10
+let requestCounter = COUNTER_FLOOR
 function nextRequestId(): string {
-  requestCounter = (requestCounter + 1) % 3_656_158_440_062_976 // 36^10
-  return `req_${REQUEST_ID_PREFIX}${requestCounter.toString(36).padStart(10, '0')}`
+  if (++requestCounter >= COUNTER_CEILING) requestCounter = COUNTER_FLOOR
+  return REQUEST_ID_PREFIX + requestCounter.toString(36)
 }
 
 /** A request's path, with its parsed URL built only if something asks for it (most routes never do). */

@@ -9,6 +9,8 @@ import { PreEncodedJson } from '../core/errors.ts'
 interface Slot {
   generation: number
   value: Promise<unknown>
+  /** Set once `value` fulfils, so hits can be answered without a promise. */
+  settled?: { value: unknown }
 }
 
 /** A per-workspace memo of parsed views. */
@@ -22,8 +24,9 @@ export class ReadCache {
     if (slot && slot.generation === this.#generation) return slot.value as Promise<T>
     const generation = this.#generation
     const value = load()
-    this.#slots.set(key, { generation, value })
-    value.catch(() => {
+    const fresh: Slot = { generation, value }
+    this.#slots.set(key, fresh)
+    value.then((settled) => { fresh.settled = { value: settled } }, () => {
       if (this.#slots.get(key)?.value === value) this.#slots.delete(key)
     })
     return value
@@ -41,6 +44,16 @@ export class ReadCache {
    */
   json(key: string, build: () => Promise<unknown>): Promise<Uint8Array> {
     return this.get(`json:${key}`, async () => encoder.encode(JSON.stringify(await build())))
+  }
+
+  /**
+   * {@link json} as a route result: synchronous on a settled hit, so the hottest reads never
+   * allocate a promise (the pipeline answers synchronous results without awaiting).
+   */
+  jsonBody(key: string, build: () => Promise<unknown>): PreEncodedJson | Promise<PreEncodedJson> {
+    const slot = this.#slots.get(`json:${key}`)
+    if (slot?.settled && slot.generation === this.#generation) return new PreEncodedJson(slot.settled.value as Uint8Array)
+    return this.json(key, build).then(jsonText)
   }
 }
 

@@ -5,13 +5,14 @@
  * containment checks of `workspace-path.ts`.
  * @module
  */
-import { closeSync, constants, fstatSync, openSync, readlinkSync, readSync, realpathSync } from 'node:fs'
+import { closeSync, constants, fstatSync, lstatSync, openSync, readlinkSync, readSync, realpathSync } from 'node:fs'
 import * as fsp from 'node:fs/promises'
 import { join } from 'node:path'
 import { isInside } from '../../storage/fs.ts'
 import { ApiError } from '../../core/errors.ts'
 import { writeContained } from './atomic-write.ts'
 import { revisionOf } from './catalog-events.ts'
+import type { FileContentCache } from './file-content-cache.ts'
 import { assertNotTemp, entryInParent, ensureDirectory, normalizeRelPath, openForRead, PathError, pinDirectory, splitRel } from './workspace-path.ts'
 
 /** A failed item. */
@@ -59,9 +60,10 @@ const PROC_FD = process.platform === 'linux'
  * (`/proc/self/fd`, which catches a swap after the check), fstat, read, close; no thread hops. Returns undefined to fall back to the general path (a final
  * symlink, a large file, or no `/proc`).
  */
-function readSmallSync(root: string, rel: string, maxBytes: number, parents: Map<string, string>): ReadOk | ItemError | undefined {
+function readSmallSync(root: string, rel: string, maxBytes: number, parents: Map<string, string>, cache?: FileContentCache): ReadOk | ItemError | undefined {
   if (!PROC_FD) return undefined
   let fd: number
+  let full: string
   try {
     // Resolve the parent (once per batch) so nothing outside is even opened (opening some devices
     // has effects); the final component is opened without following a symlink.
@@ -72,7 +74,16 @@ function readSmallSync(root: string, rel: string, maxBytes: number, parents: Map
       if (!isInside(root, realParent)) throw new PathError('path resolves outside the workspace')
       parents.set(parent, realParent)
     }
-    fd = openSync(`${realParent}/${name}`, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
+    full = `${realParent}/${name}`
+    if (cache?.enabled) {
+      // One lstat proves a cached file unchanged; a final symlink is not a file and reads below.
+      const st = lstatSync(full, { throwIfNoEntry: false })
+      if (st?.isFile() && st.size <= maxBytes) {
+        const hit = cache.get(full, st)
+        if (hit !== undefined) return { ok: true, path: rel, kind: 'file', bytes: st.size, updatedAt: st.mtimeMs, revision: revisionOf({ mtimeMs: st.mtimeMs, size: st.size }), contentBase64: hit }
+      }
+    }
+    fd = openSync(full, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
   } catch (error) {
     if (error instanceof PathError) return { ok: false, path: rel, code: error.code, message: error.message }
     const code = (error as NodeJS.ErrnoException).code
@@ -92,15 +103,34 @@ function readSmallSync(root: string, rel: string, maxBytes: number, parents: Map
       if (n === 0) break
       read += n
     }
-    const bytes = data.subarray(0, read)
-    return { ok: true, path: rel, kind: 'file', bytes: read, updatedAt: st.mtimeMs, revision: revisionOf({ mtimeMs: st.mtimeMs, size: read }), contentBase64: bytes.toString('base64') }
+    const contentBase64 = data.subarray(0, read).toString('base64')
+    if (cache && read === st.size) cache.set(full, st, contentBase64)
+    return { ok: true, path: rel, kind: 'file', bytes: read, updatedAt: st.mtimeMs, revision: revisionOf({ mtimeMs: st.mtimeMs, size: read }), contentBase64 }
   } finally {
     closeSync(fd)
   }
 }
 
+/**
+ * Reads one item synchronously when the fast path can (a small file on Linux), else returns the
+ * checked relative path for {@link readItem}. Lets a batch loop without a promise per file.
+ */
+export function readItemSync(root: string, raw: unknown, maxBytes: number, parents: Map<string, string>, cache?: FileContentCache): ReadOk | ItemError | { pending: string } {
+  let rel: string
+  try {
+    rel = checkPath(raw)
+  } catch (error) {
+    return fail(typeof raw === 'string' ? raw : String(raw), error, 'invalid_path')
+  }
+  try {
+    return readSmallSync(root, rel, maxBytes, parents, cache) ?? { pending: rel }
+  } catch (error) {
+    return fail(rel, error, 'read_failed')
+  }
+}
+
 /** Reads one file as base64, bounded by `maxBytes`. */
-export async function readItem(root: string, raw: unknown, maxBytes: number, parents: Map<string, string> = new Map()): Promise<ReadOk | ItemError> {
+export async function readItem(root: string, raw: unknown, maxBytes: number, parents: Map<string, string> = new Map(), cache?: FileContentCache): Promise<ReadOk | ItemError> {
   const shown = typeof raw === 'string' ? raw : String(raw)
   let rel: string
   try {
@@ -109,7 +139,7 @@ export async function readItem(root: string, raw: unknown, maxBytes: number, par
     return fail(shown, error, 'invalid_path')
   }
   try {
-    const fast = readSmallSync(root, rel, maxBytes, parents)
+    const fast = readSmallSync(root, rel, maxBytes, parents, cache)
     if (fast) return fast
     const opened = await openForRead(root, rel)
     if (!opened) return { ok: false, path: rel, code: 'file_not_found', message: 'File not found' }
@@ -128,16 +158,35 @@ export async function readItem(root: string, raw: unknown, maxBytes: number, par
 }
 
 /**
- * Serialises read results as JSON text. Base64 needs no escaping, so the (large) content strings
- * are concatenated as they are instead of being scanned by `JSON.stringify` again.
+ * Serialises read results as UTF-8 JSON in one buffer. Base64 needs no escaping, so the (large)
+ * content strings are copied in as they are rather than scanned by `JSON.stringify` again, and
+ * the body is written once instead of being concatenated as text and then encoded.
  */
-export function readResultsJson(items: Array<ReadOk | ItemError>): string {
-  const parts = items.map((item) => {
-    if (!item.ok) return JSON.stringify(item)
-    const { contentBase64, ...meta } = item
-    return `${JSON.stringify(meta).slice(0, -1)},"contentBase64":"${contentBase64}"}`
-  })
-  return `{"items":[${parts.join(',')}]}`
+export function readResultsBody(items: Array<ReadOk | ItemError>): Uint8Array {
+  // Even indexes hold JSON text (metadata may hold any path: UTF-8); odd ones hold base64 (ASCII).
+  const pieces: string[] = ['{"items":[']
+  let size = 10
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i]!
+    let head: string
+    if (item.ok) {
+      // Written out by hand (same keys and order as ReadOk): no object copy or generic stringify per file.
+      head = `${i ? ',' : ''}{"ok":true,"path":${JSON.stringify(item.path)},"kind":"file","bytes":${item.bytes},"updatedAt":${item.updatedAt},"revision":${JSON.stringify(item.revision)},"contentBase64":"`
+      pieces[pieces.length - 1] += head
+      pieces.push(item.contentBase64, '"}')
+      size += Buffer.byteLength(head) + item.contentBase64.length + 2
+    } else {
+      head = `${i ? ',' : ''}${JSON.stringify(item)}`
+      pieces[pieces.length - 1] += head
+      size += Buffer.byteLength(head)
+    }
+  }
+  pieces[pieces.length - 1] += ']}'
+  size += 2
+  const body = Buffer.allocUnsafe(size)
+  let offset = 0
+  for (let i = 0; i < pieces.length; i++) offset += body.write(pieces[i]!, offset, i % 2 ? 'latin1' : 'utf8')
+  return body
 }
 
 /** The current revision of a file, null when it does not exist; throws for non-files. */

@@ -16,7 +16,8 @@ import type { WorkspaceRuntime } from '../workspace-registry.ts'
 import type { WorkspaceServices } from '../workspace-services.ts'
 import { catalogSnapshot, type SnapshotOptions } from './catalog.ts'
 import { CatalogEventLog, revisionOf } from './catalog-events.ts'
-import { applyOperation, applyWrite, planOperation, planWrites, readItem, readResultsJson, type ItemError, type OperationRequest, type OperationResult, type PlannedOperation, type WriteOk, type WriteRequest } from './file-batches.ts'
+import { applyOperation, applyWrite, planOperation, planWrites, readItem, readItemSync, readResultsBody, type ItemError, type OperationRequest, type OperationResult, type PlannedOperation, type WriteOk, type WriteRequest } from './file-batches.ts'
+import { FileContentCache } from './file-content-cache.ts'
 import { FileSessionStore, type FileSession } from './file-sessions.ts'
 import type { FilesSettings } from './files-settings.ts'
 
@@ -24,6 +25,8 @@ import type { FilesSettings } from './files-settings.ts'
 export class FileService {
   readonly settings: FilesSettings
   readonly sessions: FileSessionStore
+  /** Base64 of unchanged small files, reused across batches (`files.readCacheBytes`). */
+  readonly contentCache: FileContentCache
   readonly #s: WorkspaceServices
   readonly #logs = new Map<string, CatalogEventLog>()
   readonly #logger: Logger
@@ -34,6 +37,7 @@ export class FileService {
     this.settings = settings
     this.#logger = logger
     this.sessions = new FileSessionStore(settings, services.now)
+    this.contentCache = new FileContentCache(settings.readCacheBytes, services.now)
     this.sessions.onIdle = (workspaceId) => this.#logs.get(workspaceId)?.stopWatching()
     // Expired sessions are dropped on access too; the sweep stops watchers nobody needs any more.
     this.#sweeper = setInterval(() => this.sessions.sweep(), 30_000)
@@ -65,12 +69,18 @@ export class FileService {
     return { session, ws: this.#s.workspaces.get(session.workspaceId) }
   }
 
-  /** Reads a batch; per-item results, as JSON text (see `readResultsJson`). */
-  async readBatch(ws: WorkspaceRuntime, paths: unknown[]): Promise<string> {
+  /** Reads a batch; per-item results, as an encoded JSON body (see `readResultsBody`). */
+  async readBatch(ws: WorkspaceRuntime, paths: unknown[]): Promise<Uint8Array> {
     const items = []
     const parents = new Map<string, string>()
-    for (const p of paths) items.push(await readItem(ws.entry.path, p, this.settings.maxFileBytes, parents))
-    return readResultsJson(items)
+    const root = ws.entry.path
+    const max = this.settings.maxFileBytes
+    for (const p of paths) {
+      // Small files read synchronously; only the rest (large files, other platforms) await.
+      const item = readItemSync(root, p, max, parents, this.contentCache)
+      items.push('pending' in item ? await readItem(root, item.pending, max, parents, this.contentCache) : item)
+    }
+    return readResultsBody(items)
   }
 
   #writable(session: FileSession): void {
@@ -160,6 +170,7 @@ export class FileService {
   /** Stops every watcher (shutdown). */
   close(): void {
     clearInterval(this.#sweeper)
+    this.contentCache.clear()
     for (const log of this.#logs.values()) log.stopWatching()
   }
 }

@@ -130,6 +130,26 @@ test('read-batch and write-batch round-trip bytes with revisions, per-item error
   }
 })
 
+test('read-batch reuses settled content but never serves a file changed outside the server', async () => {
+  const s = await startTestServer()
+  try {
+    writeFileSync(join(s.root, 'cached.txt'), 'version-1')
+    s.clock.advance(5_000) // past the settle window, so the first read is cached
+    const session = await openSession(s)
+    const read = async () => (await (await post(s, `/files/sessions/${session.id}/read-batch`, { paths: ['cached.txt'] })).json()).items[0]
+    assert.is((await read()).contentBase64, b64('version-1'))
+    assert.is(s.app.data.files.contentCache.size.entries, 1)
+    assert.is((await read()).contentBase64, b64('version-1'), 'a hit serves the same bytes')
+    await new Promise((resolve) => setTimeout(resolve, 30)) // past a coarse timestamp tick
+    writeFileSync(join(s.root, 'cached.txt'), 'version-2') // same size, written behind the server's back
+    const after = await read()
+    assert.is(after.contentBase64, b64('version-2'))
+    assert.is(after.bytes, 9)
+  } finally {
+    await s.dispose()
+  }
+})
+
 test('one manual approval covers a batch; a denied batch writes nothing; a file changed during approval conflicts', async () => {
   const s = await startTestServer({ approval: 'manual' })
   try {

@@ -18,6 +18,7 @@ export const FilesFileSchema = {
     defaultTtlSeconds: v.optional(Int(30, 86_400)),
     catalogEventRetention: v.optional(Int(100, 1_000_000)),
     watchDebounceMs: v.optional(Int(10, 60_000)),
+    readCacheBytes: v.optional(Int(0, 1024 * 1024 * 1024)),
   }, 'must be an object')),
   inbox: v.optional(v.object({
     enabled: v.optional(v.boolean('must be true or false')),
@@ -37,6 +38,8 @@ export interface FilesSettings {
   maxTtlMs: number
   catalogEventRetention: number
   watchDebounceMs: number
+  /** Bound on the base64 held by the read-batch content cache; 0 turns it off. */
+  readCacheBytes: number
   inbox: { enabled: boolean; maxBytes: number; requireApproval: boolean }
   outbox: { enabled: boolean }
 }
@@ -51,6 +54,7 @@ export const FILES_DEFAULTS: FilesSettings = {
   maxTtlMs: 24 * 3_600_000,
   catalogEventRetention: 10_000,
   watchDebounceMs: 100,
+  readCacheBytes: 32 * 1024 * 1024,
   inbox: { enabled: true, maxBytes: 250_000_000, requireApproval: true },
   outbox: { enabled: true },
 }
@@ -70,6 +74,7 @@ export function resolveFilesSettings(file: FileKeys, env: Env): FilesSettings {
     maxTtlMs: FILES_DEFAULTS.maxTtlMs,
     catalogEventRetention: f.catalogEventRetention ?? FILES_DEFAULTS.catalogEventRetention,
     watchDebounceMs: f.watchDebounceMs ?? FILES_DEFAULTS.watchDebounceMs,
+    readCacheBytes: f.readCacheBytes ?? FILES_DEFAULTS.readCacheBytes,
     inbox: {
       enabled: envValue(env, 'SERVICE_INBOX_ENABLED', envSchemas.bool) ?? file.inbox?.enabled ?? FILES_DEFAULTS.inbox.enabled,
       maxBytes: maxBytesEnv ?? file.inbox?.maxBytes ?? FILES_DEFAULTS.inbox.maxBytes,

@@ -6,7 +6,6 @@ import * as v from 'valibot'
 import { errors } from '../../core/errors.ts'
 import { routeFactory } from '../../core/route.ts'
 import { rules, type Principal, type WorkspaceRule } from '../auth.ts'
-import { jsonText } from '../read-cache.ts'
 import { deleteCommand, loadCommands, prepareCommand, sanitizeCommandName, writeCommand } from '../commands.ts'
 import { commandFile } from '../workspace-layout.ts'
 import type { WorkspaceRuntime } from '../workspace-registry.ts'
@@ -32,9 +31,9 @@ export function commandRoutes(s: WorkspaceServices) {
       method: 'GET', path: '/workspace/:id/commands', operationId: 'listCommands', summary: 'List commands', tags: ['commands'],
       description: 'Commands in `.opencode/commands/<name>.md`; `template` is the trimmed body.',
       auth: rules.viewer, params: WorkspaceParams, responses: { 200: v.object({ items: CommandItems }) },
-      handler: async ({ params }) => {
+      handler: ({ params }) => {
         const ws = s.workspaces.get(params.id)
-        return jsonText(await ws.cache.json('commands', async () => ({ items: await cachedCommands(ws) })))
+        return ws.cache.jsonBody('commands', async () => ({ items: await cachedCommands(ws) }))
       },
     }),
     route({

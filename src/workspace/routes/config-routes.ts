@@ -8,7 +8,6 @@ import { routeFactory } from '../../core/route.ts'
 import { queryInt } from '../../core/validation.ts'
 import { rules, type Principal, type WorkspaceRule } from '../auth.ts'
 import { opencodeConfigRel, readOpencodeConfig } from '../opencode-config-file.ts'
-import { jsonText } from '../read-cache.ts'
 import { applyConfigPatch, readServiceConfig, readWorkspaceConfig } from '../workspace-config.ts'
 import { SERVICE_CONFIG_FILE } from '../workspace-layout.ts'
 import type { WorkspaceServices } from '../workspace-services.ts'
@@ -27,12 +26,12 @@ export function configRoutes(s: WorkspaceServices) {
       params: WorkspaceParams,
       responses: { 200: v.object({ opencode: JsonObject, workspace: JsonObject, updatedAt: v.nullable(v.number()) }) },
       errors: [422],
-      handler: async ({ params }) => {
+      handler: ({ params }) => {
         const ws = s.workspaces.get(params.id)
-        return jsonText(await ws.cache.json('config', async () => {
+        return ws.cache.jsonBody('config', async () => {
           const [config, updatedAt] = await Promise.all([readWorkspaceConfig(ws.entry.path, ws.cache), s.audit.latestTimestamp(ws.entry.id)])
           return { ...config, updatedAt }
-        }))
+        })
       },
     }),
     route({

@@ -5,6 +5,7 @@
  * @module
  */
 import * as v from 'valibot'
+import { PreEncodedJson } from '../../core/errors.ts'
 import { routeFactory } from '../../core/route.ts'
 import { lastEventId, replayThenFollow, sseResponse, wantsEventStream, type StreamRegistry } from '../../core/sse.ts'
 import { queryBool, queryInt, queryString } from '../../core/validation.ts'
@@ -129,7 +130,7 @@ export function fileRoutes(s: WorkspaceServices, files: FileService, streams: St
       responses: { 200: v.object({ items: v.array(ItemResult) }) }, errors: [403],
       handler: async ({ params, body, principal }) => {
         const { ws } = files.open(params.sessionId, principal)
-        return new Response(await files.readBatch(ws, body.paths), { status: 200, headers: { 'content-type': 'application/json; charset=utf-8' } })
+        return new PreEncodedJson(await files.readBatch(ws, body.paths))
       },
     }),
     route({

@@ -9,7 +9,6 @@ import { routeFactory } from '../../core/route.ts'
 import { rules, type Principal, type WorkspaceRule } from '../auth.ts'
 import { listMcp, mcpEntries, removeMcp, setMcpEnabled, upsertMcp, validateMcpConfig, validateMcpName } from '../mcp.ts'
 import { opencodeConfigRel, readOpencodeConfig } from '../opencode-config-file.ts'
-import { jsonText } from '../read-cache.ts'
 import { cachedOpencodeConfig } from '../workspace-config.ts'
 import type { WorkspaceRuntime } from '../workspace-registry.ts'
 import type { WorkspaceServices } from '../workspace-services.ts'
@@ -31,9 +30,9 @@ export function mcpRoutes(s: WorkspaceServices) {
       method: 'GET', path: '/workspace/:id/mcp', operationId: 'listMcp', summary: 'List MCP servers', tags: ['mcp'],
       description: 'Entries of the config `mcp` map. Header and environment values, OAuth secrets and URL credentials are masked.',
       auth: rules.viewer, params: WorkspaceParams, responses: { 200: v.object({ items: McpItems }) }, errors: [422],
-      handler: async ({ params }) => {
+      handler: ({ params }) => {
         const ws = s.workspaces.get(params.id)
-        return jsonText(await ws.cache.json('mcp', async () => ({ items: await cachedItems(ws) })))
+        return ws.cache.jsonBody('mcp', async () => ({ items: await cachedItems(ws) }))
       },
     }),
     route({

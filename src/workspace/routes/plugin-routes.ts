@@ -6,7 +6,6 @@ import * as v from 'valibot'
 import { routeFactory } from '../../core/route.ts'
 import { rules, type Principal, type WorkspaceRule } from '../auth.ts'
 import { opencodeConfigRel, readOpencodeConfig } from '../opencode-config-file.ts'
-import { jsonText } from '../read-cache.ts'
 import { addPlugin, hasPlugin, listPlugins, pluginName, pluginRemovalPlan, removePlugin, validatePluginSpec } from '../plugins.ts'
 import { cachedOpencodeConfig } from '../workspace-config.ts'
 import type { WorkspaceRuntime } from '../workspace-registry.ts'
@@ -31,9 +30,9 @@ export function pluginRoutes(s: WorkspaceServices) {
       method: 'GET', path: '/workspace/:id/plugins', operationId: 'listPlugins', summary: 'List plugins', tags: ['plugins'],
       description: 'The config `plugin` specs plus `.opencode/plugins/*.{js,ts}`, de-duplicated by package name.',
       auth: rules.viewer, params: WorkspaceParams, responses: { 200: PluginListSchema }, errors: [422],
-      handler: async ({ params }) => {
+      handler: ({ params }) => {
         const ws = s.workspaces.get(params.id)
-        return jsonText(await ws.cache.json('plugins', () => cachedList(ws)))
+        return ws.cache.jsonBody('plugins', () => cachedList(ws))
       },
     }),
     route({

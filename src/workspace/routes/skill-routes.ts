@@ -6,7 +6,6 @@ import * as v from 'valibot'
 import { errors } from '../../core/errors.ts'
 import { routeFactory } from '../../core/route.ts'
 import { rules, type Principal, type WorkspaceRule } from '../auth.ts'
-import { jsonText } from '../read-cache.ts'
 import { deleteSkill, loadSkills, prepareSkill, validateSkillName, writeSkill } from '../skills.ts'
 import { skillFile } from '../workspace-layout.ts'
 import type { WorkspaceRuntime } from '../workspace-registry.ts'
@@ -29,9 +28,9 @@ export function skillRoutes(s: WorkspaceServices) {
       method: 'GET', path: '/workspace/:id/skills', operationId: 'listSkills', summary: 'List skills', tags: ['skills'],
       description: 'Valid skills in `.opencode/skills/<name>/SKILL.md`, sorted by name.',
       auth: rules.viewer, params: WorkspaceParams, responses: { 200: v.object({ items: v.array(SkillItemSchema) }) },
-      handler: async ({ params }) => {
+      handler: ({ params }) => {
         const ws = s.workspaces.get(params.id)
-        return jsonText(await ws.cache.json('skills', async () => ({ items: (await cachedSkills(ws)).map((x) => x.item) })))
+        return ws.cache.jsonBody('skills', async () => ({ items: (await cachedSkills(ws)).map((x) => x.item) }))
       },
     }),
     route({
