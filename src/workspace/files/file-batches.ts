@@ -113,9 +113,10 @@ function readSmallSync(root: string, rel: string, maxBytes: number, parents: Map
 
 /**
  * Reads one item synchronously when the fast path can (a small file on Linux), else returns the
- * checked relative path for {@link readItem}. Lets a batch loop without a promise per file.
+ * checked relative path (a string) for {@link readCheckedItem}. Lets a batch loop without a promise
+ * per file.
  */
-export function readItemSync(root: string, raw: unknown, maxBytes: number, parents: Map<string, string>, cache?: FileContentCache): ReadOk | ItemError | { pending: string } {
+export function readItemSync(root: string, raw: unknown, maxBytes: number, parents: Map<string, string>, cache?: FileContentCache): ReadOk | ItemError | string {
   let rel: string
   try {
     rel = checkPath(raw)
@@ -123,24 +124,15 @@ export function readItemSync(root: string, raw: unknown, maxBytes: number, paren
     return fail(typeof raw === 'string' ? raw : String(raw), error, 'invalid_path')
   }
   try {
-    return readSmallSync(root, rel, maxBytes, parents, cache) ?? { pending: rel }
+    return readSmallSync(root, rel, maxBytes, parents, cache) ?? rel
   } catch (error) {
     return fail(rel, error, 'read_failed')
   }
 }
 
-/** Reads one file as base64, bounded by `maxBytes`. */
-export async function readItem(root: string, raw: unknown, maxBytes: number, parents: Map<string, string> = new Map(), cache?: FileContentCache): Promise<ReadOk | ItemError> {
-  const shown = typeof raw === 'string' ? raw : String(raw)
-  let rel: string
+/** The general read of a path {@link readItemSync} left pending: a large file, or no `/proc`. */
+export async function readCheckedItem(root: string, rel: string, maxBytes: number): Promise<ReadOk | ItemError> {
   try {
-    rel = checkPath(raw)
-  } catch (error) {
-    return fail(shown, error, 'invalid_path')
-  }
-  try {
-    const fast = readSmallSync(root, rel, maxBytes, parents, cache)
-    if (fast) return fast
     const opened = await openForRead(root, rel)
     if (!opened) return { ok: false, path: rel, code: 'file_not_found', message: 'File not found' }
     try {

@@ -16,7 +16,7 @@ import type { WorkspaceRuntime } from '../workspace-registry.ts'
 import type { WorkspaceServices } from '../workspace-services.ts'
 import { catalogSnapshot, type SnapshotOptions } from './catalog.ts'
 import { CatalogEventLog, revisionOf } from './catalog-events.ts'
-import { applyOperation, applyWrite, planOperation, planWrites, readItem, readItemSync, readResultsBody, type ItemError, type OperationRequest, type OperationResult, type PlannedOperation, type WriteOk, type WriteRequest } from './file-batches.ts'
+import { applyOperation, applyWrite, planOperation, planWrites, readCheckedItem, readItemSync, readResultsBody, type ItemError, type OperationRequest, type OperationResult, type PlannedOperation, type WriteOk, type WriteRequest } from './file-batches.ts'
 import { FileContentCache } from './file-content-cache.ts'
 import { FileSessionStore, type FileSession } from './file-sessions.ts'
 import type { FilesSettings } from './files-settings.ts'
@@ -78,7 +78,7 @@ export class FileService {
     for (const p of paths) {
       // Small files read synchronously; only the rest (large files, other platforms) await.
       const item = readItemSync(root, p, max, parents, this.contentCache)
-      items.push('pending' in item ? await readItem(root, item.pending, max, parents, this.contentCache) : item)
+      items.push(typeof item === 'string' ? await readCheckedItem(root, item, max) : item)
     }
     return readResultsBody(items)
   }

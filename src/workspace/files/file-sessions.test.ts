@@ -145,6 +145,12 @@ test('read-batch reuses settled content but never serves a file changed outside 
     const after = await read()
     assert.is(after.contentBase64, b64('version-2'))
     assert.is(after.bytes, 9)
+    // Files above the synchronous read size take the threaded path and come back whole.
+    const large = Buffer.alloc(300 * 1024, 0x5a)
+    writeFileSync(join(s.root, 'large.bin'), large)
+    const read2 = await (await post(s, `/files/sessions/${session.id}/read-batch`, { paths: ['large.bin', 'cached.txt'] })).json()
+    assert.equal([read2.items[0].ok, read2.items[0].bytes, read2.items[1].ok], [true, large.length, true])
+    assert.ok(Buffer.from(read2.items[0].contentBase64, 'base64').equals(large))
   } finally {
     await s.dispose()
   }
