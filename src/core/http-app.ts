@@ -257,7 +257,7 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
     return errorResponse(errors.notFound())
   }
 
-  const route = (request: Request, method: string, requestId: string, where: Where): Response | Promise<Response> => {
+  const routeRequest = (request: Request, method: string, requestId: string, where: Where): Response | Promise<Response> => {
     const direct = exact.get(where.pathname)?.get(method)
     if (direct) return invoke(direct, request, null, requestId, where)
     for (const key of bucketsOfPath(where.pathname)) {
@@ -274,7 +274,7 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
 
   const dispatch = (request: Request, method: string, requestId: string, where: Where): Response | Promise<Response> => {
     try {
-      const result = route(request, method, requestId, where)
+      const result = routeRequest(request, method, requestId, where)
       return result instanceof Promise ? result.catch((error) => failure(error, request, requestId)) : result
     } catch (error) {
       return failure(error, request, requestId)
@@ -313,7 +313,10 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
       return handle(incoming, peer)
     } catch (error) {
       // Only a defect can land here (routing errors are shaped in dispatch); answer like one.
-      return failure(error, incoming, nextRequestId())
+      const requestId = nextRequestId()
+      const response = failure(error, incoming, requestId)
+      response.headers.set('x-request-id', requestId)
+      return response
     }
   }
 
