@@ -16,7 +16,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { BenchCase, BenchContext, BenchSettings } from './lib/bench-case.ts'
 import { installCleanupHandlers, onBenchExit } from './lib/child-registry.ts'
 import type { Figure } from './lib/figure.ts'
-import { compileHello } from './lib/hello-binary.ts'
+import { compileHello, compileModuleFloor } from './lib/hello-binary.ts'
 import { detectLoadTool, type LoadTool } from './lib/load-driver.ts'
 import { loadAverage1m, machineInfo } from './lib/machine-info.ts'
 import { ensureProductBinary, productCommand, productEntry, type ProductMode } from './lib/product-server.ts'
@@ -156,6 +156,7 @@ async function main(): Promise<number> {
   const figures: Figure[] = []
   const reports: CaseReport[] = []
   let helloPromise: Promise<string> | undefined
+  let floorPromise: Promise<string> | undefined
   let productPromise: Promise<string | null> | undefined
   let current: CaseReport | undefined
   let logCounter = 0
@@ -174,6 +175,15 @@ async function main(): Promise<number> {
         return p
       })()
       return helloPromise
+    },
+    floorBinary: () => {
+      floorPromise ??= (async () => {
+        const t = Date.now()
+        const p = await compileModuleFloor(repoRoot, mkdtempSync(join(runTmp, 'floor-')))
+        ctx.log(`compiled bench/module-floor.ts in ${((Date.now() - t) / 1000).toFixed(1)} s`)
+        return p
+      })()
+      return floorPromise
     },
     productBinary: () => {
       productPromise ??= (async () => {
@@ -200,6 +210,13 @@ async function main(): Promise<number> {
       args: ['--port', '0', '--host', '127.0.0.1'],
       cwd: runTmp,
       stderrFile: stderrFile('hello'),
+    }),
+    floorCommand: (binaryPath) => ({
+      label: 'floor(binary)',
+      command: binaryPath,
+      args: ['--port', '0', '--host', '127.0.0.1'],
+      cwd: runTmp,
+      stderrFile: stderrFile('floor'),
     }),
     productCommand: (variant, dir, binaryPath, mode) => {
       const cmd = productCommand(repoRoot, variant, dir, mode ?? settings.mode, binaryPath)

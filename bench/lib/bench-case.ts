@@ -40,6 +40,8 @@ export interface BenchContext {
   log(message: string): void
   /** Path of the compiled hello-world binary (compiled once per run, lazily). */
   helloBinary(): Promise<string>
+  /** Path of the compiled module floor (bench/module-floor.ts, product build flags; compiled once per run, lazily). */
+  floorBinary(): Promise<string>
   /** Path of a fresh dist/service-server, building it if needed; null (with the reason logged) if unavailable. */
   productBinary(): Promise<string | null>
   /** Whether bin/service-server.ts exists. */
@@ -48,6 +50,8 @@ export interface BenchContext {
   baselineCommand(): ServerCommand
   /** Command for the compiled hello-world; pass its path from `helloBinary()`. */
   helloCommand(binaryPath: string): ServerCommand
+  /** Command for the compiled module floor; pass its path from `floorBinary()`. */
+  floorCommand(binaryPath: string): ServerCommand
   /**
    * Command for the product. `dir` is its workspace/data dir (created and
    * configured; reuse it across starts to measure restarts). `mode` defaults

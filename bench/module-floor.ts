@@ -1,0 +1,32 @@
+/**
+ * Module floor for the start-time and idle-memory figures: the product's workspace-mode module
+ * graph, evaluated, then nothing but a hello-world server.
+ *
+ * Why: the product binary's start time and idle memory have two parts, loading our code and
+ * starting the server (configuration, state database, workspace watchers, routes). This binary
+ * is compiled with the product's own build flags and bytecode profiles and imports exactly what
+ * `--mode workspace` imports before it starts anything, so its ratio to hello-world is the floor
+ * any start-up work of ours sits on, and the gap between it and the product is that work.
+ *
+ * Usage: module-floor [--port 0] [--host 127.0.0.1]
+ */
+await import('../src/main.ts')
+await import('../src/workspace/server-config.ts')
+await import('../src/workspace/app.ts')
+
+const bun = (globalThis as any).Bun
+
+function flag(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`)
+  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1]! : fallback
+}
+
+const server = bun.serve({
+  hostname: flag('host', '127.0.0.1'),
+  port: Number(flag('port', '0')),
+  fetch: () => new Response('hello'),
+})
+
+console.log(`service-server floor floor listening on http://${server.hostname}:${server.port}`)
+
+export {}
