@@ -1,21 +1,28 @@
 /**
- * Reads a file once so all of it sits in the kernel's page cache.
+ * Drops a binary from the kernel's page cache, so the next start faults it in from disk the way
+ * a start on a user's machine does.
  *
- * Why: a compiled binary's resident memory and start time depend on which of its pages are
- * already cached. The kernel maps cached neighbours of a faulting page along with it (fault-
- * around), so the same binary measured several MB higher right after a copy (fully cached) than
- * after a build that left parts uncached. Reading every compared binary in full first puts them
- * all in the same state, whatever their history on this machine.
+ * Why: a compiled binary's resident memory depends on how its pages entered the page cache. The
+ * kernel maps cached neighbours of a faulting page along with it (fault-around, whole large
+ * folios), so the same bytes gave idle-RSS ratios of 1.56 right after `bun build` wrote them,
+ * 1.78 once read back in full and 1.90 when faulted in on demand (2026-11-23, this machine). A
+ * ratio that moves with the binary's history here measures nothing; evicting every compared
+ * binary first and letting one unmeasured start fault in what it uses puts all of them in the
+ * state an installed binary is in, and makes the figure repeat (1.900 and 1.911 in two runs).
  */
-import { closeSync, openSync, readSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { closeSync, fsyncSync, openSync } from 'node:fs'
 
-/** Reads `path` end to end, discarding the bytes. */
-export function warmPageCache(path: string): void {
+/** Flushes `path` and asks the kernel to drop its cached pages; false if that was not possible. */
+export function evictFromPageCache(path: string): boolean {
   const fd = openSync(path, 'r')
   try {
-    const buffer = Buffer.allocUnsafe(1 << 20)
-    while (readSync(fd, buffer, 0, buffer.length, null) > 0) { /* reading is the point */ }
+    // Dirty pages cannot be dropped; a fresh build's are dirty until written back.
+    fsyncSync(fd)
   } finally {
     closeSync(fd)
   }
+  // GNU dd's `iflag=nocache count=0` drops the whole file from the cache (posix_fadvise
+  // DONTNEED), which node cannot call.
+  return spawnSync('dd', [`if=${path}`, 'iflag=nocache', 'count=0', 'status=none'], { stdio: 'ignore' }).status === 0
 }
