@@ -21,6 +21,7 @@ import { detectLoadTool, type LoadTool } from './lib/load-driver.ts'
 import { loadAverage1m, machineInfo } from './lib/machine-info.ts'
 import { ensureProductBinary, productCommand, productEntry, type ProductMode } from './lib/product-server.ts'
 import { printFigure, printTable } from './lib/results-printer.ts'
+import type { ServerCommand } from './lib/server-process.ts'
 
 const benchDir = dirname(fileURLToPath(import.meta.url))
 const repoRoot = resolve(benchDir, '..')
@@ -162,29 +163,27 @@ async function main(): Promise<number> {
   let logCounter = 0
   const stderrFile = (label: string) => join(runTmp, `${String(++logCounter).padStart(3, '0')}-${label.replace(/[^a-z0-9]+/gi, '_')}.stderr.log`)
 
+  const compiledOnce = async (what: string, compile: (root: string, dir: string) => Promise<string>, prefix: string) => {
+    const t = Date.now()
+    const p = await compile(repoRoot, mkdtempSync(join(runTmp, prefix)))
+    ctx.log(`compiled ${what} in ${((Date.now() - t) / 1000).toFixed(1)} s`)
+    return p
+  }
+  const referenceCommand = (label: string, binaryPath: string): ServerCommand => ({
+    label: `${label}(binary)`,
+    command: binaryPath,
+    args: ['--port', '0', '--host', '127.0.0.1'],
+    cwd: runTmp,
+    stderrFile: stderrFile(label),
+  })
+
   const ctx: BenchContext = {
     repoRoot,
     settings,
     tempDir: (prefix) => mkdtempSync(join(runTmp, `${prefix}-`)),
     log: (m) => console.log(`  ${m}`),
-    helloBinary: () => {
-      helloPromise ??= (async () => {
-        const t = Date.now()
-        const p = await compileHello(repoRoot, mkdtempSync(join(runTmp, 'hello-')))
-        ctx.log(`compiled bench/hello.ts in ${((Date.now() - t) / 1000).toFixed(1)} s`)
-        return p
-      })()
-      return helloPromise
-    },
-    floorBinary: () => {
-      floorPromise ??= (async () => {
-        const t = Date.now()
-        const p = await compileModuleFloor(repoRoot, mkdtempSync(join(runTmp, 'floor-')))
-        ctx.log(`compiled bench/module-floor.ts in ${((Date.now() - t) / 1000).toFixed(1)} s`)
-        return p
-      })()
-      return floorPromise
-    },
+    helloBinary: () => (helloPromise ??= compiledOnce('bench/hello.ts', compileHello, 'hello-')),
+    floorBinary: () => (floorPromise ??= compiledOnce('bench/module-floor.ts', compileModuleFloor, 'floor-')),
     productBinary: () => {
       productPromise ??= (async () => {
         const status = await ensureProductBinary(repoRoot, ctx.log)
@@ -204,20 +203,8 @@ async function main(): Promise<number> {
       cwd: runTmp,
       stderrFile: stderrFile('baseline'),
     }),
-    helloCommand: (binaryPath) => ({
-      label: 'hello(binary)',
-      command: binaryPath,
-      args: ['--port', '0', '--host', '127.0.0.1'],
-      cwd: runTmp,
-      stderrFile: stderrFile('hello'),
-    }),
-    floorCommand: (binaryPath) => ({
-      label: 'floor(binary)',
-      command: binaryPath,
-      args: ['--port', '0', '--host', '127.0.0.1'],
-      cwd: runTmp,
-      stderrFile: stderrFile('floor'),
-    }),
+    helloCommand: (binaryPath) => referenceCommand('hello', binaryPath),
+    floorCommand: (binaryPath) => referenceCommand('floor', binaryPath),
     productCommand: (variant, dir, binaryPath, mode) => {
       const cmd = productCommand(repoRoot, variant, dir, mode ?? settings.mode, binaryPath)
       return { ...cmd, stderrFile: stderrFile(cmd.label) }
