@@ -22,9 +22,6 @@ const TARGETS: Record<string, string> = {
   'windows-x64': 'bun-windows-x64',
 }
 
-const all = process.argv.includes('--all')
-const recordOrder = process.argv.includes('--record-order')
-
 // Profile-guided bytecode layout: the functions a start actually runs are placed together at the
 // front of the embedded bytecode, so a start pages in (and keeps resident) less of the binary.
 // Measured on 2026-11-23: exec → first 200 about 5 ms sooner (26 → 21 ms) and about 1.8 MB less
@@ -33,24 +30,29 @@ const recordOrder = process.argv.includes('--record-order')
 // does not name are laid out after those it does. The most common start (workspace) comes first.
 const ORDER_DIR = 'bin/bytecode-order'
 const MODES = ['workspace', 'control-plane'] as const
-const orderFile = (mode: string) => `${ORDER_DIR}/${mode}.txt`
-const outDir = 'dist'
-mkdirSync(outDir, { recursive: true })
-// Split chunks leave per-chunk source maps beside the binary under fresh hashed names on every
-// build; the executable embeds what it needs, so stale maps would only pile up.
-for (const name of readdirSync(outDir)) if (name.endsWith('.js.map') || name === 'service-server.map') rmSync(`${outDir}/${name}`)
+const orderFile = (mode: string, root = '.') => join(root, ORDER_DIR, `${mode}.txt`)
 
-function build(outfile: string, target?: string, withOrder = true): void {
-  const profiles = withOrder ? MODES.map(orderFile).filter((f) => existsSync(f)) : []
-  const args = [
+/**
+ * The `bun build` arguments that compile `entry` the way the product is compiled. Exported so the
+ * bench's module-floor reference is built with exactly these flags and profiles.
+ */
+export function compileArgs(entry: string, outfile: string, options: { root?: string; target?: string; withOrder?: boolean } = {}): string[] {
+  const profiles = options.withOrder === false ? [] : MODES.map((mode) => orderFile(mode, options.root)).filter((f) => existsSync(f))
+  return [
     // Bytecode halves start-up (modules are not re-parsed); it needs ESM output for top-level await.
     // Splitting keeps each mode's code in its own chunk, loaded only when that mode starts.
-    'build', 'bin/service-server.ts', '--compile', '--minify', '--sourcemap', '--bytecode', '--format=esm', '--splitting',
+    'build', entry, '--compile', '--minify', '--sourcemap', '--bytecode', '--format=esm', '--splitting',
     '--no-compile-autoload-dotenv', '--no-compile-autoload-bunfig',
     '--outfile', outfile,
     ...(profiles.length ? ['--bytecode-order', profiles.join(',')] : []),
-    ...(target ? ['--target', target] : []),
+    ...(options.target ? ['--target', options.target] : []),
   ]
+}
+
+const outDir = 'dist'
+
+function build(outfile: string, target?: string, withOrder = true): void {
+  const args = compileArgs('bin/service-server.ts', outfile, { target, withOrder })
   const started = performance.now()
   const result = spawnSync(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'] })
   if (result.status !== 0) {
@@ -104,13 +106,18 @@ async function recordStart(binary: string, mode: (typeof MODES)[number]): Promis
   }
 }
 
-if (recordOrder) {
-  build(`${outDir}/service-server`, undefined, false)
-  for (const mode of MODES) await recordStart(`${outDir}/service-server`, mode)
-}
-
-if (all) {
-  for (const [name, target] of Object.entries(TARGETS)) build(`${outDir}/service-server-${name}${name.startsWith('windows') ? '.exe' : ''}`, target)
-} else {
-  build(`${outDir}/service-server`)
+if (import.meta.main) {
+  mkdirSync(outDir, { recursive: true })
+  // Split chunks leave per-chunk source maps beside the binary under fresh hashed names on every
+  // build; the executable embeds what it needs, so stale maps would only pile up.
+  for (const name of readdirSync(outDir)) if (name.endsWith('.js.map') || name === 'service-server.map') rmSync(`${outDir}/${name}`)
+  if (process.argv.includes('--record-order')) {
+    build(`${outDir}/service-server`, undefined, false)
+    for (const mode of MODES) await recordStart(`${outDir}/service-server`, mode)
+  }
+  if (process.argv.includes('--all')) {
+    for (const [name, target] of Object.entries(TARGETS)) build(`${outDir}/service-server-${name}${name.startsWith('windows') ? '.exe' : ''}`, target)
+  } else {
+    build(`${outDir}/service-server`)
+  }
 }

@@ -9,6 +9,7 @@
  */
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
+import { compileArgs } from '../../build.ts'
 import { runCommand } from './run-command.ts'
 
 /** Compile hello.ts to `<outDir>/hello` with the bun running the bench; returns the binary path. */
@@ -25,27 +26,13 @@ export async function compileHello(repoRoot: string, outDir: string): Promise<st
   return outfile
 }
 
-/** The product's bytecode layout profiles (bin/bytecode-order), most common start first, that exist. */
-function bytecodeProfiles(repoRoot: string): string[] {
-  return ['workspace', 'control-plane'].map((mode) => join(repoRoot, 'bin', 'bytecode-order', `${mode}.txt`)).filter((f) => existsSync(f))
-}
-
 /**
- * Compile `bench/module-floor.ts` with the product's build flags (bytecode, minify, splitting,
- * bytecode profiles; kept in step with build.ts) to `<outDir>/module-floor`; returns its path.
+ * Compile `bench/module-floor.ts` exactly as build.ts compiles the product (same flags, same
+ * bytecode profiles) to `<outDir>/module-floor`; returns its path.
  */
 export async function compileModuleFloor(repoRoot: string, outDir: string): Promise<string> {
   const outfile = join(outDir, 'module-floor')
-  const profiles = bytecodeProfiles(repoRoot)
-  const res = await runCommand(
-    process.execPath,
-    [
-      'build', join(repoRoot, 'bench', 'module-floor.ts'), '--compile', '--minify', '--bytecode', '--format=esm', '--splitting',
-      '--no-compile-autoload-dotenv', '--no-compile-autoload-bunfig', '--outfile', outfile,
-      ...(profiles.length ? ['--bytecode-order', profiles.join(',')] : []),
-    ],
-    { cwd: repoRoot, timeoutMs: 120_000 },
-  )
+  const res = await runCommand(process.execPath, compileArgs(join(repoRoot, 'bench', 'module-floor.ts'), outfile, { root: repoRoot }), { cwd: repoRoot, timeoutMs: 120_000 })
   if (res.code !== 0 || !existsSync(outfile)) {
     throw new Error(`compiling bench/module-floor.ts failed (code ${res.code}):\n${res.stdout}\n${res.stderr}`)
   }
