@@ -104,7 +104,7 @@ function readSmallSync(root: string, rel: string, maxBytes: number, parents: Map
       read += n
     }
     const contentBase64 = data.subarray(0, read).toString('base64')
-    if (cache && read === st.size) cache.set(full, st, contentBase64)
+    if (cache?.enabled && read === st.size) cache.set(full, st, contentBase64)
     return { ok: true, path: rel, kind: 'file', bytes: read, updatedAt: st.mtimeMs, revision: revisionOf({ mtimeMs: st.mtimeMs, size: read }), contentBase64 }
   } finally {
     closeSync(fd)

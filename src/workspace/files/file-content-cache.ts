@@ -18,6 +18,13 @@ import type { Stats } from 'node:fs'
 /** Files whose ctime is younger than this are read every time. */
 export const SETTLE_MS = 2_000
 
+/**
+ * What an entry costs beyond its base64 and its key, in the same units (characters): the entry
+ * object, its map slot and the stat fields. Charging it means empty files, whose base64 is empty,
+ * still count, so a client reading many distinct tiny files cannot grow the map without bound.
+ */
+export const ENTRY_OVERHEAD = 256
+
 interface Entry {
   ino: number
   size: number
@@ -26,7 +33,7 @@ interface Entry {
   base64: string
 }
 
-/** A size-bounded, least-recently-used map from real path to base64 content. */
+/** A least-recently-used map from real path to base64 content, bounded by what its entries cost. */
 export class FileContentCache {
   readonly #entries = new Map<string, Entry>()
   readonly #maxChars: number
@@ -34,7 +41,10 @@ export class FileContentCache {
   readonly #now: () => number
   #chars = 0
 
-  /** `maxBytes` bounds the base64 text held (0 disables the cache); one entry may take an eighth. */
+  /**
+   * `maxBytes` bounds what entries cost (base64, key and {@link ENTRY_OVERHEAD} each; 0 disables
+   * the cache); one entry may take an eighth.
+   */
   constructor(maxBytes: number, now: () => number = Date.now) {
     this.#maxChars = maxBytes
     this.#maxEntryChars = Math.floor(maxBytes / 8)
@@ -61,11 +71,11 @@ export class FileContentCache {
 
   /** Remembers content read under `st` (the descriptor's fstat), unless the file changed too recently. */
   set(realPath: string, st: Stats, base64: string): void {
-    if (base64.length > this.#maxEntryChars || this.#now() - st.ctimeMs < SETTLE_MS) return
+    if (cost(realPath, base64) > this.#maxEntryChars || this.#now() - st.ctimeMs < SETTLE_MS) return
     const old = this.#entries.get(realPath)
     if (old) this.#drop(realPath, old)
     this.#entries.set(realPath, { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, base64 })
-    this.#chars += base64.length
+    this.#chars += cost(realPath, base64)
     for (const [key, entry] of this.#entries) {
       if (this.#chars <= this.#maxChars) break
       this.#drop(key, entry)
@@ -78,13 +88,17 @@ export class FileContentCache {
     this.#chars = 0
   }
 
-  /** Entries and base64 characters held, for tests and diagnostics. */
+  /** Entries held and what they cost (characters), for tests and diagnostics. */
   get size(): { entries: number; chars: number } {
     return { entries: this.#entries.size, chars: this.#chars }
   }
 
   #drop(key: string, entry: Entry): void {
     this.#entries.delete(key)
-    this.#chars -= entry.base64.length
+    this.#chars -= cost(key, entry.base64)
   }
+}
+
+function cost(key: string, base64: string): number {
+  return key.length + base64.length + ENTRY_OVERHEAD
 }
