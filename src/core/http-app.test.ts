@@ -5,6 +5,8 @@ import { createHttpApp, NEVER_LOGGED_HEADERS, type SurfaceAuth } from './http-ap
 import { createLogger } from './logger.ts'
 import { routeFactory } from './route.ts'
 import { queryInt } from './validation.ts'
+import { connect } from 'node:net'
+import { serve } from '../serve.ts'
 
 type Rule = 'public' | 'secret'
 const route = routeFactory<Rule, { who: string }>()
@@ -32,6 +34,8 @@ function makeApp(options: { cors?: string[]; lines?: string[] } = {}) {
       route({ method: 'GET', path: '/list', operationId: 'list', summary: 's', auth: 'public', query: v.object({ limit: queryInt({ min: 1, max: 100, default: 20 }) }), responses: { 200: v.object({ limit: v.number() }) }, handler: ({ query }) => ({ limit: query.limit }) }),
       route({ method: 'GET', path: '/boom', operationId: 'boom', summary: 's', auth: 'public', responses: { 200: v.object({}) }, handler: () => { throw new Error('SQLITE_CONSTRAINT: secret internals /etc/passwd') } }),
       route({ method: 'GET', path: '/slow', operationId: 'slow', summary: 's', auth: 'public', responses: { 200: v.object({}) }, handler: async ({ request }) => { await new Promise((r) => setTimeout(r, 20)); if (request.signal.aborted) throw new Error('upstream read failed'); return {} } }),
+      route({ method: 'GET', path: '/echo', operationId: 'echo', summary: 's', auth: 'public', responses: { 200: { description: 'html' } }, handler: ({ requestId }) => new Response('<b>hi</b>', { headers: { 'content-type': 'text/html', 'x-request-id': requestId } }) }),
+      route({ method: 'GET', path: '/away', operationId: 'away', summary: 's', auth: 'public', responses: { 302: { description: 'elsewhere' } }, handler: () => Response.redirect('http://example.test/', 302) }),
       route({ method: 'DELETE', path: '/items/:id', operationId: 'deleteItem', summary: 's', auth: 'secret', responses: { 204: { description: 'gone' } }, handler: () => undefined }),
     ],
     auth,
@@ -54,6 +58,62 @@ http('every response carries X-Request-Id, generated or echoed when well-formed'
   assert.match(rejected.headers.get('x-request-id') ?? '', /^req_/)
   const missing = await request(app.fetch, '/nope')
   assert.ok(missing.headers.get('x-request-id'))
+})
+
+http('a trailing slash reaches the same route, as in itty-router\'s own matching', async () => {
+  const app = makeApp()
+  for (const path of ['/list/', '/list//', '/items/7/']) {
+    const res = await request(app.fetch, path)
+    assert.is(res.status, 200, path)
+  }
+  assert.equal(await (await request(app.fetch, '/list/?limit=3')).json(), { limit: 3 })
+})
+
+http('responses a handler builds get nosniff even when they already carry our request id', async () => {
+  const app = makeApp()
+  const echoed = await request(app.fetch, '/echo', { headers: { 'x-request-id': 'trace-1' } })
+  assert.is(echoed.headers.get('x-request-id'), 'trace-1')
+  assert.is(echoed.headers.get('x-content-type-options'), 'nosniff')
+  const redirect = await request(app.fetch, '/away') // Response.redirect() headers are immutable
+  assert.is(redirect.status, 302)
+  assert.ok(redirect.headers.get('x-request-id'))
+  assert.is(redirect.headers.get('x-content-type-options'), 'nosniff')
+})
+
+http('a request target that is not a URL (invalid Host) is refused, not routed by a :// inside it', async () => {
+  const app = makeApp()
+  const listener = await serve({ host: '127.0.0.1', port: 0, fetch: app.fetch })
+  try {
+    const raw = (target: string, host: string) => new Promise<string>((resolve, reject) => {
+      const socket = connect(listener.port, '127.0.0.1', () => socket.write(`GET ${target} HTTP/1.1\r\nHost: ${host}\r\nX-Request-Id: raw-1\r\nConnection: close\r\n\r\n`))
+      let text = ''
+      socket.on('data', (chunk) => { text += chunk })
+      socket.on('end', () => resolve(text))
+      socket.on('error', reject)
+    })
+    const sane = await raw('/nope/x://y/list', 'localhost')
+    assert.match(sane, /^HTTP\/1\.1 404/, 'a valid Host routes the whole path: no such route')
+    for (const target of ['/nope/x://y/list', '/nope?q://y/list', '/a/../list']) {
+      const answer = await raw(target, 'bad/host')
+      assert.match(answer, /^HTTP\/1\.1 400/, target)
+      assert.match(answer, /invalid_request_target/)
+      assert.match(answer, /x-request-id: raw-1/i)
+      assert.match(answer, /x-content-type-options: nosniff/i)
+    }
+  } finally {
+    await listener.stop()
+  }
+})
+
+http('a defect outside routing still answers 500 with the offered request id and nosniff', async () => {
+  const lines: string[] = []
+  const app = makeApp({ lines })
+  const broken = { method: 'GET', headers: new Headers({ 'x-request-id': 'trace-2' }), signal: new AbortController().signal, get url(): string { throw new Error('listener defect') } }
+  const res = await app.fetch(broken as unknown as Request)
+  assert.is(res.status, 500)
+  assert.is(res.headers.get('x-request-id'), 'trace-2')
+  assert.is(res.headers.get('x-content-type-options'), 'nosniff')
+  assert.equal(await res.json(), { code: 'internal_error', message: 'Unexpected server error' })
 })
 
 http('path params are URL-decoded and malformed encodings are 404', async () => {

@@ -64,6 +64,31 @@ function writable(response: Response): Response {
   }
 }
 
+/** The client's `X-Request-Id` when it is a safe token, else a fresh one. */
+function requestIdOf(request: Request): string {
+  const offered = request.headers.get('x-request-id')
+  return offered && REQUEST_ID.test(offered) ? offered : nextRequestId()
+}
+
+/**
+ * Gives a response not built by the pipeline (handler-made, errors, the sidecar proxy) the request
+ * id and nosniff. Both are checked apart: an upstream that echoes our id must still get nosniff.
+ */
+function stampForeign(response: Response, requestId: string): Response {
+  const headers = response.headers
+  if (headers.get('x-request-id') === requestId && headers.get('x-content-type-options') === 'nosniff') return response
+  let out = response
+  try {
+    headers.set('x-request-id', requestId)
+  } catch {
+    // fetch() responses (the sidecar proxy) have immutable headers.
+    out = new Response(response.body, response)
+    out.headers.set('x-request-id', requestId)
+  }
+  out.headers.set('x-content-type-options', 'nosniff')
+  return out
+}
+
 function decodeParams(raw: Record<string, string>): Record<string, string> | null {
   const out: Record<string, string> = {}
   for (const key in raw) {
@@ -101,31 +126,51 @@ interface Where {
   url(): URL
 }
 
-/** Finds the path of an absolute request URL by index arithmetic; the URL object is made lazily. */
-function locate(href: string): Where {
-  const scheme = href.indexOf('://')
-  const slash = href.indexOf('/', scheme < 0 ? 0 : scheme + 3)
+/**
+ * Finds the path of an absolute request URL by index arithmetic; the URL object is made lazily.
+ * Returns null for anything that is not an absolute http(s) URL the URL parser accepts: with an
+ * invalid Host header Bun hands over the raw request target instead, where a `://` inside the path
+ * or query would otherwise be taken for the scheme's and another route's path read after it.
+ */
+function locate(href: string): Where | null {
+  const authority = href.startsWith('http://') ? 7 : href.startsWith('https://') ? 8 : -1
+  if (authority < 0) return null
+  const slash = href.indexOf('/', authority)
   let end = href.length
-  const query = href.indexOf('?', slash < 0 ? 0 : slash)
+  const query = href.indexOf('?', slash < 0 ? authority : slash)
   if (query >= 0) end = query
-  const hash = href.indexOf('#', slash < 0 ? 0 : slash)
+  const hash = href.indexOf('#', slash < 0 ? authority : slash)
   if (hash >= 0 && hash < end) end = hash
   let parsed: URL | undefined
   const url = () => (parsed ??= new URL(href))
+  const pathname = slash >= 0 && slash < end ? href.slice(slash, end) : ''
   // Anything unusual (no path, dot segments, backslashes) takes the URL parser's normalisation.
-  if (slash < 0) return { pathname: url().pathname, url }
-  const pathname = href.slice(slash, end)
-  if (pathname.includes('/.') || pathname.includes('\\')) return { pathname: url().pathname, url }
+  if (pathname === '' || pathname.includes('/.') || pathname.includes('\\')) {
+    try {
+      return { pathname: url().pathname, url }
+    } catch {
+      return null
+    }
+  }
   return { pathname, url }
 }
 
+/** Stands in for the location of a request whose target is not a URL (see {@link locate}). */
+const NOWHERE: Where = { pathname: '(invalid request target)', url: () => { throw invalidTarget() } }
+const invalidTarget = () => errors.badRequest('invalid_request_target', 'The request target is not a valid URL (check the Host header)')
+
 const isLiteral = (segment: string | undefined): segment is string => segment !== undefined && !/[:*]/.test(segment)
 
-/** The dispatch bucket of a route pattern: its first and third segments when both are literal. */
+/**
+ * The dispatch bucket of a route pattern: its first and third segments when both are literal. A
+ * greedy second segment (`*`, `:name+`) can cover any number of request segments, so the third
+ * request segment says nothing and the route is filed under its first segment alone.
+ */
 function bucketOfPattern(path: string): string {
   const segments = path.split('/').filter(Boolean)
   if (!isLiteral(segments[0])) return '*'
-  return isLiteral(segments[2]) ? `${segments[0]}/${segments[2]}` : segments[0]
+  const greedy = segments[1] !== undefined && (segments[1].includes('*') || segments[1].endsWith('+'))
+  return !greedy && isLiteral(segments[2]) ? `${segments[0]}/${segments[2]}` : segments[0]
 }
 
 /** The buckets a request path may match, most specific first (index arithmetic: this runs per request). */
@@ -158,7 +203,10 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
   const { auth, validation, logger } = options
   const compiled: Array<Compiled<Rule, Principal>> = []
   // Pattern routes grouped by their literal segments: a request only tests the regexes of routes
-  // that share its literal segments instead of scanning the whole table.
+  // that share its literal segments instead of scanning the whole table. Within a bucket itty's
+  // registration order holds; across buckets the more specific is tried first, which agrees with
+  // itty unless an earlier, less specific pattern overlaps a later one (tests/dispatch-check.ts
+  // compares both on every real route table).
   const buckets = new Map<string, Array<Compiled<Rule, Principal>>>()
   // Param-less routes are found by two Map lookups (path, then method) instead of a regex scan.
   const exact = new Map<string, Map<string, AnyRoute<Rule, Principal>>>()
@@ -222,17 +270,29 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
   for (const route of options.routes) {
     router[route.method.toLowerCase() as 'get'](route.path, () => undefined)
     const entry: Compiled<Rule, Principal> = { method: route.method, regex: router.routes[router.routes.length - 1]![1] as RegExp, route }
+    // A literal path that an earlier pattern already matches belongs to that pattern in itty's
+    // order; it then goes to the buckets, where registration order is kept.
+    const shadowed = compiled.some((c) => c.method === route.method && c.regex.test(route.path))
     compiled.push(entry)
-    if (!/[:*]/.test(route.path)) {
+    if (!/[:*]/.test(route.path) && !shadowed) {
       let methods = exact.get(route.path)
       if (!methods) exact.set(route.path, (methods = new Map()))
-      methods.set(route.method, route)
+      if (!methods.has(route.method)) methods.set(route.method, route)
       continue
     }
     const key = bucketOfPattern(route.path)
     let bucket = buckets.get(key)
     if (!bucket) buckets.set(key, (bucket = []))
     bucket.push(entry)
+  }
+
+  // itty's patterns end in `/*$`, so `/health/` is `/health`; the exact map keys have no slash.
+  const exactRoute = (pathname: string, method: string): AnyRoute<Rule, Principal> | undefined => {
+    const found = exact.get(pathname)?.get(method)
+    if (found || pathname.length < 2 || pathname.charCodeAt(pathname.length - 1) !== 47) return found
+    let end = pathname.length - 1
+    while (end > 1 && pathname.charCodeAt(end - 1) === 47) end--
+    return exact.get(pathname.slice(0, end))?.get(method)
   }
 
   const allowedMethods = (pathname: string): string[] => {
@@ -258,7 +318,7 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
   }
 
   const routeRequest = (request: Request, method: string, requestId: string, where: Where): Response | Promise<Response> => {
-    const direct = exact.get(where.pathname)?.get(method)
+    const direct = exactRoute(where.pathname, method)
     if (direct) return invoke(direct, request, null, requestId, where)
     for (const key of bucketsOfPath(where.pathname)) {
       const bucket = buckets.get(key)
@@ -290,16 +350,7 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
     // Cancel the GET body a HEAD does not send, so a proxied or streamed body releases its source.
     if (kind === 'head') { response.body?.cancel().catch(() => {}); response = new Response(null, response) }
     if (kind !== 'preflight' && corsActive && incoming.headers.has('origin')) response = applyCors(options.cors, incoming, writable(response))
-    if (response !== stamped && response.headers.get('x-request-id') !== requestId) {
-      try {
-        response.headers.set('x-request-id', requestId)
-      } catch {
-        // fetch() responses (the sidecar proxy) have immutable headers.
-        response = new Response(response.body, response)
-        response.headers.set('x-request-id', requestId)
-      }
-      response.headers.set('x-content-type-options', 'nosniff')
-    }
+    if (response !== stamped) response = stampForeign(response, requestId)
     if (options.requestLog) {
       logger.access({ method: incoming.method, path: where.pathname, status: response.status, ms: Math.round((performance.now() - started) * 10) / 10, requestId })
     }
@@ -312,19 +363,21 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
     try {
       return handle(incoming, peer)
     } catch (error) {
-      // Only a defect can land here (routing errors are shaped in dispatch); answer like one.
-      const requestId = nextRequestId()
+      // Only a defect can land here (routing errors are shaped in dispatch); answer like one, with
+      // the headers every response carries.
+      const requestId = requestIdOf(incoming)
       const response = failure(error, incoming, requestId)
       response.headers.set('x-request-id', requestId)
+      response.headers.set('x-content-type-options', 'nosniff')
       return response
     }
   }
 
   const handle = (incoming: Request, peer?: PeerLookup): Response | Promise<Response> => {
     const started = options.requestLog ? performance.now() : 0
-    const offered = incoming.headers.get('x-request-id')
-    const requestId = offered && REQUEST_ID.test(offered) ? offered : nextRequestId()
+    const requestId = requestIdOf(incoming)
     const where = locate(incoming.url)
+    if (!where) return finish(incoming, NOWHERE, requestId, 'routed', started, errorResponse(invalidTarget()))
     const method = incoming.method
     if (method === 'OPTIONS' && isPreflight(incoming)) return finish(incoming, where, requestId, 'preflight', started, preflightResponse(options.cors, incoming))
     const rewritten = rewrite && where.pathname.startsWith(rewrite.prefix) ? rewrite.map(where.url()) : null
@@ -334,7 +387,7 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
       request = new Request(rewritten ?? where.url(), { method: isHead ? 'GET' : method, headers: incoming.headers, body: isHead ? null : incoming.body, signal: incoming.signal, duplex: 'half' } as RequestInit)
     }
     if (peer) bindPeer(request, peer)
-    const dispatched = dispatch(request, isHead ? 'GET' : method, requestId, rewritten ? locate(rewritten.href) : where)
+    const dispatched = dispatch(request, isHead ? 'GET' : method, requestId, rewritten ? (locate(rewritten.href) ?? NOWHERE) : where)
     const kind = isHead ? 'head' : 'routed'
     return dispatched instanceof Promise
       ? dispatched.then((response) => finish(incoming, where, requestId, kind, started, response))

@@ -1,12 +1,13 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { createControlPlaneApp } from '../../src/control-plane/app.ts'
+import { createControlPlaneApp, type ControlPlaneApp } from '../../src/control-plane/app.ts'
 import { loadControlPlaneConfig } from '../../src/control-plane/config.ts'
 import { silentLogger } from '../../src/core/logger.ts'
 import type { Surface } from '../../src/core/surface.ts'
-import { createWorkspaceApp } from '../../src/workspace/app.ts'
+import { createWorkspaceApp, type WorkspaceSurface } from '../../src/workspace/app.ts'
 import { loadWorkspaceConfig } from '../../src/workspace/server-config.ts'
 import { assert, request, suite, tempDir } from '../harness.ts'
+import { dispatchDrift } from '../dispatch-check.ts'
 import { openApiErrors, operationDrift } from '../openapi-check.ts'
 
 const contract = suite('contract/openapi', { timeoutMs: 60_000 })
@@ -42,6 +43,12 @@ for (const mode of ['workspace', 'control-plane']) {
     assert.ok(surface.router.routes.length >= 2)
   })
 
+  contract(`the ${mode} dispatch picks the route itty-router's first match would, on every sampled path`, async () => {
+    const routes = mode === 'workspace' ? (surfaces.workspace as WorkspaceSurface).routes : (surfaces['control-plane'] as ControlPlaneApp).contract.routes
+    const drift = await dispatchDrift(routes as never)
+    assert.equal(drift.slice(0, 20), [], `${drift.length} disagreements`)
+  })
+
   contract(`every ${mode} operation has a unique operationId, a security list and an error response`, () => {
     const doc = surfaces[mode]!.openapi() as { paths: Record<string, Record<string, { operationId: string; security: unknown[]; responses: Record<string, unknown> }>> }
     const ids = new Set<string>()
@@ -67,6 +74,16 @@ contract('/health answers on both surfaces without credentials', async () => {
     assert.type(body.uptimeMs, 'number')
     assert.match(body.version, /^\d+\.\d+\.\d+/)
   }
+})
+
+contract('the dispatch check catches a table whose order the fast path does not honour', async () => {
+  const stub = (path: string) => ({ method: 'GET', path, operationId: path, summary: 's', auth: 'public', responses: { 200: { description: 'd' } }, handler: () => ({}) })
+  // Registered first, the broader pattern wins /a/q/c in itty; the literal-segment bucket of the
+  // later /a/:x/c is tried first by the fast path.
+  const drift = await dispatchDrift([stub('/a/:x/:y'), stub('/a/:x/c')] as never)
+  assert.ok(drift.includes('GET /a/x/c: itty GET /a/:x/:y → ours GET /a/:x/c'), drift.join('\n'))
+  // What the fast path does honour: a literal path behind an earlier pattern, a greedy middle part.
+  assert.equal(await dispatchDrift([stub('/items/:id'), stub('/items/new'), stub('/files/*/meta'), stub('/files/:name')] as never), [])
 })
 
 contract('the checks catch an invalid document and a route missing from it', async () => {

@@ -1,0 +1,67 @@
+/**
+ * Compares http-app's dispatch with itty-router's own first-match rule over a route table.
+ *
+ * Why: http-app routes with exact-path maps and literal-segment buckets for speed, but itty's
+ * table stays the record (registration order, method, regex). This check instantiates every
+ * pattern with many segment values, trailing slashes included, and reports each method and path
+ * where the two would pick different routes, so a route added in an order the fast path does
+ * not honour fails a test instead of answering from the wrong handler.
+ */
+import { createHttpApp } from '../src/core/http-app.ts'
+import { silentLogger } from '../src/core/logger.ts'
+import type { AnyRoute } from '../src/core/route.ts'
+
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE']
+
+/**
+ * Request paths that exercise `routes`: each pattern with its parameters filled by a plain value, an
+ * encoded slash, or a literal another route has at that position (where tables collide); greedy
+ * parts (`:name+`, `*`) span two segments; each path also with trailing slashes.
+ */
+function samplePaths(routes: ReadonlyArray<AnyRoute<unknown, unknown>>): Set<string> {
+  const literalsAt: Array<Set<string>> = []
+  for (const r of routes) {
+    r.path.split('/').forEach((segment, index) => {
+      if (segment && !/[:*]/.test(segment)) (literalsAt[index] ??= new Set()).add(segment)
+    })
+  }
+  const paths = new Set<string>()
+  for (const r of routes) {
+    const segments = r.path.split('/')
+    const values = new Set(['x', 'a%2Fb'])
+    segments.forEach((segment, index) => {
+      if (/[:*]/.test(segment)) for (const literal of literalsAt[index] ?? []) values.add(literal)
+    })
+    for (const value of values) {
+      const path = segments.map((s) => s.replace(/:\w+\+/, `${value}/more`).replace(/:\w+/, value).replace('*', `${value}/more`)).join('/')
+      paths.add(path)
+      paths.add(`${path}/`)
+      paths.add(`${path}//`)
+    }
+  }
+  return paths
+}
+
+/** `METHOD path: itty → ours` for every sample where http-app and itty's first match disagree. */
+export async function dispatchDrift(routes: ReadonlyArray<AnyRoute<unknown, unknown>>): Promise<string[]> {
+  // Stubs keep each route's method and path; the handler names the route it stands for.
+  const stubs = routes.map((r, index) => ({ ...r, params: undefined, query: undefined, body: undefined, auth: 'public', responses: { 200: { description: 'stub' } }, handler: () => ({ index }) }))
+  const app = createHttpApp<unknown, unknown>({
+    routes: stubs as unknown as AnyRoute<unknown, unknown>[],
+    auth: { authenticate: () => ({}), security: () => [], statuses: () => [] },
+    validation: { status: 400, bodyCode: 'invalid_payload', queryCode: 'invalid_query' },
+    cors: { origins: [], allowHeaders: [] },
+    logger: silentLogger,
+  })
+  const name = (index: number | null) => (index === null ? 'none' : `${routes[index]!.method} ${routes[index]!.path}`)
+  const drift: string[] = []
+  for (const path of samplePaths(routes)) {
+    for (const method of METHODS) {
+      const wanted = app.router.routes.findIndex(([m, regex]) => (m === method || m === 'ALL') && (regex as RegExp).test(path))
+      const res = await app.fetch(new Request(`http://service.test${path}`, { method }))
+      const got = res.status === 200 ? ((await res.json()) as { index: number }).index : null
+      if (got !== (wanted < 0 ? null : wanted)) drift.push(`${method} ${path}: itty ${name(wanted < 0 ? null : wanted)} → ours ${name(got)}`)
+    }
+  }
+  return drift
+}
