@@ -1,4 +1,4 @@
-import { lstatSync, writeFileSync } from 'node:fs'
+import { lstatSync, writeFileSync, type Stats } from 'node:fs'
 import { join } from 'node:path'
 import { assert, suite, tempDir } from '../../../tests/harness.ts'
 import { ENTRY_OVERHEAD, FileContentCache, SETTLE_MS } from './file-content-cache.ts'
@@ -15,6 +15,9 @@ test('serves an entry only while an lstat shows the file unchanged', async () =>
     const cache = new FileContentCache(1 << 20, later)
     cache.set(file, lstatSync(file), 'Zmlyc3Q=')
     assert.is(cache.get(file, lstatSync(file)), 'Zmlyc3Q=')
+    const mountedOver: Stats = Object.assign(lstatSync(file), { dev: lstatSync(file).dev + 1 })
+    assert.is(cache.get(file, mountedOver), undefined, 'same inode on another device: a miss')
+    cache.set(file, lstatSync(file), 'Zmlyc3Q=')
     // Linux stamps files with a coarse clock; wait past a tick so the rewrite gets a new ctime.
     await pause(30)
     writeFileSync(file, 'other')

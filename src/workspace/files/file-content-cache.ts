@@ -4,7 +4,8 @@
  * Why: clients that sync a workspace re-read the same files again and again, and a read costs an
  * open, a descriptor check, a read and an encode, where proving the file unchanged costs one
  * lstat. An entry is only ever filled from a read that passed every containment check, and it is
- * served only while an lstat of the same real path shows the same inode, size, mtime and ctime.
+ * served only while an lstat of the same real path shows the same device, inode, size, mtime and
+ * ctime (a filesystem mounted over the path is another device).
  * ctime cannot be set by a client (any change to the file sets it to the current time), so a write
  * by anyone, through this server or not, misses the cache.
  *
@@ -26,6 +27,7 @@ export const SETTLE_MS = 2_000
 export const ENTRY_OVERHEAD = 256
 
 interface Entry {
+  dev: number
   ino: number
   size: number
   mtimeMs: number
@@ -59,7 +61,7 @@ export class FileContentCache {
   get(realPath: string, st: Stats): string | undefined {
     const entry = this.#entries.get(realPath)
     if (!entry) return undefined
-    if (entry.ino !== st.ino || entry.size !== st.size || entry.mtimeMs !== st.mtimeMs || entry.ctimeMs !== st.ctimeMs) {
+    if (entry.ino !== st.ino || entry.dev !== st.dev || entry.size !== st.size || entry.mtimeMs !== st.mtimeMs || entry.ctimeMs !== st.ctimeMs) {
       this.#drop(realPath, entry)
       return undefined
     }
@@ -74,7 +76,7 @@ export class FileContentCache {
     if (cost(realPath, base64) > this.#maxEntryChars || this.#now() - st.ctimeMs < SETTLE_MS) return
     const old = this.#entries.get(realPath)
     if (old) this.#drop(realPath, old)
-    this.#entries.set(realPath, { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, base64 })
+    this.#entries.set(realPath, { dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, base64 })
     this.#chars += cost(realPath, base64)
     for (const [key, entry] of this.#entries) {
       if (this.#chars <= this.#maxChars) break
