@@ -50,8 +50,13 @@ export async function applyImport(root: string, changes: PlannedChange[]): Promi
     for (const change of work) {
       // A removed skill takes its whole directory (scripts and all), as the skills route does.
       const slot = staged.get(change)?.slot ?? splitRel(change.kind === 'skill' && change.after === null ? change.path.replace(/\/SKILL\.md$/, '') : change.path)
+      const wholeSkill = change.kind === 'skill' && change.after === null
       await inDir(root, slot.parent, async (dir) => {
-        if (await fsp.lstat(`${dir}/${slot.name}`).then(() => true, () => false)) {
+        const existing = await fsp.lstat(`${dir}/${slot.name}`).catch(() => null)
+        // Only a removed skill replaces a directory; anything else found there since planning
+        // would be deleted with the backup, so it stops (and rolls back) the import.
+        if (existing?.isDirectory() && !wholeSkill) throw Object.assign(new Error(`${change.path} is a directory`), { code: 'EISDIR' })
+        if (existing) {
           const backup = tempName(slot.name, 'bak-')
           await fsp.rename(`${dir}/${slot.name}`, `${dir}/${backup}`)
           steps.push({ kind: 'backup', slot, backup })

@@ -6,8 +6,6 @@
  * @module
  */
 import { createHash } from 'node:crypto'
-import { readFile } from 'node:fs/promises'
-import { join } from 'node:path'
 import { errors } from '../../core/errors.ts'
 import { loadCommands, prepareCommand, sanitizeCommandName } from '../commands.ts'
 import { splitFrontmatter } from '../frontmatter.ts'
@@ -16,6 +14,7 @@ import { readOpencodeConfig } from '../opencode-config-file.ts'
 import { loadSkills, prepareSkill } from '../skills.ts'
 import { readServiceConfig } from '../workspace-config.ts'
 import { commandFile, SERVICE_CONFIG_FILE, SKILLS_DIR } from '../workspace-layout.ts'
+import { openForRead } from '../files/workspace-path.ts'
 import { sameJson } from '../write-gate.ts'
 import { listPortableFiles, PORTABLE_OPENCODE_KEYS, portablePath } from './portable-layout.ts'
 
@@ -50,8 +49,22 @@ export interface ImportPreview {
   changes: Array<{ kind: PlannedChange['kind']; action: PlannedChange['action']; label: string; path: string }>
 }
 
+/**
+ * The current text at `rel`, or null when nothing is there. Read without following a final symlink
+ * and confirmed inside the workspace; anything there that is not a regular file (a directory above
+ * all, which applying would replace) is refused rather than planned as a "create".
+ */
 async function textOrNull(root: string, rel: string): Promise<string | null> {
-  try { return await readFile(join(root, rel), 'utf8') } catch { return null }
+  const opened = await openForRead(root, rel)
+  if (!opened) return null
+  try {
+    if (!(await opened.handle.stat()).isFile()) {
+      throw errors.badRequest('invalid_workspace_import_payload', `${rel} exists and is not a regular file; an import only writes files`)
+    }
+    return await opened.handle.readFile('utf8')
+  } finally {
+    await opened.handle.close()
+  }
 }
 
 function fileChange(kind: PlannedChange['kind'], label: string, path: string, before: string | null, after: string | null, replaceAction = false): PlannedChange {

@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { assert, suite } from '../../../tests/harness.ts'
 import { CLIENT_TOKEN, eventually, HOST_TOKEN, startTestServer, type TestServer } from '../test-kit.ts'
@@ -110,6 +111,29 @@ test('merge and replace per section: replace removes extras, merge keeps them; b
     const staleBody = await stale.json()
     assert.equal([stale.status, staleBody.code, staleBody.preview.summary.update], [409, 'workspace_import_preview_stale', 1])
   } finally {
+    await s.dispose()
+  }
+})
+
+test('an import never replaces a directory or reads through a symlink that leaves the workspace', async () => {
+  const s = await startTestServer()
+  const outside = mkdtempSync(join(tmpdir(), 'svc-import-outside-'))
+  try {
+    mkdirSync(join(s.root, '.opencode/tools/lib'), { recursive: true })
+    writeFileSync(join(s.root, '.opencode/tools/lib/important.ts'), 'export const x = 1\n')
+    const onDirectory = await s.req(`/workspace/${s.wsId}/import/preview`, { method: 'POST', token: CLIENT_TOKEN, json: { files: [{ path: '.opencode/tools/lib', content: 'hi\n' }] } })
+    assert.equal([onDirectory.status, (await onDirectory.json()).code], [400, 'invalid_workspace_import_payload'])
+    const applied = await importWith(s, { files: [{ path: '.opencode/tools/lib', content: 'hi\n' }], previewFingerprint: 'any' })
+    assert.is(applied.status, 400)
+    assert.ok(existsSync(join(s.root, '.opencode/tools/lib/important.ts')), 'the directory and its files are still there')
+
+    writeFileSync(join(outside, 'secret.ts'), 'export const secret = "outside"\n')
+    symlinkSync(join(outside, 'secret.ts'), join(s.root, '.opencode/tools/linked.ts'))
+    const linked = await s.req(`/workspace/${s.wsId}/import/preview`, { method: 'POST', token: CLIENT_TOKEN, json: { files: [{ path: '.opencode/tools/linked.ts', content: 'x\n' }] } })
+    assert.equal([linked.status, (await linked.json()).code], [400, 'invalid_path'])
+    assert.is(readFileSync(join(outside, 'secret.ts'), 'utf8'), 'export const secret = "outside"\n')
+  } finally {
+    rmSync(outside, { recursive: true, force: true })
     await s.dispose()
   }
 })
