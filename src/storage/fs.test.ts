@@ -1,9 +1,26 @@
-import { mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { assert, suite, withTempDir } from '../../tests/harness.ts'
 import { ensureDir, exists, isInside, readTextFileIfExists, TEMP_PREFIX, walk, writeFileAtomic } from './fs.ts'
 
 const fs = suite('storage/fs')
+
+fs('writeFileAtomic keeps the permission bits of the file it replaces unless given a mode', async () => {
+  await withTempDir(async (dir) => {
+    const secret = join(dir, 'opencode.json')
+    writeFileSync(secret, '{}', { mode: 0o600 })
+    chmodSync(secret, 0o600)
+    await writeFileAtomic(secret, '{"a":1}')
+    assert.is(statSync(secret).mode & 0o777, 0o600)
+    const script = join(dir, 'run.sh')
+    writeFileSync(script, 'echo 1')
+    chmodSync(script, 0o755)
+    await writeFileAtomic(script, 'echo 2')
+    assert.is(statSync(script).mode & 0o777, 0o755)
+    await writeFileAtomic(script, 'echo 3', { mode: 0o640 })
+    assert.is(statSync(script).mode & 0o777, 0o640, 'an explicit mode wins')
+  })
+})
 
 fs('writeFileAtomic replaces content whole and leaves no temp file behind', async () => {
   await withTempDir(async (dir) => {

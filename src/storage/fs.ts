@@ -85,17 +85,21 @@ export async function writeData(handle: fsp.FileHandle, data: string | Uint8Arra
 /**
  * Writes `data` to `path` so that readers and crashes see the old content or the new, never a mix:
  * write a temp file in the same directory, fsync it, rename it over the target, fsync the directory.
+ * The new file gets `options.mode`, else the permission bits of the file it replaces, else 0644.
  */
 export async function writeFileAtomic(path: string, data: string | Uint8Array | AsyncIterable<Uint8Array>, options: AtomicWriteOptions = {}): Promise<void> {
   const dir = dirname(path)
   const temp = join(dir, `${TEMP_PREFIX}${basename(path).slice(0, 64)}.${randomBytes(6).toString('hex')}`)
   const durable = options.durable !== false
-  const handle = await fsp.open(temp, 'wx', options.mode ?? 0o644)
+  // A replaced file keeps its permission bits unless the caller sets them (a 0600 file must not
+  // become world-readable because it was rewritten); set-id bits are not carried over.
+  const mode = options.mode ?? (await fsp.lstat(path).then((st) => (st.isFile() ? st.mode & 0o777 : undefined), () => undefined))
+  const handle = await fsp.open(temp, 'wx', mode ?? 0o644)
   try {
+    if (mode !== undefined) await handle.chmod(mode)
     await writeData(handle, data)
     if (durable) await handle.sync()
     await handle.close()
-    if (options.mode !== undefined) await fsp.chmod(temp, options.mode)
     await fsp.rename(temp, path)
   } catch (error) {
     await handle.close().catch(() => {})

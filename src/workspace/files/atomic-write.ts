@@ -18,11 +18,13 @@ export function tempName(name: string, tag = ''): string {
 
 /**
  * Writes `data` to the new file `path` (created exclusively) and fsyncs it. Chunks from an async
- * source are written as they arrive, so nothing is held whole in memory. Returns the byte count.
+ * source are written as they arrive, so nothing is held whole in memory. `mode` sets the permission
+ * bits exactly (no umask), e.g. those of the file it will replace. Returns the byte count.
  */
-export async function writeTemp(path: string, data: Uint8Array | string | AsyncIterable<Uint8Array>): Promise<number> {
+export async function writeTemp(path: string, data: Uint8Array | string | AsyncIterable<Uint8Array>, mode?: number): Promise<number> {
   const handle = await fsp.open(path, 'wx', 0o644)
   try {
+    if (mode !== undefined) await handle.chmod(mode)
     const bytes = await writeData(handle, data)
     await handle.sync()
     await handle.close()
@@ -32,6 +34,16 @@ export async function writeTemp(path: string, data: Uint8Array | string | AsyncI
     await fsp.rm(path, { force: true }).catch(() => {})
     throw error
   }
+}
+
+/**
+ * The permission bits of the regular file `name` in `dir`, if there is one. A replacement keeps
+ * them: an `opencode.json` kept 0600 for its provider keys must not become world-readable, nor a
+ * script lose its execute bit, because the server rewrote it. Set-id bits are not carried over.
+ */
+export async function modeToKeep(dir: PinnedDir, name: string): Promise<number | undefined> {
+  const st = await fsp.lstat(`${dir.path}/${name}`).catch(() => null)
+  return st?.isFile() ? st.mode & 0o777 : undefined
 }
 
 /** Renames `from` (any path) to `name` in the pinned `dir` and syncs the directory. */
@@ -45,7 +57,7 @@ export async function writeContained(root: string, rel: string, data: Uint8Array
   const { dir, name } = await writeSlot(root, rel, { created })
   try {
     const temp = `${dir.path}/${tempName(name)}`
-    await writeTemp(temp, data)
+    await writeTemp(temp, data, await modeToKeep(dir, name))
     try {
       await placeInto(dir, temp, name)
     } catch (error) {

@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync, existsSync } from 'node:fs'
+import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { assert, suite, takeSse } from '../../../tests/harness.ts'
 import { CLIENT_TOKEN, eventually, HOST_TOKEN, startTestServer, type TestServer } from '../test-kit.ts'
@@ -151,6 +151,27 @@ test('read-batch reuses settled content but never serves a file changed outside 
     const read2 = await (await post(s, `/files/sessions/${session.id}/read-batch`, { paths: ['large.bin', 'cached.txt'] })).json()
     assert.equal([read2.items[0].ok, read2.items[0].bytes, read2.items[1].ok], [true, large.length, true])
     assert.ok(Buffer.from(read2.items[0].contentBase64, 'base64').equals(large))
+  } finally {
+    await s.dispose()
+  }
+})
+
+test('write-batch keeps the permission bits of the files it replaces', async () => {
+  const s = await startTestServer()
+  try {
+    writeFileSync(join(s.root, 'secrets.env'), 'KEY=1\n')
+    chmodSync(join(s.root, 'secrets.env'), 0o600)
+    writeFileSync(join(s.root, 'run.sh'), '#!/bin/sh\necho hi\n')
+    chmodSync(join(s.root, 'run.sh'), 0o755)
+    const session = await openSession(s)
+    const write = await (await post(s, `/files/sessions/${session.id}/write-batch`, { writes: [
+      { path: 'secrets.env', contentBase64: b64('KEY=2\n') },
+      { path: 'run.sh', contentBase64: b64('#!/bin/sh\necho bye\n') },
+    ] })).json()
+    assert.equal(write.items.map((i: { ok: boolean }) => i.ok), [true, true])
+    assert.is(readFileSync(join(s.root, 'secrets.env'), 'utf8'), 'KEY=2\n')
+    assert.is(statSync(join(s.root, 'secrets.env')).mode & 0o777, 0o600)
+    assert.is(statSync(join(s.root, 'run.sh')).mode & 0o777, 0o755)
   } finally {
     await s.dispose()
   }
