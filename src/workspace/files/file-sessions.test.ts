@@ -177,6 +177,29 @@ test('write-batch keeps the permission bits of the files it replaces', async () 
   }
 })
 
+test('two same-size writes in one clock tick still get different revisions, so a stale ifMatchRevision conflicts', async () => {
+  const s = await startTestServer()
+  try {
+    const a = await openSession(s)
+    const b = await openSession(s)
+    const write = async (session: { id: string }, item: object) => (await (await post(s, `/files/sessions/${session.id}/write-batch`, { writes: [item] })).json()).items[0]
+    // The kernel stamps mtime with a coarse clock; 40 back-to-back rounds hit the same tick often
+    // (the reviewer's run without the fix lost B's write in a third of them).
+    for (let i = 0; i < 40; i++) {
+      const path = `race/doc${i}.txt`
+      const first = await write(a, { path, contentBase64: b64('v1-A') })
+      const second = await write(b, { path, contentBase64: b64('v2-B'), ifMatchRevision: first.revision })
+      assert.ok(second.ok, `round ${i}: B holds the current revision`)
+      assert.is.not(second.revision, first.revision, `round ${i}: a write makes a new revision`)
+      const stale = await write(a, { path, contentBase64: b64('v3-A'), ifMatchRevision: first.revision })
+      assert.is(stale.code, 'conflict', `round ${i}: A's revision is stale`)
+      assert.is(readFileSync(join(s.root, path), 'utf8'), 'v2-B')
+    }
+  } finally {
+    await s.dispose()
+  }
+})
+
 test('one manual approval covers a batch; a denied batch writes nothing; a file changed during approval conflicts', async () => {
   const s = await startTestServer({ approval: 'manual' })
   try {

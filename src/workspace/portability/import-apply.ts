@@ -9,7 +9,7 @@
  */
 import * as fsp from 'node:fs/promises'
 import { ApiError } from '../../core/errors.ts'
-import { modeToKeep, tempName, writeTemp } from '../files/atomic-write.ts'
+import { replacedFile, tempName, writeTemp } from '../files/atomic-write.ts'
 import { pinDirectory, splitRel, writeSlot } from '../files/workspace-path.ts'
 import type { PlannedChange } from './import-plan.ts'
 
@@ -40,7 +40,7 @@ export async function applyImport(root: string, changes: PlannedChange[]): Promi
       const { dir, name } = await writeSlot(root, change.path, { created: createdDirs })
       try {
         const temp = tempName(name)
-        await writeTemp(`${dir.path}/${temp}`, change.after, await modeToKeep(dir, name))
+        await writeTemp(`${dir.path}/${temp}`, change.after, { replacing: await replacedFile(dir, name) })
         const real = dir.real
         staged.set(change, { slot: { parent: real === root ? '' : real.slice(root.length + 1), name }, temp })
       } finally {
