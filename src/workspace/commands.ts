@@ -3,12 +3,11 @@
  * `subtask`) and the prompt template as the body. A null model is never written.
  * @module
  */
-import { mkdir, readFile, rm } from 'node:fs/promises'
-import { dirname, join } from 'node:path'
 import { errors } from '../core/errors.ts'
-import { writeFileAtomic } from '../storage/fs.ts'
+import { writeContained } from './files/atomic-write.ts'
+import { readContainedText, removeContained, resolveExisting } from './files/workspace-path.ts'
 import { joinFrontmatter, splitFrontmatter } from './frontmatter.ts'
-import { commandFile, commandFileNames } from './workspace-layout.ts'
+import { COMMANDS_DIR, commandFile, commandFileNames } from './workspace-layout.ts'
 
 /** Valid command names. */
 export const COMMAND_NAME = /^[A-Za-z0-9_-]{1,64}$/
@@ -45,10 +44,17 @@ async function itemFrom(file: string, text: string): Promise<CommandItem | null>
   return item
 }
 
-/** Lists the workspace's commands, sorted by file name. */
+/**
+ * Lists the workspace's commands, sorted by file name. A commands folder that resolves outside
+ * the workspace is refused (400 `invalid_path`); nothing outside is read.
+ */
 export async function loadCommands(root: string): Promise<CommandItem[]> {
+  await resolveExisting(root, COMMANDS_DIR)
   const items = await Promise.all((await commandFileNames(root)).map(async (file) => {
-    try { return await itemFrom(file, await readFile(join(root, '.opencode/commands', file), 'utf8')) } catch { return null }
+    try {
+      const text = await readContainedText(root, `${COMMANDS_DIR}/${file}`)
+      return text === null ? null : await itemFrom(file, text)
+    } catch { return null }
   }))
   return items.filter((x): x is CommandItem => x !== null)
 }
@@ -71,14 +77,12 @@ export async function prepareCommand(input: CommandInput): Promise<{ name: strin
   return { name, rel: commandFile(name), text }
 }
 
-/** Writes a prepared command. */
+/** Writes a prepared command; 400 `invalid_path` when its folder resolves outside the workspace. */
 export async function writeCommand(root: string, command: { rel: string; text: string }): Promise<void> {
-  const path = join(root, command.rel)
-  await mkdir(dirname(path), { recursive: true })
-  await writeFileAtomic(path, command.text)
+  await writeContained(root, command.rel, command.text)
 }
 
-/** Removes a command file. */
+/** Removes a command file through its pinned parent (400 `invalid_path` when that resolves outside). */
 export async function deleteCommand(root: string, name: string): Promise<void> {
-  await rm(join(root, commandFile(sanitizeCommandName(name))), { force: true })
+  await removeContained(root, commandFile(sanitizeCommandName(name)))
 }

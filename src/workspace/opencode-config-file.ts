@@ -1,10 +1,11 @@
 /**
  * The workspace's project config file (`opencode.jsonc`, else `opencode.json`): reading it, and
  * writing edits back as JSONC text edits so comments and formatting survive.
+ * Reads and writes are contained like the file data plane's (`readContainedText`, `writeContained`).
  * @module
  */
-import { join } from 'node:path'
-import { readTextFileIfExists, writeFileAtomic } from '../storage/fs.ts'
+import { writeContained } from './files/atomic-write.ts'
+import { readContainedText } from './files/workspace-path.ts'
 import { parseJsoncObject, setJsoncPath } from './jsonc-document.ts'
 import { OPENCODE_CONFIG_FILES } from './workspace-layout.ts'
 
@@ -20,7 +21,7 @@ export interface OpencodeConfigFile {
 /** Reads and parses the project config; 422 `invalid_jsonc` when it does not parse. */
 export async function readOpencodeConfig(root: string): Promise<OpencodeConfigFile> {
   for (const rel of OPENCODE_CONFIG_FILES) {
-    const text = await readTextFileIfExists(join(root, rel))
+    const text = await readContainedText(root, rel)
     if (text !== null) return { rel, exists: true, text, data: await parseJsoncObject(text, rel) }
   }
   return { rel: 'opencode.json', exists: false, text: '', data: {} }
@@ -29,7 +30,7 @@ export async function readOpencodeConfig(root: string): Promise<OpencodeConfigFi
 /** Relative path of the config file a write would touch. */
 export async function opencodeConfigRel(root: string): Promise<string> {
   for (const rel of OPENCODE_CONFIG_FILES) {
-    if ((await readTextFileIfExists(join(root, rel))) !== null) return rel
+    if ((await readContainedText(root, rel)) !== null) return rel
   }
   return 'opencode.json'
 }
@@ -43,6 +44,6 @@ export async function editOpencodeConfig(root: string, edits: Array<{ path: Arra
   let text = current.text
   for (const edit of edits) text = await setJsoncPath(text, edit.path, edit.value)
   const data = await parseJsoncObject(text, current.rel)
-  await writeFileAtomic(join(root, current.rel), text)
+  await writeContained(root, current.rel, text)
   return data
 }

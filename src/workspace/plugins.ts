@@ -3,9 +3,9 @@
  * directly in `.opencode/plugins/`. Listed de-duplicated by package name (config first).
  * @module
  */
-import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { errors } from '../core/errors.ts'
+import { removeContained, resolveExisting } from './files/workspace-path.ts'
 import { editOpencodeConfig, readOpencodeConfig } from './opencode-config-file.ts'
 import { PLUGINS_DIR, pluginFileNames } from './workspace-layout.ts'
 
@@ -49,8 +49,12 @@ export function configSpecs(config: Record<string, unknown>): string[] {
 
 const stem = (file: string) => file.replace(/\.(js|ts)$/, '')
 
-/** Lists plugins from the (cached) config and the plugin directory. */
+/**
+ * Lists plugins from the (cached) config and the plugin directory. A plugin directory that
+ * resolves outside the workspace is refused (400 `invalid_path`), not listed.
+ */
 export async function listPlugins(root: string, config: Record<string, unknown>): Promise<PluginList> {
+  await resolveExisting(root, PLUGINS_DIR)
   const items: PluginItem[] = []
   const seen = new Set<string>()
   for (const spec of configSpecs(config)) {
@@ -90,18 +94,24 @@ export async function addPlugin(root: string, spec: string): Promise<void> {
 
 /** What removing `name` would touch: matching config specs and plugin files. */
 export async function pluginRemovalPlan(root: string, config: Record<string, unknown>, name: string): Promise<{ specs: string[]; files: string[] }> {
+  await resolveExisting(root, PLUGINS_DIR)
   const specs = configSpecs(config).filter((s) => pluginName(s) === name || s === name)
   const files = (await pluginFileNames(root)).filter((f) => f === name || stem(f) === name).map((f) => `${PLUGINS_DIR}/${f}`)
   if (specs.length === 0 && files.length === 0) throw errors.notFound('plugin_not_found', `Plugin ${name} not found`)
   return { specs, files }
 }
 
-/** Removes every config spec with that name and the matching plugin files. */
+/**
+ * Removes every config spec with that name and the matching plugin files; files are removed
+ * through their pinned parent (400 `invalid_path` when `.opencode/plugins` resolves outside).
+ */
 export async function removePlugin(root: string, name: string): Promise<void> {
+  // Checked before the config edit, so a refused file removal leaves no half-done change.
+  await resolveExisting(root, PLUGINS_DIR)
   const { data } = await readOpencodeConfig(root)
   const remaining = configSpecs(data).filter((s) => pluginName(s) !== name && s !== name)
   if (remaining.length !== configSpecs(data).length) await editOpencodeConfig(root, [{ path: ['plugin'], value: remaining }])
   for (const file of await pluginFileNames(root)) {
-    if (file === name || stem(file) === name) await rm(join(root, PLUGINS_DIR, file), { force: true })
+    if (file === name || stem(file) === name) await removeContained(root, `${PLUGINS_DIR}/${file}`)
   }
 }

@@ -4,10 +4,10 @@
  * description is missing are left out of the list, as OpenCode would not load them either.
  * @module
  */
-import { mkdir, readFile, rm } from 'node:fs/promises'
-import { dirname, join } from 'node:path'
+import { join } from 'node:path'
 import { ApiError, errors } from '../core/errors.ts'
-import { writeFileAtomic } from '../storage/fs.ts'
+import { writeContained } from './files/atomic-write.ts'
+import { readContainedText, removeContained, resolveExisting } from './files/workspace-path.ts'
 import { joinFrontmatter, splitFrontmatter } from './frontmatter.ts'
 import { SKILLS_DIR, skillDirNames, skillFile } from './workspace-layout.ts'
 
@@ -48,11 +48,17 @@ async function itemFrom(root: string, dir: string, text: string): Promise<SkillI
   return item
 }
 
-/** Lists the workspace's valid skills, sorted by name, with their file contents. */
+/**
+ * Lists the workspace's valid skills, sorted by name, with their file contents. A skills folder
+ * that resolves outside the workspace is refused (400 `invalid_path`); a skill file that does is
+ * left out, like any unreadable one. Nothing outside is read.
+ */
 export async function loadSkills(root: string): Promise<Array<{ item: SkillItem; content: string }>> {
+  await resolveExisting(root, SKILLS_DIR)
   const found = await Promise.all((await skillDirNames(root)).map(async (dir) => {
-    let text: string
-    try { text = await readFile(join(root, skillFile(dir)), 'utf8') } catch { return null }
+    let text: string | null
+    try { text = await readContainedText(root, skillFile(dir)) } catch { return null }
+    if (text === null) return null
     const item = await itemFrom(root, dir, text)
     return item ? { item, content: text } : null
   }))
@@ -88,14 +94,15 @@ export async function prepareSkill(input: { name: string; content: string; descr
   return { name, description: description.trim(), rel: skillFile(name), text: await joinFrontmatter({ name, description: description.trim(), ...rest }, doc.body) }
 }
 
-/** Writes a prepared skill. */
+/** Writes a prepared skill; 400 `invalid_path` when its folder resolves outside the workspace. */
 export async function writeSkill(root: string, skill: PreparedSkill): Promise<void> {
-  const path = join(root, skill.rel)
-  await mkdir(dirname(path), { recursive: true })
-  await writeFileAtomic(path, skill.text)
+  await writeContained(root, skill.rel, skill.text)
 }
 
-/** Removes a skill's directory. */
+/**
+ * Removes a skill's directory through its pinned parent: 400 `invalid_path` when the skills
+ * folder resolves outside the workspace; a skill folder that is a symlink loses only the link.
+ */
 export async function deleteSkill(root: string, name: string): Promise<void> {
-  await rm(join(root, SKILLS_DIR, validateSkillName(name)), { recursive: true, force: true })
+  await removeContained(root, `${SKILLS_DIR}/${validateSkillName(name)}`, { recursive: true })
 }

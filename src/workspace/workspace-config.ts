@@ -4,11 +4,10 @@
  * read cache; PATCH replaces top-level keys as text edits so comments and formatting survive.
  * @module
  */
-import { mkdir } from 'node:fs/promises'
-import { dirname, join } from 'node:path'
 import { errors } from '../core/errors.ts'
-import { readTextFileIfExists, writeFileAtomic } from '../storage/fs.ts'
+import { writeContained } from './files/atomic-write.ts'
 import { editOpencodeConfig, readOpencodeConfig } from './opencode-config-file.ts'
+import { readContainedText } from './files/workspace-path.ts'
 import type { ReadCache } from './read-cache.ts'
 import { SERVICE_CONFIG_FILE } from './workspace-layout.ts'
 
@@ -19,9 +18,12 @@ export interface WorkspaceConfigView {
   updatedAt: number | null
 }
 
-/** Reads `.opencode/service.json`; 422 `invalid_json` when it is not a JSON object. */
+/**
+ * Reads `.opencode/service.json`; 422 `invalid_json` when it is not a JSON object, 400
+ * `invalid_path` when it (or `.opencode`) resolves outside the workspace.
+ */
 export async function readServiceConfig(root: string): Promise<Record<string, unknown>> {
-  const text = await readTextFileIfExists(join(root, SERVICE_CONFIG_FILE))
+  const text = await readContainedText(root, SERVICE_CONFIG_FILE)
   if (text === null || text.trim() === '') return {}
   let value: unknown
   try {
@@ -67,8 +69,7 @@ export async function applyConfigPatch(root: string, patch: ConfigPatch): Promis
       if (value === null) delete merged[key]
       else merged[key] = value
     }
-    const path = join(root, SERVICE_CONFIG_FILE)
-    await mkdir(dirname(path), { recursive: true })
-    await writeFileAtomic(path, JSON.stringify(merged, null, 2) + '\n')
+    // Contained like the file data plane: `.opencode` linked outside the workspace is refused.
+    await writeContained(root, SERVICE_CONFIG_FILE, JSON.stringify(merged, null, 2) + '\n')
   }
 }

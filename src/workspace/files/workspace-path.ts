@@ -260,3 +260,41 @@ export async function entryInParent(root: string, rel: string): Promise<{ dir: P
   const abs = `${dir.path}/${name}`
   return { dir, abs, stat: await fsp.lstat(abs).catch(() => null) }
 }
+
+/**
+ * Reads the UTF-8 file `rel` under `root`; null when it does not exist. A file (or a parent) that
+ * resolves outside the workspace is refused (400 `invalid_path`), never read.
+ */
+export async function readContainedText(root: string, rel: string): Promise<string | null> {
+  const opened = await openForRead(root, rel)
+  if (!opened) return null
+  try {
+    return await opened.handle.readFile('utf8')
+  } finally {
+    await opened.handle.close()
+  }
+}
+
+/**
+ * Removes the entry `rel` under `root` (a directory with its contents when `recursive`), through
+ * its pinned parent: a parent that resolves outside the workspace is refused (400
+ * `invalid_path`), and a final symlink is removed itself, never what it points to. A missing
+ * entry or parent is not an error.
+ */
+export async function removeContained(root: string, rel: string, options: { recursive?: boolean } = {}): Promise<void> {
+  let entry: Awaited<ReturnType<typeof entryInParent>>
+  try {
+    entry = await entryInParent(root, rel)
+  } catch (error) {
+    if (error instanceof ApiError && error.code === 'file_not_found') return
+    throw error
+  }
+  try {
+    if (!entry.stat) return
+    if (entry.stat.isDirectory()) await fsp.rm(entry.abs, { recursive: options.recursive === true, force: true })
+    else await fsp.unlink(entry.abs)
+    await entry.dir.sync()
+  } finally {
+    await entry.dir.close()
+  }
+}
