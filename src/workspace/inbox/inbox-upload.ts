@@ -1,15 +1,18 @@
 /**
  * Inbox uploads: a `multipart/form-data` body whose `file` part is streamed to a temp file in the
  * inbox (never held in memory), bounded by `inbox.maxBytes` (413 `file_too_large` with
- * `{maxBytes, size}`), then, after approval unless the host exempted the inbox, renamed into
- * place. The target is `?path=`, else the `path` field, else the file name, always inside the
- * inbox and checked like every client path.
+ * `{maxBytes, size}`; the whole body, every part counted, may exceed it only by
+ * {@link FRAMING_ALLOWANCE}), then, after approval unless the host exempted the inbox, renamed
+ * into place. The target is `?path=`, else the `path` field, else the file name, checked like
+ * every client path and always inside the inbox: its parent is walked from the inbox's real path
+ * (as downloads are confined), and an existing entry of that name must be a regular file; a
+ * symlink (even one leading elsewhere in the workspace) is neither followed nor replaced.
  * @module
  */
 import * as fsp from 'node:fs/promises'
 import { ApiError } from '../../core/errors.ts'
 import { placeInto, tempName, writeTemp } from '../files/atomic-write.ts'
-import { assertNotTemp, normalizeRelPath, pinDirectory, writeSlot } from '../files/workspace-path.ts'
+import { assertNotTemp, normalizeRelPath, PathError, pinDirectory, splitRel, type PinnedDir } from '../files/workspace-path.ts'
 import { INBOX_DIR } from '../artifacts/drop-folder.ts'
 import { multipartBoundary, readMultipart } from './multipart-stream.ts'
 
@@ -33,6 +36,12 @@ async function* limited(data: AsyncIterable<Uint8Array>, maxBytes: number, decla
   }
 }
 
+/**
+ * What the multipart framing (boundaries, part headers, small fields such as `path`) may add to
+ * `maxBytes`: a body declared or read beyond `maxBytes` plus this is refused with 413.
+ */
+export const FRAMING_ALLOWANCE = 64 * 1024
+
 /** The 413 every oversize upload gets. */
 export function tooLarge(maxBytes: number, size: number): ApiError {
   return new ApiError(413, 'file_too_large', `File is larger than ${maxBytes} bytes`, { details: { maxBytes, size } })
@@ -43,8 +52,10 @@ export async function receiveUpload(root: string, request: Request, queryPath: s
   const boundary = multipartBoundary(request.headers.get('content-type'))
   if (!boundary) throw new ApiError(400, 'invalid_payload', 'Expected multipart/form-data')
   const declared = Number(request.headers.get('content-length') ?? NaN)
-  // Multipart framing adds a few hundred bytes; anything far beyond the limit is refused unread.
-  if (Number.isFinite(declared) && declared > maxBytes + 64 * 1024) throw tooLarge(maxBytes, declared)
+  // Multipart framing adds a few hundred bytes; anything far beyond the limit is refused unread,
+  // and a body without (or with a lying) Content-Length is cut off once it gets there.
+  const bodyLimit = maxBytes + FRAMING_ALLOWANCE
+  if (Number.isFinite(declared) && declared > bodyLimit) throw tooLarge(maxBytes, declared)
   if (queryPath !== undefined) assertNotTemp(normalizeRelPath(queryPath))
   const inbox = await pinDirectory(root, INBOX_DIR, true)
   let temp: string | null = null
@@ -61,7 +72,7 @@ export async function receiveUpload(root: string, request: Request, queryPath: s
         bytes = await writeTemp(`${inbox.path}/${staging}`, limited(data, maxBytes, Number.isFinite(declared) ? declared : null))
         temp = staging
       },
-    })
+    }, { bytes: bodyLimit, error: (read) => tooLarge(maxBytes, Math.max(read, Number.isFinite(declared) ? declared : 0)) })
     if (temp === null) throw new ApiError(400, 'file_required', 'Form field "file" is required')
     const raw = queryPath ?? fieldPath ?? filename
     const rel = normalizeRelPath(raw ?? '', 'path')
@@ -75,20 +86,46 @@ export async function receiveUpload(root: string, request: Request, queryPath: s
   }
 }
 
-/** Moves a staged upload into place (atomic rename between pinned directories). */
-export async function commitUpload(root: string, upload: StagedUpload): Promise<void> {
-  const { dir, name } = await writeSlot(root, upload.workspaceRel)
+/**
+ * The directory `rel` (inbox-relative) lands in, pinned and made when missing. The inbox is pinned
+ * inside the workspace; the parent is then walked from the inbox's real path, so a symlinked
+ * component leading out of the inbox (even elsewhere in the workspace) is refused, as downloads
+ * are. The caller closes `dir` unless it is `inbox`.
+ */
+async function inboxParent(inbox: PinnedDir, rel: string): Promise<{ dir: PinnedDir; name: string }> {
+  const { parent, name } = splitRel(rel)
+  if (parent === '') return { dir: inbox, name }
   try {
-    if ((await fsp.lstat(`${dir.path}/${name}`).catch(() => null))?.isDirectory()) throw new ApiError(409, 'invalid_path', 'A directory exists at that path')
-    // The staged file is re-found through the pinned inbox, so a swapped inbox cannot feed the rename.
-    const inbox = await pinDirectory(root, INBOX_DIR, false)
+    return { dir: await pinDirectory(inbox.real, parent, true), name }
+  } catch (error) {
+    if (error instanceof PathError && error.message === 'path resolves outside the workspace') throw new PathError('path resolves outside the inbox')
+    throw error
+  }
+}
+
+/**
+ * Moves a staged upload into place (atomic rename between pinned directories). The rename acts on
+ * the entry itself and never follows a final symlink; an existing symlink or other non-regular
+ * file there is refused (409 `inbox_target_not_regular`), a directory with 409 `invalid_path`.
+ */
+export async function commitUpload(root: string, upload: StagedUpload): Promise<void> {
+  // The staged file is re-found through the pinned inbox, so a swapped inbox cannot feed the rename.
+  const inbox = await pinDirectory(root, INBOX_DIR, false)
+  try {
+    const { dir, name } = await inboxParent(inbox, upload.rel)
     try {
+      const entry = await fsp.lstat(`${dir.path}/${name}`).catch(() => null)
+      if (entry?.isDirectory()) throw new ApiError(409, 'invalid_path', 'A directory exists at that path')
+      if (entry && !entry.isFile()) {
+        const what = entry.isSymbolicLink() ? 'a symlink' : 'a special file'
+        throw new ApiError(409, 'inbox_target_not_regular', `The inbox holds ${what} at that path; uploads only create or replace regular files`)
+      }
       await placeInto(dir, `${inbox.path}/${upload.temp}`, name)
     } finally {
-      await inbox.close()
+      if (dir !== inbox) await dir.close()
     }
   } finally {
-    await dir.close()
+    await inbox.close()
   }
 }
 

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { assert, suite } from '../../../tests/harness.ts'
 import { CLIENT_TOKEN, eventually, HOST_TOKEN, startTestServer, type TestServer } from '../test-kit.ts'
@@ -78,6 +78,78 @@ test('oversize, missing-file, wrong-type and malformed uploads are refused and l
     assert.equal([json.status, (await json.json()).code], [400, 'invalid_payload'])
     const truncated = await s.req(`/workspace/${s.wsId}/inbox`, { method: 'POST', token: CLIENT_TOKEN, body: '--b\r\nContent-Disposition: form-data; name="file"; filename="t"\r\n\r\nabc', headers: { 'content-type': 'multipart/form-data; boundary=b' } })
     assert.equal([truncated.status, (await truncated.json()).code], [400, 'invalid_payload'])
+    const inbox = join(s.root, '.opencode/service/inbox')
+    assert.equal(existsSync(inbox) ? readdirSync(inbox) : [], [])
+  } finally {
+    await s.dispose()
+  }
+})
+
+test('an upload onto a symlink in the inbox is refused and the file it points to elsewhere in the workspace is unchanged', async () => {
+  const s = await startTestServer({ extraConfig: { inbox: { requireApproval: false } } })
+  try {
+    const inbox = join(s.root, '.opencode/service/inbox')
+    mkdirSync(join(inbox, 'real'), { recursive: true })
+    const config = join(s.root, 'opencode.jsonc')
+    const before = readFileSync(config, 'utf8')
+    symlinkSync('../../../opencode.jsonc', join(inbox, 'notes.txt'))
+    const link = await upload(s, [{ name: 'file', filename: 'notes.txt', data: '{ "plugin": ["attacker-plugin"] }\n' }])
+    assert.equal([link.status, (await link.json()).code], [409, 'inbox_target_not_regular'])
+    assert.is(readFileSync(config, 'utf8'), before)
+    assert.ok(lstatSync(join(inbox, 'notes.txt')).isSymbolicLink(), 'the link itself is left as it was')
+    // A symlinked directory leading out of the inbox (still inside the workspace) is refused too.
+    symlinkSync('../../..', join(inbox, 'up'))
+    const parent = await upload(s, [{ name: 'file', filename: 'x.txt', data: 'smuggled' }], '?path=up/smuggled.txt')
+    assert.equal([parent.status, (await parent.json()).code], [400, 'invalid_path'])
+    assert.not.ok(existsSync(join(s.root, 'smuggled.txt')))
+    // A symlinked directory that stays inside the inbox still works, as downloads follow it.
+    symlinkSync('real', join(inbox, 'alias'))
+    const inside = await upload(s, [{ name: 'file', filename: 'ok.txt', data: 'fine' }], '?path=alias/ok.txt')
+    assert.equal([inside.status, (await inside.json()).path], [200, 'alias/ok.txt'])
+    assert.is(readFileSync(join(inbox, 'real/ok.txt'), 'utf8'), 'fine')
+    assert.equal(readdirSync(inbox).sort(), ['alias', 'notes.txt', 'real', 'up'])
+  } finally {
+    await s.dispose()
+  }
+})
+
+test('a multipart body whose extra parts exceed maxBytes is answered 413 and leaves no file behind', async () => {
+  const s = await startTestServer({ extraConfig: { inbox: { requireApproval: false, maxBytes: 1000 } } })
+  try {
+    const boundary = 'svcBoundary42'
+    const head = (name: string, filename?: string) => Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"${filename ? `; filename="${filename}"` : ''}\r\n\r\n`)
+    const total = 8 << 20
+    // No Content-Length (a streamed body), so only counting what is read can stop it.
+    const send = async (chunks: () => Generator<Uint8Array>) => {
+      let pulled = 0
+      const it = chunks()
+      const body = new ReadableStream<Uint8Array>({ pull(c) {
+        const next = it.next()
+        if (next.done) { c.close(); return }
+        pulled += next.value.byteLength
+        c.enqueue(next.value)
+      } })
+      const res = await s.req(`/workspace/${s.wsId}/inbox`, { method: 'POST', token: CLIENT_TOKEN, body, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` }, duplex: 'half' } as RequestInit)
+      return { res, pulled }
+    }
+    // A small `file` part, then a large ignored file part.
+    const junkFile = await send(function* () {
+      yield Buffer.concat([head('file', 'a.txt'), Buffer.from('small\r\n'), head('junk', 'j.bin')])
+      for (let sent = 0; sent < total; sent += 64 * 1024) yield Buffer.alloc(64 * 1024, 65)
+      yield Buffer.from(`\r\n--${boundary}--\r\n`)
+    })
+    // A small `file` part, then many small fields (each under the per-field cap).
+    const manyFields = await send(function* () {
+      yield Buffer.concat([head('file', 'b.txt'), Buffer.from('small\r\n')])
+      for (let sent = 0; sent < total; sent += 32 * 1024) yield Buffer.concat([head('pad'), Buffer.alloc(32 * 1024, 66), Buffer.from('\r\n')])
+      yield Buffer.from(`--${boundary}--\r\n`)
+    })
+    for (const { res, pulled } of [junkFile, manyFields]) {
+      const body = await res.json()
+      assert.equal([res.status, body.code, body.details?.maxBytes], [413, 'file_too_large', 1000])
+      assert.ok(body.details.size > 1000)
+      assert.ok(pulled < total / 2, `stopped reading early (read ${pulled} bytes)`)
+    }
     const inbox = join(s.root, '.opencode/service/inbox')
     assert.equal(existsSync(inbox) ? readdirSync(inbox) : [], [])
   } finally {

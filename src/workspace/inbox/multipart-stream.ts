@@ -14,6 +14,15 @@ export interface PartInfo {
   contentType?: string
 }
 
+/**
+ * A bound on the whole body, framing and every part included (ignored parts too): once more than
+ * `bytes` have been read, reading stops and `error(read)` is thrown.
+ */
+export interface BodyLimit {
+  bytes: number
+  error(read: number): Error
+}
+
 /** What to do with each part: small fields are collected; file parts are streamed. */
 export interface MultipartHandlers {
   onField(name: string, value: string): void
@@ -49,11 +58,14 @@ function dispositionParam(header: string, key: string): string | undefined {
 class BodyReader {
   buf: Buffer
   #done = false
+  #read = 0
   readonly #reader: ReadableStreamDefaultReader<Uint8Array>
+  readonly #limit: BodyLimit | undefined
 
-  constructor(stream: ReadableStream<Uint8Array>, initial: Buffer) {
+  constructor(stream: ReadableStream<Uint8Array>, initial: Buffer, limit?: BodyLimit) {
     this.#reader = stream.getReader()
     this.buf = initial
+    this.#limit = limit
   }
 
   async more(): Promise<boolean> {
@@ -86,6 +98,8 @@ class BodyReader {
     if (this.#done) return null
     const { value, done } = await this.#reader.read()
     if (done) { this.#done = true; return null }
+    this.#read += value.byteLength
+    if (this.#limit && this.#read > this.#limit.bytes) throw this.#limit.error(this.#read)
     return Buffer.from(value.buffer, value.byteOffset, value.byteLength)
   }
 
@@ -132,11 +146,14 @@ class BodyReader {
   }
 }
 
-/** Reads a multipart body, calling the handlers in part order. Throws 400 `invalid_payload` when malformed. */
-export async function readMultipart(body: ReadableStream<Uint8Array> | null, boundary: string, handlers: MultipartHandlers): Promise<void> {
+/**
+ * Reads a multipart body, calling the handlers in part order. Throws 400 `invalid_payload` when
+ * malformed, and `limit.error` as soon as the body grows past `limit.bytes`.
+ */
+export async function readMultipart(body: ReadableStream<Uint8Array> | null, boundary: string, handlers: MultipartHandlers, limit?: BodyLimit): Promise<void> {
   if (!body) throw malformed('empty body')
   // Reading as if the body began with CRLF lets the first boundary match the part delimiter.
-  const reader = new BodyReader(body, Buffer.from('\r\n'))
+  const reader = new BodyReader(body, Buffer.from('\r\n'), limit)
   const delimiter = Buffer.from(`\r\n--${boundary}`)
   try {
     await reader.until(delimiter, 64 * 1024, 'preamble')
