@@ -46,24 +46,106 @@ export function classifyPath(entry: SourceEntry): DiscoveredItem | null {
   return null
 }
 
+/** Matches whole paths against one compiled selector (see {@link compileSelector}). */
+export interface SelectorMatcher {
+  /** True when the selector matches all of `path`. */
+  test(path: string): boolean
+}
+
+/** Line terminators: `**` never consumed them (it used to compile to `.*`), while `*` and `?` do. */
+const isLineBreak = (c: string) => c === '\n' || c === '\r' || c === '\u2028' || c === '\u2029'
+const notSlash = (c: string) => c !== '/'
+const anyButLineBreak = (c: string) => !isLineBreak(c)
+const isSlash = (c: string) => c === '/'
+const inSegment = (c: string) => c !== '/' && !isLineBreak(c)
+
+interface State {
+  /** States reachable without consuming a character (always later states). */
+  skip: number[]
+  /** On a character `accepts` takes, go to `to`. */
+  moves: Array<{ accepts: (c: string) => boolean; to: number }>
+}
+
 /**
- * A path selector as a regular expression: `*` matches within one path segment, `**` any number
- * of segments, `?` one character; everything else is literal. Matched against the whole path.
+ * Compiles a path selector: `*` matches within one path segment (any run of characters but `/`),
+ * `**` any run of characters across segments, `**` directly followed by `/` nothing or any text
+ * ending in `/` (so `**` `/SKILL.md` also matches a top-level `SKILL.md`), `?` one character other
+ * than `/`; everything else is literal. The selector must match the whole path.
+ *
+ * Matching simulates the pattern as a set of states, one pass over the path: time is at most
+ * path length × selector length whatever the wildcards, so no selector can stall the process
+ * (the former backtracking RegExp took minutes for `'**'.repeat(10) + 'Z'`). The semantics are
+ * exactly those of that RegExp, down to `**` not crossing line breaks.
  */
-export function selectorRegExp(selector: string): RegExp {
-  let out = ''
+export function compileSelector(selector: string): SelectorMatcher {
+  const states: State[] = []
+  const add = () => states.push({ skip: [], moves: [] }) - 1
+  let at = add()
   for (let i = 0; i < selector.length; i++) {
     const c = selector[i]!
-    if (c === '*' && selector[i + 1] === '*') {
-      const slash = selector[i + 2] === '/'
-      out += slash ? '(?:.*/)?' : '.*'
-      i += slash ? 2 : 1
-    } else if (c === '*') out += '[^/]*'
-    else if (c === '?') out += '[^/]'
-    else out += c.replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    const from = states[at]!
+    if (c === '*' && selector[i + 1] === '*' && selector[i + 2] === '/') {
+      // Nothing, or text ending in `/`: `from` means "consumed nothing or up to a slash",
+      // `inside` means "consumed text since the last slash".
+      const inside = add()
+      const next = add()
+      from.skip.push(next)
+      from.moves.push({ accepts: isSlash, to: at }, { accepts: inSegment, to: inside })
+      states[inside]!.moves.push({ accepts: isSlash, to: at }, { accepts: inSegment, to: inside })
+      at = next
+      i += 2
+    } else if (c === '*') {
+      const across = selector[i + 1] === '*'
+      const next = add()
+      from.skip.push(next)
+      from.moves.push({ accepts: across ? anyButLineBreak : notSlash, to: at })
+      at = next
+      if (across) i += 1
+    } else {
+      const next = add()
+      from.moves.push({ accepts: c === '?' ? notSlash : (x) => x === c, to: next })
+      at = next
+    }
   }
-  return new RegExp(`^${out}$`)
+  const final = at
+  // Scratch space reused across calls; `test` is synchronous, so calls never interleave.
+  const seen = new Uint32Array(states.length)
+  let stamp = 0
+  /** Adds `state` and every state it skips to (once per step) to `into`. */
+  const enter = (state: number, into: number[]) => {
+    const pending = [state]
+    for (let s = pending.pop(); s !== undefined; s = pending.pop()) {
+      if (seen[s] === stamp) continue
+      seen[s] = stamp
+      into.push(s)
+      pending.push(...states[s]!.skip)
+    }
+  }
+  return {
+    test(path: string): boolean {
+      if (stamp >= 0xfffffff0) { seen.fill(0); stamp = 0 }
+      let current: number[] = []
+      stamp++
+      enter(0, current)
+      for (let i = 0; i < path.length && current.length > 0; i++) {
+        const c = path[i]!
+        const next: number[] = []
+        stamp++
+        for (const state of current) {
+          for (const move of states[state]!.moves) if (move.accepts(c)) enter(move.to, next)
+        }
+        current = next
+      }
+      return current.includes(final)
+    },
+  }
 }
+
+/**
+ * The selector's matcher, kept under its former name for callers that still use it.
+ * @deprecated Use {@link compileSelector}; the result is no longer a RegExp, only `test` remains.
+ */
+export const selectorRegExp: (selector: string) => SelectorMatcher = compileSelector
 
 /** Checks a selector; returns an error message or null. */
 export function checkSelector(selector: string): string | null {

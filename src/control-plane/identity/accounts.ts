@@ -2,15 +2,19 @@
  * Sign-up, sign-in and invitation acceptance: the flows that create sessions or memberships for
  * a person. Sign-up is open for the very first account of an empty database (so the installer can
  * bootstrap), then needs a pending invitation for that email unless the configuration allows open
- * sign-up. Password hashing happens outside transactions so slow KDF work never holds the database.
+ * sign-up. Whether sign-up is allowed is decided before whether the email is taken, so refusals
+ * do not reveal accounts. Password hashing happens after those checks and outside transactions
+ * so slow KDF work never holds the database.
  * @module
  */
-import { errors } from '../../core/errors.ts'
+import type { Transaction } from 'kysely'
+import { ApiError, errors } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
 import { isUniqueViolation } from '../db-errors.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import { acceptInto, findUsableInvitation, invitationProblemError } from '../admin/invitations.ts'
 import type { Role } from '../policy.ts'
+import type { ControlPlaneDb, InvitationTable } from '../schema.ts'
 import { burnPasswordCheck, hashPassword, verifyPassword } from './passwords.ts'
 import { createSession, setActiveOrg, type ActiveSession, type IssuedSession } from './sessions.ts'
 import type { SignInThrottle } from './sign-in-throttle.ts'
@@ -22,34 +26,68 @@ export interface SignedIn {
   session: IssuedSession
 }
 
-/** Creates an account and signs it in; with an invitation token, also joins that organization. */
-export async function signUp(deps: Deps, input: { email: string; password: string; name: string; invitationToken?: string }): Promise<SignedIn> {
+/** Per-address throttling for sign-up: the sign-in throttle and the caller's address. */
+export interface SignUpGuard {
+  throttle: SignInThrottle
+  address: string | null
+}
+
+/**
+ * Creates an account and signs it in; with an invitation token, also joins that organization.
+ *
+ * Order matters for what a refused caller can learn: whether sign-up is allowed for this email
+ * (first account, open sign-up, or a usable invitation for it) is decided before whether the
+ * email has an account, so closed sign-up answers the same 403 `sign_up_not_allowed` for every
+ * email. Only a caller allowed to sign up with the email hears 409 `email_taken`. The password is
+ * hashed only after these checks pass. With a `guard`, refusals (403, 409) count as failures in
+ * the sign-in throttle for the email and the address, and a throttled caller gets 429.
+ */
+export async function signUp(deps: Deps, input: { email: string; password: string; name: string; invitationToken?: string }, guard?: SignUpGuard): Promise<SignedIn> {
+  const email = normalizeEmail(input.email)
+  const address = guard?.address ?? null
+  const wait = guard ? guard.throttle.retryAfterSeconds(email, address) : 0
+  if (wait > 0) throw errors.tooManyRequests(wait, 'Too many refused attempts; try again later')
   try {
-    return await createAccount(deps, input)
+    const signedIn = await createAccount(deps, { ...input, email })
+    guard?.throttle.recordSuccess(email)
+    return signedIn
   } catch (error) {
     // Two sign-ups for one email racing past the existence check: the constraint decides.
-    if (isUniqueViolation(error)) throw errors.conflict('email_taken', 'An account with that email already exists')
-    throw error
+    const refusal = isUniqueViolation(error) ? errors.conflict('email_taken', 'An account with that email already exists') : error
+    if (refusal instanceof ApiError && (refusal.code === 'sign_up_not_allowed' || refusal.code === 'email_taken')) guard?.throttle.recordFailure(email, address)
+    throw refusal
   }
 }
 
+/**
+ * Throws unless this email may sign up now: 403 `sign_up_not_allowed` when it may not, then 409
+ * `email_taken` when it may but already has an account. Returns the invitation to accept, if any.
+ */
+async function admit(deps: Deps, trx: Transaction<ControlPlaneDb>, email: string, invitationToken: string | undefined): Promise<InvitationTable | null> {
+  let invitation: InvitationTable | null = null
+  if (invitationToken !== undefined) {
+    const found = await findUsableInvitation(deps, trx, invitationToken, email)
+    if ('problem' in found) throw errors.forbidden('The invitation token is not usable for this email', { reason: found.problem }, 'sign_up_not_allowed')
+    invitation = found
+  } else if (!deps.settings.openSignUp) {
+    const anyone = await trx.selectFrom('app_user').select('id').limit(1).executeTakeFirst()
+    if (anyone) throw errors.forbidden('Sign-up needs an invitation token', { reason: 'invitation_required' }, 'sign_up_not_allowed')
+  }
+  const taken = await trx.selectFrom('app_user').select('id').where('email', '=', email).executeTakeFirst()
+  if (taken) throw errors.conflict('email_taken', 'An account with that email already exists')
+  return invitation
+}
+
 async function createAccount(deps: Deps, input: { email: string; password: string; name: string; invitationToken?: string }): Promise<SignedIn> {
-  const email = normalizeEmail(input.email)
+  const { email } = input
+  // Cheap checks before the slow hash, so refused attempts cost no KDF work.
+  await deps.db.transaction().execute((trx) => admit(deps, trx, email, input.invitationToken))
   const passwordHash = await hashPassword(input.password, deps.settings.scrypt)
   const now = isoAt(deps)
   const userId = newId('usr')
   return deps.db.transaction().execute(async (trx) => {
-    const taken = await trx.selectFrom('app_user').select('id').where('email', '=', email).executeTakeFirst()
-    if (taken) throw errors.conflict('email_taken', 'An account with that email already exists')
-    let invitation = null
-    if (input.invitationToken !== undefined) {
-      const found = await findUsableInvitation(deps, trx, input.invitationToken, email)
-      if ('problem' in found) throw errors.forbidden('The invitation token is not usable for this email', { reason: found.problem }, 'sign_up_not_allowed')
-      invitation = found
-    } else if (!deps.settings.openSignUp) {
-      const anyone = await trx.selectFrom('app_user').select('id').limit(1).executeTakeFirst()
-      if (anyone) throw errors.forbidden('Sign-up needs an invitation token', { reason: 'invitation_required' }, 'sign_up_not_allowed')
-    }
+    // Decided again: an invitation or the first-account slot may have gone while hashing.
+    const invitation = await admit(deps, trx, email, input.invitationToken)
     await trx.insertInto('app_user').values({ id: userId, email, name: input.name, password_hash: passwordHash, created_at: now, updated_at: now }).execute()
     const joined = invitation ? await acceptInto(deps, trx, invitation, userId) : null
     const session = await createSession(deps, trx, userId, joined?.orgId ?? null)

@@ -2,7 +2,10 @@ import { readFileSync, existsSync } from 'node:fs'
 import { assert, suite } from '../../../tests/harness.ts'
 import { startTestControlPlane } from '../testing/test-control-plane.ts'
 import { buildFixtureOrg, signUpPerson } from '../testing/org-fixture.ts'
+import type { ApiError } from '../../core/errors.ts'
+import { signIn, signUp } from './accounts.ts'
 import { DEFAULT_SCRYPT, hashPassword, verifyPassword } from './passwords.ts'
+import { SignInThrottle } from './sign-in-throttle.ts'
 
 const test = suite('control-plane/identity')
 
@@ -57,6 +60,66 @@ test('concurrent sign-ups for one email end as one 201 and one 409, never a 500'
     const body = { json: { email: 'race@x.test', password: 'long enough', name: 'Racer' } }
     const results = await Promise.all([t.client.post('/v1/auth/sign-up', body), t.client.post('/v1/auth/sign-up', body), t.client.post('/v1/auth/sign-up', body)])
     assert.equal(results.map((r) => r.status).sort(), [201, 409, 409])
+  } finally {
+    await t.close()
+  }
+})
+
+test('closed sign-up refuses an email with an account exactly like one without, before hashing the password', async () => {
+  const t = await startTestControlPlane({ openSignUp: false })
+  try {
+    const ceo = await t.client.post('/v1/auth/sign-up', { json: { email: 'ceo@corp.test', password: 'correct horse', name: 'CEO' } })
+    assert.is(ceo.status, 201)
+    // Every password hash in sign-up reads the KDF parameters: count the reads.
+    const settings = t.app.deps.settings
+    const params = settings.scrypt
+    let hashes = 0
+    Object.defineProperty(settings, 'scrypt', { configurable: true, enumerable: true, get: () => (hashes++, params) })
+    const attempt = (email: string, invitationToken?: string) => t.client.post('/v1/auth/sign-up', { json: { email, password: 'whatever-1', name: 'X', invitationToken } })
+    for (const token of [undefined, 'svi_not-a-real-token', 'bogus']) {
+      const existing = await attempt('ceo@corp.test', token)
+      const unknown = await attempt('nobody@corp.test', token)
+      assert.is(existing.status, 403, `with token ${token}`)
+      assert.is(existing.body.code, 'sign_up_not_allowed')
+      assert.is(unknown.status, existing.status)
+      assert.equal(unknown.body, existing.body)
+      const headers = (r: typeof existing) => Object.fromEntries([...r.headers].filter(([name]) => name !== 'x-request-id'))
+      assert.equal(headers(unknown), headers(existing))
+    }
+    assert.is(hashes, 0, 'a refused sign-up never reaches the password hash')
+    // Allowed to sign up with the email (a usable invitation for it): then, and only then, 409.
+    await t.client.post('/v1/orgs', { token: ceo.body.session.token, json: { name: 'A' } })
+    const forBob = await t.client.post('/v1/invitations', { token: ceo.body.session.token, json: { email: 'bob@corp.test', role: 'member' } })
+    const bob = await attempt('bob@corp.test', forBob.body.token)
+    assert.is(bob.status, 201)
+    assert.is(hashes, 1, 'an allowed sign-up hashes once')
+    await t.client.post('/v1/orgs', { token: bob.body.session.token, json: { name: 'B' } })
+    const forCeo = await t.client.post('/v1/invitations', { token: bob.body.session.token, json: { email: 'ceo@corp.test', role: 'member' } })
+    assert.is(forCeo.status, 201)
+    const taken = await attempt('ceo@corp.test', forCeo.body.token)
+    assert.is(taken.status, 409)
+    assert.is(taken.body.code, 'email_taken')
+    assert.is(hashes, 1, 'a taken email is refused before hashing too')
+  } finally {
+    await t.close()
+  }
+})
+
+test('refused sign-ups count in the sign-in throttle per address and email; past the limit sign-up is 429', async () => {
+  const t = await startTestControlPlane({ openSignUp: false })
+  try {
+    assert.is((await t.client.post('/v1/auth/sign-up', { json: { email: 'ceo@corp.test', password: 'correct horse', name: 'CEO' } })).status, 201)
+    const throttle = new SignInThrottle({ maxFailuresPerAccount: 100, maxFailuresPerAddress: 3, windowMs: 60_000 }, t.clock.now)
+    const status = (email: string, address: string) =>
+      signUp(t.app.deps, { email, password: 'whatever-1', name: 'X' }, { throttle, address }).then(() => 201, (error: ApiError) => error.status)
+    for (const email of ['a@corp.test', 'ceo@corp.test', 'b@corp.test']) assert.is(await status(email, '203.0.113.9'), 403)
+    assert.is(await status('c@corp.test', '203.0.113.9'), 429)
+    assert.is(await status('c@corp.test', '198.51.100.7'), 403, 'other addresses are not affected')
+    // The same counters as sign-in: that address is throttled there too.
+    const signInFromThere = await signIn(t.app.deps, throttle, { email: 'ceo@corp.test', password: 'correct horse', address: '203.0.113.9' }).then(() => 200, (error: ApiError) => error.status)
+    assert.is(signInFromThere, 429)
+    t.clock.advance(60_000)
+    assert.is(await status('c@corp.test', '203.0.113.9'), 403)
   } finally {
     await t.close()
   }
@@ -126,6 +189,25 @@ test('sign-in is throttled per client address across accounts when behind a trus
     assert.ok(Number(blocked.headers.get('retry-after')) > 0)
     const elsewhere = await t.client.post('/v1/auth/sign-in', { headers: from('198.51.100.7'), json: { email: 'someone@x.test', password: person.password } })
     assert.is(elsewhere.status, 200)
+  } finally {
+    await t.close()
+  }
+})
+
+test('the sign-up route counts refused attempts per client address and answers 429 past the limit', async () => {
+  const t = await startTestControlPlane({ openSignUp: false, trustProxy: true, signInThrottle: { maxFailuresPerAccount: 100, maxFailuresPerAddress: 3 } })
+  try {
+    await signUpPerson(t.client, 'first@x.test') // the first account of an installation is always allowed
+    const from = { 'x-forwarded-for': '203.0.113.9, 10.0.0.1' }
+    for (let i = 0; i < 3; i++) {
+      const refused = await t.client.post('/v1/auth/sign-up', { headers: from, json: { email: `probe${i}@x.test`, password: 'password-123', name: 'P' } })
+      assert.is(refused.status, 403)
+    }
+    const blocked = await t.client.post('/v1/auth/sign-up', { headers: from, json: { email: 'probe9@x.test', password: 'password-123', name: 'P' } })
+    assert.is(blocked.status, 429)
+    assert.ok(Number(blocked.headers.get('retry-after')) > 0)
+    const elsewhere = await t.client.post('/v1/auth/sign-up', { headers: { 'x-forwarded-for': '198.51.100.7, 10.0.0.1' }, json: { email: 'probe9@x.test', password: 'password-123', name: 'P' } })
+    assert.is(elsewhere.status, 403)
   } finally {
     await t.close()
   }

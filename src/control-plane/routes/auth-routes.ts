@@ -16,9 +16,14 @@ export function authRoutes(ctx: RouteContext) {
     route({
       method: 'POST', path: '/v1/auth/sign-up', operationId: 'signUp', tags: ['auth'],
       summary: 'Create an account and sign in',
-      description: 'Open for the first account of an empty installation; afterwards needs `invitationToken` (a pending invitation for this email, which is accepted at once) unless open sign-up is configured. 403 `sign_up_not_allowed` with `details.reason`; 409 `email_taken`.',
-      auth: rules.public, body: SignUpBody, responses: { 201: SignedInResponse }, errors: [403, 409],
-      handler: ({ body }) => signUp(ctx.deps, body),
+      description: 'Open for the first account of an empty installation; afterwards needs `invitationToken` (a pending invitation for this email, which is accepted at once) unless open sign-up is configured. 403 `sign_up_not_allowed` with `details.reason`, the same whether or not the email already has an account (sign-up is decided before the email is looked up); 409 `email_taken` only to a caller allowed to sign up with that email. Refused attempts count in the sign-in throttle (per email and client address); past its limit every attempt is 429 with Retry-After.',
+      auth: rules.public, body: SignUpBody,
+      responses: {
+        201: SignedInResponse,
+        429: { description: 'Too many refused attempts for this email or address', schema: ErrorBodySchema, headers: { 'Retry-After': 'Seconds until sign-up is allowed again' } },
+      },
+      errors: [403, 409],
+      handler: ({ body, request }) => signUp(ctx.deps, body, { throttle: ctx.throttle, address: clientAddress(request, ctx.trustProxy) }),
     }),
     route({
       method: 'POST', path: '/v1/auth/sign-in', operationId: 'signIn', tags: ['auth'],
