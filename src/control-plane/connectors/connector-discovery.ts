@@ -102,6 +102,7 @@ export function discoveryJobHandler(ctx: AsyncContext): JobHandler<{ discoveryId
         remoteId: found.target.remote_id,
         branch: (JSON.parse(found.target.config) as TargetConfig).branch ?? null,
         token: accountToken(ctx, found.account),
+        accountRemoteId: found.account.remote_id,
       }, ctx.settings.connectors, job.signal)
       try {
         const items: DiscoveredItem[] = []

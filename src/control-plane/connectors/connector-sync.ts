@@ -11,6 +11,11 @@
  *
  * Config objects are created and versioned through the catalog's store with `sourceMode:
  * connector`; history is appended, never overwritten.
+ *
+ * A mapping into a plugin needs editor on that plugin (checked when it is created or changed);
+ * each sync checks again for the member who started it (or retried it): if they cannot edit the
+ * plugin now, that mapping imports nothing and deletes nothing, and its items are failures with
+ * reason `plugin_access_denied`.
  * @module
  */
 import { createHash } from 'node:crypto'
@@ -18,7 +23,7 @@ import type { Transaction } from 'kysely'
 import { ApiError, errors } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
-import { visibleCondition } from '../catalog/access-grants.ts'
+import { requireRole, visibleCondition } from '../catalog/access-grants.ts'
 import { addToPluginIn } from '../catalog/config-objects.ts'
 import type { ObjectType } from '../catalog/config-source.ts'
 import { appendVersionIn, changeLifecycleIn, findConfigObject, insertConfigObject, type Writer } from '../catalog/config-store.ts'
@@ -28,11 +33,12 @@ import { enqueueJob, JobFailure, shortMessage } from '../jobs/job-queue.ts'
 import type { JobContext, JobHandler } from '../jobs/job-runner.ts'
 import { retryJobIn } from '../jobs/jobs.ts'
 import { keysetPage, type Page } from '../pagination.ts'
+import type { CredentialKind, Role } from '../policy.ts'
 import type { ControlPlaneDb } from '../schema.ts'
 import { accountToken, type ConnectorType } from './connector-accounts.ts'
-import type { ConnectorSyncEventTable, ConnectorTargetTable } from './connector-tables.ts'
+import type { ConnectorMappingTable, ConnectorSyncEventTable, ConnectorTargetTable } from './connector-tables.ts'
 import { targetFor, type TargetConfig } from './connector-targets.ts'
-import { itemTitle, selectorRegExp } from './source-items.ts'
+import { itemTitle, compileSelector } from './source-items.ts'
 import { openSnapshot } from './sources/open-source.ts'
 import type { SourceEntry } from './sources/source.ts'
 
@@ -150,7 +156,8 @@ export async function getSyncEvent(ctx: AsyncContext, actor: Actor, id: string):
 
 /**
  * Retries a `failed` or `partial` sync event (editor): it goes back to `queued` and runs again,
- * skipping the items it already imported; 409 `sync_not_retriable` otherwise.
+ * skipping the items it already imported; 409 `sync_not_retriable` otherwise. The caller becomes
+ * the event's trigger, whose rights on mapped plugins the run checks.
  */
 export async function retrySync(ctx: AsyncContext, actor: Actor, id: string): Promise<SyncEventView> {
   const event = await eventFor(ctx, actor, id, 'editor')
@@ -161,6 +168,9 @@ export async function retrySync(ctx: AsyncContext, actor: Actor, id: string): Pr
     }
     const busy = await trx.selectFrom('connector_sync_event').select('id').where('target_id', '=', event.target_id).where('status', 'in', ['queued', 'running']).executeTakeFirst()
     if (busy) throw errors.conflict('sync_in_progress', 'Another sync of this target is queued or running', { syncEventId: busy.id })
+    // The run is on this caller's behalf now: it must not import into plugins on the rights of
+    // whoever started the event before.
+    await trx.updateTable('connector_sync_event').set({ triggered_by_member_id: actor.memberId, triggered_by_user_id: actor.userId, credential_kind: actor.credential, api_key_id: actor.apiKeyId }).where('id', '=', id).execute()
     const job = row.job_id ? await trx.selectFrom('job').selectAll().where('id', '=', row.job_id).executeTakeFirst() : undefined
     if (job && (job.status === 'failed' || job.status === 'canceled')) await retryJobIn(ctx.deps, trx, ctx.jobs, job)
     else {
@@ -210,6 +220,7 @@ async function runSync(ctx: AsyncContext, job: JobContext<{ syncEventId: string 
     remoteId: target.remote_id,
     branch: (JSON.parse(target.config) as TargetConfig).branch ?? null,
     token: accountToken(ctx, account),
+    accountRemoteId: account.remote_id,
   }, ctx.settings.connectors, job.signal)
   try {
     return await importSnapshot(ctx, job, event, target, snapshot)
@@ -218,18 +229,51 @@ async function runSync(ctx: AsyncContext, job: JobContext<{ syncEventId: string 
   }
 }
 
+/**
+ * Ids of the mappings into a plugin that the member who triggered the event cannot edit (now):
+ * the same `requireRole(…, 'plugin', …, 'editor')` as the API, with the member's current role;
+ * a member who left cannot edit anything.
+ */
+async function deniedMappings(ctx: AsyncContext, event: ConnectorSyncEventTable, mappings: ConnectorMappingTable[]): Promise<Set<string>> {
+  const denied = new Set<string>()
+  const pluginIds = [...new Set(mappings.map((m) => m.plugin_id).filter((id): id is string => id !== null))]
+  if (pluginIds.length === 0) return denied
+  const member = event.triggered_by_member_id
+    ? await ctx.deps.db.selectFrom('member').select(['id', 'user_id', 'role']).where('id', '=', event.triggered_by_member_id).where('org_id', '=', event.org_id).executeTakeFirst()
+    : undefined
+  const actor: Actor | null = member ? { orgId: event.org_id, userId: member.user_id, memberId: member.id, role: member.role as Role, credential: event.credential_kind as CredentialKind, apiKeyId: event.api_key_id } : null
+  for (const pluginId of pluginIds) {
+    let allowed = false
+    if (actor) {
+      try {
+        await requireRole(ctx.deps.db, actor, 'plugin', pluginId, 'editor')
+        allowed = true
+      } catch (error) {
+        if (!(error instanceof ApiError) || error.status >= 500) throw error
+      }
+    }
+    if (!allowed) for (const mapping of mappings) if (mapping.plugin_id === pluginId) denied.add(mapping.id)
+  }
+  return denied
+}
+
 async function importSnapshot(ctx: AsyncContext, job: JobContext<{ syncEventId: string }>, event: ConnectorSyncEventTable, target: ConnectorTargetTable, snapshot: Awaited<ReturnType<typeof openSnapshot>>): Promise<unknown> {
   const settings = ctx.settings.connectors
   const mappings = await ctx.deps.db.selectFrom('connector_mapping').selectAll().where('target_id', '=', target.id).orderBy('id').execute()
+  const denied = await deniedMappings(ctx, event, mappings)
   const items: Item[] = []
   const failures = new Map<string, SyncFailure>((event.failures ? (JSON.parse(event.failures) as SyncFailure[]) : []).map((f) => [f.path, f]))
   // Every selected path still in the source, including those that fail; the rest were removed.
   const present = new Set<string>()
   for (const mapping of mappings) {
-    const pattern = selectorRegExp(mapping.selector)
+    const pattern = compileSelector(mapping.selector)
     for (const entry of snapshot.entries) {
       if (!pattern.test(entry.path)) continue
       present.add(`${mapping.id}\0${entry.path}`)
+      if (denied.has(mapping.id)) {
+        failures.set(entry.path, { path: entry.path, reason: 'plugin_access_denied', message: `The member who started this sync cannot edit plugin ${mapping.plugin_id}, which mapping ${mapping.id} imports into` })
+        continue
+      }
       if (entry.size > settings.maxFileBytes) {
         failures.set(entry.path, { path: entry.path, reason: 'file_too_large', message: `${entry.size} bytes is over the ${settings.maxFileBytes}-byte limit` })
         continue
@@ -298,7 +342,8 @@ async function importSnapshot(ctx: AsyncContext, job: JobContext<{ syncEventId: 
     // history kept, in the transaction that completes the event, so this happens exactly once.
     let deleted = 0
     for (const binding of bindings.values()) {
-      if (present.has(`${binding.mapping_id}\0${binding.locator}`)) continue
+      // A denied mapping deletes nothing either: its objects may be in the plugin.
+      if (present.has(`${binding.mapping_id}\0${binding.locator}`) || denied.has(binding.mapping_id)) continue
       const object = await findConfigObject(trx, event.org_id, binding.config_object_id)
       if (object && object.status !== 'deleted') {
         await changeLifecycleIn(ctx.deps, trx, event.org_id, binding.config_object_id, 'delete')

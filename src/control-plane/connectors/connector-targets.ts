@@ -2,13 +2,20 @@
  * Connector targets (one source inside an instance: a repository branch) and mappings (which
  * items of a target become which config objects). Reading needs viewer on the instance, changing
  * needs editor. A target's remote id is checked for its type: a clone URL for `git` (local paths
- * only when `connectors.allowFileUrls`), `owner/repo` for `github`.
+ * only when `connectors.allowFileUrls`), `owner/repo` for `github`. A `git` target of an account
+ * with credentials must be an https:// URL under the account's own remote id (same host and port,
+ * within its path), since the account's token is sent to it; instance editors cannot manage
+ * accounts, so they must not be able to send its token elsewhere.
+ *
+ * A mapping into a plugin needs editor on that plugin too (404 `plugin_not_found` when the caller
+ * cannot see it, 403 when they can only view it), as adding config objects to it directly does;
+ * sync checks it again for the member who started the sync.
  * @module
  */
 import { errors } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
-import type { GrantRole } from '../catalog/access-grants.ts'
+import { requireRole, type GrantRole } from '../catalog/access-grants.ts'
 import { isUniqueViolation } from '../db-errors.ts'
 import { isoAt } from '../deps.ts'
 import type { AsyncContext } from '../jobs/async-context.ts'
@@ -16,7 +23,7 @@ import { keysetPage, type Page } from '../pagination.ts'
 import { instanceFor, type ConnectorType } from './connector-accounts.ts'
 import type { ConnectorMappingTable, ConnectorTargetTable } from './connector-tables.ts'
 import { checkSelector } from './source-items.ts'
-import { checkGitUrl } from './sources/git-source.ts'
+import { checkCredentialScope, checkGitUrl } from './sources/git-source.ts'
 import { checkGitHubRepo } from './sources/github-source.ts'
 
 type Json = Record<string, unknown>
@@ -70,9 +77,18 @@ function mappingView(row: ConnectorMappingTable): ConnectorMappingView {
   return { id: row.id, connectorTargetId: row.target_id, mappingKind: row.mapping_kind, selector: row.selector, objectType: row.object_type, pluginId: row.plugin_id, config: row.config ? (JSON.parse(row.config) as Json) : null, createdAt: row.created_at, updatedAt: row.updated_at }
 }
 
-function checkRemote(ctx: AsyncContext, type: ConnectorType, remoteId: string): void {
+/**
+ * Checks a target's remote id for its type and, for a `git` account with credentials, that the
+ * account's token may go there (422 `validation_failed` on `remoteId` otherwise).
+ */
+async function checkRemote(ctx: AsyncContext, type: ConnectorType, remoteId: string, accountId: string): Promise<void> {
   const problem = type === 'git' ? checkGitUrl(remoteId, ctx.settings.connectors.allowFileUrls) : checkGitHubRepo(remoteId)
   if (problem) throw invalid('remoteId', problem)
+  if (type !== 'git') return
+  const account = await ctx.deps.db.selectFrom('connector_account').select(['remote_id', 'credentials_sealed']).where('id', '=', accountId).executeTakeFirstOrThrow()
+  if (account.credentials_sealed === null) return
+  const scope = checkCredentialScope(account.remote_id, remoteId)
+  if (scope) throw invalid('remoteId', scope)
 }
 
 /** The target row with its instance checked for `min` (404 when the instance is invisible). */
@@ -100,7 +116,7 @@ export async function listTargets(ctx: AsyncContext, actor: Actor, instanceId: s
 export async function createTarget(ctx: AsyncContext, actor: Actor, instanceId: string, input: { connectorType: ConnectorType; remoteId: string; targetKind: string; config: TargetConfig }): Promise<ConnectorTargetView> {
   const instance = await instanceFor(ctx, actor, instanceId, 'editor')
   if (instance.connector_type !== input.connectorType) throw invalid('connectorType', `must be ${instance.connector_type}, the instance's type`)
-  checkRemote(ctx, input.connectorType, input.remoteId)
+  await checkRemote(ctx, input.connectorType, input.remoteId, instance.connector_account_id)
   const id = newId('ctg')
   const now = isoAt(ctx.deps)
   try {
@@ -118,7 +134,10 @@ export async function createTarget(ctx: AsyncContext, actor: Actor, instanceId: 
 /** Changes a target's remote id or configuration (editor). */
 export async function updateTarget(ctx: AsyncContext, actor: Actor, targetId: string, input: { remoteId?: string; config?: TargetConfig }): Promise<ConnectorTargetView> {
   const row = await targetFor(ctx, actor, targetId, 'editor')
-  if (input.remoteId !== undefined) checkRemote(ctx, row.connector_type as ConnectorType, input.remoteId)
+  if (input.remoteId !== undefined) {
+    const instance = await ctx.deps.db.selectFrom('connector_instance').select('connector_account_id').where('id', '=', row.instance_id).executeTakeFirstOrThrow()
+    await checkRemote(ctx, row.connector_type as ConnectorType, input.remoteId, instance.connector_account_id)
+  }
   try {
     await ctx.deps.db.transaction().execute(async (trx) => {
       await trx.updateTable('connector_target').set({
@@ -152,21 +171,21 @@ export async function listMappings(ctx: AsyncContext, actor: Actor, targetId: st
   return keysetPage(q, { scope: `connector-mappings:${targetId}`, cursor: query.cursor, limit: query.limit, order: [{ column: 'id', field: 'id', direction: 'asc' }], map: mappingView })
 }
 
-async function requirePlugin(ctx: AsyncContext, orgId: string, pluginId: string): Promise<void> {
-  const row = await ctx.deps.db.selectFrom('plugin').select('id').where('id', '=', pluginId).where('org_id', '=', orgId).executeTakeFirst()
-  if (!row) throw errors.notFound('plugin_not_found', 'Plugin not found')
-}
-
-/** Creates a mapping (editor); 409 `connector_mapping_exists` for the same selector and type. */
+/**
+ * Creates a mapping (editor on the instance, and on the plugin when one is given: 404
+ * `plugin_not_found` when the caller cannot see it, 403 when they only view it); 409
+ * `connector_mapping_exists` for the same selector and type.
+ */
 export async function createMapping(ctx: AsyncContext, actor: Actor, targetId: string, input: { mappingKind: string; selector: string; objectType: string; pluginId?: string; config?: Json }): Promise<ConnectorMappingView> {
   await targetFor(ctx, actor, targetId, 'editor')
   const problem = checkSelector(input.selector)
   if (problem) throw invalid('selector', problem)
-  if (input.pluginId) await requirePlugin(ctx, actor.orgId, input.pluginId)
   const id = newId('cmp')
   const now = isoAt(ctx.deps)
   try {
     await ctx.deps.db.transaction().execute(async (trx) => {
+      // As for adding config objects to a plugin directly (createConfigObject, addPluginObject).
+      if (input.pluginId) await requireRole(trx, actor, 'plugin', input.pluginId, 'editor')
       await trx.insertInto('connector_mapping').values({ id, org_id: actor.orgId, target_id: targetId, mapping_kind: input.mappingKind, selector: input.selector, object_type: input.objectType, plugin_id: input.pluginId ?? null, config: input.config ? JSON.stringify(input.config) : null, created_at: now, updated_at: now }).execute()
       await recordAudit(ctx.deps, trx, actor, 'connector_mapping.created', { type: 'connector_mapping', id }, { connectorTargetId: targetId, objectType: input.objectType })
     })
@@ -195,16 +214,22 @@ export async function getMapping(ctx: AsyncContext, actor: Actor, mappingId: str
   return mappingView(await mappingFor(ctx, actor, mappingId, 'viewer'))
 }
 
-/** Changes a mapping's selector, plugin or configuration (editor). */
+/**
+ * Changes a mapping's selector, plugin or configuration (editor). When the mapping leads into a
+ * plugin after the change (the new `pluginId`, or the one it keeps), the caller needs editor on
+ * that plugin too, since the change decides what is synced into it; `pluginId: null` needs none.
+ */
 export async function updateMapping(ctx: AsyncContext, actor: Actor, mappingId: string, input: { selector?: string; pluginId?: string | null; config?: Json | null }): Promise<ConnectorMappingView> {
   await mappingFor(ctx, actor, mappingId, 'editor')
   if (input.selector !== undefined) {
     const problem = checkSelector(input.selector)
     if (problem) throw invalid('selector', problem)
   }
-  if (input.pluginId) await requirePlugin(ctx, actor.orgId, input.pluginId)
   try {
     await ctx.deps.db.transaction().execute(async (trx) => {
+      const current = await trx.selectFrom('connector_mapping').select('plugin_id').where('id', '=', mappingId).executeTakeFirstOrThrow()
+      const pluginId = input.pluginId !== undefined ? input.pluginId : current.plugin_id
+      if (pluginId) await requireRole(trx, actor, 'plugin', pluginId, 'editor')
       await trx.updateTable('connector_mapping').set({
         ...(input.selector !== undefined ? { selector: input.selector } : {}),
         ...(input.pluginId !== undefined ? { plugin_id: input.pluginId } : {}),

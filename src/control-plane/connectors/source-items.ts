@@ -141,12 +141,6 @@ export function compileSelector(selector: string): SelectorMatcher {
   }
 }
 
-/**
- * The selector's matcher, kept under its former name for callers that still use it.
- * @deprecated Use {@link compileSelector}; the result is no longer a RegExp, only `test` remains.
- */
-export const selectorRegExp: (selector: string) => SelectorMatcher = compileSelector
-
 /** Checks a selector; returns an error message or null. */
 export function checkSelector(selector: string): string | null {
   if (selector.startsWith('/') || selector.split('/').includes('..')) return 'must be a relative path pattern without ..'

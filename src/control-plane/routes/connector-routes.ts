@@ -91,7 +91,7 @@ export function connectorRoutes(ctx: AsyncContext, routeContext: RouteContext) {
     }),
     route({
       method: 'POST', path: '/v1/connector-instances/:connectorInstanceId/targets', operationId: 'createConnectorTarget', tags, summary: 'Add a target (a repository branch) to an instance',
-      description: `${GRANTS} git: \`remoteId\` is a clone URL (file:// only when the server allows it); github: \`owner/repo\`. 409 \`connector_target_exists\`.`,
+      description: `${GRANTS} git: \`remoteId\` is a clone URL (file:// only when the server allows it); when the account has credentials it must be an https:// URL on the account's remote host and under its path, since the account's token is sent there (422 otherwise, also on PATCH). github: \`owner/repo\`. 409 \`connector_target_exists\`.`,
       auth: rules.org('connectors.write'), params: InstanceParams, body: CreateTargetBody, responses: { 201: ConnectorTargetItem }, errors: [409],
       handler: async ({ principal, params, body }) => ({ item: await createTarget(ctx, actorOf(principal), params.connectorInstanceId, body) }),
     }),
@@ -117,7 +117,7 @@ export function connectorRoutes(ctx: AsyncContext, routeContext: RouteContext) {
     }),
     route({
       method: 'POST', path: '/v1/connector-targets/:connectorTargetId/mappings', operationId: 'createConnectorMapping', tags, summary: 'Map the files a selector picks to config objects of one type',
-      description: `${GRANTS} 404 \`plugin_not_found\` for a pluginId outside the organization; 409 \`connector_mapping_exists\`.`,
+      description: `${GRANTS} A pluginId needs editor on that plugin too: 404 \`plugin_not_found\` when the caller cannot see it, 403 when they only view it; 409 \`connector_mapping_exists\`.`,
       auth: rules.org('connectors.write'), params: TargetParams, body: CreateMappingBody, responses: { 201: ConnectorMappingItem }, errors: [409],
       handler: async ({ principal, params, body }) => ({ item: await createMapping(ctx, actorOf(principal), params.connectorTargetId, body) }),
     }),

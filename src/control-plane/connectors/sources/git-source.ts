@@ -8,6 +8,13 @@
  * `GIT_CONFIG_*` environment variables, never on the command line where other local users could
  * read it; prompts are disabled so a missing credential fails instead of hanging. `file://` URLs
  * and local paths read this host's disk, so they are refused unless `connectors.allowFileUrls`.
+ *
+ * A token only goes where the account's owner pointed it: targets of an account with credentials
+ * must be https:// URLs on the account's remote host and port, under its path
+ * ({@link checkCredentialScope}). Targets are checked when created or changed and again here,
+ * right before the token is attached, since a row may predate the rule or the credentials.
+ * Redirects are not followed while a token is attached: git re-bases later requests on the
+ * redirected URL and would send the header there.
  * @module
  */
 import { Buffer } from 'node:buffer'
@@ -37,6 +44,44 @@ export function checkGitUrl(url: string, allowFileUrls: boolean): string | null 
   if (/^[a-z+]+:\/\/[^/@\s]*:[^/@\s]*@/i.test(url)) return 'must not contain a password; put the token in the account\'s credentials'
   if (/^(https?|ssh|git):\/\/[^\s]+$/.test(url) || /^[\w.-]+@[\w.-]+:[^\s]+$/.test(url)) return null
   return 'must be an https://, ssh://, git:// or user@host:path URL'
+}
+
+/**
+ * Checks that an account's token may be sent to the clone URL `url`; returns an error message or
+ * null. `accountRemoteId` must be an https:// URL; `url` must be https:// too (never plain http),
+ * on the same host and port, and its path the account's path or below it (segment-wise; a
+ * trailing `/` or `.git` on the account's path is ignored). User info, queries, fragments,
+ * backslashes and percent-encoded dots, slashes, backslashes and `@` are refused: URL parsers
+ * (WHATWG, curl) and servers disagree on them, so they could change the host or leave the path.
+ */
+export function checkCredentialScope(accountRemoteId: string, url: string): string | null {
+  const account = parseUrl(accountRemoteId)
+  if (!account || account.protocol !== 'https:') {
+    return `cannot be used with this account's credentials: the account's remote id is not an https:// URL, so there is no host its token may be sent to (an admin can remove its credentials, or create an account whose remote id is the https:// URL its token is for)`
+  }
+  const where = `${account.protocol}//${account.host}${account.pathname.replace(/\/+$/, '')}`
+  const target = parseUrl(url)
+  if (target?.protocol === 'http:') return `must not be a plain http:// URL: the account has credentials, which are never sent unencrypted; use https://`
+  if (!target || target.protocol !== 'https:' || !/^https:\/\//i.test(url)) return `must be an https:// URL under ${where}, the account's remote, because the account has credentials`
+  // `host` is the lower-cased host name, with `:port` unless the port is the scheme's default.
+  if (target.host !== account.host) return `must be on ${account.host}, the account's host, because the account has credentials`
+  if (/[@?#\\]|%(2e|2f|5c|40)/i.test(url.slice('https://'.length))) {
+    return 'must not contain user info, a query, a fragment, backslashes or percent-encoded dots, slashes, backslashes or @ when the account has credentials'
+  }
+  const prefix = account.pathname.replace(/\/+$/, '').replace(/\.git$/, '')
+  const path = target.pathname.replace(/\/+$/, '')
+  if (prefix !== '' && path !== prefix && path !== `${prefix}.git` && !path.startsWith(`${prefix}/`)) {
+    return `must be under ${where}, the account's remote, because the account has credentials`
+  }
+  return null
+}
+
+function parseUrl(text: string): URL | null {
+  try {
+    return new URL(text)
+  } catch {
+    return null
+  }
 }
 
 interface Run {
@@ -70,7 +115,11 @@ function gitEnv(location: SourceLocation, allowFileUrls: boolean): Record<string
   for (const name of ['PATH', 'HOME', 'TMPDIR', 'SYSTEMROOT']) if (process.env[name] !== undefined) env[name] = process.env[name]!
   const config: Array<[string, string]> = []
   if (allowFileUrls) config.push(['protocol.file.allow', 'always'])
-  if (location.token) config.push(['http.extraHeader', `Authorization: Basic ${Buffer.from(`x-access-token:${location.token}`).toString('base64')}`])
+  if (location.token) {
+    config.push(['http.extraHeader', `Authorization: Basic ${Buffer.from(`x-access-token:${location.token}`).toString('base64')}`])
+    // git re-bases later requests on a redirect's target and sends extra headers there too.
+    config.push(['http.followRedirects', 'false'])
+  }
   env.GIT_CONFIG_COUNT = String(config.length)
   config.forEach(([key, value], i) => {
     env[`GIT_CONFIG_KEY_${i}`] = key
@@ -116,6 +165,11 @@ async function readBlobs(command: string, dir: string, env: Record<string, strin
 export async function gitSnapshot(location: SourceLocation, options: GitOptions, signal: AbortSignal): Promise<SourceSnapshot> {
   const problem = checkGitUrl(location.remoteId, options.allowFileUrls)
   if (problem) throw sourceFailure('invalid_remote', `remoteId ${problem}`, false)
+  if (location.token) {
+    // Again at sync time: the target may predate the rule or the account's credentials.
+    const scope = checkCredentialScope(location.accountRemoteId, location.remoteId)
+    if (scope) throw sourceFailure('remote_outside_account', `remoteId ${scope}`, false)
+  }
   const env = gitEnv(location, options.allowFileUrls)
   const dir = await mkdtemp(join(tmpdir(), 'svc-git-'))
   const cleanup = () => rm(dir, { recursive: true, force: true })

@@ -36,6 +36,11 @@ export interface SourceLocation {
   branch: string | null
   /** A token from the account's sealed credentials, if any. */
   token: string | null
+  /**
+   * The account's own remote id: where its token may go. For `git` a token is only sent to an
+   * https:// URL on the same host and port and under the same path (see `checkCredentialScope`).
+   */
+  accountRemoteId: string
 }
 
 /** A source failure: `retriable` for network and server trouble, not for bad input. */
