@@ -9,7 +9,7 @@ import { buildFixtureOrg } from '../testing/org-fixture.ts'
 import { startAsyncTestPlane, waitFor, type AsyncTestPlane } from './async-test-kit.ts'
 import { backoffDelay } from './backoff.ts'
 import { enqueueJob, JobFailure } from './job-queue.ts'
-import { JobRunner, type JobHandler, type JobRunnerSettings } from './job-runner.ts'
+import { JobRunner, UNEXPECTED_FAILURE, type JobHandler, type JobRunnerSettings } from './job-runner.ts'
 
 const test = suite('control-plane/jobs', { timeoutMs: 30_000 })
 
@@ -53,6 +53,21 @@ test('a retriable failure is retried with backoff until it succeeds', async () =
     // Backoff after attempt 1 is ~30 ms and after attempt 2 ~60 ms (±20 %).
     assert.ok(starts[1]! - starts[0]! >= 24, `first retry waited ${starts[1]! - starts[0]!} ms`)
     assert.ok(starts[2]! - starts[1]! >= 48, `second retry waited ${starts[2]! - starts[1]!} ms`)
+  } finally {
+    await r.stop()
+    await t.close()
+  }
+})
+
+test('an unexpected exception is recorded as internal_error without its text, which only the server log gets', async () => {
+  const t = await startAsyncTestPlane()
+  const r = runner(t)
+  try {
+    r.register({ kind: 'test.throws', async run() { throw new Error('SQLITE_CONSTRAINT: UNIQUE failed at /srv/secret/path key k_123') } })
+    const id = await enqueueJob(t.app.deps.db, Date.now(), { kind: 'test.throws', orgId: null, maxAttempts: 1, deadlineMs: 5000 })
+    r.start()
+    const row = await waitFor(() => jobRow(t, id), (j) => j.status === 'failed')
+    assert.equal([row.last_reason, row.last_error], ['internal_error', UNEXPECTED_FAILURE])
   } finally {
     await r.stop()
     await t.close()

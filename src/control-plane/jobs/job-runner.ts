@@ -88,6 +88,10 @@ interface Active {
 }
 
 /** The runner. Create one per control plane; `start()` after migrations, `stop()` in close(). */
+
+/** What a job row says when its attempt threw something other than a JobFailure. */
+export const UNEXPECTED_FAILURE = 'Unexpected error while running the job; details are in the server log'
+
 export class JobRunner {
   readonly id = `run_${randomBytes(6).toString('hex')}`
   readonly #db: Kysely<ControlPlaneDb>
@@ -308,8 +312,10 @@ export class JobRunner {
 
   async #fail(job: JobTable, handler: JobHandler<never>, error: unknown): Promise<void> {
     if (error instanceof LeaseLost || (error instanceof StopAbort)) return
-    const failure = error instanceof JobFailure ? error : new JobFailure('internal_error', (error as Error)?.message ?? String(error))
-    if (!(error instanceof JobFailure)) this.#log.warn('job attempt threw', { jobId: job.id, kind: job.kind, error: failure.message })
+    // An unexpected exception's text (SQL errors, file paths, key ids) stays in the server log; the
+    // job row, which members read through the job and sync-event routes, gets a fixed message.
+    if (!(error instanceof JobFailure)) this.#log.warn('job attempt threw', { jobId: job.id, kind: job.kind, error: (error as Error)?.message ?? String(error) })
+    const failure = error instanceof JobFailure ? error : new JobFailure('internal_error', UNEXPECTED_FAILURE)
     const final = !failure.retriable || job.attempts >= job.max_attempts
     const now = this.#now()
     const nextRunAt = final ? null : iso(now + backoffDelay(this.#settings.backoff, job.attempts))
