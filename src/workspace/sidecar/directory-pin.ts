@@ -22,7 +22,8 @@ export function pinnedUpstreamUrl(baseUrl: string, rest: string, search: string,
   const path = rest.startsWith('/') ? rest : `/${rest}`
   const pinned = `directory=${encodeURIComponent(directory)}`
   // Most requests carry no query: skip the parameter rewrite (it showed in proxy profiles).
-  const url = new URL(baseUrl + path + (search === '' || search === '?' ? `?${pinned}` : ''))
+  const v2 = path.toLowerCase().startsWith('/api/') ? `&location%5Bdirectory%5D=${encodeURIComponent(directory)}` : ''
+  const url = new URL(baseUrl + path + (search === '' || search === '?' ? `?${pinned}${v2}` : ''))
   // URL parsing resolves `..` and `%2e%2e`; a path that climbs above the base is refused.
   const basePath = basePathOf(baseUrl)
   if (basePath && url.pathname !== basePath && !url.pathname.startsWith(basePath + '/')) return null
@@ -31,9 +32,11 @@ export function pinnedUpstreamUrl(baseUrl: string, rest: string, search: string,
   // Compare decoded, case-insensitive key names so `Directory`, `%64irectory` or `directory[]` cannot slip through.
   for (const key of [...new Set(params.keys())]) {
     const normal = key.toLowerCase().replace(/\[\]$/, '')
-    if (PINNED_KEYS.includes(normal) || DROPPED_KEYS.includes(normal)) params.delete(key)
+    // V2 routes (`/api/*`) take the directory as a nested `location[directory]` (or `location.x`) object.
+    if (PINNED_KEYS.includes(normal) || DROPPED_KEYS.includes(normal) || normal.startsWith('location')) params.delete(key)
   }
   params.set('directory', directory)
+  if (path.toLowerCase().startsWith('/api/')) params.set('location[directory]', directory)
   url.search = params.toString()
   return url
 }
@@ -61,7 +64,8 @@ function basePathOf(baseUrl: string): string {
  * null. `/session/status` is a collection route, not a session.
  */
 export function sessionIdInPath(rest: string): string | null {
-  const match = /^\/(?:experimental\/|api\/)?session\/([^/?#]+)/.exec(rest)
+  // OpenCode routes case-insensitively, so `/Session/<id>` addresses the same session.
+  const match = /^\/(?:experimental\/|api\/)?session\/([^/?#]+)/i.exec(rest)
   if (!match) return null
   let id: string
   try {
@@ -70,4 +74,16 @@ export function sessionIdInPath(rest: string): string | null {
     return null
   }
   return id === 'status' || id === 'active' ? null : id
+}
+
+/**
+ * Why a proxied path is refused before any check runs, or null. OpenCode's router collapses `//`,
+ * ignores `;suffix` on a segment and decodes `%2F`/`%5C`, so such a path would reach a route the
+ * string checks here (ownership, owner-only, event filtering) did not see; no client needs them.
+ */
+export function ambiguousPath(path: string): string | null {
+  if (path.includes('//')) return 'empty path segment (//)'
+  if (path.includes(';')) return 'semicolon in path'
+  if (/%2f|%5c/i.test(path)) return 'encoded slash in path'
+  return null
 }

@@ -140,6 +140,16 @@ proxy('dot segments cannot climb out of the policy: an encoded traversal to a gl
   assert.is(ctx.fake.requests.filter((r) => r.path === '/global/dispose').length, before)
 })
 
+proxy('path variants OpenCode routes loosely are refused or checked as it routes them: //, ;suffix and letter case', async () => {
+  const before = ctx.fake.requests.length
+  for (const path of ['/sidecar//global/dispose', '/sidecar//session/ses_x', '/sidecar/session//ses_x', '/sidecar/session/ses_x;x']) {
+    const res = await ctx.kit.req(path, { method: path.includes('dispose') ? 'POST' : 'GET' })
+    assert.equal([res.status, (await res.json()).code], [400, 'invalid_sidecar_path'], path)
+  }
+  assert.is((await ctx.kit.req('/sidecar/Global/dispose', { method: 'POST' })).status, 403, 'an owner-only route in another case')
+  assert.is(ctx.fake.requests.length, before, 'none of them reached the sidecar')
+})
+
 proxy('a read-only server refuses proxied writes with 403 read_only and still forwards reads', async () => {
   const ro = await startSidecarApp({ workspaces: [{ sidecar: { baseUrl: ctx.fake.url, password: PASSWORD } }], readOnly: true })
   try {

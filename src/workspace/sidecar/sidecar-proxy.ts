@@ -11,7 +11,7 @@ import type { Logger } from '../../core/logger.ts'
 import type { StreamRegistry } from '../../core/sse.ts'
 import type { Principal } from '../auth.ts'
 import { relayBody } from './body-relay.ts'
-import { pinnedUpstreamUrl, sessionIdInPath, upstreamRelativePath } from './directory-pin.ts'
+import { ambiguousPath, pinnedUpstreamUrl, sessionIdInPath, upstreamRelativePath } from './directory-pin.ts'
 import { heartbeatFrameFor, relayEventStream } from './event-stream-relay.ts'
 import { basicAuthorization, downstreamResponseHeaders, upstreamRequestHeaders } from './header-policy.ts'
 import { assertProxyAllowed } from './proxy-policy.ts'
@@ -48,7 +48,7 @@ const NO_BODY_METHODS = new Set(['GET', 'HEAD'])
  * JSON answer cost a third of the proxy's throughput, and nothing is gained by streaming 64 KiB.
  */
 const SMALL_BODY_BYTES = 64 * 1024
-const EVENT_PATHS = new Set(['/event', '/global/event'])
+const EVENT_PATHS = new Set(['/event', '/global/event', '/api/event'])
 
 function isEventStreamType(contentType: string | null): boolean {
   return (contentType ?? '').toLowerCase().startsWith('text/event-stream')
@@ -62,7 +62,10 @@ export async function forwardToSidecar(input: ProxyInput, ctx: ProxyContext): Pr
   const url = pinnedUpstreamUrl(target.baseUrl, input.rest, input.search, target.directory)
   if (!url) throw new ApiError(404, 'not_found', 'Not found')
   const path = upstreamRelativePath(url, target.baseUrl)
-  assertProxyAllowed({ method, path, principal: input.principal, readOnly: ctx.readOnly })
+  const ambiguous = ambiguousPath(path)
+  if (ambiguous) throw new ApiError(400, 'invalid_sidecar_path', `The sidecar path is ambiguous (${ambiguous})`)
+  // OpenCode matches routes case-insensitively, so policy checks compare the lower-cased path.
+  assertProxyAllowed({ method, path: path.toLowerCase(), principal: input.principal, readOnly: ctx.readOnly })
 
   const authorization = basicAuthorization(target.username, target.password)
   const sessionId = sessionIdInPath(path)
@@ -77,7 +80,7 @@ export async function forwardToSidecar(input: ProxyInput, ctx: ProxyContext): Pr
     if (ownership === 'foreign') throw new ApiError(404, 'session_not_found', 'Session not found')
   }
 
-  const isEvents = method === 'GET' && (EVENT_PATHS.has(path) || (request.headers.get('accept') ?? '').includes('text/event-stream'))
+  const isEvents = method === 'GET' && (EVENT_PATHS.has(path.toLowerCase()) || (request.headers.get('accept') ?? '').includes('text/event-stream'))
   const upstream = new AbortController()
   // Until the sidecar answers, a client abort (or, on Deno, the end of the exchange) cancels the request;
   // afterwards the relay's cancel() is the disconnect hook.
@@ -130,7 +133,7 @@ export async function forwardToSidecar(input: ProxyInput, ctx: ProxyContext): Pr
       registry: ctx.streams,
       onClientCancel: () => { upstream.abort(); logAbort() },
       onUpstreamEnd: (reason) => { if (reason === 'dropped') log.warn('sidecar event stream dropped', { requestId: input.requestId, path, workspaceId: input.workspaceId }) },
-      keepFrame: path === '/global/event' ? ownDirectoryOnly(target.directory) : undefined,
+      keepFrame: /^\/(global|api)\/event$/i.test(path) ? ownDirectoryOnly(target.directory) : undefined,
     })
     return new Response(body, { status: response.status, headers })
   }

@@ -1,6 +1,6 @@
 import { assert, suite } from '../../../tests/harness.ts'
 import { directoryHeaderValue, downstreamResponseHeaders, upstreamRequestHeaders } from './header-policy.ts'
-import { pinnedUpstreamUrl, sessionIdInPath, upstreamRelativePath } from './directory-pin.ts'
+import { ambiguousPath, pinnedUpstreamUrl, sessionIdInPath, upstreamRelativePath } from './directory-pin.ts'
 import { restartDelayMs, sidecarEnvironment } from './managed-sidecar.ts'
 import { ReloadDebouncer } from './sidecar-reload.ts'
 import { MOUNT_MISMATCH_PATH, workspaceMountRewrite } from './workspace-mount.ts'
@@ -27,6 +27,17 @@ units('pinning resolves dot segments first and refuses paths that climb above th
   const inside = pinnedUpstreamUrl('http://h:1', '/session/%2e%2e/global/dispose', '?directory=/x', '/d')!
   assert.is(upstreamRelativePath(inside, 'http://h:1'), '/global/dispose')
   assert.equal([...inside.searchParams], [['directory', '/d']])
+})
+
+units('V2 location queries are pinned like directory, and paths OpenCode would route loosely are ambiguous', () => {
+  const v2 = pinnedUpstreamUrl('http://h:1', '/api/fs/read/secret.txt', '?location[directory]=/etc&Location.directory=/x&q=1', '/d')!
+  assert.equal([...v2.searchParams].sort(), [['directory', '/d'], ['location[directory]', '/d'], ['q', '1']])
+  const bare = pinnedUpstreamUrl('http://h:1', '/api/fs/list', '', '/d')!
+  assert.is(bare.searchParams.get('location[directory]'), '/d')
+  assert.is(pinnedUpstreamUrl('http://h:1', '/session', '', '/d')!.searchParams.has('location[directory]'), false)
+  for (const path of ['//session/ses_1', '/session//ses_1', '/session/ses_1;x', '/global%2Fdispose']) assert.ok(ambiguousPath(path), path)
+  assert.is(ambiguousPath('/session/ses_1/message'), null)
+  assert.is(sessionIdInPath('/Session/ses_1'), 'ses_1', 'OpenCode routes case-insensitively')
 })
 
 units('session ids are recognised on every session prefix, collection routes are not sessions', () => {
