@@ -28,117 +28,86 @@ function linkOut(s: TestServer, rel: string, outside: string): void {
   symlinkSync(outside, join(s.root, rel))
 }
 
-test('a skill is neither created, deleted nor listed through a .opencode/skills symlink that leads outside', async () => {
+/** Runs `body` on a fresh server whose `rel` now lives at `<temp dir>/<name>` behind a symlink. */
+async function withLinkedOut(rel: string, name: string, body: (s: TestServer, outside: string) => Promise<void>): Promise<void> {
   const s = await startTestServer()
   const out = tempDir('svc-outside-')
   try {
-    const outside = join(out.path, 'skills')
-    linkOut(s, '.opencode/skills', outside)
-    writeFileSync(join(outside, 'hello-world/precious.txt'), 'do not lose\n')
-
-    await refused(await send(s, 'POST', '/skills', { name: 'evil', content: '---\ndescription: d\n---\nbody\n' }), 'POST /skills')
-    assert.not.ok(existsSync(join(outside, 'evil')), 'nothing was created outside')
-
-    await refused(await send(s, 'DELETE', '/skills/hello-world'), 'DELETE /skills/hello-world')
-    assert.is(readFileSync(join(outside, 'hello-world/precious.txt'), 'utf8'), 'do not lose\n')
-    assert.ok(existsSync(join(outside, 'hello-world/SKILL.md')), 'the outside skill is still there')
-
-    // The writers themselves refuse too (a link swapped in after the route's checks).
-    await rejects(writeSkill(s.root, await prepareSkill({ name: 'evil', content: 'body', description: 'd' })), 'writeSkill')
-    await rejects(deleteSkill(s.root, 'hello-world'), 'deleteSkill')
-    assert.ok(existsSync(join(outside, 'hello-world/precious.txt')))
-
-    const list = await send(s, 'GET', '/skills')
-    const text = await list.text()
-    assert.is(list.status, 400)
-    assert.not.ok(text.includes('hello-world'), 'outside skills are not listed')
-    assert.equal(readdirSync(outside).sort(), ['hello-world', 'no-description'])
+    const outside = join(out.path, name)
+    linkOut(s, rel, outside)
+    await body(s, outside)
   } finally {
     out.remove()
     await s.dispose()
   }
-})
+}
 
-test('a skill folder that is itself a symlink out is neither written through nor followed on delete', async () => {
-  const s = await startTestServer()
-  const out = tempDir('svc-outside-')
-  try {
-    const outside = join(out.path, 'hello-world')
-    linkOut(s, '.opencode/skills/hello-world', outside)
-    writeFileSync(join(outside, 'precious.txt'), 'do not lose\n')
-    const before = readFileSync(join(outside, 'SKILL.md'), 'utf8')
+test('a skill is neither created, deleted nor listed through a .opencode/skills symlink that leads outside', () => withLinkedOut('.opencode/skills', 'skills', async (s, outside) => {
+  writeFileSync(join(outside, 'hello-world/precious.txt'), 'do not lose\n')
 
-    await refused(await send(s, 'POST', '/skills', { name: 'hello-world', content: '---\ndescription: d\n---\nreplaced\n' }), 'POST /skills hello-world')
-    assert.is(readFileSync(join(outside, 'SKILL.md'), 'utf8'), before)
-    // The link is not a skill folder, so it is not listed and cannot be deleted by name.
-    assert.is((await send(s, 'DELETE', '/skills/hello-world')).status, 404)
-    assert.is(readFileSync(join(outside, 'precious.txt'), 'utf8'), 'do not lose\n')
-  } finally {
-    out.remove()
-    await s.dispose()
-  }
-})
+  await refused(await send(s, 'POST', '/skills', { name: 'evil', content: '---\ndescription: d\n---\nbody\n' }), 'POST /skills')
+  assert.not.ok(existsSync(join(outside, 'evil')), 'nothing was created outside')
 
-test('a command is neither written nor removed through a .opencode symlink that leads outside', async () => {
-  const s = await startTestServer()
-  const out = tempDir('svc-outside-')
-  try {
-    const outside = join(out.path, 'opencode')
-    linkOut(s, '.opencode', outside)
+  await refused(await send(s, 'DELETE', '/skills/hello-world'), 'DELETE /skills/hello-world')
+  assert.is(readFileSync(join(outside, 'hello-world/precious.txt'), 'utf8'), 'do not lose\n')
+  assert.ok(existsSync(join(outside, 'hello-world/SKILL.md')), 'the outside skill is still there')
 
-    await refused(await send(s, 'POST', '/commands', { name: 'x', template: 't' }), 'POST /commands')
-    assert.equal(readdirSync(join(outside, 'commands')), ['review.md'])
+  // The writers themselves refuse too (a link swapped in after the route's checks).
+  await rejects(writeSkill(s.root, await prepareSkill({ name: 'evil', content: 'body', description: 'd' })), 'writeSkill')
+  await rejects(deleteSkill(s.root, 'hello-world'), 'deleteSkill')
+  assert.ok(existsSync(join(outside, 'hello-world/precious.txt')))
 
-    await refused(await send(s, 'DELETE', '/commands/review'), 'DELETE /commands/review')
-    assert.ok(existsSync(join(outside, 'commands/review.md')), 'the outside command is still there')
-    await rejects(writeCommand(s.root, { rel: '.opencode/commands/x.md', text: 't' }), 'writeCommand')
-    await rejects(deleteCommand(s.root, 'review'), 'deleteCommand')
-    assert.equal(readdirSync(join(outside, 'commands')), ['review.md'])
+  const list = await send(s, 'GET', '/skills')
+  const text = await list.text()
+  assert.is(list.status, 400)
+  assert.not.ok(text.includes('hello-world'), 'outside skills are not listed')
+  assert.equal(readdirSync(outside).sort(), ['hello-world', 'no-description'])
+}))
 
-    const list = await send(s, 'GET', '/commands')
-    assert.is(list.status, 400)
-    assert.not.ok((await list.text()).includes('review'), 'outside commands are not listed')
-  } finally {
-    out.remove()
-    await s.dispose()
-  }
-})
+test('a skill folder that is itself a symlink out is neither written through nor followed on delete', () => withLinkedOut('.opencode/skills/hello-world', 'hello-world', async (s, outside) => {
+  writeFileSync(join(outside, 'precious.txt'), 'do not lose\n')
+  const before = readFileSync(join(outside, 'SKILL.md'), 'utf8')
 
-test('a command is not written through a .opencode/commands symlink that leads outside', async () => {
-  const s = await startTestServer()
-  const out = tempDir('svc-outside-')
-  try {
-    const outside = join(out.path, 'commands')
-    linkOut(s, '.opencode/commands', outside)
-    await refused(await send(s, 'POST', '/commands', { name: 'x', template: 't' }), 'POST /commands')
-    await refused(await send(s, 'DELETE', '/commands/review'), 'DELETE /commands/review')
-    assert.equal(readdirSync(outside), ['review.md'])
-  } finally {
-    out.remove()
-    await s.dispose()
-  }
-})
+  await refused(await send(s, 'POST', '/skills', { name: 'hello-world', content: '---\ndescription: d\n---\nreplaced\n' }), 'POST /skills hello-world')
+  assert.is(readFileSync(join(outside, 'SKILL.md'), 'utf8'), before)
+  // The link is not a skill folder, so it is not listed and cannot be deleted by name.
+  assert.is((await send(s, 'DELETE', '/skills/hello-world')).status, 404)
+  assert.is(readFileSync(join(outside, 'precious.txt'), 'utf8'), 'do not lose\n')
+}))
 
-test('a config patch does not read or rewrite service.json through a .opencode symlink that leads outside', async () => {
-  const s = await startTestServer()
-  const out = tempDir('svc-outside-')
-  try {
-    const outside = join(out.path, 'opencode')
-    linkOut(s, '.opencode', outside)
-    const before = readFileSync(join(outside, 'service.json'), 'utf8')
+test('a command is neither written nor removed through a .opencode symlink that leads outside', () => withLinkedOut('.opencode', 'opencode', async (s, outside) => {
 
-    await refused(await send(s, 'PATCH', '/config', { workspace: { pwned: true } }), 'PATCH /config workspace')
-    assert.is(readFileSync(join(outside, 'service.json'), 'utf8'), before)
-    assert.equal(readdirSync(outside).filter((n) => n.startsWith('.svc-tmp-')), [], 'no temp file left outside')
+  await refused(await send(s, 'POST', '/commands', { name: 'x', template: 't' }), 'POST /commands')
+  assert.equal(readdirSync(join(outside, 'commands')), ['review.md'])
 
-    const config = await send(s, 'GET', '/config')
-    assert.is(config.status, 400)
-    assert.not.ok((await config.text()).includes('Workspace basic'), 'the outside service.json is not returned')
-  } finally {
-    out.remove()
-    await s.dispose()
-  }
-})
+  await refused(await send(s, 'DELETE', '/commands/review'), 'DELETE /commands/review')
+  assert.ok(existsSync(join(outside, 'commands/review.md')), 'the outside command is still there')
+  await rejects(writeCommand(s.root, { rel: '.opencode/commands/x.md', text: 't' }), 'writeCommand')
+  await rejects(deleteCommand(s.root, 'review'), 'deleteCommand')
+  assert.equal(readdirSync(join(outside, 'commands')), ['review.md'])
+
+  const list = await send(s, 'GET', '/commands')
+  assert.is(list.status, 400)
+  assert.not.ok((await list.text()).includes('review'), 'outside commands are not listed')
+}))
+
+test('a command is not written through a .opencode/commands symlink that leads outside', () => withLinkedOut('.opencode/commands', 'commands', async (s, outside) => {
+  await refused(await send(s, 'POST', '/commands', { name: 'x', template: 't' }), 'POST /commands')
+  await refused(await send(s, 'DELETE', '/commands/review'), 'DELETE /commands/review')
+  assert.equal(readdirSync(outside), ['review.md'])
+}))
+
+test('a config patch does not read or rewrite service.json through a .opencode symlink that leads outside', () => withLinkedOut('.opencode', 'opencode', async (s, outside) => {
+  const before = readFileSync(join(outside, 'service.json'), 'utf8')
+
+  await refused(await send(s, 'PATCH', '/config', { workspace: { pwned: true } }), 'PATCH /config workspace')
+  assert.is(readFileSync(join(outside, 'service.json'), 'utf8'), before)
+  assert.equal(readdirSync(outside).filter((n) => n.startsWith('.svc-tmp-')), [], 'no temp file left outside')
+
+  const config = await send(s, 'GET', '/config')
+  assert.is(config.status, 400)
+  assert.not.ok((await config.text()).includes('Workspace basic'), 'the outside service.json is not returned')
+}))
 
 test('the project config is not read or rewritten through an opencode.jsonc symlink that leads outside', async () => {
   const s = await startTestServer()
@@ -161,24 +130,15 @@ test('the project config is not read or rewritten through an opencode.jsonc syml
   }
 })
 
-test('a plugin file is not removed or listed through a .opencode/plugins symlink that leads outside', async () => {
-  const s = await startTestServer()
-  const out = tempDir('svc-outside-')
-  try {
-    const outside = join(out.path, 'plugins')
-    linkOut(s, '.opencode/plugins', outside)
+test('a plugin file is not removed or listed through a .opencode/plugins symlink that leads outside', () => withLinkedOut('.opencode/plugins', 'plugins', async (s, outside) => {
 
-    await refused(await send(s, 'DELETE', '/plugins/local-notes'), 'DELETE /plugins/local-notes')
-    assert.ok(existsSync(join(outside, 'local-notes.ts')), 'the outside plugin file is still there')
+  await refused(await send(s, 'DELETE', '/plugins/local-notes'), 'DELETE /plugins/local-notes')
+  assert.ok(existsSync(join(outside, 'local-notes.ts')), 'the outside plugin file is still there')
 
-    const list = await send(s, 'GET', '/plugins')
-    assert.is(list.status, 400)
-    assert.not.ok((await list.text()).includes('local-notes'), 'outside plugin files are not listed')
-  } finally {
-    out.remove()
-    await s.dispose()
-  }
-})
+  const list = await send(s, 'GET', '/plugins')
+  assert.is(list.status, 400)
+  assert.not.ok((await list.text()).includes('local-notes'), 'outside plugin files are not listed')
+}))
 
 test('extension folders linked to a place inside the workspace keep working', async () => {
   const s = await startTestServer()
