@@ -36,14 +36,28 @@ const orderFile = (mode: string, root = '.') => join(root, ORDER_DIR, `${mode}.t
  * The `bun build` arguments that compile `entry` the way the product is compiled. Exported so the
  * bench's module-floor reference is built with exactly these flags and profiles.
  */
-export function compileArgs(entry: string, outfile: string, options: { root?: string; target?: string; withOrder?: boolean } = {}): string[] {
-  const profiles = options.withOrder === false ? [] : MODES.map((mode) => orderFile(mode, options.root)).filter((f) => existsSync(f))
+export function compileArgs(
+  entry: string,
+  outfile: string,
+  options: { root?: string; target?: string; withOrder?: boolean } = {},
+): string[] {
+  const profiles =
+    options.withOrder === false ? [] : MODES.map((mode) => orderFile(mode, options.root)).filter((f) => existsSync(f))
   return [
     // Bytecode halves start-up (modules are not re-parsed); it needs ESM output for top-level await.
     // Splitting keeps each mode's code in its own chunk, loaded only when that mode starts.
-    'build', entry, '--compile', '--minify', '--sourcemap', '--bytecode', '--format=esm', '--splitting',
-    '--no-compile-autoload-dotenv', '--no-compile-autoload-bunfig',
-    '--outfile', outfile,
+    'build',
+    entry,
+    '--compile',
+    '--minify',
+    '--sourcemap',
+    '--bytecode',
+    '--format=esm',
+    '--splitting',
+    '--no-compile-autoload-dotenv',
+    '--no-compile-autoload-bunfig',
+    '--outfile',
+    outfile,
     ...(profiles.length ? ['--bytecode-order', profiles.join(',')] : []),
     ...(options.target ? ['--target', options.target] : []),
   ]
@@ -71,15 +85,33 @@ async function recordStart(binary: string, mode: (typeof MODES)[number]): Promis
     let args: string[]
     if (mode === 'workspace') {
       mkdirSync(join(dir, 'ws/.opencode/skills/example'), { recursive: true })
-      writeFileSync(join(dir, 'ws/.opencode/skills/example/SKILL.md'), '---\nname: example\ndescription: An example skill\n---\nBody\n')
+      writeFileSync(
+        join(dir, 'ws/.opencode/skills/example/SKILL.md'),
+        '---\nname: example\ndescription: An example skill\n---\nBody\n',
+      )
       writeFileSync(join(dir, 'ws/opencode.json'), '{"$schema":"https://opencode.ai/config.json"}\n')
-      writeFileSync(join(dir, 'server.json'), JSON.stringify({ workspaces: [{ path: join(dir, 'ws'), id: 'ws' }], token, hostToken: `${token}-host`, approval: { mode: 'auto' } }))
+      writeFileSync(
+        join(dir, 'server.json'),
+        JSON.stringify({
+          workspaces: [{ path: join(dir, 'ws'), id: 'ws' }],
+          token,
+          hostToken: `${token}-host`,
+          approval: { mode: 'auto' },
+        }),
+      )
       args = ['--mode', 'workspace', '--config', join(dir, 'server.json'), '--data-dir', join(dir, 'data')]
     } else {
       args = ['--mode', 'control-plane', '--data-dir', join(dir, 'data')]
     }
-    const child = spawn(resolve(binary), [...args, '--port', '0', '--host', '127.0.0.1'], { cwd: dir, env: { ...process.env, BUN_BYTECODE_ORDER_OUT: out }, stdio: ['ignore', 'pipe', 'inherit'] })
-    const exited = new Promise<number | null>((done, fail) => { child.on('exit', done); child.on('error', fail) })
+    const child = spawn(resolve(binary), [...args, '--port', '0', '--host', '127.0.0.1'], {
+      cwd: dir,
+      env: { ...process.env, BUN_BYTECODE_ORDER_OUT: out },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
+    const exited = new Promise<number | null>((done, fail) => {
+      child.on('exit', done)
+      child.on('error', fail)
+    })
     const base = await new Promise<string>((found, reject) => {
       let text = ''
       child.stdout!.on('data', (chunk: Buffer) => {
@@ -89,7 +121,10 @@ async function recordStart(binary: string, mode: (typeof MODES)[number]): Promis
       })
       exited.then(() => reject(new Error(`${mode} start exited before listening`)), reject)
     })
-    const paths = mode === 'workspace' ? ['/health', '/workspaces', '/workspace/ws/config', '/workspace/ws/skills', '/workspace/ws/commands'] : ['/health']
+    const paths =
+      mode === 'workspace'
+        ? ['/health', '/workspaces', '/workspace/ws/config', '/workspace/ws/skills', '/workspace/ws/commands']
+        : ['/health']
     for (const path of paths) {
       const res = await fetch(base + path, { headers: { authorization: `Bearer ${token}` } })
       await res.arrayBuffer()
@@ -110,13 +145,15 @@ if (import.meta.main) {
   mkdirSync(outDir, { recursive: true })
   // Split chunks leave per-chunk source maps beside the binary under fresh hashed names on every
   // build; the executable embeds what it needs, so stale maps would only pile up.
-  for (const name of readdirSync(outDir)) if (name.endsWith('.js.map') || name === 'service-server.map') rmSync(`${outDir}/${name}`)
+  for (const name of readdirSync(outDir))
+    if (name.endsWith('.js.map') || name === 'service-server.map') rmSync(`${outDir}/${name}`)
   if (process.argv.includes('--record-order')) {
     build(`${outDir}/service-server`, undefined, false)
     for (const mode of MODES) await recordStart(`${outDir}/service-server`, mode)
   }
   if (process.argv.includes('--all')) {
-    for (const [name, target] of Object.entries(TARGETS)) build(`${outDir}/service-server-${name}${name.startsWith('windows') ? '.exe' : ''}`, target)
+    for (const [name, target] of Object.entries(TARGETS))
+      build(`${outDir}/service-server-${name}${name.startsWith('windows') ? '.exe' : ''}`, target)
   } else {
     build(`${outDir}/service-server`)
   }

@@ -28,12 +28,25 @@ const server = bun.serve({
   idleTimeout: 0,
   fetch: (request: Request) => {
     sink += request.url.length + request.method.length
-    const body = JSON.stringify({ ok: true, version: '0.0.0', mode: 'workspace', uptimeMs: Math.round(performance.now() - started) })
-    return new Response(body, { headers: { 'content-type': 'application/json; charset=utf-8', 'x-request-id': `req_0000000000000000${(++counter).toString(36)}`, 'x-content-type-options': 'nosniff' } })
+    const body = JSON.stringify({
+      ok: true,
+      version: '0.0.0',
+      mode: 'workspace',
+      uptimeMs: Math.round(performance.now() - started),
+    })
+    return new Response(body, {
+      headers: {
+        'content-type': 'application/json; charset=utf-8',
+        'x-request-id': `req_0000000000000000${(++counter).toString(36)}`,
+        'x-content-type-options': 'nosniff',
+      },
+    })
   },
 })
 
 console.log(`service-server ceiling ceiling listening on http://${server.hostname}:${server.port}`)
-process.on('exit', () => { if (sink < 0) console.log(sink) })
+process.on('exit', () => {
+  if (sink < 0) console.log(sink)
+})
 
 export {}

@@ -69,11 +69,21 @@ function parseArgs(argv: string[]): { settings: BenchSettings; names: string[]; 
       return v
     }
     switch (a) {
-      case '--rounds': settings.rounds = Math.round(num()); break
-      case '--duration': settings.durationSec = Math.round(num()); break
-      case '--connections': settings.connections = Math.round(num()); break
-      case '--warmup': settings.warmupSec = Math.round(num(true)); break
-      case '--starts': settings.starts = Math.round(num()); break
+      case '--rounds':
+        settings.rounds = Math.round(num())
+        break
+      case '--duration':
+        settings.durationSec = Math.round(num())
+        break
+      case '--connections':
+        settings.connections = Math.round(num())
+        break
+      case '--warmup':
+        settings.warmupSec = Math.round(num(true))
+        break
+      case '--starts':
+        settings.starts = Math.round(num())
+        break
       case '--tool': {
         const t = value()
         if (t !== 'wrk' && t !== 'autocannon') throw new Error('--tool must be wrk or autocannon')
@@ -86,12 +96,17 @@ function parseArgs(argv: string[]): { settings: BenchSettings; names: string[]; 
         settings.mode = m
         break
       }
-      case '--strict': strict = true; break
-      case '--list': list = true; break
+      case '--strict':
+        strict = true
+        break
+      case '--list':
+        list = true
+        break
       case '-h':
       case '--help':
         console.log(readUsage())
         process.exit(0)
+        break
       default:
         if (a.startsWith('-')) throw new Error(`unknown option ${a}`)
         names.push(a)
@@ -110,7 +125,9 @@ env: BENCH_ROUNDS BENCH_DURATION BENCH_CONNECTIONS BENCH_WARMUP BENCH_STARTS BEN
 
 async function loadCases(): Promise<BenchCase[]> {
   const dir = join(benchDir, 'cases')
-  const files = readdirSync(dir).filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')).sort()
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))
+    .sort()
   const cases: BenchCase[] = []
   for (const file of files) {
     const mod = await import(pathToFileURL(join(dir, file)).href)
@@ -151,7 +168,9 @@ async function main(): Promise<number> {
 
   const busy = (load: number | null) => load !== null && load > machine.cores * 0.5
   if (busy(machine.loadAverage1m)) {
-    console.log(`WARNING: load average ${machine.loadAverage1m} on ${machine.cores} cores before starting; other work on this machine will make ratios noisy`)
+    console.log(
+      `WARNING: load average ${machine.loadAverage1m} on ${machine.cores} cores before starting; other work on this machine will make ratios noisy`,
+    )
   }
 
   const figures: Figure[] = []
@@ -161,9 +180,14 @@ async function main(): Promise<number> {
   let productPromise: Promise<string | null> | undefined
   let current: CaseReport | undefined
   let logCounter = 0
-  const stderrFile = (label: string) => join(runTmp, `${String(++logCounter).padStart(3, '0')}-${label.replace(/[^a-z0-9]+/gi, '_')}.stderr.log`)
+  const stderrFile = (label: string) =>
+    join(runTmp, `${String(++logCounter).padStart(3, '0')}-${label.replace(/[^a-z0-9]+/gi, '_')}.stderr.log`)
 
-  const compiledOnce = async (what: string, compile: (root: string, dir: string) => Promise<string>, prefix: string) => {
+  const compiledOnce = async (
+    what: string,
+    compile: (root: string, dir: string) => Promise<string>,
+    prefix: string,
+  ) => {
     const t = Date.now()
     const p = await compile(repoRoot, mkdtempSync(join(runTmp, prefix)))
     ctx.log(`compiled ${what} in ${((Date.now() - t) / 1000).toFixed(1)} s`)

@@ -15,8 +15,12 @@ const code = await main(process.argv.slice(2), {
   env: process.env,
   cwd: process.cwd(),
   // Synchronous writes: the listening line must be visible to a supervisor reading our stdout pipe at once.
-  stdout: (line) => { writeSync(1, line + '\n') },
-  stderr: (line) => { writeSync(2, line + '\n') },
+  stdout: (line) => {
+    writeSync(1, line + '\n')
+  },
+  stderr: (line) => {
+    writeSync(2, line + '\n')
+  },
   stopSignal,
 })
 process.exit(code)

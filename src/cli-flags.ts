@@ -19,23 +19,84 @@ interface FlagSpec {
 
 /** Every flag the server accepts. */
 export const FLAGS: Record<string, FlagSpec> = {
-  mode: { type: 'string', scope: 'common', value: 'workspace|control-plane', help: 'Which surface to serve (default workspace)' },
-  config: { type: 'string', scope: 'common', value: 'path', help: 'Config file (workspace default ~/.config/service/server.json)' },
+  mode: {
+    type: 'string',
+    scope: 'common',
+    value: 'workspace|control-plane',
+    help: 'Which surface to serve (default workspace)',
+  },
+  config: {
+    type: 'string',
+    scope: 'common',
+    value: 'path',
+    help: 'Config file (workspace default ~/.config/service/server.json)',
+  },
   host: { type: 'string', scope: 'common', value: 'addr', help: 'Bind address (default 127.0.0.1)' },
-  port: { type: 'string', scope: 'common', value: 'n', help: 'Port; 0 picks a free one (default 8787 workspace, 8790 control plane)' },
-  'data-dir': { type: 'string', scope: 'common', value: 'dir', help: 'State directory (default ~/.local/share/service)' },
-  'log-format': { type: 'string', scope: 'common', value: 'pretty|json', help: 'Log line format on stderr (default pretty)' },
-  cors: { type: 'string', scope: 'common', value: 'origins', help: 'Comma-separated allowed CORS origins, or * (default none)' },
+  port: {
+    type: 'string',
+    scope: 'common',
+    value: 'n',
+    help: 'Port; 0 picks a free one (default 8787 workspace, 8790 control plane)',
+  },
+  'data-dir': {
+    type: 'string',
+    scope: 'common',
+    value: 'dir',
+    help: 'State directory (default ~/.local/share/service)',
+  },
+  'log-format': {
+    type: 'string',
+    scope: 'common',
+    value: 'pretty|json',
+    help: 'Log line format on stderr (default pretty)',
+  },
+  cors: {
+    type: 'string',
+    scope: 'common',
+    value: 'origins',
+    help: 'Comma-separated allowed CORS origins, or * (default none)',
+  },
   'log-requests': { type: 'boolean', scope: 'common', help: 'Log one line per request (default off)' },
   help: { type: 'boolean', short: 'h', scope: 'common', help: 'Show this help' },
   version: { type: 'boolean', short: 'v', scope: 'common', help: 'Print the version' },
-  token: { type: 'string', scope: 'workspace', value: 'secret', help: 'Client token (prefer the config file or SERVICE_TOKEN: flags show in process lists)' },
-  'host-token': { type: 'string', scope: 'workspace', value: 'secret', help: 'Host token (prefer the config file or SERVICE_HOST_TOKEN)' },
-  approval: { type: 'string', scope: 'workspace', value: 'manual|auto', help: 'Approval mode for writes (default manual)' },
-  'approval-timeout': { type: 'string', scope: 'workspace', value: 'ms', help: 'How long a write waits for the host (default 30000)' },
-  workspace: { type: 'string', multiple: true, scope: 'workspace', value: 'path', help: 'A workspace directory; repeat for several (default: the current directory)' },
+  token: {
+    type: 'string',
+    scope: 'workspace',
+    value: 'secret',
+    help: 'Client token (prefer the config file or SERVICE_TOKEN: flags show in process lists)',
+  },
+  'host-token': {
+    type: 'string',
+    scope: 'workspace',
+    value: 'secret',
+    help: 'Host token (prefer the config file or SERVICE_HOST_TOKEN)',
+  },
+  approval: {
+    type: 'string',
+    scope: 'workspace',
+    value: 'manual|auto',
+    help: 'Approval mode for writes (default manual)',
+  },
+  'approval-timeout': {
+    type: 'string',
+    scope: 'workspace',
+    value: 'ms',
+    help: 'How long a write waits for the host (default 30000)',
+  },
+  workspace: {
+    type: 'string',
+    multiple: true,
+    scope: 'workspace',
+    value: 'path',
+    help: 'A workspace directory; repeat for several (default: the current directory)',
+  },
   'read-only': { type: 'boolean', scope: 'workspace', help: 'Refuse every write' },
-  database: { type: 'string', scope: 'control-plane', value: 'path', help: 'SQLite database file (default <data-dir>/control-plane.sqlite)' },
+  database: {
+    type: 'string',
+    scope: 'control-plane',
+    value: 'path',
+    help: 'SQLite database file (default <data-dir>/control-plane.sqlite)',
+  },
 }
 
 /** A usage problem: printed as one line, exit code 2. */
@@ -59,17 +120,27 @@ export function parseServerFlags(argv: string[]): { mode: Mode; flags: Flags } {
   try {
     parsed = parseArgs({
       args: argv,
-      options: Object.fromEntries(Object.entries(FLAGS).map(([name, f]) => [name, { type: f.type, ...(f.multiple ? { multiple: true } : {}), ...(f.short ? { short: f.short } : {}) }])),
+      options: Object.fromEntries(
+        Object.entries(FLAGS).map(([name, f]) => [
+          name,
+          { type: f.type, ...(f.multiple ? { multiple: true } : {}), ...(f.short ? { short: f.short } : {}) },
+        ]),
+      ),
       strict: true,
       allowPositionals: false,
     })
   } catch (error) {
     const message = (error as Error).message
     const unknown = /Unknown option '([^']+)'/.exec(message)?.[1]
-    const valid = Object.keys(FLAGS).map((n) => `--${n}`).join(', ')
+    const valid = Object.keys(FLAGS)
+      .map((n) => `--${n}`)
+      .join(', ')
     if (unknown) throw new UsageError(`unknown option ${unknown}; valid options: ${valid}`)
     const positional = /Unexpected argument '([^']+)'/.exec(message)?.[1]
-    if (positional) throw new UsageError(`unexpected argument '${positional}'; valid commands: approvals, tokens; valid options: ${valid}`)
+    if (positional)
+      throw new UsageError(
+        `unexpected argument '${positional}'; valid commands: approvals, tokens; valid options: ${valid}`,
+      )
     throw new UsageError(`${message.split('\n')[0]}; valid options: ${valid}`)
   }
   const flags = parsed.values as Flags
@@ -87,7 +158,11 @@ export function parseServerFlags(argv: string[]): { mode: Mode; flags: Flags } {
 /** The `--help` text. */
 export function helpText(version: string): string {
   const line = (name: string, f: FlagSpec) => `  ${(`--${name}${f.value ? ` <${f.value}>` : ''}`).padEnd(34)}${f.help}`
-  const section = (scope: FlagScope) => Object.entries(FLAGS).filter(([, f]) => f.scope === scope).map(([n, f]) => line(n, f)).join('\n')
+  const section = (scope: FlagScope) =>
+    Object.entries(FLAGS)
+      .filter(([, f]) => f.scope === scope)
+      .map(([n, f]) => line(n, f))
+      .join('\n')
   return [
     `service-server ${version}`,
     '',

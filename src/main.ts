@@ -32,7 +32,12 @@ function urlHost(host: string): string {
   return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host
 }
 
-async function startSurface(mode: Mode, flags: Record<string, unknown>, io: MainIo, logger: (format: 'pretty' | 'json') => Logger): Promise<{ surface: Surface; host: string; port: number; cors: string[]; log: Logger }> {
+async function startSurface(
+  mode: Mode,
+  flags: Record<string, unknown>,
+  io: MainIo,
+  logger: (format: 'pretty' | 'json') => Logger,
+): Promise<{ surface: Surface; host: string; port: number; cors: string[]; log: Logger }> {
   // Each mode loads only its own surface: the other's code (and its dependencies) would cost start
   // time and resident memory for nothing.
   if (mode === 'control-plane') {
@@ -47,7 +52,8 @@ async function startSurface(mode: Mode, flags: Record<string, unknown>, io: Main
   const { createWorkspaceApp } = await import('./workspace/app.ts')
   const config = loadWorkspaceConfig(flags as never, io.env, io.cwd)
   const log = logger(config.logFormat)
-  if (config.unknownKeys.length) log.warn('unknown keys in config file ignored', { file: config.configPath, keys: config.unknownKeys })
+  if (config.unknownKeys.length)
+    log.warn('unknown keys in config file ignored', { file: config.configPath, keys: config.unknownKeys })
   const surface = await createWorkspaceApp(config, { logger: log })
   return { surface, host: config.host, port: config.port, cors: config.corsOrigins, log }
 }
@@ -63,11 +69,20 @@ export async function main(argv: string[], io: MainIo): Promise<number> {
   try {
     ;({ mode, flags } = parseServerFlags(argv))
   } catch (error) {
-    if (error instanceof UsageError) { io.stderr(`service-server: ${error.message}`); return 2 }
+    if (error instanceof UsageError) {
+      io.stderr(`service-server: ${error.message}`)
+      return 2
+    }
     throw error
   }
-  if (flags.help) { io.stdout(helpText(VERSION)); return 0 }
-  if (flags.version) { io.stdout(VERSION); return 0 }
+  if (flags.help) {
+    io.stdout(helpText(VERSION))
+    return 0
+  }
+  if (flags.version) {
+    io.stdout(VERSION)
+    return 0
+  }
 
   const stderr = bufferedStderr()
   const makeLogger = (format: 'pretty' | 'json') => createLogger({ format, write: stderr.write })
@@ -76,13 +91,19 @@ export async function main(argv: string[], io: MainIo): Promise<number> {
     started = await startSurface(mode, flags, io, makeLogger)
   } catch (error) {
     stderr.flush()
-    if (error instanceof ConfigError) { io.stderr(`service-server: ${error.message}`); return 2 }
+    if (error instanceof ConfigError) {
+      io.stderr(`service-server: ${error.message}`)
+      return 2
+    }
     io.stderr(`service-server: failed to start: ${(error as Error).message}`)
     return 1
   }
   const { surface, host, cors, log } = started
   if (cors.includes('*') && !isLoopbackHost(host)) {
-    log.warn('CORS allows any origin (*) while listening on a non-loopback address; any web page can call this server with a stolen token', { host })
+    log.warn(
+      'CORS allows any origin (*) while listening on a non-loopback address; any web page can call this server with a stolen token',
+      { host },
+    )
   }
 
   let listener: Listener

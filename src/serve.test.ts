@@ -7,7 +7,19 @@ const seam = suite('serve', { timeoutMs: 40_000 })
 seam('a quiet event stream outlives the runtime idle timeout (Bun cuts at 10 s by default)', async () => {
   const registry = new StreamRegistry()
   let sink!: SseSink
-  const listener = await serve({ host: '127.0.0.1', port: 0, fetch: async () => sseResponse({ registry, heartbeatMs: 60_000, start: (s) => { sink = s; s.send({ id: 1, data: 'first' }) } }) })
+  const listener = await serve({
+    host: '127.0.0.1',
+    port: 0,
+    fetch: async () =>
+      sseResponse({
+        registry,
+        heartbeatMs: 60_000,
+        start: (s) => {
+          sink = s
+          s.send({ id: 1, data: 'first' })
+        },
+      }),
+  })
   try {
     const res = await fetch(`http://127.0.0.1:${listener.port}/`)
     const frames = readSse(res)
@@ -26,7 +38,17 @@ seam('a quiet event stream outlives the runtime idle timeout (Bun cuts at 10 s b
 
 seam('shutdown ends open streams and stops the listener within 2 s', async () => {
   const registry = new StreamRegistry()
-  const listener = await serve({ host: '127.0.0.1', port: 0, fetch: async () => sseResponse({ registry, start: (s) => { s.send({ id: 1, data: 'hello' }) } }) })
+  const listener = await serve({
+    host: '127.0.0.1',
+    port: 0,
+    fetch: async () =>
+      sseResponse({
+        registry,
+        start: (s) => {
+          s.send({ id: 1, data: 'hello' })
+        },
+      }),
+  })
   const res = await fetch(`http://127.0.0.1:${listener.port}/`)
   const frames = readSse(res)
   assert.is((await frames.next()).value?.data, 'hello')
@@ -37,7 +59,11 @@ seam('shutdown ends open streams and stops the listener within 2 s', async () =>
   assert.ok(end.done, 'the client sees the stream end')
   assert.ok(performance.now() - started < 2000)
   let refused = false
-  try { await fetch(`http://127.0.0.1:${listener.port}/`) } catch { refused = true }
+  try {
+    await fetch(`http://127.0.0.1:${listener.port}/`)
+  } catch {
+    refused = true
+  }
   assert.ok(refused, 'the port no longer accepts connections')
 })
 

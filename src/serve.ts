@@ -36,7 +36,13 @@ export async function serve(options: ServeOptions): Promise<Listener> {
     // Bun 1.4 defaults idleTimeout to 10 s, which cuts quiet event streams; 0 disables it.
     // Bun refuses bodies over 128 MiB by default, before our handler sees them; every route enforces
     // its own limit (JSON bodies, inbox uploads, proxied streams), so the listener must not.
-    const server = Bun.serve({ hostname: options.host, port: options.port, idleTimeout: 0, maxRequestBodySize: Number.MAX_SAFE_INTEGER, fetch: (request: Request, bun: any) => options.fetch(request, () => bun.requestIP(request)?.address) })
+    const server = Bun.serve({
+      hostname: options.host,
+      port: options.port,
+      idleTimeout: 0,
+      maxRequestBodySize: Number.MAX_SAFE_INTEGER,
+      fetch: (request: Request, bun: any) => options.fetch(request, () => bun.requestIP(request)?.address),
+    })
     return {
       host: options.host,
       port: server.port as number,
@@ -51,17 +57,28 @@ export async function serve(options: ServeOptions): Promise<Listener> {
   if (runtimeName === 'deno') {
     const controller = new AbortController()
     let resolveListen!: (port: number) => void
-    const listening = new Promise<number>((resolve) => { resolveListen = resolve })
+    const listening = new Promise<number>((resolve) => {
+      resolveListen = resolve
+    })
     const server = Deno.serve(
-      { hostname: options.host, port: options.port, signal: controller.signal, onListen: (addr: { port: number }) => resolveListen(addr.port) },
-      (request: Request, info: { remoteAddr?: { hostname?: string } }) => options.fetch(request, () => info?.remoteAddr?.hostname),
+      {
+        hostname: options.host,
+        port: options.port,
+        signal: controller.signal,
+        onListen: (addr: { port: number }) => resolveListen(addr.port),
+      },
+      (request: Request, info: { remoteAddr?: { hostname?: string } }) =>
+        options.fetch(request, () => info?.remoteAddr?.hostname),
     )
     const port = await listening
     return {
       host: options.host,
       port,
       // shutdown() waits for open streams; aborting the signal closes them at once.
-      stop: async () => { controller.abort(); await server.finished },
+      stop: async () => {
+        controller.abort()
+        await server.finished
+      },
     }
   }
   throw new Error('service-server needs Bun or Deno to serve HTTP')

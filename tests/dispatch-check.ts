@@ -33,7 +33,14 @@ function samplePaths(routes: ReadonlyArray<AnyRoute<unknown, unknown>>): Set<str
       if (/[:*]/.test(segment)) for (const literal of literalsAt[index] ?? []) values.add(literal)
     })
     for (const value of values) {
-      const path = segments.map((s) => s.replace(/:\w+\+/, `${value}/more`).replace(/:\w+/, value).replace('*', `${value}/more`)).join('/')
+      const path = segments
+        .map((s) =>
+          s
+            .replace(/:\w+\+/, `${value}/more`)
+            .replace(/:\w+/, value)
+            .replace('*', `${value}/more`),
+        )
+        .join('/')
       paths.add(path)
       paths.add(`${path}/`)
       paths.add(`${path}//`)
@@ -45,7 +52,15 @@ function samplePaths(routes: ReadonlyArray<AnyRoute<unknown, unknown>>): Set<str
 /** `METHOD path: itty → ours` for every sample where http-app and itty's first match disagree. */
 export async function dispatchDrift(routes: ReadonlyArray<AnyRoute<unknown, unknown>>): Promise<string[]> {
   // Stubs keep each route's method and path; the handler names the route it stands for.
-  const stubs = routes.map((r, index) => ({ ...r, params: undefined, query: undefined, body: undefined, auth: 'public', responses: { 200: { description: 'stub' } }, handler: () => ({ index }) }))
+  const stubs = routes.map((r, index) => ({
+    ...r,
+    params: undefined,
+    query: undefined,
+    body: undefined,
+    auth: 'public',
+    responses: { 200: { description: 'stub' } },
+    handler: () => ({ index }),
+  }))
   const app = createHttpApp<unknown, unknown>({
     routes: stubs as unknown as AnyRoute<unknown, unknown>[],
     auth: { authenticate: () => ({}), security: () => [], statuses: () => [] },
@@ -57,10 +72,13 @@ export async function dispatchDrift(routes: ReadonlyArray<AnyRoute<unknown, unkn
   const drift: string[] = []
   for (const path of samplePaths(routes)) {
     for (const method of METHODS) {
-      const wanted = app.router.routes.findIndex(([m, regex]) => (m === method || m === 'ALL') && (regex as RegExp).test(path))
+      const wanted = app.router.routes.findIndex(
+        ([m, regex]) => (m === method || m === 'ALL') && (regex as RegExp).test(path),
+      )
       const res = await app.fetch(new Request(`http://service.test${path}`, { method }))
       const got = res.status === 200 ? ((await res.json()) as { index: number }).index : null
-      if (got !== (wanted < 0 ? null : wanted)) drift.push(`${method} ${path}: itty ${name(wanted < 0 ? null : wanted)} → ours ${name(got)}`)
+      if (got !== (wanted < 0 ? null : wanted))
+        drift.push(`${method} ${path}: itty ${name(wanted < 0 ? null : wanted)} → ours ${name(got)}`)
     }
   }
   return drift

@@ -16,7 +16,10 @@ export * as assert from 'uvu/assert'
 const DEFAULT_TIMEOUT_MS = 30_000
 
 /** A uvu suite whose tests fail (rather than hang) after `timeoutMs`. */
-export function suite<T extends Record<string, unknown> = Record<string, never>>(name: string, options: { timeoutMs?: number } = {}): Test<T> {
+export function suite<T extends Record<string, unknown> = Record<string, never>>(
+  name: string,
+  options: { timeoutMs?: number } = {},
+): Test<T> {
   const inner = uvuSuite<T>(name)
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS
   const wrapped = ((testName: string, handler: (ctx: T) => unknown) =>
@@ -25,7 +28,9 @@ export function suite<T extends Record<string, unknown> = Record<string, never>>
       try {
         await Promise.race([
           Promise.resolve().then(() => handler(ctx)),
-          new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`test timed out after ${timeoutMs} ms`)), timeoutMs) }),
+          new Promise((_, reject) => {
+            timer = setTimeout(() => reject(new Error(`test timed out after ${timeoutMs} ms`)), timeoutMs)
+          }),
         ])
       } catch (error) {
         // uvu's reporter crashes (and silently drops the failure) on errors without a usable stack.
@@ -63,7 +68,11 @@ export async function withTempDir<R>(fn: (dir: string) => Promise<R> | R, prefix
 }
 
 /** Calls a Fetch handler in-process with a path and init, as a client would over HTTP. */
-export function request(fetch: (r: Request) => Response | Promise<Response>, path: string, init: RequestInit & { json?: unknown } = {}): Promise<Response> {
+export function request(
+  fetch: (r: Request) => Response | Promise<Response>,
+  path: string,
+  init: RequestInit & { json?: unknown } = {},
+): Promise<Response> {
   const headers = new Headers(init.headers)
   let body = init.body
   if (init.json !== undefined) {
@@ -120,7 +129,9 @@ export async function takeSse(response: Response, count: number, timeoutMs = 500
     let timer: ReturnType<typeof setTimeout> | undefined
     const next = await Promise.race([
       iterator.next(),
-      new Promise<'timeout'>((resolve) => { timer = setTimeout(() => resolve('timeout'), remaining) }),
+      new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), remaining)
+      }),
     ])
     clearTimeout(timer)
     if (next === 'timeout' || next.done) break
@@ -147,15 +158,28 @@ export interface ChildServer {
  * Starts `command args` and waits for the `service-server … listening on http://host:port` line.
  * Rejects (and kills the child) if it exits first or does not listen within `timeoutMs`.
  */
-export function startChild(command: string, args: string[], options: { cwd?: string; env?: Record<string, string | undefined>; timeoutMs?: number } = {}): Promise<ChildServer> {
-  const child = spawn(command, args, { cwd: options.cwd, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] })
+export function startChild(
+  command: string,
+  args: string[],
+  options: { cwd?: string; env?: Record<string, string | undefined>; timeoutMs?: number } = {},
+): Promise<ChildServer> {
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    env: { ...process.env, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   const stdoutLines: string[] = []
   let stderr = ''
   let buffered = ''
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
-  child.stderr!.on('data', (d) => { stderr += d.toString() })
+  child.stderr!.on('data', (d) => {
+    stderr += d.toString()
+  })
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`server did not start within ${options.timeoutMs ?? 20000} ms; stderr: ${stderr}`)) }, options.timeoutMs ?? 20_000)
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      reject(new Error(`server did not start within ${options.timeoutMs ?? 20000} ms; stderr: ${stderr}`))
+    }, options.timeoutMs ?? 20_000)
     let listening = false
     child.once('exit', (code) => {
       if (listening) return
@@ -191,14 +215,29 @@ export function startChild(command: string, args: string[], options: { cwd?: str
 }
 
 /** Runs a command to completion and returns its exit code and output. */
-export function runCommand(command: string, args: string[], options: { cwd?: string; env?: Record<string, string | undefined>; timeoutMs?: number } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runCommand(
+  command: string,
+  args: string[],
+  options: { cwd?: string; env?: Record<string, string | undefined>; timeoutMs?: number } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(command, args, { cwd: options.cwd, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(command, args, {
+      cwd: options.cwd,
+      env: { ...process.env, ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     let stdout = ''
     let stderr = ''
-    child.stdout!.on('data', (d) => { stdout += d.toString() })
-    child.stderr!.on('data', (d) => { stderr += d.toString() })
+    child.stdout!.on('data', (d) => {
+      stdout += d.toString()
+    })
+    child.stderr!.on('data', (d) => {
+      stderr += d.toString()
+    })
     const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000)
-    child.once('exit', (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }) })
+    child.once('exit', (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout, stderr })
+    })
   })
 }

@@ -24,14 +24,18 @@ export function documentedOperations(doc: Record<string, unknown>): string[] {
   const out: string[] = []
   for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {
     for (const method of Object.keys(item)) {
-      if (['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'].includes(method)) out.push(`${method.toUpperCase()} ${path}`)
+      if (['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'].includes(method))
+        out.push(`${method.toUpperCase()} ${path}`)
     }
   }
   return out.sort()
 }
 
 /** The differences between registered and documented operations, both ways. */
-export function operationDrift(router: RouterType, doc: Record<string, unknown>): { undocumented: string[]; unregistered: string[] } {
+export function operationDrift(
+  router: RouterType,
+  doc: Record<string, unknown>,
+): { undocumented: string[]; unregistered: string[] } {
   const registered = registeredOperations(router)
   const documented = documentedOperations(doc)
   return {

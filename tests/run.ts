@@ -23,12 +23,17 @@ function find(dir: string, out: string[] = []): string[] {
 }
 
 const filters = process.argv.slice(2)
-const files = [...find(join(root, 'src')), ...find(join(root, 'tests'))]
-  .filter((file) => filters.length === 0 || filters.some((f) => relative(root, file).includes(f)))
+const files = [...find(join(root, 'src')), ...find(join(root, 'tests'))].filter(
+  (file) => filters.length === 0 || filters.some((f) => relative(root, file).includes(f)),
+)
 
 type Outcome = [string | true, number, number, number]
 type Queued = () => Promise<Outcome>
-const g = globalThis as unknown as { UVU_DEFER: number; UVU_QUEUE: Array<[string | null, ...Queued[]]>; UVU_INDEX: number }
+const g = globalThis as unknown as {
+  UVU_DEFER: number
+  UVU_QUEUE: Array<[string | null, ...Queued[]]>
+  UVU_INDEX: number
+}
 g.UVU_DEFER = 1
 g.UVU_QUEUE = []
 

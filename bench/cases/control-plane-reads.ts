@@ -31,7 +31,10 @@ async function json(res: Response, what: string): Promise<any> {
 }
 
 async function run(ctx: BenchContext): Promise<void> {
-  if (!ctx.hasProductSource()) { ctx.skip('source', 'bin/service-server.ts does not exist'); return }
+  if (!ctx.hasProductSource()) {
+    ctx.skip('source', 'bin/service-server.ts does not exist')
+    return
+  }
   const s = ctx.settings
   const dir = ctx.tempDir('control-plane-reads')
   const cmd = ctx.productCommand('source', dir, undefined, 'control-plane')
@@ -41,12 +44,28 @@ async function run(ctx: BenchContext): Promise<void> {
     servers.push(baseline)
     const ours = await startServer(cmd)
     servers.push(ours)
-    const signedUp = await json(await fetch(`${ours.baseUrl}/v1/auth/sign-up`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'owner@bench.test', password: 'bench password', name: 'Owner' }) }), 'sign-up')
+    const signedUp = await json(
+      await fetch(`${ours.baseUrl}/v1/auth/sign-up`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'owner@bench.test', password: 'bench password', name: 'Owner' }),
+      }),
+      'sign-up',
+    )
     const headers = { authorization: `Bearer ${signedUp.session.token}` }
-    const org = await json(await fetch(`${ours.baseUrl}/v1/orgs`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Bench' }) }), 'create org')
+    const org = await json(
+      await fetch(`${ours.baseUrl}/v1/orgs`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'Bench' }),
+      }),
+      'create org',
+    )
     ctx.log(`seeding ${MEMBERS} members`)
-    const database = await openDatabase<ControlPlaneDb>({ path: join(dir, 'control-plane.sqlite'), migrations: controlPlaneMigrations })
-    let deepCursor: string
+    const database = await openDatabase<ControlPlaneDb>({
+      path: join(dir, 'control-plane.sqlite'),
+      migrations: controlPlaneMigrations,
+    })
     try {
       await seedMembers(database.db, org.item.id, MEMBERS - 1, 'bench')
     } finally {
@@ -55,10 +74,13 @@ async function run(ctx: BenchContext): Promise<void> {
     // Walk to member 9,000 with real cursors, so the deep page is one a client would reach.
     let cursor: string | null = null
     for (let i = 0; i < 90; i++) {
-      const page: any = await json(await fetch(`${ours.baseUrl}/v1/members?limit=100${cursor ? `&cursor=${cursor}` : ''}`, { headers }), 'members walk')
+      const page: any = await json(
+        await fetch(`${ours.baseUrl}/v1/members?limit=100${cursor ? `&cursor=${cursor}` : ''}`, { headers }),
+        'members walk',
+      )
       cursor = page.nextCursor
     }
-    deepCursor = cursor!
+    const deepCursor = cursor!
     const paths: Record<string, string> = {
       'GET /v1/me': '/v1/me',
       'GET /v1/members?limit=50 (first page)': '/v1/members?limit=50',
@@ -66,7 +88,8 @@ async function run(ctx: BenchContext): Promise<void> {
     }
     for (const [label, path] of Object.entries(paths)) {
       const body = await json(await fetch(`${ours.baseUrl}${path}`, { headers }), label)
-      if (path.startsWith('/v1/members') && body.items.length !== 50) throw new Error(`${label}: expected 50 members, got ${body.items.length}`)
+      if (path.startsWith('/v1/members') && body.items.length !== 50)
+        throw new Error(`${label}: expected 50 members, got ${body.items.length}`)
     }
     const targets: LoadTarget[] = [
       { key: 'baseline', url: `${baseline.baseUrl}/` },
@@ -74,22 +97,29 @@ async function run(ctx: BenchContext): Promise<void> {
     ]
     const results = await runAlternatingRounds(targets, {
       ...s,
-      onRound: (r, res) => { for (const label of Object.keys(paths)) printRound(label, r, s.rounds, res[label]!.rps, res.baseline!.rps, 'req/s') },
+      onRound: (r, res) => {
+        for (const label of Object.keys(paths))
+          printRound(label, r, s.rounds, res[label]!.rps, res.baseline!.rps, 'req/s')
+      },
     })
     for (const label of Object.keys(paths)) {
       const mine = results[label]!
       const bad = mine.reduce((a, x) => a + x.non2xx + x.errors, 0)
       const total = mine.reduce((a, x) => a + x.requests, 0)
-      ctx.record(makeFigure({
-        caseName: 'control-plane-reads',
-        name: `${label} req/s`,
-        unit: 'req/s',
-        subject: `bun bin/service-server.ts --mode control-plane (${MEMBERS} members, session auth)`,
-        baselineLabel: 'Bun.serve JSON',
-        rounds: mine.map((x, i) => ({ baseline: results.baseline![i]!.rps, ours: x.rps })),
-        invalidReason: bad > total * 0.001 ? `${bad} of ${total} requests were non-2xx or errors` : undefined,
-        notes: [`${s.tool}, ${s.connections} connections, ${s.durationSec} s per measurement; p50 ours ${round(median(mine.map((x) => x.latencyP50Ms)), 2)} ms, p99 ${round(median(mine.map((x) => x.latencyP99Ms)), 2)} ms`],
-      }))
+      ctx.record(
+        makeFigure({
+          caseName: 'control-plane-reads',
+          name: `${label} req/s`,
+          unit: 'req/s',
+          subject: `bun bin/service-server.ts --mode control-plane (${MEMBERS} members, session auth)`,
+          baselineLabel: 'Bun.serve JSON',
+          rounds: mine.map((x, i) => ({ baseline: results.baseline![i]!.rps, ours: x.rps })),
+          invalidReason: bad > total * 0.001 ? `${bad} of ${total} requests were non-2xx or errors` : undefined,
+          notes: [
+            `${s.tool}, ${s.connections} connections, ${s.durationSec} s per measurement; p50 ours ${round(median(mine.map((x) => x.latencyP50Ms)), 2)} ms, p99 ${round(median(mine.map((x) => x.latencyP99Ms)), 2)} ms`,
+          ],
+        }),
+      )
     }
   } finally {
     await Promise.all(servers.map((x) => x.stop()))
@@ -98,6 +128,7 @@ async function run(ctx: BenchContext): Promise<void> {
 
 export default defineCase({
   name: 'control-plane-reads',
-  description: 'GET /v1/me and GET /v1/members (10,000 members, page of 50, first and deep page) req/s vs Bun.serve JSON baseline',
+  description:
+    'GET /v1/me and GET /v1/members (10,000 members, page of 50, first and deep page) req/s vs Bun.serve JSON baseline',
   run,
 })

@@ -31,21 +31,38 @@ async function run(ctx: BenchContext): Promise<void> {
   const s = ctx.settings
   const ours: Array<{ key: string; describe: string; cmd: ServerCommand }> = []
   if (ctx.hasProductSource()) {
-    ours.push({ key: 'source', describe: 'bun bin/service-server.ts', cmd: ctx.productCommand('source', ctx.tempDir('rps-source')) })
+    ours.push({
+      key: 'source',
+      describe: 'bun bin/service-server.ts',
+      cmd: ctx.productCommand('source', ctx.tempDir('rps-source')),
+    })
   } else {
     ctx.skip('source', 'bin/service-server.ts does not exist')
   }
   const bin = await ctx.productBinary()
   if (bin) {
-    ours.push({ key: 'binary', describe: 'dist/service-server', cmd: ctx.productCommand('binary', ctx.tempDir('rps-binary'), bin) })
+    ours.push({
+      key: 'binary',
+      describe: 'dist/service-server',
+      cmd: ctx.productCommand('binary', ctx.tempDir('rps-binary'), bin),
+    })
   } else {
     ctx.skip('binary', 'no product binary')
   }
   if (ours.length === 0) return
 
   const baselineCmd = ctx.baselineCommand()
-  const ceilingCmd: ServerCommand = { ...baselineCmd, label: 'ceiling', stderrFile: baselineCmd.stderrFile?.replace(/baseline(?=[^/]*$)/, 'ceiling'), args: [fileURLToPath(new URL('../ceiling-server.ts', import.meta.url)), ...baselineCmd.args.slice(1)] }
-  const subjects = [{ key: 'baseline', describe: 'bench/baseline-server.ts', cmd: baselineCmd }, ...ours, { key: 'ceiling', describe: 'bench/ceiling-server.ts', cmd: ceilingCmd }]
+  const ceilingCmd: ServerCommand = {
+    ...baselineCmd,
+    label: 'ceiling',
+    stderrFile: baselineCmd.stderrFile?.replace(/baseline(?=[^/]*$)/, 'ceiling'),
+    args: [fileURLToPath(new URL('../ceiling-server.ts', import.meta.url)), ...baselineCmd.args.slice(1)],
+  }
+  const subjects = [
+    { key: 'baseline', describe: 'bench/baseline-server.ts', cmd: baselineCmd },
+    ...ours,
+    { key: 'ceiling', describe: 'bench/ceiling-server.ts', cmd: ceilingCmd },
+  ]
   const servers: RunningServer[] = []
   try {
     for (const subj of subjects) {
@@ -53,15 +70,19 @@ async function run(ctx: BenchContext): Promise<void> {
       servers.push(server)
       await checkOk(server, PATH)
     }
-    ctx.log(`warm-up ${s.warmupSec} s per server, then ${s.rounds} rounds × ${s.durationSec} s × ${subjects.length} servers`)
+    ctx.log(
+      `warm-up ${s.warmupSec} s per server, then ${s.rounds} rounds × ${s.durationSec} s × ${subjects.length} servers`,
+    )
     const results = await runAlternatingRounds(
       subjects.map((subj, i) => ({ key: subj.key, url: `${servers[i]!.baseUrl}${PATH}` })),
       {
         ...s,
         onRound: (r, res) => {
-          for (const o of [...ours, { key: 'ceiling' }]) printRound(o.key, r, s.rounds, res[o.key]!.rps, res.baseline!.rps, 'req/s')
+          for (const o of [...ours, { key: 'ceiling' }])
+            printRound(o.key, r, s.rounds, res[o.key]!.rps, res.baseline!.rps, 'req/s')
           for (const [key, x] of Object.entries(res)) {
-            if (x.non2xx > 0 || x.errors > 0) ctx.log(`${key} round ${r + 1}: ${x.non2xx} non-2xx, ${x.errors} socket errors`)
+            if (x.non2xx > 0 || x.errors > 0)
+              ctx.log(`${key} round ${r + 1}: ${x.non2xx} non-2xx, ${x.errors} socket errors`)
           }
         },
       },
@@ -82,7 +103,9 @@ async function run(ctx: BenchContext): Promise<void> {
           rounds: mine.map((x, i) => ({ baseline: base[i]!.rps, ours: x.rps })),
           target: TARGET,
           invalidReason: bad > total * 0.001 ? `${bad} of ${total} requests were non-2xx or errors` : undefined,
-          notes: [`${s.tool}, ${s.connections} connections, ${s.durationSec} s per measurement; p99 latency ours ${p99(mine)} ms vs baseline ${p99(base)} ms`],
+          notes: [
+            `${s.tool}, ${s.connections} connections, ${s.durationSec} s per measurement; p99 latency ours ${p99(mine)} ms vs baseline ${p99(base)} ms`,
+          ],
           extra: {
             tool: s.tool,
             oursLatencyP99Ms: mine.map((x) => round(x.latencyP99Ms, 3)),
@@ -101,7 +124,9 @@ async function run(ctx: BenchContext): Promise<void> {
         subject: 'bench/ceiling-server.ts: fresh X-Request-Id, nosniff, JSON body, url + method read',
         baselineLabel: 'Bun.serve JSON',
         rounds: ceiling.map((x, i) => ({ baseline: base[i]!.rps, ours: x.rps })),
-        notes: ['informational: the most any server meeting the response contract reached here; the gap between it and ours is our pipeline'],
+        notes: [
+          'informational: the most any server meeting the response contract reached here; the gap between it and ours is our pipeline',
+        ],
       }),
     )
   } finally {

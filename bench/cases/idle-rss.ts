@@ -51,7 +51,8 @@ async function run(ctx: BenchContext): Promise<void> {
   }
   const helloBin = await ctx.helloBinary()
   const floorBin = await ctx.floorBinary()
-  for (const path of [helloBin, floorBin, bin]) if (!evictFromPageCache(path)) ctx.log(`could not drop ${path} from the page cache; figures depend on its history`)
+  for (const path of [helloBin, floorBin, bin])
+    if (!evictFromPageCache(path)) ctx.log(`could not drop ${path} from the page cache; figures depend on its history`)
   const hello = ctx.helloCommand(helloBin)
   const floor = ctx.floorCommand(floorBin)
   const ours = ctx.productCommand('binary', ctx.tempDir('rss'), bin)
@@ -94,7 +95,9 @@ async function run(ctx: BenchContext): Promise<void> {
       subject: 'bench/module-floor.ts: workspace module graph evaluated, nothing started',
       baselineLabel: 'compiled hello.ts',
       rounds: floorRounds,
-      notes: ['informational: loading our code alone; the gap between it and the product is start-up work (SQLite, watchers, routes)'],
+      notes: [
+        'informational: loading our code alone; the gap between it and the product is start-up work (SQLite, watchers, routes)',
+      ],
     }),
   )
 }

@@ -26,13 +26,18 @@ const PASSWORD = 'bench-opencode-password'
 const EVENT_ROUNDS = 15
 
 /** Starts `opencode serve` and resolves with its URL once healthy, plus how long that took. */
-async function startOpencode(home: string, cwd: string): Promise<{ child: ChildProcess; url: string; startMs: number }> {
+async function startOpencode(
+  home: string,
+  cwd: string,
+): Promise<{ child: ChildProcess; url: string; startMs: number }> {
   const started = performance.now()
-  const child = track(spawn(OPENCODE_BIN, ['serve', '--port', '0', '--hostname', '127.0.0.1'], {
-    cwd,
-    env: { PATH: process.env.PATH ?? '', ...isolatedOpencodeEnv(home), OPENCODE_SERVER_PASSWORD: PASSWORD },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  }))
+  const child = track(
+    spawn(OPENCODE_BIN, ['serve', '--port', '0', '--hostname', '127.0.0.1'], {
+      cwd,
+      env: { PATH: process.env.PATH ?? '', ...isolatedOpencodeEnv(home), OPENCODE_SERVER_PASSWORD: PASSWORD },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  )
   child.stderr!.resume()
   const url = await new Promise<string>((resolve, reject) => {
     let buffered = ''
@@ -40,14 +45,23 @@ async function startOpencode(home: string, cwd: string): Promise<{ child: ChildP
     child.stdout!.on('data', (d) => {
       buffered += String(d)
       const match = /listening on (http:\/\/\S+)/.exec(buffered)
-      if (match) { clearTimeout(timer); resolve(match[1]!.replace(/\/+$/, '')) }
+      if (match) {
+        clearTimeout(timer)
+        resolve(match[1]!.replace(/\/+$/, ''))
+      }
     })
-    child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`opencode exited with ${code}`)) })
+    child.once('exit', (code) => {
+      clearTimeout(timer)
+      reject(new Error(`opencode exited with ${code}`))
+    })
   })
   const authorization = `Basic ${btoa(`opencode:${PASSWORD}`)}`
   for (;;) {
     const res = await fetch(`${url}/global/health`, { headers: { authorization } }).catch(() => null)
-    if (res?.ok) { await res.text(); break }
+    if (res?.ok) {
+      await res.text()
+      break
+    }
     if (performance.now() - started > 60_000) throw new Error('opencode did not become healthy')
     await new Promise((r) => setTimeout(r, 50))
   }
@@ -74,7 +88,10 @@ async function firstEventMs(url: string, headers: Record<string, string>): Promi
 }
 
 async function run(ctx: BenchContext): Promise<void> {
-  if (!ctx.hasProductSource()) { ctx.skip('source', 'bin/service-server.ts does not exist'); return }
+  if (!ctx.hasProductSource()) {
+    ctx.skip('source', 'bin/service-server.ts does not exist')
+    return
+  }
   const s = ctx.settings
   const dir = ctx.tempDir('sidecar-proxy')
   const home = ctx.tempDir('sidecar-opencode-home')
@@ -85,7 +102,10 @@ async function run(ctx: BenchContext): Promise<void> {
   try {
     const configPath = join(dir, 'server.json')
     const config = JSON.parse(readFileSync(configPath, 'utf8')) as Record<string, unknown>
-    writeFileSync(configPath, JSON.stringify({ ...config, sidecar: { baseUrl: opencode.url, password: PASSWORD } }, null, 2))
+    writeFileSync(
+      configPath,
+      JSON.stringify({ ...config, sidecar: { baseUrl: opencode.url, password: PASSWORD } }, null, 2),
+    )
     const ours = await startServer(cmd)
     servers.push(ours)
     const bearer = { authorization: `Bearer ${BENCH_CLIENT_TOKEN}` }
@@ -93,7 +113,8 @@ async function run(ctx: BenchContext): Promise<void> {
     const proxied = `${ours.baseUrl}/sidecar/global/health`
     const check = await fetch(proxied, { headers: bearer })
     const checkText = await check.text()
-    if (check.status !== 200) throw new Error(`GET /sidecar/global/health answered ${check.status}: ${checkText.slice(0, 200)}`)
+    if (check.status !== 200)
+      throw new Error(`GET /sidecar/global/health answered ${check.status}: ${checkText.slice(0, 200)}`)
 
     ctx.log(`warm-up ${s.warmupSec} s per target, then ${s.rounds} rounds × ${s.durationSec} s`)
     const results = await runAlternatingRounds(
@@ -107,18 +128,23 @@ async function run(ctx: BenchContext): Promise<void> {
     const base = results.direct!
     const bad = mine.reduce((a, x) => a + x.non2xx + x.errors, 0)
     const total = mine.reduce((a, x) => a + x.requests, 0)
-    ctx.record(makeFigure({
-      caseName: 'sidecar-proxy',
-      name: 'GET /sidecar/global/health req/s (proxied vs direct)',
-      unit: 'req/s',
-      subject: 'bun bin/service-server.ts → opencode serve',
-      baselineLabel: 'opencode serve direct',
-      rounds: mine.map((x, i) => ({ baseline: base[i]!.rps, ours: x.rps })),
-      target: TARGET,
-      invalidReason: bad > total * 0.001 ? `${bad} of ${total} proxied requests were non-2xx or errors` : undefined,
-      notes: [`${s.tool}, ${s.connections} connections; p99 proxied ${round(median(mine.map((x) => x.latencyP99Ms)), 2)} ms vs direct ${round(median(base.map((x) => x.latencyP99Ms)), 2)} ms`, `opencode start to healthy: ${Math.round(opencode.startMs)} ms`],
-      extra: { opencodeStartMs: Math.round(opencode.startMs) },
-    }))
+    ctx.record(
+      makeFigure({
+        caseName: 'sidecar-proxy',
+        name: 'GET /sidecar/global/health req/s (proxied vs direct)',
+        unit: 'req/s',
+        subject: 'bun bin/service-server.ts → opencode serve',
+        baselineLabel: 'opencode serve direct',
+        rounds: mine.map((x, i) => ({ baseline: base[i]!.rps, ours: x.rps })),
+        target: TARGET,
+        invalidReason: bad > total * 0.001 ? `${bad} of ${total} proxied requests were non-2xx or errors` : undefined,
+        notes: [
+          `${s.tool}, ${s.connections} connections; p99 proxied ${round(median(mine.map((x) => x.latencyP99Ms)), 2)} ms vs direct ${round(median(base.map((x) => x.latencyP99Ms)), 2)} ms`,
+          `opencode start to healthy: ${Math.round(opencode.startMs)} ms`,
+        ],
+        extra: { opencodeStartMs: Math.round(opencode.startMs) },
+      }),
+    )
 
     const pairs: Array<{ baseline: number; ours: number }> = []
     for (let i = 0; i < EVENT_ROUNDS; i++) {
@@ -126,15 +152,19 @@ async function run(ctx: BenchContext): Promise<void> {
       const through = await firstEventMs(`${ours.baseUrl}/sidecar/event`, bearer)
       pairs.push(i % 2 ? { baseline: direct, ours: through } : { ours: through, baseline: direct })
     }
-    ctx.record(makeFigure({
-      caseName: 'sidecar-proxy',
-      name: 'time to first event, GET /sidecar/event (proxied vs direct)',
-      unit: 'ms',
-      subject: 'bun bin/service-server.ts → opencode serve',
-      baselineLabel: 'opencode serve direct',
-      rounds: pairs,
-      notes: [`${EVENT_ROUNDS} streams each, opened one after the other; ms from request to the first data frame (server.connected)`],
-    }))
+    ctx.record(
+      makeFigure({
+        caseName: 'sidecar-proxy',
+        name: 'time to first event, GET /sidecar/event (proxied vs direct)',
+        unit: 'ms',
+        subject: 'bun bin/service-server.ts → opencode serve',
+        baselineLabel: 'opencode serve direct',
+        rounds: pairs,
+        notes: [
+          `${EVENT_ROUNDS} streams each, opened one after the other; ms from request to the first data frame (server.connected)`,
+        ],
+      }),
+    )
   } finally {
     await Promise.all(servers.map((x) => x.stop()))
     opencode.child.kill('SIGTERM')
@@ -143,6 +173,7 @@ async function run(ctx: BenchContext): Promise<void> {
 
 export default defineCase({
   name: 'sidecar-proxy',
-  description: 'GET /sidecar/global/health req/s through the proxy vs straight to opencode (target >= 0.7), and time to first event',
+  description:
+    'GET /sidecar/global/health req/s through the proxy vs straight to opencode (target >= 0.7), and time to first event',
   run,
 })

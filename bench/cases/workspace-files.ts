@@ -56,7 +56,10 @@ async function catalogMs(base: string, sessionId: string, expected: number): Pro
   let after = ''
   let count = 0
   for (;;) {
-    const res = await fetch(`${base}/files/sessions/${sessionId}/catalog/snapshot?prefix=tree&limit=10000${after ? `&after=${encodeURIComponent(after)}` : ''}`, { headers: { authorization: `Bearer ${BENCH_CLIENT_TOKEN}` } })
+    const res = await fetch(
+      `${base}/files/sessions/${sessionId}/catalog/snapshot?prefix=tree&limit=10000${after ? `&after=${encodeURIComponent(after)}` : ''}`,
+      { headers: { authorization: `Bearer ${BENCH_CLIENT_TOKEN}` } },
+    )
     const page = (await res.json()) as { items: unknown[]; truncated: boolean; nextAfter?: string }
     count += page.items.length
     if (!page.truncated) break
@@ -77,7 +80,10 @@ async function findMs(dir: string, expected: number): Promise<number> {
 }
 
 async function run(ctx: BenchContext): Promise<void> {
-  if (!ctx.hasProductSource()) { ctx.skip('source', 'bin/service-server.ts does not exist'); return }
+  if (!ctx.hasProductSource()) {
+    ctx.skip('source', 'bin/service-server.ts does not exist')
+    return
+  }
   const s = ctx.settings
   const dir = ctx.tempDir('workspace-files')
   const cmd = ctx.productCommand('source', dir, undefined, 'workspace')
@@ -88,21 +94,43 @@ async function run(ctx: BenchContext): Promise<void> {
   try {
     server = await startServer(cmd)
     const headers = { authorization: `Bearer ${BENCH_CLIENT_TOKEN}`, 'content-type': 'application/json' }
-    const id = ((await (await fetch(`${server.baseUrl}/workspaces`, { headers })).json()) as { items: Array<{ id: string }> }).items[0]!.id
-    const session = ((await (await fetch(`${server.baseUrl}/workspace/${id}/files/sessions`, { method: 'POST', headers, body: JSON.stringify({ ttlSeconds: 3600, write: false }) })).json()) as { session: { id: string } }).session.id
+    const id = (
+      (await (await fetch(`${server.baseUrl}/workspaces`, { headers })).json()) as { items: Array<{ id: string }> }
+    ).items[0]!.id
+    const session = (
+      (await (
+        await fetch(`${server.baseUrl}/workspace/${id}/files/sessions`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ ttlSeconds: 3600, write: false }),
+        })
+      ).json()) as { session: { id: string } }
+    ).session.id
     const body = JSON.stringify({ paths: Array.from({ length: READ_FILES }, (_, i) => `batch/f${i}.bin`) })
     const url = `${server.baseUrl}/files/sessions/${session}/read-batch`
-    const check = (await (await fetch(url, { method: 'POST', headers, body })).json()) as { items: Array<{ ok: boolean; bytes: number }> }
-    if (check.items.length !== READ_FILES || !check.items.every((i) => i.ok && i.bytes === READ_BYTES)) throw new Error('read-batch did not return the 64 files')
+    const check = (await (await fetch(url, { method: 'POST', headers, body })).json()) as {
+      items: Array<{ ok: boolean; bytes: number }>
+    }
+    if (check.items.length !== READ_FILES || !check.items.every((i) => i.ok && i.bytes === READ_BYTES))
+      throw new Error('read-batch did not return the 64 files')
 
     const connections = Math.min(s.connections, 8)
-    if (s.warmupSec > 0) await runLoad({ url, durationSec: s.warmupSec, connections, method: 'POST', headers, body, tool: s.tool })
+    if (s.warmupSec > 0)
+      await runLoad({ url, durationSec: s.warmupSec, connections, method: 'POST', headers, body, tool: s.tool })
     const readRounds: Array<{ baseline: number; ours: number }> = []
     let bad = 0
     let total = 0
     for (let r = 0; r < s.rounds; r++) {
       const measure = async () => {
-        const res = await runLoad({ url, durationSec: s.durationSec, connections, method: 'POST', headers, body, tool: s.tool })
+        const res = await runLoad({
+          url,
+          durationSec: s.durationSec,
+          connections,
+          method: 'POST',
+          headers,
+          body,
+          tool: s.tool,
+        })
         bad += res.non2xx + res.errors
         total += res.requests
         return res.rps * READ_FILES * READ_BYTES
@@ -110,21 +138,31 @@ async function run(ctx: BenchContext): Promise<void> {
       const local = () => inProcessBytesPerSecond(ws, s.durationSec)
       let ours: number
       let baseline: number
-      if (r % 2 === 0) { baseline = local(); ours = await measure() } else { ours = await measure(); baseline = local() }
+      if (r % 2 === 0) {
+        baseline = local()
+        ours = await measure()
+      } else {
+        ours = await measure()
+        baseline = local()
+      }
       readRounds.push({ baseline, ours })
       printRound('read-batch bytes/s', r, s.rounds, ours, baseline, 'B/s')
     }
-    ctx.record(makeFigure({
-      caseName: 'workspace-files',
-      name: 'read-batch file bytes/s (64 × 16 KiB)',
-      unit: 'B/s',
-      subject: `bun bin/service-server.ts, ${connections} connections`,
-      baselineLabel: 'readFileSync + base64 in-process',
-      rounds: readRounds,
-      target: { op: '>=', value: 0.5 },
-      invalidReason: bad > total * 0.001 ? `${bad} of ${total} requests were non-2xx or errors` : undefined,
-      notes: [`${s.tool}; MB/s ours ${round(median(readRounds.map((x) => x.ours)) / 1e6)}, in-process ${round(median(readRounds.map((x) => x.baseline)) / 1e6)}`],
-    }))
+    ctx.record(
+      makeFigure({
+        caseName: 'workspace-files',
+        name: 'read-batch file bytes/s (64 × 16 KiB)',
+        unit: 'B/s',
+        subject: `bun bin/service-server.ts, ${connections} connections`,
+        baselineLabel: 'readFileSync + base64 in-process',
+        rounds: readRounds,
+        target: { op: '>=', value: 0.5 },
+        invalidReason: bad > total * 0.001 ? `${bad} of ${total} requests were non-2xx or errors` : undefined,
+        notes: [
+          `${s.tool}; MB/s ours ${round(median(readRounds.map((x) => x.ours)) / 1e6)}, in-process ${round(median(readRounds.map((x) => x.baseline)) / 1e6)}`,
+        ],
+      }),
+    )
 
     const expected = CATALOG_DIRS * CATALOG_PER_DIR
     await catalogMs(server.baseUrl, session, expected)
@@ -133,19 +171,27 @@ async function run(ctx: BenchContext): Promise<void> {
     for (let r = 0; r < s.rounds; r++) {
       let ours: number
       let baseline: number
-      if (r % 2 === 0) { baseline = await findMs(join(ws, 'tree'), expected); ours = await catalogMs(server.baseUrl, session, expected) } else { ours = await catalogMs(server.baseUrl, session, expected); baseline = await findMs(join(ws, 'tree'), expected) }
+      if (r % 2 === 0) {
+        baseline = await findMs(join(ws, 'tree'), expected)
+        ours = await catalogMs(server.baseUrl, session, expected)
+      } else {
+        ours = await catalogMs(server.baseUrl, session, expected)
+        baseline = await findMs(join(ws, 'tree'), expected)
+      }
       catalogRounds.push({ baseline, ours })
       printRound('catalog 100k ms', r, s.rounds, ours, baseline, 'ms')
     }
-    ctx.record(makeFigure({
-      caseName: 'workspace-files',
-      name: 'catalog snapshot of 100,000 files (10 pages) ms',
-      unit: 'ms',
-      subject: 'GET …/catalog/snapshot?limit=10000, all pages',
-      baselineLabel: "find <dir> -type f -printf '%P %s %T@\\n'",
-      rounds: catalogRounds,
-      target: { op: '<=', value: 2 },
-    }))
+    ctx.record(
+      makeFigure({
+        caseName: 'workspace-files',
+        name: 'catalog snapshot of 100,000 files (10 pages) ms',
+        unit: 'ms',
+        subject: 'GET …/catalog/snapshot?limit=10000, all pages',
+        baselineLabel: "find <dir> -type f -printf '%P %s %T@\\n'",
+        rounds: catalogRounds,
+        target: { op: '<=', value: 2 },
+      }),
+    )
   } finally {
     await server?.stop()
   }
@@ -153,6 +199,7 @@ async function run(ctx: BenchContext): Promise<void> {
 
 export default defineCase({
   name: 'workspace-files',
-  description: 'read-batch bytes/s vs in-process read+base64 (target >= 0.5); 100k-file catalog vs find -printf (target <= 2)',
+  description:
+    'read-batch bytes/s vs in-process read+base64 (target >= 0.5); 100k-file catalog vs find -printf (target <= 2)',
   run,
 })

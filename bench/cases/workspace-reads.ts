@@ -24,18 +24,35 @@ function populate(ws: string): void {
   for (let i = 0; i < 20; i++) {
     const name = `skill-${String(i).padStart(2, '0')}`
     mkdirSync(join(ws, '.opencode/skills', name), { recursive: true })
-    writeFileSync(join(ws, '.opencode/skills', name, 'SKILL.md'), `---\nname: ${name}\ndescription: Bench skill number ${i}, which explains a task in a paragraph of text.\n---\n\n# ${name}\n\n${'Steps to follow. '.repeat(40)}\n`)
+    writeFileSync(
+      join(ws, '.opencode/skills', name, 'SKILL.md'),
+      `---\nname: ${name}\ndescription: Bench skill number ${i}, which explains a task in a paragraph of text.\n---\n\n# ${name}\n\n${'Steps to follow. '.repeat(40)}\n`,
+    )
     mkdirSync(join(ws, '.opencode/commands'), { recursive: true })
-    writeFileSync(join(ws, '.opencode/commands', `command-${i}.md`), `---\ndescription: Bench command ${i}\nagent: build\nsubtask: ${i % 2 === 0}\n---\n\nDo task ${i} with $ARGUMENTS.\n`)
+    writeFileSync(
+      join(ws, '.opencode/commands', `command-${i}.md`),
+      `---\ndescription: Bench command ${i}\nagent: build\nsubtask: ${i % 2 === 0}\n---\n\nDo task ${i} with $ARGUMENTS.\n`,
+    )
   }
-  const mcp = Object.fromEntries(Array.from({ length: 5 }, (_, i) => [`server-${i}`, i % 2
-    ? { type: 'remote', url: `https://mcp${i}.example/sse`, headers: { Authorization: `Bearer secret-${i}` } }
-    : { type: 'local', command: ['npx', '-y', `server-${i}`], environment: { KEY: `secret-${i}` } }]))
-  writeFileSync(join(ws, 'opencode.jsonc'), `{\n  // bench config\n  "model": "a/b",\n  "plugin": ["p-one@1", "@s/p-two"],\n  "mcp": ${JSON.stringify(mcp, null, 2).replace(/\n/g, '\n  ')}\n}\n`)
+  const mcp = Object.fromEntries(
+    Array.from({ length: 5 }, (_, i) => [
+      `server-${i}`,
+      i % 2
+        ? { type: 'remote', url: `https://mcp${i}.example/sse`, headers: { Authorization: `Bearer secret-${i}` } }
+        : { type: 'local', command: ['npx', '-y', `server-${i}`], environment: { KEY: `secret-${i}` } },
+    ]),
+  )
+  writeFileSync(
+    join(ws, 'opencode.jsonc'),
+    `{\n  // bench config\n  "model": "a/b",\n  "plugin": ["p-one@1", "@s/p-two"],\n  "mcp": ${JSON.stringify(mcp, null, 2).replace(/\n/g, '\n  ')}\n}\n`,
+  )
 }
 
 async function run(ctx: BenchContext): Promise<void> {
-  if (!ctx.hasProductSource()) { ctx.skip('source', 'bin/service-server.ts does not exist'); return }
+  if (!ctx.hasProductSource()) {
+    ctx.skip('source', 'bin/service-server.ts does not exist')
+    return
+  }
   const s = ctx.settings
   const dir = ctx.tempDir('workspace-reads')
   const cmd = ctx.productCommand('source', dir, undefined, 'workspace')
@@ -48,14 +65,22 @@ async function run(ctx: BenchContext): Promise<void> {
     servers.push(ours)
     const headers = { authorization: `Bearer ${BENCH_CLIENT_TOKEN}` }
     const list = await fetch(`${ours.baseUrl}/workspaces`, { headers })
-    if (list.status !== 200) throw new Error(`GET /workspaces answered ${list.status}: ${(await list.text()).slice(0, 200)}`)
+    if (list.status !== 200)
+      throw new Error(`GET /workspaces answered ${list.status}: ${(await list.text()).slice(0, 200)}`)
     const id = ((await list.json()) as { items: Array<{ id: string }> }).items[0]!.id
-    const paths = ['/workspaces', `/workspace/${id}/config`, `/workspace/${id}/skills`, `/workspace/${id}/commands`, `/workspace/${id}/mcp`]
+    const paths = [
+      '/workspaces',
+      `/workspace/${id}/config`,
+      `/workspace/${id}/skills`,
+      `/workspace/${id}/commands`,
+      `/workspace/${id}/mcp`,
+    ]
     for (const path of paths) {
       const res = await fetch(`${ours.baseUrl}${path}`, { headers })
       const text = await res.text()
       if (res.status !== 200) throw new Error(`GET ${path} answered ${res.status}: ${text.slice(0, 200)}`)
-      if (path.endsWith('/skills') && (JSON.parse(text) as { items: unknown[] }).items.length !== 20) throw new Error('bench workspace should list 20 skills')
+      if (path.endsWith('/skills') && (JSON.parse(text) as { items: unknown[] }).items.length !== 20)
+        throw new Error('bench workspace should list 20 skills')
     }
     const targets: LoadTarget[] = [
       { key: 'baseline', url: `${baseline.baseUrl}/` },
@@ -63,23 +88,30 @@ async function run(ctx: BenchContext): Promise<void> {
     ]
     const results = await runAlternatingRounds(targets, {
       ...s,
-      onRound: (r, res) => { for (const path of paths) printRound(path.replace(id, ':id'), r, s.rounds, res[path]!.rps, res.baseline!.rps, 'req/s') },
+      onRound: (r, res) => {
+        for (const path of paths)
+          printRound(path.replace(id, ':id'), r, s.rounds, res[path]!.rps, res.baseline!.rps, 'req/s')
+      },
     })
     for (const path of paths) {
       const mine = results[path]!
       const bad = mine.reduce((a, x) => a + x.non2xx + x.errors, 0)
       const total = mine.reduce((a, x) => a + x.requests, 0)
-      ctx.record(makeFigure({
-        caseName: 'workspace-reads',
-        name: `GET ${path.replace(id, ':id')} req/s`,
-        unit: 'req/s',
-        subject: 'bun bin/service-server.ts (20 skills, 20 commands, 5 MCP)',
-        baselineLabel: 'Bun.serve JSON',
-        rounds: mine.map((x, i) => ({ baseline: results.baseline![i]!.rps, ours: x.rps })),
-        target: TARGET,
-        invalidReason: bad > total * 0.001 ? `${bad} of ${total} requests were non-2xx or errors` : undefined,
-        notes: [`${s.tool}, ${s.connections} connections, ${s.durationSec} s per measurement; p99 ours ${round(median(mine.map((x) => x.latencyP99Ms)))} ms`],
-      }))
+      ctx.record(
+        makeFigure({
+          caseName: 'workspace-reads',
+          name: `GET ${path.replace(id, ':id')} req/s`,
+          unit: 'req/s',
+          subject: 'bun bin/service-server.ts (20 skills, 20 commands, 5 MCP)',
+          baselineLabel: 'Bun.serve JSON',
+          rounds: mine.map((x, i) => ({ baseline: results.baseline![i]!.rps, ours: x.rps })),
+          target: TARGET,
+          invalidReason: bad > total * 0.001 ? `${bad} of ${total} requests were non-2xx or errors` : undefined,
+          notes: [
+            `${s.tool}, ${s.connections} connections, ${s.durationSec} s per measurement; p99 ours ${round(median(mine.map((x) => x.latencyP99Ms)))} ms`,
+          ],
+        }),
+      )
     }
   } finally {
     await Promise.all(servers.map((x) => x.stop()))
@@ -88,6 +120,7 @@ async function run(ctx: BenchContext): Promise<void> {
 
 export default defineCase({
   name: 'workspace-reads',
-  description: 'GET /workspaces, config, skills, commands, mcp req/s vs Bun.serve JSON baseline; target ratio >= 0.5 each',
+  description:
+    'GET /workspaces, config, skills, commands, mcp req/s vs Bun.serve JSON baseline; target ratio >= 0.5 each',
   run,
 })

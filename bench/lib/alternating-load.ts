@@ -32,9 +32,20 @@ export interface AlternatingOptions {
 }
 
 /** Run warm-up then `rounds` alternating rounds; returns results[key][round]. */
-export async function runAlternatingRounds(targets: LoadTarget[], opts: AlternatingOptions): Promise<Record<string, LoadResult[]>> {
+export async function runAlternatingRounds(
+  targets: LoadTarget[],
+  opts: AlternatingOptions,
+): Promise<Record<string, LoadResult[]>> {
   const load = (t: LoadTarget, durationSec: number) =>
-    runLoad({ url: t.url, method: t.method, headers: t.headers, body: t.body, durationSec, connections: opts.connections, tool: opts.tool })
+    runLoad({
+      url: t.url,
+      method: t.method,
+      headers: t.headers,
+      body: t.body,
+      durationSec,
+      connections: opts.connections,
+      tool: opts.tool,
+    })
   if (opts.warmupSec > 0) for (const t of targets) await load(t, opts.warmupSec)
   const out: Record<string, LoadResult[]> = Object.fromEntries(targets.map((t) => [t.key, []]))
   for (let r = 0; r < opts.rounds; r++) {

@@ -24,7 +24,11 @@ export function track<T extends ChildProcess>(child: T): T {
 export function killAllTracked(): void {
   for (const child of live) {
     if (child.exitCode === null && child.signalCode === null) {
-      try { child.kill('SIGKILL') } catch { /* already gone */ }
+      try {
+        child.kill('SIGKILL')
+      } catch {
+        /* already gone */
+      }
     }
   }
   live.clear()
@@ -41,7 +45,11 @@ export function onBenchExit(hook: () => void): void {
 function runExitHooks(): void {
   while (exitHooks.length > 0) {
     const hook = exitHooks.pop()!
-    try { hook() } catch { /* best effort */ }
+    try {
+      hook()
+    } catch {
+      /* best effort */
+    }
   }
 }
 
@@ -60,5 +68,8 @@ export function installCleanupHandlers(): void {
   }
   process.on('SIGINT', () => onSignal('SIGINT', 130))
   process.on('SIGTERM', () => onSignal('SIGTERM', 143))
-  process.on('exit', () => { killAllTracked(); runExitHooks() })
+  process.on('exit', () => {
+    killAllTracked()
+    runExitHooks()
+  })
 }

@@ -32,7 +32,11 @@ export async function compileHello(repoRoot: string, outDir: string): Promise<st
  */
 export async function compileModuleFloor(repoRoot: string, outDir: string): Promise<string> {
   const outfile = join(outDir, 'module-floor')
-  const res = await runCommand(process.execPath, compileArgs(join(repoRoot, 'bench', 'module-floor.ts'), outfile, { root: repoRoot }), { cwd: repoRoot, timeoutMs: 120_000 })
+  const res = await runCommand(
+    process.execPath,
+    compileArgs(join(repoRoot, 'bench', 'module-floor.ts'), outfile, { root: repoRoot }),
+    { cwd: repoRoot, timeoutMs: 120_000 },
+  )
   if (res.code !== 0 || !existsSync(outfile)) {
     throw new Error(`compiling bench/module-floor.ts failed (code ${res.code}):\n${res.stdout}\n${res.stderr}`)
   }

@@ -67,7 +67,8 @@ export function defaultThreads(cores: number): number {
 export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
   const url = new URL(opts.url)
   if (!LOOPBACK.has(url.hostname)) throw new Error(`load driver only targets loopback, got ${url.hostname}`)
-  if (!Number.isInteger(opts.durationSec)) throw new Error(`durationSec must be a whole number of seconds, got ${opts.durationSec}`)
+  if (!Number.isInteger(opts.durationSec))
+    throw new Error(`durationSec must be a whole number of seconds, got ${opts.durationSec}`)
   const durationSec = clampInt(opts.durationSec, 1, 60, 'durationSec')
   const connections = clampInt(opts.connections, 1, 1000, 'connections')
   const tool = opts.tool ?? detectLoadTool()
@@ -83,14 +84,25 @@ function clampInt(v: number, min: number, max: number, name: string): number {
 
 async function runWrk(opts: LoadOptions): Promise<LoadResult> {
   const threads = Math.min(opts.threads ?? defaultThreads(availableParallelism()), opts.connections)
-  const args = ['-t', String(threads), '-c', String(opts.connections), '-d', `${opts.durationSec}s`, '--latency', '--timeout', '5s']
+  const args = [
+    '-t',
+    String(threads),
+    '-c',
+    String(opts.connections),
+    '-d',
+    `${opts.durationSec}s`,
+    '--latency',
+    '--timeout',
+    '5s',
+  ]
   let scriptDir: string | undefined
   if (opts.method || opts.body || opts.headers) {
     // wrk sets method/body/headers through a Lua script.
     scriptDir = mkdtempSync(join(tmpdir(), 'bench-wrk-'))
     const lines = [`wrk.method = ${luaString(opts.method ?? 'GET')}`]
     if (opts.body !== undefined) lines.push(`wrk.body = ${luaString(opts.body)}`)
-    for (const [k, v] of Object.entries(opts.headers ?? {})) lines.push(`wrk.headers[${luaString(k)}] = ${luaString(v)}`)
+    for (const [k, v] of Object.entries(opts.headers ?? {}))
+      lines.push(`wrk.headers[${luaString(k)}] = ${luaString(v)}`)
     writeFileSync(join(scriptDir, 'req.lua'), lines.join('\n') + '\n')
     args.push('-s', join(scriptDir, 'req.lua'))
   }
@@ -139,11 +151,16 @@ function latency(out: string, pct: string): number {
 
 function toMs(v: number, unit: string): number {
   switch (unit) {
-    case 'us': return v / 1000
-    case 'ms': return v
-    case 's': return v * 1000
-    case 'm': return v * 60_000
-    default: return Number.NaN
+    case 'us':
+      return v / 1000
+    case 'ms':
+      return v
+    case 's':
+      return v * 1000
+    case 'm':
+      return v * 60_000
+    default:
+      return Number.NaN
   }
 }
 
@@ -160,7 +177,11 @@ async function runAutocannon(opts: LoadOptions): Promise<LoadResult> {
   args.push(opts.url)
   const res = await runCommand(runtime, args, { timeoutMs: (opts.durationSec + 30) * 1000 })
   if (res.code !== 0) throw new Error(`autocannon failed (code ${res.code}): ${res.stderr || res.stdout}`)
-  const line = res.stdout.trim().split('\n').filter((l) => l.startsWith('{')).pop()
+  const line = res.stdout
+    .trim()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .pop()
   if (!line) throw new Error(`autocannon printed no JSON:\n${res.stdout}\n${res.stderr}`)
   const j = JSON.parse(line)
   const durationSec = Number(j.duration) || opts.durationSec

@@ -49,7 +49,16 @@ export function prepareProductDir(dir: string, mode: ProductMode): string[] {
   const config = join(dir, 'server.json')
   writeFileSync(
     config,
-    JSON.stringify({ workspaces: [{ path: ws }], token: BENCH_CLIENT_TOKEN, hostToken: BENCH_HOST_TOKEN, approval: { mode: 'auto' } }, null, 2),
+    JSON.stringify(
+      {
+        workspaces: [{ path: ws }],
+        token: BENCH_CLIENT_TOKEN,
+        hostToken: BENCH_HOST_TOKEN,
+        approval: { mode: 'auto' },
+      },
+      null,
+      2,
+    ),
   )
   return ['--mode', 'workspace', '--config', config, '--data-dir', data, '--port', '0', '--host', '127.0.0.1']
 }
@@ -60,7 +69,13 @@ export function prepareProductDir(dir: string, mode: ProductMode): string[] {
  * server's and its RSS is measurable). cwd is the product dir so no stray
  * .env/bunfig from the repo is picked up.
  */
-export function productCommand(repoRoot: string, variant: ProductVariant, dir: string, mode: ProductMode, binaryPath?: string): ServerCommand {
+export function productCommand(
+  repoRoot: string,
+  variant: ProductVariant,
+  dir: string,
+  mode: ProductMode,
+  binaryPath?: string,
+): ServerCommand {
   const flags = prepareProductDir(dir, mode)
   if (variant === 'source') {
     return { label: 'ours(source)', command: process.execPath, args: [productEntry(repoRoot), ...flags], cwd: dir }
@@ -85,7 +100,12 @@ export async function ensureProductBinary(repoRoot: string, log: (msg: string) =
   if (haveBin && process.env.BENCH_NO_BUILD === '1') return { path: bin, built: false }
   if (haveBin) {
     const binTime = statSync(bin).mtimeMs
-    const newest = newestMtime([join(repoRoot, 'src'), join(repoRoot, 'bin'), join(repoRoot, 'build.ts'), join(repoRoot, 'package.json')])
+    const newest = newestMtime([
+      join(repoRoot, 'src'),
+      join(repoRoot, 'bin'),
+      join(repoRoot, 'build.ts'),
+      join(repoRoot, 'package.json'),
+    ])
     if (newest <= binTime) return { path: bin, built: false }
     log('dist/service-server is older than the sources; rebuilding with npm run build')
   }
@@ -96,7 +116,9 @@ export async function ensureProductBinary(repoRoot: string, log: (msg: string) =
   const res = await runCommand('npm', ['run', 'build'], { cwd: repoRoot, timeoutMs: 300_000 })
   if (res.code !== 0 || !existsSync(bin)) {
     const why = `npm run build failed (code ${res.code}): ${(res.stderr || res.stdout).trim().split('\n').slice(-8).join('\n')}`
-    return haveBin ? (log(`${why}; using the existing, stale binary`), { path: bin, built: false }) : { path: null, reason: why }
+    if (!haveBin) return { path: null, reason: why }
+    log(`${why}; using the existing, stale binary`)
+    return { path: bin, built: false }
   }
   log(`built dist/service-server in ${((Date.now() - started) / 1000).toFixed(1)} s`)
   return { path: bin, built: true }
@@ -106,7 +128,11 @@ function newestMtime(paths: string[]): number {
   let newest = 0
   const visit = (p: string) => {
     let st
-    try { st = statSync(p) } catch { return }
+    try {
+      st = statSync(p)
+    } catch {
+      return
+    }
     if (st.isDirectory()) {
       for (const name of readdirSync(p)) visit(join(p, name))
     } else if (st.mtimeMs > newest) {

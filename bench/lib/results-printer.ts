@@ -14,9 +14,18 @@ export function fmt(value: number, decimals = Math.abs(value) >= 1000 ? 0 : 1): 
 }
 
 /** Print one round as it completes: `round 2/3  ours 41,200 req/s  baseline 44,000 req/s  ratio 0.936`. */
-export function printRound(label: string, index: number, total: number, ours: number, baseline: number, unit: string): void {
+export function printRound(
+  label: string,
+  index: number,
+  total: number,
+  ours: number,
+  baseline: number,
+  unit: string,
+): void {
   const ratio = ours / baseline
-  console.log(`    ${label} round ${index + 1}/${total}: ours ${fmt(ours)} ${unit}, baseline ${fmt(baseline)} ${unit}, ratio ${ratio.toFixed(3)}`)
+  console.log(
+    `    ${label} round ${index + 1}/${total}: ours ${fmt(ours)} ${unit}, baseline ${fmt(baseline)} ${unit}, ratio ${ratio.toFixed(3)}`,
+  )
 }
 
 /** Print a figure's summary lines (medians, ratio spread, target verdict). */
@@ -44,7 +53,11 @@ export function printTable(figures: Figure[]): void {
     f.pass === undefined ? 'info' : f.pass ? 'PASS' : 'FAIL',
   ])
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd()
   console.log('')
   console.log(line(header))
   console.log(widths.map((w) => '-'.repeat(w)).join('  '))

@@ -39,8 +39,12 @@ export function runCommand(command: string, args: string[], opts: RunCommandOpti
     let stdout = ''
     let stderr = ''
     let timedOut = false
-    child.stdout!.setEncoding('utf8').on('data', (c: string) => { stdout += c })
-    child.stderr!.setEncoding('utf8').on('data', (c: string) => { stderr += c })
+    child.stdout!.setEncoding('utf8').on('data', (c: string) => {
+      stdout += c
+    })
+    child.stderr!.setEncoding('utf8').on('data', (c: string) => {
+      stderr += c
+    })
     const timer = setTimeout(() => {
       timedOut = true
       child.kill('SIGKILL')
@@ -63,7 +67,9 @@ export function onPath(name: string): boolean {
     try {
       accessSync(`${dir}/${name}`, constants.X_OK)
       return true
-    } catch { /* keep looking */ }
+    } catch {
+      /* keep looking */
+    }
   }
   return false
 }

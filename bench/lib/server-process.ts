@@ -126,14 +126,18 @@ export async function startServer(cmd: ServerCommand, timeoutMs = 15_000): Promi
       if (stderrBuf.length > 65_536) stderrBuf = stderrBuf.slice(-4096)
     })
     exited.then(({ code, signal }) => {
-      if (!found) reject(new Error(`${cmd.label} exited (code ${code}, signal ${signal}) before printing its listening line`))
+      if (!found)
+        reject(new Error(`${cmd.label} exited (code ${code}, signal ${signal}) before printing its listening line`))
     })
     spawnError.catch((err) => reject(new Error(`${cmd.label} failed to spawn: ${err.message}`)))
   })
 
   let timer: ReturnType<typeof setTimeout> | undefined
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${cmd.label} printed no listening line within ${timeoutMs} ms`)), timeoutMs)
+    timer = setTimeout(
+      () => reject(new Error(`${cmd.label} printed no listening line within ${timeoutMs} ms`)),
+      timeoutMs,
+    )
   })
   try {
     const { m, at } = await Promise.race([listening, timeout])
@@ -157,7 +161,9 @@ export async function startServer(cmd: ServerCommand, timeoutMs = 15_000): Promi
   } catch (err) {
     await stop(500)
     const msg = err instanceof Error ? err.message : String(err)
-    throw new Error(`${msg}\n  command: ${cmd.command} ${cmd.args.join(' ')}\n  output:\n${indent(outputTail(tail, cmd.stderrFile))}`)
+    throw new Error(
+      `${msg}\n  command: ${cmd.command} ${cmd.args.join(' ')}\n  output:\n${indent(outputTail(tail, cmd.stderrFile))}`,
+    )
   } finally {
     clearTimeout(timer)
   }
@@ -168,13 +174,23 @@ function makeStopper(child: ChildProcess, exited: Promise<unknown>): (graceMs?: 
   return (graceMs = 3000) => {
     stopping ??= (async () => {
       if (child.exitCode !== null || child.signalCode !== null) return
-      try { child.kill('SIGTERM') } catch { return }
+      try {
+        child.kill('SIGTERM')
+      } catch {
+        return
+      }
       let timer: ReturnType<typeof setTimeout> | undefined
-      const graceOver = new Promise<'timeout'>((r) => { timer = setTimeout(() => r('timeout'), graceMs) })
+      const graceOver = new Promise<'timeout'>((r) => {
+        timer = setTimeout(() => r('timeout'), graceMs)
+      })
       const result = await Promise.race([exited.then(() => 'exited' as const), graceOver])
       clearTimeout(timer)
       if (result === 'timeout') {
-        try { child.kill('SIGKILL') } catch { /* gone */ }
+        try {
+          child.kill('SIGKILL')
+        } catch {
+          /* gone */
+        }
         await exited
       }
     })()
@@ -197,19 +213,34 @@ function outputTail(lines: string[], stderrFile?: string): string {
     } finally {
       closeSync(fd)
     }
-  } catch { /* no file */ }
-  return [...lines, ...fileTail.split('\n').filter(Boolean).map((l) => `[stderr] ${l}`)].join('\n')
+  } catch {
+    /* no file */
+  }
+  return [
+    ...lines,
+    ...fileTail
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => `[stderr] ${l}`),
+  ].join('\n')
 }
 
 function indent(text: string): string {
-  return text.split('\n').map((l) => `    ${l}`).join('\n')
+  return text
+    .split('\n')
+    .map((l) => `    ${l}`)
+    .join('\n')
 }
 
 /**
  * Run `fn` with a started server and always stop it afterwards.
  * Why: keeps "kill in finally" a one-liner in cases.
  */
-export async function withServer<T>(cmd: ServerCommand, fn: (server: RunningServer) => Promise<T>, timeoutMs?: number): Promise<T> {
+export async function withServer<T>(
+  cmd: ServerCommand,
+  fn: (server: RunningServer) => Promise<T>,
+  timeoutMs?: number,
+): Promise<T> {
   const server = await startServer(cmd, timeoutMs)
   try {
     return await fn(server)

@@ -42,9 +42,12 @@ export async function timeToFirstOk(
         const res = await fetch(`${server.baseUrl}${path}`)
         await res.arrayBuffer()
         if (res.status === 200) break
-      } catch { /* not accepting yet */ }
+      } catch {
+        /* not accepting yet */
+      }
       failedProbes++
-      if (performance.now() > deadline) throw new Error(`${cmd.label}: no 200 on ${path} within ${timeoutMs} ms\n${server.outputTail()}`)
+      if (performance.now() > deadline)
+        throw new Error(`${cmd.label}: no 200 on ${path} within ${timeoutMs} ms\n${server.outputTail()}`)
     }
     const firstOkMs = performance.now() - server.spawnedAt
     if (whileRunning) await whileRunning(server)

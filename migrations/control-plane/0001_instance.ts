@@ -13,7 +13,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('schema_note', 'text')
     .execute()
   const id = `cp_${crypto.randomUUID().replace(/-/g, '')}`
-  await sql`insert into instance (id, created_at, schema_note) values (${id}, ${new Date().toISOString()}, ${'service-server control plane'})`.execute(db)
+  await sql`insert into instance (id, created_at, schema_note) values (${id}, ${new Date().toISOString()}, ${'service-server control plane'})`.execute(
+    db,
+  )
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

@@ -29,10 +29,26 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('deleted_at', 'text')
     .execute()
   await db.schema.createIndex('config_object_org_id_idx').on('config_object').columns(['org_id', 'id']).execute()
-  await db.schema.createIndex('config_object_org_type_idx').on('config_object').columns(['org_id', 'object_type', 'id']).execute()
-  await db.schema.createIndex('config_object_org_status_idx').on('config_object').columns(['org_id', 'status', 'id']).execute()
-  await db.schema.createIndex('config_object_org_source_idx').on('config_object').columns(['org_id', 'source_mode', 'id']).execute()
-  await db.schema.createIndex('config_object_org_connector_idx').on('config_object').columns(['org_id', 'connector_instance_id', 'id']).execute()
+  await db.schema
+    .createIndex('config_object_org_type_idx')
+    .on('config_object')
+    .columns(['org_id', 'object_type', 'id'])
+    .execute()
+  await db.schema
+    .createIndex('config_object_org_status_idx')
+    .on('config_object')
+    .columns(['org_id', 'status', 'id'])
+    .execute()
+  await db.schema
+    .createIndex('config_object_org_source_idx')
+    .on('config_object')
+    .columns(['org_id', 'source_mode', 'id'])
+    .execute()
+  await db.schema
+    .createIndex('config_object_org_connector_idx')
+    .on('config_object')
+    .columns(['org_id', 'connector_instance_id', 'id'])
+    .execute()
 
   await db.schema
     .createTable('config_object_version')
@@ -49,7 +65,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addUniqueConstraint('config_object_version_number_unique', ['config_object_id', 'number'])
     .execute()
-  await db.schema.createIndex('config_object_version_object_idx').on('config_object_version').columns(['config_object_id', 'id']).execute()
+  await db.schema
+    .createIndex('config_object_version_object_idx')
+    .on('config_object_version')
+    .columns(['config_object_id', 'id'])
+    .execute()
 
   await db.schema
     .createTable('config_object_term')
@@ -58,7 +78,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('config_object_id', 'text', (c) => c.notNull().references('config_object.id').onDelete('cascade'))
     .addPrimaryKeyConstraint('config_object_term_pk', ['org_id', 'term', 'config_object_id'])
     .execute()
-  await db.schema.createIndex('config_object_term_object_idx').on('config_object_term').columns(['config_object_id']).execute()
+  await db.schema
+    .createIndex('config_object_term_object_idx')
+    .on('config_object_term')
+    .columns(['config_object_id'])
+    .execute()
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

@@ -25,10 +25,26 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('updated_at', 'text', (c) => c.notNull())
     .addUniqueConstraint('access_grant_principal_unique', ['resource_type', 'resource_id', 'principal_key'])
     .execute()
-  await db.schema.createIndex('access_grant_resource_idx').on('access_grant').columns(['resource_type', 'resource_id', 'id']).execute()
-  await db.schema.createIndex('access_grant_member_idx').on('access_grant').columns(['org_id', 'resource_type', 'member_id', 'resource_id']).execute()
-  await db.schema.createIndex('access_grant_team_idx').on('access_grant').columns(['org_id', 'resource_type', 'team_id', 'resource_id']).execute()
-  await db.schema.createIndex('access_grant_org_wide_idx').on('access_grant').columns(['org_id', 'resource_type', 'org_wide', 'resource_id']).execute()
+  await db.schema
+    .createIndex('access_grant_resource_idx')
+    .on('access_grant')
+    .columns(['resource_type', 'resource_id', 'id'])
+    .execute()
+  await db.schema
+    .createIndex('access_grant_member_idx')
+    .on('access_grant')
+    .columns(['org_id', 'resource_type', 'member_id', 'resource_id'])
+    .execute()
+  await db.schema
+    .createIndex('access_grant_team_idx')
+    .on('access_grant')
+    .columns(['org_id', 'resource_type', 'team_id', 'resource_id'])
+    .execute()
+  await db.schema
+    .createIndex('access_grant_org_wide_idx')
+    .on('access_grant')
+    .columns(['org_id', 'resource_type', 'org_wide', 'resource_id'])
+    .execute()
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

@@ -34,8 +34,16 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addUniqueConstraint('plugin_config_object_unique', ['plugin_id', 'config_object_id'])
     .execute()
-  await db.schema.createIndex('plugin_config_object_plugin_idx').on('plugin_config_object').columns(['plugin_id', 'id']).execute()
-  await db.schema.createIndex('plugin_config_object_object_idx').on('plugin_config_object').columns(['config_object_id', 'plugin_id']).execute()
+  await db.schema
+    .createIndex('plugin_config_object_plugin_idx')
+    .on('plugin_config_object')
+    .columns(['plugin_id', 'id'])
+    .execute()
+  await db.schema
+    .createIndex('plugin_config_object_object_idx')
+    .on('plugin_config_object')
+    .columns(['config_object_id', 'plugin_id'])
+    .execute()
   await db.schema
     .createTable('marketplace_plugin')
     .addColumn('id', 'text', (c) => c.primaryKey())
@@ -47,8 +55,16 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addUniqueConstraint('marketplace_plugin_unique', ['marketplace_id', 'plugin_id'])
     .execute()
-  await db.schema.createIndex('marketplace_plugin_marketplace_idx').on('marketplace_plugin').columns(['marketplace_id', 'id']).execute()
-  await db.schema.createIndex('marketplace_plugin_plugin_idx').on('marketplace_plugin').columns(['plugin_id', 'marketplace_id']).execute()
+  await db.schema
+    .createIndex('marketplace_plugin_marketplace_idx')
+    .on('marketplace_plugin')
+    .columns(['marketplace_id', 'id'])
+    .execute()
+  await db.schema
+    .createIndex('marketplace_plugin_plugin_idx')
+    .on('marketplace_plugin')
+    .columns(['plugin_id', 'marketplace_id'])
+    .execute()
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

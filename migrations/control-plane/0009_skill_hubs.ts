@@ -29,7 +29,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addUniqueConstraint('skill_hub_skill_unique', ['hub_id', 'config_object_id'])
     .execute()
   await db.schema.createIndex('skill_hub_skill_hub_idx').on('skill_hub_skill').columns(['hub_id', 'id']).execute()
-  await db.schema.createIndex('skill_hub_skill_object_idx').on('skill_hub_skill').columns(['config_object_id', 'hub_id']).execute()
+  await db.schema
+    .createIndex('skill_hub_skill_object_idx')
+    .on('skill_hub_skill')
+    .columns(['config_object_id', 'hub_id'])
+    .execute()
   await db.schema
     .createTable('skill_hub_assignment')
     .addColumn('id', 'text', (c) => c.primaryKey())
@@ -43,10 +47,26 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addUniqueConstraint('skill_hub_assignment_unique', ['hub_id', 'principal_key'])
     .execute()
-  await db.schema.createIndex('skill_hub_assignment_hub_idx').on('skill_hub_assignment').columns(['hub_id', 'id']).execute()
-  await db.schema.createIndex('skill_hub_assignment_member_idx').on('skill_hub_assignment').columns(['org_id', 'member_id', 'hub_id']).execute()
-  await db.schema.createIndex('skill_hub_assignment_team_idx').on('skill_hub_assignment').columns(['org_id', 'team_id', 'hub_id']).execute()
-  await db.schema.createIndex('skill_hub_assignment_org_idx').on('skill_hub_assignment').columns(['org_id', 'org_wide', 'hub_id']).execute()
+  await db.schema
+    .createIndex('skill_hub_assignment_hub_idx')
+    .on('skill_hub_assignment')
+    .columns(['hub_id', 'id'])
+    .execute()
+  await db.schema
+    .createIndex('skill_hub_assignment_member_idx')
+    .on('skill_hub_assignment')
+    .columns(['org_id', 'member_id', 'hub_id'])
+    .execute()
+  await db.schema
+    .createIndex('skill_hub_assignment_team_idx')
+    .on('skill_hub_assignment')
+    .columns(['org_id', 'team_id', 'hub_id'])
+    .execute()
+  await db.schema
+    .createIndex('skill_hub_assignment_org_idx')
+    .on('skill_hub_assignment')
+    .columns(['org_id', 'org_wide', 'hub_id'])
+    .execute()
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

@@ -34,8 +34,16 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute()
   await db.schema.createIndex('worker_org_id_idx').on('worker').columns(['org_id', 'id']).execute()
   // Sweeps: stale heartbeats of healthy Workers, overdue provisioning.
-  await db.schema.createIndex('worker_state_heartbeat_idx').on('worker').columns(['state', 'last_heartbeat_at']).execute()
-  await db.schema.createIndex('worker_state_deadline_idx').on('worker').columns(['state', 'provisioning_deadline_at']).execute()
+  await db.schema
+    .createIndex('worker_state_heartbeat_idx')
+    .on('worker')
+    .columns(['state', 'last_heartbeat_at'])
+    .execute()
+  await db.schema
+    .createIndex('worker_state_deadline_idx')
+    .on('worker')
+    .columns(['state', 'provisioning_deadline_at'])
+    .execute()
 
   await db.schema
     .createTable('worker_token')

@@ -27,7 +27,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .createTable('connector_instance')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('org_id', 'text', (c) => c.notNull().references('organization.id').onDelete('cascade'))
-    .addColumn('connector_account_id', 'text', (c) => c.notNull().references('connector_account.id').onDelete('cascade'))
+    .addColumn('connector_account_id', 'text', (c) =>
+      c.notNull().references('connector_account.id').onDelete('cascade'),
+    )
     .addColumn('connector_type', 'text', (c) => c.notNull())
     .addColumn('name', 'text', (c) => c.notNull())
     .addColumn('config', 'text')
@@ -40,7 +42,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addUniqueConstraint('connector_instance_name_unique', ['org_id', 'name'])
     .execute()
   await db.schema.createIndex('connector_instance_org_idx').on('connector_instance').columns(['org_id', 'id']).execute()
-  await db.schema.createIndex('connector_instance_account_idx').on('connector_instance').columns(['connector_account_id', 'id']).execute()
+  await db.schema
+    .createIndex('connector_instance_account_idx')
+    .on('connector_instance')
+    .columns(['connector_account_id', 'id'])
+    .execute()
 
   await db.schema
     .createTable('connector_target')
@@ -55,7 +61,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('updated_at', 'text', (c) => c.notNull())
     .addUniqueConstraint('connector_target_remote_unique', ['instance_id', 'remote_id'])
     .execute()
-  await db.schema.createIndex('connector_target_instance_idx').on('connector_target').columns(['instance_id', 'id']).execute()
+  await db.schema
+    .createIndex('connector_target_instance_idx')
+    .on('connector_target')
+    .columns(['instance_id', 'id'])
+    .execute()
 
   await db.schema
     .createTable('connector_mapping')
@@ -71,7 +81,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('updated_at', 'text', (c) => c.notNull())
     .addUniqueConstraint('connector_mapping_selector_unique', ['target_id', 'selector', 'object_type'])
     .execute()
-  await db.schema.createIndex('connector_mapping_target_idx').on('connector_mapping').columns(['target_id', 'id']).execute()
+  await db.schema
+    .createIndex('connector_mapping_target_idx')
+    .on('connector_mapping')
+    .columns(['target_id', 'id'])
+    .execute()
 
   await db.schema
     .createTable('connector_discovery')
@@ -121,10 +135,26 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('completed_at', 'text')
     .execute()
   // Lists: newest first per organization, optionally per instance, target or status.
-  await db.schema.createIndex('connector_sync_event_org_idx').on('connector_sync_event').columns(['org_id', 'id']).execute()
-  await db.schema.createIndex('connector_sync_event_target_idx').on('connector_sync_event').columns(['target_id', 'id']).execute()
-  await db.schema.createIndex('connector_sync_event_instance_idx').on('connector_sync_event').columns(['instance_id', 'id']).execute()
-  await db.schema.createIndex('connector_sync_event_status_idx').on('connector_sync_event').columns(['org_id', 'status', 'id']).execute()
+  await db.schema
+    .createIndex('connector_sync_event_org_idx')
+    .on('connector_sync_event')
+    .columns(['org_id', 'id'])
+    .execute()
+  await db.schema
+    .createIndex('connector_sync_event_target_idx')
+    .on('connector_sync_event')
+    .columns(['target_id', 'id'])
+    .execute()
+  await db.schema
+    .createIndex('connector_sync_event_instance_idx')
+    .on('connector_sync_event')
+    .columns(['instance_id', 'id'])
+    .execute()
+  await db.schema
+    .createIndex('connector_sync_event_status_idx')
+    .on('connector_sync_event')
+    .columns(['org_id', 'status', 'id'])
+    .execute()
 
   await db.schema
     .createTable('connector_source_binding')
@@ -144,7 +174,15 @@ export async function up(db: Kysely<any>): Promise<void> {
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const table of ['connector_source_binding', 'connector_sync_event', 'connector_discovery', 'connector_mapping', 'connector_target', 'connector_instance', 'connector_account']) {
+  for (const table of [
+    'connector_source_binding',
+    'connector_sync_event',
+    'connector_discovery',
+    'connector_mapping',
+    'connector_target',
+    'connector_instance',
+    'connector_account',
+  ]) {
     await db.schema.dropTable(table).execute()
   }
 }

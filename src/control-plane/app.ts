@@ -39,7 +39,11 @@ export type { ControlPlaneRule } from './policy.ts'
 export type { ControlPlanePrincipal } from './auth.ts'
 
 /** Control-plane validation failures are 422 with field paths, per its contract. */
-export const controlPlaneValidation: ValidationPolicy = { status: 422, bodyCode: 'validation_failed', queryCode: 'validation_failed' }
+export const controlPlaneValidation: ValidationPolicy = {
+  status: 422,
+  bodyCode: 'validation_failed',
+  queryCode: 'validation_failed',
+}
 
 const ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'X-Api-Key', 'X-Request-Id', 'X-Service-Org-Id']
 
@@ -63,10 +67,17 @@ export interface ControlPlaneContract {
 }
 
 /** A running control plane. */
-export type ControlPlaneApp = Surface & { database: Database<ControlPlaneDb>; deps: Deps; contract: ControlPlaneContract }
+export type ControlPlaneApp = Surface & {
+  database: Database<ControlPlaneDb>
+  deps: Deps
+  contract: ControlPlaneContract
+}
 
 /** Creates the control-plane surface: opens and migrates the database first. */
-export async function createControlPlaneApp(config: ControlPlaneConfig, options: ControlPlaneAppOptions): Promise<ControlPlaneApp> {
+export async function createControlPlaneApp(
+  config: ControlPlaneConfig,
+  options: ControlPlaneAppOptions,
+): Promise<ControlPlaneApp> {
   const startedAt = performance.now()
   const secretKey = await loadSecretBox({ envKey: config.encryptionKey, keyFile: config.encryptionKeyFile })
   const database = await openDatabase<ControlPlaneDb>({ path: config.databasePath, migrations: controlPlaneMigrations })
@@ -82,29 +93,43 @@ export async function createControlPlaneApp(config: ControlPlaneConfig, options:
     },
     secrets: secretKey.box,
   }
-  const throttle = new SignInThrottle({
-    maxFailuresPerAccount: config.signInThrottle.maxFailuresPerAccount,
-    maxFailuresPerAddress: config.signInThrottle.maxFailuresPerAddress,
-    windowMs: config.signInThrottle.windowSeconds * 1000,
-  }, now)
+  const throttle = new SignInThrottle(
+    {
+      maxFailuresPerAccount: config.signInThrottle.maxFailuresPerAccount,
+      maxFailuresPerAddress: config.signInThrottle.maxFailuresPerAddress,
+      windowMs: config.signInThrottle.windowSeconds * 1000,
+    },
+    now,
+  )
   const ctx: RouteContext = { deps, throttle, trustProxy: config.trustProxy }
   const asyncFamilies = createAsyncFamilies(deps, config, options.logger, ctx)
   const auth = controlPlaneAuth(deps)
   const streams = new StreamRegistry()
   let doc: Record<string, unknown> | undefined
-  const document = () => (doc ??= annotatePolicy(buildOpenApi(
-    {
-      title: 'service-server control plane API',
-      version: VERSION,
-      description: 'Organization control plane: identity, members, configuration, connectors and Workers. This document is the authoritative contract. Errors are `{code, message, details?}`; validation failures are 422 `validation_failed` with `details.issues[{path, message}]`; lists are `{items, nextCursor}` (pass `nextCursor` back as `cursor`).',
-      securitySchemes: controlPlaneSecuritySchemes,
-    },
-    routes,
-    auth,
-    controlPlaneValidation,
-  ), routes))
+  const document = () =>
+    (doc ??= annotatePolicy(
+      buildOpenApi(
+        {
+          title: 'service-server control plane API',
+          version: VERSION,
+          description:
+            'Organization control plane: identity, members, configuration, connectors and Workers. This document is the authoritative contract. Errors are `{code, message, details?}`; validation failures are 422 `validation_failed` with `details.issues[{path, message}]`; lists are `{items, nextCursor}` (pass `nextCursor` back as `cursor`).',
+          securitySchemes: controlPlaneSecuritySchemes,
+        },
+        routes,
+        auth,
+        controlPlaneValidation,
+      ),
+      routes,
+    ))
   const routes: AnyRoute<ControlPlaneRule, ControlPlanePrincipal>[] = [
-    ...systemRoutes<ControlPlaneRule>({ mode: 'control-plane', version: VERSION, publicRule: rules.public, startedAt, openapi: document }),
+    ...systemRoutes<ControlPlaneRule>({
+      mode: 'control-plane',
+      version: VERSION,
+      publicRule: rules.public,
+      startedAt,
+      openapi: document,
+    }),
     ...authRoutes(ctx),
     ...meRoutes(ctx),
     ...orgRoutes(ctx),
@@ -134,7 +159,13 @@ export async function createControlPlaneApp(config: ControlPlaneConfig, options:
     database,
     deps,
     contract: { routes, auth, validation: controlPlaneValidation },
-    onListening: (address) => [asyncFamilies.listening(address), `database ${config.databasePath}`, secretKey.source === 'env' ? 'secrets encrypted with SERVICE_ENCRYPTION_KEY' : `secrets encrypted with the key in ${config.encryptionKeyFile}${secretKey.source === 'generated' ? ' (generated now: back it up with the database)' : ''}`],
+    onListening: (address) => [
+      asyncFamilies.listening(address),
+      `database ${config.databasePath}`,
+      secretKey.source === 'env'
+        ? 'secrets encrypted with SERVICE_ENCRYPTION_KEY'
+        : `secrets encrypted with the key in ${config.encryptionKeyFile}${secretKey.source === 'generated' ? ' (generated now: back it up with the database)' : ''}`,
+    ],
     async close() {
       if (closed) return
       closed = true

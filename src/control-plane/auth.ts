@@ -37,7 +37,14 @@ const anonymous: ControlPlanePrincipal = { credential: 'none', user: null, sessi
 /** The actor for audit and domain calls; only valid on `org` routes (the rule guarantees an org). */
 export function actorOf(principal: ControlPlanePrincipal): Actor {
   if (!principal.user || !principal.org || principal.credential === 'none') throw errors.internal()
-  return { orgId: principal.org.id, userId: principal.user.id, memberId: principal.org.memberId, role: principal.org.role, credential: principal.credential, apiKeyId: principal.apiKeyId }
+  return {
+    orgId: principal.org.id,
+    userId: principal.user.id,
+    memberId: principal.org.memberId,
+    role: principal.org.role,
+    credential: principal.credential,
+    apiKeyId: principal.apiKeyId,
+  }
 }
 
 function bearerToken(request: Request): string | null {
@@ -53,7 +60,14 @@ const notFoundOrg = () => errors.notFound('organization_not_found', 'Organizatio
  * The session's organization: the header's (which must be one of the caller's), else the active
  * one, else the caller's earliest membership, written back so the next request finds it directly.
  */
-async function resolveSessionOrg(deps: Deps, sessionId: string, userId: string, activeOrgId: string | null, headerOrg: string | null, found: SessionMembership | null): Promise<Membership | null> {
+async function resolveSessionOrg(
+  deps: Deps,
+  sessionId: string,
+  userId: string,
+  activeOrgId: string | null,
+  headerOrg: string | null,
+  found: SessionMembership | null,
+): Promise<Membership | null> {
   if (found) return { orgId: found.orgId, orgName: found.orgName, memberId: found.memberId, role: asRole(found.role) }
   if (headerOrg !== null) throw notFoundOrg()
   const fallback = await firstMembership(deps, userId)
@@ -71,11 +85,18 @@ async function identify(deps: Deps, request: Request): Promise<ControlPlanePrinc
       throw errors.unauthorized(resolved.rejected === 'unknown' ? 'Invalid API key' : `API key ${resolved.rejected}`)
     }
     if (headerOrg !== null && headerOrg !== resolved.orgId) throw notFoundOrg()
-    return { credential: 'apiKey', user: toUserView(resolved.user), session: null, apiKeyId: resolved.id, org: { id: resolved.orgId, name: resolved.orgName, memberId: resolved.memberId, role: resolved.role } }
+    return {
+      credential: 'apiKey',
+      user: toUserView(resolved.user),
+      session: null,
+      apiKeyId: resolved.id,
+      org: { id: resolved.orgId, name: resolved.orgName, memberId: resolved.memberId, role: resolved.role },
+    }
   }
   const token = bearerToken(request)
   if (!token) throw errors.unauthorized('Send Authorization: Bearer <session-token> or x-api-key: <key>')
-  if (token.startsWith(API_KEY_PREFIX)) throw errors.unauthorized('API keys are sent in the x-api-key header, not as a bearer token')
+  if (token.startsWith(API_KEY_PREFIX))
+    throw errors.unauthorized('API keys are sent in the x-api-key header, not as a bearer token')
   if (headerOrg !== null && !ORG_ID.test(headerOrg)) {
     // Still authenticate first: a bad credential is 401 whatever the header says.
     if (!(await resolveSession(deps, token))) throw errors.unauthorized('Invalid or expired session')
@@ -83,7 +104,14 @@ async function identify(deps: Deps, request: Request): Promise<ControlPlanePrinc
   }
   const session = await resolveSession(deps, token, headerOrg)
   if (!session) throw errors.unauthorized('Invalid or expired session')
-  const member = await resolveSessionOrg(deps, session.id, session.user.id, session.activeOrgId, headerOrg, session.membership)
+  const member = await resolveSessionOrg(
+    deps,
+    session.id,
+    session.user.id,
+    session.activeOrgId,
+    headerOrg,
+    session.membership,
+  )
   return {
     credential: 'session',
     user: session.user,
@@ -102,12 +130,20 @@ export function controlPlaneAuth(deps: Deps): SurfaceAuth<ControlPlaneRule, Cont
       if (rule.kind === 'workerToken') return anonymous
       const principal = await identify(deps, request)
       if (rule.kind === 'identity') {
-        if (rule.sessionOnly && principal.credential !== 'session') throw errors.forbidden('This action needs a signed-in session, not an API key', undefined, 'session_required')
+        if (rule.sessionOnly && principal.credential !== 'session')
+          throw errors.forbidden('This action needs a signed-in session, not an API key', undefined, 'session_required')
         return principal
       }
-      if (!principal.org) throw errors.forbidden('You are not a member of any organization; create one or accept an invitation', undefined, 'no_organization')
+      if (!principal.org)
+        throw errors.forbidden(
+          'You are not a member of any organization; create one or accept an invitation',
+          undefined,
+          'no_organization',
+        )
       if (!allows(rule.permission, principal.org.role, principal.credential as CredentialKind)) {
-        throw new ApiError(403, 'forbidden', `Not allowed: needs ${rule.permission}`, { details: { permission: rule.permission, role: principal.org.role, credential: principal.credential } })
+        throw new ApiError(403, 'forbidden', `Not allowed: needs ${rule.permission}`, {
+          details: { permission: rule.permission, role: principal.org.role, credential: principal.credential },
+        })
       }
       return principal
     },
@@ -130,7 +166,21 @@ export function controlPlaneAuth(deps: Deps): SurfaceAuth<ControlPlaneRule, Cont
 
 /** OpenAPI security schemes of the control plane. */
 export const controlPlaneSecuritySchemes = {
-  bearerSession: { type: 'http', scheme: 'bearer', description: 'Session token from POST /v1/auth/sign-in or sign-up (prefix sst_). An API key sent here is refused with 401.' },
-  workerActivityToken: { type: 'http', scheme: 'bearer', description: 'A Worker runtime\'s activity token (prefix wka_), accepted only on that Worker\'s heartbeat route.' },
-  apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'Organization API key (prefix svc_); acts as the member who created it, in that organization.' },
+  bearerSession: {
+    type: 'http',
+    scheme: 'bearer',
+    description:
+      'Session token from POST /v1/auth/sign-in or sign-up (prefix sst_). An API key sent here is refused with 401.',
+  },
+  workerActivityToken: {
+    type: 'http',
+    scheme: 'bearer',
+    description: "A Worker runtime's activity token (prefix wka_), accepted only on that Worker's heartbeat route.",
+  },
+  apiKey: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'x-api-key',
+    description: 'Organization API key (prefix svc_); acts as the member who created it, in that organization.',
+  },
 }

@@ -15,10 +15,31 @@ test('identity settings default to closed sign-up, 7-day sessions, no proxy trus
 test('environment variables override the file, and the file overrides defaults', async () => {
   await withTempDir((dir) => {
     const path = join(dir, 'cp.json')
-    writeFileSync(path, JSON.stringify({ openSignUp: true, sessionTtlHours: 12, trustProxy: true, signInThrottle: { maxFailuresPerAccount: 3 } }))
+    writeFileSync(
+      path,
+      JSON.stringify({
+        openSignUp: true,
+        sessionTtlHours: 12,
+        trustProxy: true,
+        signInThrottle: { maxFailuresPerAccount: 3 },
+      }),
+    )
     const fromFile = loadControlPlaneConfig({ config: path }, {}, dir)
-    assert.equal([fromFile.openSignUp, fromFile.sessionTtlHours, fromFile.trustProxy, fromFile.signInThrottle.maxFailuresPerAccount, fromFile.signInThrottle.windowSeconds], [true, 12, true, 3, 900])
-    const fromEnv = loadControlPlaneConfig({ config: path }, { SERVICE_OPEN_SIGN_UP: 'false', SERVICE_SESSION_TTL_HOURS: '2', SERVICE_TRUST_PROXY: 'no' }, dir)
+    assert.equal(
+      [
+        fromFile.openSignUp,
+        fromFile.sessionTtlHours,
+        fromFile.trustProxy,
+        fromFile.signInThrottle.maxFailuresPerAccount,
+        fromFile.signInThrottle.windowSeconds,
+      ],
+      [true, 12, true, 3, 900],
+    )
+    const fromEnv = loadControlPlaneConfig(
+      { config: path },
+      { SERVICE_OPEN_SIGN_UP: 'false', SERVICE_SESSION_TTL_HOURS: '2', SERVICE_TRUST_PROXY: 'no' },
+      dir,
+    )
     assert.equal([fromEnv.openSignUp, fromEnv.sessionTtlHours, fromEnv.trustProxy], [false, 2, false])
   })
 })
@@ -27,9 +48,18 @@ test('bad identity settings stop start-up with a ConfigError naming the source',
   await withTempDir((dir) => {
     const path = join(dir, 'cp.json')
     writeFileSync(path, JSON.stringify({ signInThrottle: { maxFailuresPerAccount: 0 } }))
-    assert.throws(() => loadControlPlaneConfig({ config: path }, {}, dir), (e: unknown) => e instanceof ConfigError)
-    assert.throws(() => loadControlPlaneConfig({}, { SERVICE_SESSION_TTL_HOURS: 'forever' }, dir), (e: unknown) => e instanceof ConfigError && /SERVICE_SESSION_TTL_HOURS/.test((e as Error).message))
-    assert.throws(() => loadControlPlaneConfig({}, { SERVICE_OPEN_SIGN_UP: 'maybe' }, dir), (e: unknown) => e instanceof ConfigError)
+    assert.throws(
+      () => loadControlPlaneConfig({ config: path }, {}, dir),
+      (e: unknown) => e instanceof ConfigError,
+    )
+    assert.throws(
+      () => loadControlPlaneConfig({}, { SERVICE_SESSION_TTL_HOURS: 'forever' }, dir),
+      (e: unknown) => e instanceof ConfigError && /SERVICE_SESSION_TTL_HOURS/.test((e as Error).message),
+    )
+    assert.throws(
+      () => loadControlPlaneConfig({}, { SERVICE_OPEN_SIGN_UP: 'maybe' }, dir),
+      (e: unknown) => e instanceof ConfigError,
+    )
   })
 })
 

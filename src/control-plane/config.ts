@@ -7,21 +7,38 @@ import { dirname, join, resolve } from 'node:path'
 import * as v from 'valibot'
 import type { Flags } from '../cli-flags.ts'
 import { ConnectorsFileSchema, JobsFileSchema, WorkersFileSchema } from './jobs/async-settings.ts'
-import { defaultDataDir, envSchemas, envValue, flagValue, pick, readConfigFile, ConfigError, type Env } from '../core/settings.ts'
+import {
+  defaultDataDir,
+  envSchemas,
+  envValue,
+  flagValue,
+  pick,
+  readConfigFile,
+  ConfigError,
+  type Env,
+} from '../core/settings.ts'
 
 /** Keys of the optional control-plane config file. */
 export const ControlPlaneFileSchema = v.looseObject({
   host: v.optional(v.pipe(v.string(), v.minLength(1))),
-  port: v.optional(v.pipe(v.number('must be a number'), v.integer(), v.minValue(0), v.maxValue(65535, 'must be 0-65535'))),
+  port: v.optional(
+    v.pipe(v.number('must be a number'), v.integer(), v.minValue(0), v.maxValue(65535, 'must be 0-65535')),
+  ),
   dataDir: v.optional(v.pipe(v.string(), v.minLength(1))),
   database: v.optional(v.pipe(v.string(), v.minLength(1))),
-  corsOrigins: v.optional(v.array(v.pipe(v.string(), v.regex(/^(\*|https?:\/\/[^/\s]+)$/, 'must be * or an origin like https://app.example')))),
+  corsOrigins: v.optional(
+    v.array(
+      v.pipe(v.string(), v.regex(/^(\*|https?:\/\/[^/\s]+)$/, 'must be * or an origin like https://app.example')),
+    ),
+  ),
   logFormat: v.optional(envSchemas.logFormat),
   logRequests: v.optional(v.boolean('must be true or false')),
   /** Allow anyone to sign up without an invitation (the first account is always allowed). */
   openSignUp: v.optional(v.boolean('must be true or false')),
   /** Session lifetime in hours; sessions in use slide forward. */
-  sessionTtlHours: v.optional(v.pipe(v.number('must be a number'), v.integer('must be a whole number'), v.minValue(1), v.maxValue(24 * 366))),
+  sessionTtlHours: v.optional(
+    v.pipe(v.number('must be a number'), v.integer('must be a whole number'), v.minValue(1), v.maxValue(24 * 366)),
+  ),
   /** Take the client address from the first X-Forwarded-For entry (only behind a proxy you trust). */
   trustProxy: v.optional(v.boolean('must be true or false')),
   /** Durable jobs, Workers and connectors (see jobs/async-settings.ts for keys and defaults). */
@@ -29,11 +46,13 @@ export const ControlPlaneFileSchema = v.looseObject({
   workers: v.optional(WorkersFileSchema),
   connectors: v.optional(ConnectorsFileSchema),
   /** Failed sign-in limits. */
-  signInThrottle: v.optional(v.strictObject({
-    maxFailuresPerAccount: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
-    maxFailuresPerAddress: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
-    windowSeconds: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
-  })),
+  signInThrottle: v.optional(
+    v.strictObject({
+      maxFailuresPerAccount: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+      maxFailuresPerAddress: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+      windowSeconds: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+    }),
+  ),
   /** File holding the 32-byte key that encrypts stored secrets (generated with mode 0600 if missing). */
   encryptionKeyFile: v.optional(v.pipe(v.string(), v.minLength(1))),
   /** JSON file replacing the embedded model-provider catalog. */
@@ -80,26 +99,83 @@ export function loadControlPlaneConfig(flags: Flags, env: Env, cwd: string): Con
   const file: ControlPlaneFile = fileOrNull ?? {}
   const fileDir = configPath ? dirname(configPath) : cwd
 
-  const [host] = pick<string>([flagValue(flags, 'host', v.pipe(v.string(), v.minLength(1))), 'flag'], [env.SERVICE_HOST || undefined, 'env'], [file.host, 'file'], ['127.0.0.1', 'default'])
-  const [port] = pick<number>([flagValue(flags, 'port', envSchemas.port), 'flag'], [envValue(env, 'SERVICE_PORT', envSchemas.port), 'env'], [file.port, 'file'], [8790, 'default'])
-  const [dataDir] = pick<string>([flags['data-dir'] as string | undefined, 'flag'], [env.SERVICE_DATA_DIR || undefined, 'env'], [file.dataDir ? resolve(fileDir, file.dataDir) : undefined, 'file'], [defaultDataDir(env), 'default'])
-  const [database] = pick<string>([flags.database as string | undefined, 'flag'], [env.SERVICE_DATABASE || undefined, 'env'], [file.database ? resolve(fileDir, file.database) : undefined, 'file'])
-  const [corsOrigins] = pick<string[]>([flagValue(flags, 'cors', envSchemas.list), 'flag'], [envValue(env, 'SERVICE_CORS_ORIGINS', envSchemas.list), 'env'], [file.corsOrigins, 'file'], [[], 'default'])
-  const [logFormat] = pick<'pretty' | 'json'>([flagValue(flags, 'log-format', envSchemas.logFormat), 'flag'], [envValue(env, 'SERVICE_LOG_FORMAT', envSchemas.logFormat), 'env'], [file.logFormat, 'file'], ['pretty', 'default'])
-  const [logRequests] = pick<boolean>([flags['log-requests'] ? true : undefined, 'flag'], [envValue(env, 'SERVICE_LOG_REQUESTS', envSchemas.bool), 'env'], [file.logRequests, 'file'], [false, 'default'])
-  const [openSignUp] = pick<boolean>([envValue(env, 'SERVICE_OPEN_SIGN_UP', envSchemas.bool), 'env'], [file.openSignUp, 'file'], [false, 'default'])
-  const [sessionTtlHours] = pick<number>([envValue(env, 'SERVICE_SESSION_TTL_HOURS', envSchemas.positiveInt), 'env'], [file.sessionTtlHours, 'file'], [168, 'default'])
-  const [trustProxy] = pick<boolean>([envValue(env, 'SERVICE_TRUST_PROXY', envSchemas.bool), 'env'], [file.trustProxy, 'file'], [false, 'default'])
+  const [host] = pick<string>(
+    [flagValue(flags, 'host', v.pipe(v.string(), v.minLength(1))), 'flag'],
+    [env.SERVICE_HOST || undefined, 'env'],
+    [file.host, 'file'],
+    ['127.0.0.1', 'default'],
+  )
+  const [port] = pick<number>(
+    [flagValue(flags, 'port', envSchemas.port), 'flag'],
+    [envValue(env, 'SERVICE_PORT', envSchemas.port), 'env'],
+    [file.port, 'file'],
+    [8790, 'default'],
+  )
+  const [dataDir] = pick<string>(
+    [flags['data-dir'] as string | undefined, 'flag'],
+    [env.SERVICE_DATA_DIR || undefined, 'env'],
+    [file.dataDir ? resolve(fileDir, file.dataDir) : undefined, 'file'],
+    [defaultDataDir(env), 'default'],
+  )
+  const [database] = pick<string>(
+    [flags.database as string | undefined, 'flag'],
+    [env.SERVICE_DATABASE || undefined, 'env'],
+    [file.database ? resolve(fileDir, file.database) : undefined, 'file'],
+  )
+  const [corsOrigins] = pick<string[]>(
+    [flagValue(flags, 'cors', envSchemas.list), 'flag'],
+    [envValue(env, 'SERVICE_CORS_ORIGINS', envSchemas.list), 'env'],
+    [file.corsOrigins, 'file'],
+    [[], 'default'],
+  )
+  const [logFormat] = pick<'pretty' | 'json'>(
+    [flagValue(flags, 'log-format', envSchemas.logFormat), 'flag'],
+    [envValue(env, 'SERVICE_LOG_FORMAT', envSchemas.logFormat), 'env'],
+    [file.logFormat, 'file'],
+    ['pretty', 'default'],
+  )
+  const [logRequests] = pick<boolean>(
+    [flags['log-requests'] ? true : undefined, 'flag'],
+    [envValue(env, 'SERVICE_LOG_REQUESTS', envSchemas.bool), 'env'],
+    [file.logRequests, 'file'],
+    [false, 'default'],
+  )
+  const [openSignUp] = pick<boolean>(
+    [envValue(env, 'SERVICE_OPEN_SIGN_UP', envSchemas.bool), 'env'],
+    [file.openSignUp, 'file'],
+    [false, 'default'],
+  )
+  const [sessionTtlHours] = pick<number>(
+    [envValue(env, 'SERVICE_SESSION_TTL_HOURS', envSchemas.positiveInt), 'env'],
+    [file.sessionTtlHours, 'file'],
+    [168, 'default'],
+  )
+  const [trustProxy] = pick<boolean>(
+    [envValue(env, 'SERVICE_TRUST_PROXY', envSchemas.bool), 'env'],
+    [file.trustProxy, 'file'],
+    [false, 'default'],
+  )
   const throttle = file.signInThrottle ?? {}
   const absoluteDataDir = resolve(cwd, dataDir!)
-  const [encryptionKeyFile] = pick<string>([env.SERVICE_ENCRYPTION_KEY_FILE ? resolve(cwd, env.SERVICE_ENCRYPTION_KEY_FILE) : undefined, 'env'], [file.encryptionKeyFile ? resolve(fileDir, file.encryptionKeyFile) : undefined, 'file'], [join(absoluteDataDir, 'encryption.key'), 'default'])
-  const [llmProviderCatalogFile] = pick<string>([env.SERVICE_LLM_PROVIDER_CATALOG ? resolve(cwd, env.SERVICE_LLM_PROVIDER_CATALOG) : undefined, 'env'], [file.llmProviderCatalogFile ? resolve(fileDir, file.llmProviderCatalogFile) : undefined, 'file'])
+  const [encryptionKeyFile] = pick<string>(
+    [env.SERVICE_ENCRYPTION_KEY_FILE ? resolve(cwd, env.SERVICE_ENCRYPTION_KEY_FILE) : undefined, 'env'],
+    [file.encryptionKeyFile ? resolve(fileDir, file.encryptionKeyFile) : undefined, 'file'],
+    [join(absoluteDataDir, 'encryption.key'), 'default'],
+  )
+  const [llmProviderCatalogFile] = pick<string>(
+    [env.SERVICE_LLM_PROVIDER_CATALOG ? resolve(cwd, env.SERVICE_LLM_PROVIDER_CATALOG) : undefined, 'env'],
+    [file.llmProviderCatalogFile ? resolve(fileDir, file.llmProviderCatalogFile) : undefined, 'file'],
+  )
   return {
     configPath,
     host: host!,
     port: port!,
     dataDir: absoluteDataDir,
-    databasePath: database ? (database === ':memory:' ? database : resolve(cwd, database)) : join(absoluteDataDir, 'control-plane.sqlite'),
+    databasePath: database
+      ? database === ':memory:'
+        ? database
+        : resolve(cwd, database)
+      : join(absoluteDataDir, 'control-plane.sqlite'),
     corsOrigins: corsOrigins!,
     logFormat: logFormat!,
     logRequests: logRequests!,

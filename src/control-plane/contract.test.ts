@@ -19,7 +19,13 @@ import { startTestControlPlane } from './testing/test-control-plane.ts'
 
 const test = suite('control-plane/contract')
 
-type Operation = { security: Array<Record<string, string[]>>; responses: Record<string, unknown>; parameters?: Array<{ name: string; in: string; schema: Record<string, unknown> }>; requestBody?: unknown; 'x-permission'?: { name: string | null; roles?: string[] } }
+type Operation = {
+  security: Array<Record<string, string[]>>
+  responses: Record<string, unknown>
+  parameters?: Array<{ name: string; in: string; schema: Record<string, unknown> }>
+  requestBody?: unknown
+  'x-permission'?: { name: string | null; roles?: string[] }
+}
 
 test('the OpenAPI document is valid 3.1 and documents exactly the routes the router serves', async () => {
   const t = await startTestControlPlane()
@@ -27,7 +33,9 @@ test('the OpenAPI document is valid 3.1 and documents exactly the routes the rou
     const doc = (await t.client.get('/openapi.json')).body
     const result = await new Validator().validate(structuredClone(doc))
     assert.ok(result.valid, String(JSON.stringify(result.errors)).slice(0, 500))
-    const documented = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([path, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${path}`)).sort()
+    const documented = Object.entries(doc.paths as Record<string, Record<string, unknown>>)
+      .flatMap(([path, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${path}`))
+      .sort()
     const registered = t.app.contract.routes.map((r) => `${r.method} ${openApiPath(r.path)}`).sort()
     assert.equal(documented, registered)
     const operationIds = t.app.contract.routes.map((r) => r.operationId)
@@ -50,7 +58,11 @@ test('every operation declares its security scheme, statuses and policy permissi
       assert.ok(statuses.includes('500'), where)
       if (rule.kind === 'public') {
         assert.equal(op.security, [], where)
-        assert.is(statuses.includes('401'), route.errors?.includes(401) === true, `${where}: 401 only where the route itself can refuse`)
+        assert.is(
+          statuses.includes('401'),
+          route.errors?.includes(401) === true,
+          `${where}: 401 only where the route itself can refuse`,
+        )
         continue
       }
       assert.ok(statuses.includes('401'), `${where} declares 401`)
@@ -61,12 +73,24 @@ test('every operation declares its security scheme, statuses and policy permissi
       const keysAllowed = rule.kind === 'org' ? POLICY[rule.permission].apiKey : !rule.sessionOnly
       assert.equal(op.security, keysAllowed ? [{ bearerSession: [] }, { apiKey: [] }] : [{ bearerSession: [] }], where)
       if (rule.kind === 'org' || rule.sessionOnly) assert.ok(statuses.includes('403'), `${where} declares 403`)
-      if (rule.kind === 'org') assert.equal(op['x-permission'], { name: rule.permission, roles: [...POLICY[rule.permission].roles], apiKey: POLICY[rule.permission].apiKey }, where)
+      if (rule.kind === 'org')
+        assert.equal(
+          op['x-permission'],
+          { name: rule.permission, roles: [...POLICY[rule.permission].roles], apiKey: POLICY[rule.permission].apiKey },
+          where,
+        )
       if (op.requestBody) assert.ok(statuses.includes('422'), `${where} declares 422`)
-      assert.ok(op.parameters?.some((p) => p.name === 'X-Service-Org-Id' && p.in === 'header'), `${where} documents the org header`)
+      assert.ok(
+        op.parameters?.some((p) => p.name === 'X-Service-Org-Id' && p.in === 'header'),
+        `${where} documents the org header`,
+      )
       const limit = op.parameters?.find((p) => p.name === 'limit')
       if (limit) {
-        assert.equal([limit.schema.type, limit.schema.minimum, limit.schema.maximum], ['integer', 1, route.path === '/v1/workers' ? 50 : 100], `${where} limit bounds`)
+        assert.equal(
+          [limit.schema.type, limit.schema.minimum, limit.schema.maximum],
+          ['integer', 1, route.path === '/v1/workers' ? 50 : 100],
+          `${where} limit bounds`,
+        )
         assert.ok(statuses.includes('400'), `${where} declares 400 for a bad cursor`)
       }
     }
@@ -80,15 +104,66 @@ test('the contract client rejects undeclared fields, statuses and error shapes',
   const route = routeFactory<Rule, null>()
   const Thing = v.strictObject({ id: v.string() })
   const routes = [
-    route({ method: 'GET', path: '/leaky', operationId: 'leaky', summary: 's', auth: 'open', responses: { 200: Thing }, handler: () => ({ id: 'x', passwordHash: 'oops' }) }),
-    route({ method: 'GET', path: '/teapot', operationId: 'teapot', summary: 's', auth: 'open', responses: { 200: Thing }, handler: () => { throw new ApiError(418, 'teapot', 'short and stout') } }),
-    route({ method: 'GET', path: '/fine', operationId: 'fine', summary: 's', auth: 'open', responses: { 200: Thing }, handler: () => ({ id: 'x' }) }),
-    route({ method: 'DELETE', path: '/things/:id', operationId: 'chatty', summary: 's', auth: 'open', responses: { 204: { description: 'gone' } }, handler: () => new Response('{"unexpected":true}', { status: 204 }) }),
-    route({ method: 'GET', path: '/bad-error', operationId: 'badError', summary: 's', auth: 'open', responses: { 200: Thing }, errors: [409], handler: () => new Response('{"error":"legacy"}', { status: 409, headers: { 'content-type': 'application/json' } }) }),
+    route({
+      method: 'GET',
+      path: '/leaky',
+      operationId: 'leaky',
+      summary: 's',
+      auth: 'open',
+      responses: { 200: Thing },
+      handler: () => ({ id: 'x', passwordHash: 'oops' }),
+    }),
+    route({
+      method: 'GET',
+      path: '/teapot',
+      operationId: 'teapot',
+      summary: 's',
+      auth: 'open',
+      responses: { 200: Thing },
+      handler: () => {
+        throw new ApiError(418, 'teapot', 'short and stout')
+      },
+    }),
+    route({
+      method: 'GET',
+      path: '/fine',
+      operationId: 'fine',
+      summary: 's',
+      auth: 'open',
+      responses: { 200: Thing },
+      handler: () => ({ id: 'x' }),
+    }),
+    route({
+      method: 'DELETE',
+      path: '/things/:id',
+      operationId: 'chatty',
+      summary: 's',
+      auth: 'open',
+      responses: { 204: { description: 'gone' } },
+      handler: () => new Response('{"unexpected":true}', { status: 204 }),
+    }),
+    route({
+      method: 'GET',
+      path: '/bad-error',
+      operationId: 'badError',
+      summary: 's',
+      auth: 'open',
+      responses: { 200: Thing },
+      errors: [409],
+      handler: () =>
+        new Response('{"error":"legacy"}', { status: 409, headers: { 'content-type': 'application/json' } }),
+    }),
   ]
   const auth = { authenticate: () => null, security: () => [], statuses: () => [] }
   const validation = { status: 422, bodyCode: 'validation_failed', queryCode: 'validation_failed' }
-  const http = createHttpApp({ routes, auth, validation, cors: { origins: [], allowHeaders: [] }, logger: silentLogger, requestLog: false })
+  const http = createHttpApp({
+    routes,
+    auth,
+    validation,
+    cors: { origins: [], allowHeaders: [] },
+    logger: silentLogger,
+    requestLog: false,
+  })
   const client = contractClient({ fetch: http.fetch, contract: { routes, auth, validation } })
   const violation = async (path: string, method = 'GET') => {
     try {
@@ -109,7 +184,10 @@ test('the contract client rejects undeclared fields, statuses and error shapes',
 })
 
 test('the policy table in docs/control-plane-api.md matches the one the server enforces', () => {
-  const doc = readFileSync(join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '../../docs/control-plane-api.md'), 'utf8')
+  const doc = readFileSync(
+    join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '../../docs/control-plane-api.md'),
+    'utf8',
+  )
   const rows = new Map<string, string[]>()
   for (const line of doc.split('\n')) {
     const match = /^\| `([a-z_.]+)` \| (yes|no) \| (yes|no) \| (yes|no) \| (yes|no) \|$/.exec(line)
@@ -118,7 +196,13 @@ test('the policy table in docs/control-plane-api.md matches the one the server e
   assert.equal([...rows.keys()].sort(), Object.keys(POLICY).sort())
   for (const [permission, policy] of Object.entries(POLICY)) {
     const roles: readonly string[] = policy.roles
-    assert.equal(rows.get(permission), [roles.includes('owner'), roles.includes('admin'), roles.includes('member'), policy.apiKey].map((b) => (b ? 'yes' : 'no')), permission)
+    assert.equal(
+      rows.get(permission),
+      [roles.includes('owner'), roles.includes('admin'), roles.includes('member'), policy.apiKey].map((b) =>
+        b ? 'yes' : 'no',
+      ),
+      permission,
+    )
   }
 })
 

@@ -8,5 +8,9 @@
 export function isUniqueViolation(error: unknown): boolean {
   const e = error as { message?: unknown; code?: unknown } | null
   if (!e) return false
-  return e.code === '23505' || e.code === 'SQLITE_CONSTRAINT_UNIQUE' || /UNIQUE constraint failed/i.test(String(e.message ?? ''))
+  return (
+    e.code === '23505' ||
+    e.code === 'SQLITE_CONSTRAINT_UNIQUE' ||
+    /UNIQUE constraint failed/i.test(String(e.message ?? ''))
+  )
 }

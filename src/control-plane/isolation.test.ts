@@ -19,8 +19,14 @@ interface Side {
 }
 
 async function seed(client: ContractClient, org: FixtureOrg): Promise<Side> {
-  const team = await client.post('/v1/teams', { token: org.owner.token, json: { name: 'core', memberIds: [org.member.memberId, org.admin.memberId] } })
-  const invitation = await client.post('/v1/invitations', { token: org.owner.token, json: { email: `pending-${org.owner.email}`, role: 'admin' } })
+  const team = await client.post('/v1/teams', {
+    token: org.owner.token,
+    json: { name: 'core', memberIds: [org.member.memberId, org.admin.memberId] },
+  })
+  const invitation = await client.post('/v1/invitations', {
+    token: org.owner.token,
+    json: { email: `pending-${org.owner.email}`, role: 'admin' },
+  })
   return { org, teamId: team.body.item.id, invitationId: invitation.body.item.id }
 }
 
@@ -68,16 +74,31 @@ test("every id-taking route given the other organization's ids is 404 and change
       ],
       revokeApiKey: [{ method: 'DELETE', path: `/v1/api-keys/${b.org.ownerKey.id}` }],
       // Ids in bodies and headers are scoped the same way.
-      createTeam: [{ method: 'POST', path: '/v1/teams', json: { name: 'smuggle', memberIds: [a.org.member.memberId, b.org.member.memberId] } }],
+      createTeam: [
+        {
+          method: 'POST',
+          path: '/v1/teams',
+          json: { name: 'smuggle', memberIds: [a.org.member.memberId, b.org.member.memberId] },
+        },
+      ],
       setActiveOrganization: [{ method: 'POST', path: '/v1/me/active-org', json: { organizationId: b.org.orgId } }],
       getOrganization: [{ method: 'GET', path: '/v1/org', json: undefined }],
     }
     // This file covers the identity and administration families; later families keep their own matrix.
     const tags = ['auth', 'identity', 'organization', 'roles', 'audit', 'members', 'invitations', 'teams', 'api-keys']
-    const idRoutes = t.app.contract.routes.filter((r) => r.path.includes(':') && (r.tags ?? []).some((tag) => tags.includes(tag))).map((r) => r.operationId)
-    assert.equal(idRoutes.filter((id) => !attempts[id]), [], 'every id-taking route is in the matrix')
+    const idRoutes = t.app.contract.routes
+      .filter((r) => r.path.includes(':') && (r.tags ?? []).some((tag) => tags.includes(tag)))
+      .map((r) => r.operationId)
+    assert.equal(
+      idRoutes.filter((id) => !attempts[id]),
+      [],
+      'every id-taking route is in the matrix',
+    )
 
-    const credentials: Array<[string, CallOptions]> = [['owner session', { token: a.org.owner.token }], ['owner API key', { apiKey: a.org.ownerKey.key }]]
+    const credentials: Array<[string, CallOptions]> = [
+      ['owner session', { token: a.org.owner.token }],
+      ['owner API key', { apiKey: a.org.ownerKey.key }],
+    ]
     const failures: string[] = []
     for (const [label, credential] of credentials) {
       for (const [operationId, list] of Object.entries(attempts)) {
@@ -88,10 +109,14 @@ test("every id-taking route given the other organization's ids is 404 and change
           // Routes that refuse API keys outright answer 403 before looking at any id (revealing
           // nothing); the session row covers their scoping.
           const rule = t.app.contract.routes.find((r) => r.operationId === operationId)!.auth
-          const refusesKeys = (rule.kind === 'identity' && rule.sessionOnly) || (rule.kind === 'org' && !POLICY[rule.permission].apiKey)
+          const refusesKeys =
+            (rule.kind === 'identity' && rule.sessionOnly) || (rule.kind === 'org' && !POLICY[rule.permission].apiKey)
           const expected = credential.apiKey && refusesKeys ? 403 : 404
           const res = await t.client.call(attempt.method, attempt.path, options)
-          if (res.status !== expected) failures.push(`${operationId} ${attempt.method} ${attempt.path} as ${label}: ${res.status} ${JSON.stringify(res.body)}`)
+          if (res.status !== expected)
+            failures.push(
+              `${operationId} ${attempt.method} ${attempt.path} as ${label}: ${res.status} ${JSON.stringify(res.body)}`,
+            )
         }
       }
     }
@@ -106,7 +131,7 @@ test("every id-taking route given the other organization's ids is 404 and change
   }
 })
 
-test('a 404 for another organization\'s id is indistinguishable from one for an id that never existed', async () => {
+test("a 404 for another organization's id is indistinguishable from one for an id that never existed", async () => {
   const t = await startTestControlPlane()
   try {
     const a = await seed(t.client, await buildFixtureOrg(t.client, 'a'))
@@ -132,7 +157,10 @@ test('an API key acts only in its own organization, whatever X-Service-Org-Id sa
     assert.is(own.body.item.id, a.orgId)
     assert.is((await t.client.get('/v1/org', { apiKey: a.ownerKey.key, orgId: b.orgId })).status, 404)
     const orgs = await t.client.get('/v1/me/orgs', { apiKey: a.ownerKey.key })
-    assert.equal(orgs.body.items.map((o: { id: string }) => o.id), [a.orgId])
+    assert.equal(
+      orgs.body.items.map((o: { id: string }) => o.id),
+      [a.orgId],
+    )
   } finally {
     await t.close()
   }

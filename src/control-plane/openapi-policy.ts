@@ -13,7 +13,8 @@ const ORG_HEADER_PARAMETER = {
   name: 'X-Service-Org-Id',
   in: 'header',
   required: false,
-  description: 'Organization to act in (must be one of the caller\'s; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session\'s active organization.',
+  description:
+    "Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.",
   schema: { type: 'string', pattern: '^org_[0-9a-hjkmnp-tv-z]{26}$' },
 }
 
@@ -33,12 +34,22 @@ export function documentQueryParam<S extends v.GenericSchema>(schema: S, json: R
 function queryEntries(schema: unknown): Record<string, object> {
   // deno-lint-ignore no-explicit-any
   let current: any = schema
-  while (current && current.type !== 'object' && current.type !== 'strict_object' && current.type !== 'loose_object' && current.pipe) current = current.pipe[0]
+  while (
+    current &&
+    current.type !== 'object' &&
+    current.type !== 'strict_object' &&
+    current.type !== 'loose_object' &&
+    current.pipe
+  )
+    current = current.pipe[0]
   return (current?.entries ?? {}) as Record<string, object>
 }
 
 /** Annotates a generated document in place and returns it. */
-export function annotatePolicy(doc: Record<string, unknown>, routes: ReadonlyArray<AnyRoute<ControlPlaneRule>>): Record<string, unknown> {
+export function annotatePolicy(
+  doc: Record<string, unknown>,
+  routes: ReadonlyArray<AnyRoute<ControlPlaneRule>>,
+): Record<string, unknown> {
   const paths = doc.paths as Record<string, Record<string, Record<string, unknown>>>
   for (const route of routes) {
     if (route.auth.kind === 'public' || route.auth.kind === 'workerToken') continue
@@ -46,7 +57,9 @@ export function annotatePolicy(doc: Record<string, unknown>, routes: ReadonlyArr
     if (!operation) continue
     for (const [name, schema] of Object.entries(queryEntries(route.query))) {
       const json = documented.get(schema)
-      const parameter = (operation.parameters as Array<Record<string, unknown>> | undefined)?.find((p) => p.name === name && p.in === 'query')
+      const parameter = (operation.parameters as Array<Record<string, unknown>> | undefined)?.find(
+        (p) => p.name === name && p.in === 'query',
+      )
       if (json && parameter) parameter.schema = json
     }
     operation.parameters = [...((operation.parameters as unknown[]) ?? []), ORG_HEADER_PARAMETER]

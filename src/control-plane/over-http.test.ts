@@ -16,13 +16,32 @@ async function post(url: string, body: unknown): Promise<Response> {
 test('failed sign-ins from one peer address are throttled across accounts, with Retry-After', async () => {
   await withTempDir(async (dir) => {
     const config = join(dir, 'cp.json')
-    writeFileSync(config, JSON.stringify({ signInThrottle: { maxFailuresPerAccount: 100, maxFailuresPerAddress: 3, windowSeconds: 120 }, logRequests: false }))
-    const child = await startChild(BUN, [ENTRY, '--mode', 'control-plane', '--config', config, '--data-dir', join(dir, 'data'), '--port', '0'], { cwd: dir, env: { HOME: dir } })
+    writeFileSync(
+      config,
+      JSON.stringify({
+        signInThrottle: { maxFailuresPerAccount: 100, maxFailuresPerAddress: 3, windowSeconds: 120 },
+        logRequests: false,
+      }),
+    )
+    const child = await startChild(
+      BUN,
+      [ENTRY, '--mode', 'control-plane', '--config', config, '--data-dir', join(dir, 'data'), '--port', '0'],
+      { cwd: dir, env: { HOME: dir } },
+    )
     try {
-      const signUp = await post(`${child.url}/v1/auth/sign-up`, { email: 'real@http.test', password: 'real password', name: 'Real' })
+      const signUp = await post(`${child.url}/v1/auth/sign-up`, {
+        email: 'real@http.test',
+        password: 'real password',
+        name: 'Real',
+      })
       assert.is(signUp.status, 201)
       const { session } = (await signUp.json()) as { session: { token: string } }
-      for (let i = 0; i < 3; i++) assert.is((await post(`${child.url}/v1/auth/sign-in`, { email: `spray${i}@http.test`, password: 'wrong password' })).status, 401)
+      for (let i = 0; i < 3; i++)
+        assert.is(
+          (await post(`${child.url}/v1/auth/sign-in`, { email: `spray${i}@http.test`, password: 'wrong password' }))
+            .status,
+          401,
+        )
       const blocked = await post(`${child.url}/v1/auth/sign-in`, { email: 'real@http.test', password: 'real password' })
       assert.is(blocked.status, 429)
       assert.is(blocked.headers.get('retry-after'), '120')

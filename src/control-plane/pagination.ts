@@ -47,19 +47,35 @@ const MAX_CURSOR_LENGTH = 512
 export function pageQuery(options: { max?: number; defaultLimit?: number } = {}) {
   const max = options.max ?? 100
   return {
-    cursor: v.optional(v.pipe(v.string('must be given once'), v.minLength(1), v.maxLength(MAX_CURSOR_LENGTH), v.description('Opaque cursor from the previous page\'s nextCursor'))),
-    limit: documentQueryParam(v.optional(
+    cursor: v.optional(
       v.pipe(
         v.string('must be given once'),
-        v.regex(/^-?\d+$/, 'must be an integer'),
-        v.transform(Number),
-        v.number(),
-        v.minValue(1, 'must be at least 1'),
-        v.maxValue(max, `must be at most ${max}`),
-        v.description(`Page size, 1 to ${max}`),
+        v.minLength(1),
+        v.maxLength(MAX_CURSOR_LENGTH),
+        v.description("Opaque cursor from the previous page's nextCursor"),
       ),
-      String(options.defaultLimit ?? Math.min(50, max)),
-    ), { type: 'integer', minimum: 1, maximum: max, default: options.defaultLimit ?? Math.min(50, max), description: `Page size, 1 to ${max}` }),
+    ),
+    limit: documentQueryParam(
+      v.optional(
+        v.pipe(
+          v.string('must be given once'),
+          v.regex(/^-?\d+$/, 'must be an integer'),
+          v.transform(Number),
+          v.number(),
+          v.minValue(1, 'must be at least 1'),
+          v.maxValue(max, `must be at most ${max}`),
+          v.description(`Page size, 1 to ${max}`),
+        ),
+        String(options.defaultLimit ?? Math.min(50, max)),
+      ),
+      {
+        type: 'integer',
+        minimum: 1,
+        maximum: max,
+        default: options.defaultLimit ?? Math.min(50, max),
+        description: `Page size, 1 to ${max}`,
+      },
+    ),
   }
 }
 
@@ -82,8 +98,10 @@ export function decodeCursor(scope: string, cursor: string, arity: number): Arra
     throw invalidCursor()
   }
   const value = parsed as { s?: unknown; k?: unknown }
-  if (!value || typeof value !== 'object' || value.s !== scope || !Array.isArray(value.k) || value.k.length !== arity) throw invalidCursor()
-  if (!value.k.every((k) => typeof k === 'string' || (typeof k === 'number' && Number.isFinite(k)))) throw invalidCursor()
+  if (!value || typeof value !== 'object' || value.s !== scope || !Array.isArray(value.k) || value.k.length !== arity)
+    throw invalidCursor()
+  if (!value.k.every((k) => typeof k === 'string' || (typeof k === 'number' && Number.isFinite(k))))
+    throw invalidCursor()
   return value.k as Array<string | number>
 }
 
@@ -93,7 +111,10 @@ export function decodeCursor(scope: string, cursor: string, arity: number): Arra
  * and `limit + 1`.
  */
 // deno-lint-ignore no-explicit-any
-export async function keysetPage<DB, TB extends keyof DB, Row, Item>(query: SelectQueryBuilder<DB, TB, Row>, options: KeysetOptions<Row, Item>): Promise<Page<Item>> {
+export async function keysetPage<DB, TB extends keyof DB, Row, Item>(
+  query: SelectQueryBuilder<DB, TB, Row>,
+  options: KeysetOptions<Row, Item>,
+): Promise<Page<Item>> {
   const { order } = options
   // deno-lint-ignore no-explicit-any
   let q = query as SelectQueryBuilder<any, any, any>
@@ -114,6 +135,12 @@ export async function keysetPage<DB, TB extends keyof DB, Row, Item>(query: Sele
   const last = pageRows[pageRows.length - 1] as Record<string, unknown> | undefined
   return {
     items: pageRows.map(options.map),
-    nextCursor: more && last ? encodeCursor(options.scope, order.map((col) => last[col.field] as string | number)) : null,
+    nextCursor:
+      more && last
+        ? encodeCursor(
+            options.scope,
+            order.map((col) => last[col.field] as string | number),
+          )
+        : null,
   }
 }

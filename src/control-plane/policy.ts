@@ -33,7 +33,11 @@ export const POLICY = {
   'org.update': { description: 'Rename and configure the organization', roles: ADMINS, apiKey: true },
   'members.read': { description: 'List and read members', roles: ALL, apiKey: true },
   'members.update_role': { description: "Change a member's role", roles: OWNER, apiKey: false },
-  'members.transfer_ownership': { description: 'Hand ownership to another member (the owner becomes an admin)', roles: OWNER, apiKey: false },
+  'members.transfer_ownership': {
+    description: 'Hand ownership to another member (the owner becomes an admin)',
+    roles: OWNER,
+    apiKey: false,
+  },
   'members.remove': { description: 'Remove a member from the organization', roles: ADMINS, apiKey: true },
   'invitations.read': { description: 'List and read invitations', roles: ADMINS, apiKey: true },
   'invitations.manage': { description: 'Create and cancel invitations', roles: ADMINS, apiKey: true },
@@ -43,26 +47,88 @@ export const POLICY = {
   'api_keys.read': { description: "List the organization's API keys", roles: ADMINS, apiKey: true },
   'api_keys.manage': { description: 'Create and revoke API keys', roles: ADMINS, apiKey: false },
   'audit.read': { description: 'Read audit events', roles: ADMINS, apiKey: true },
-  'config_objects.read': { description: 'List and read the config objects, versions and resolved forms the caller has access to', roles: ALL, apiKey: true },
-  'config_objects.write': { description: 'Create config objects; change those the caller edits or manages (per-object grants decide)', roles: ALL, apiKey: true },
+  'config_objects.read': {
+    description: 'List and read the config objects, versions and resolved forms the caller has access to',
+    roles: ALL,
+    apiKey: true,
+  },
+  'config_objects.write': {
+    description: 'Create config objects; change those the caller edits or manages (per-object grants decide)',
+    roles: ALL,
+    apiKey: true,
+  },
   'plugins.read': { description: 'List and read the plugins the caller has access to', roles: ALL, apiKey: true },
-  'plugins.write': { description: 'Create plugins; change those the caller edits or manages (per-plugin grants decide)', roles: ALL, apiKey: true },
-  'marketplaces.read': { description: 'List and read the marketplaces the caller has access to', roles: ALL, apiKey: true },
+  'plugins.write': {
+    description: 'Create plugins; change those the caller edits or manages (per-plugin grants decide)',
+    roles: ALL,
+    apiKey: true,
+  },
+  'marketplaces.read': {
+    description: 'List and read the marketplaces the caller has access to',
+    roles: ALL,
+    apiKey: true,
+  },
   'marketplaces.create': { description: 'Create marketplaces', roles: ADMINS, apiKey: true },
-  'marketplaces.write': { description: 'Change the marketplaces the caller edits or manages (per-marketplace grants decide)', roles: ALL, apiKey: true },
-  'skill_hubs.read': { description: 'List and read skill hubs and the skills the caller receives', roles: ALL, apiKey: true },
-  'skill_hubs.write': { description: 'Create skill hubs; change those the caller edits or manages (per-hub grants decide)', roles: ALL, apiKey: true },
-  'llm_providers.read': { description: 'Read the model-provider catalog and the providers the caller has access to (never their keys)', roles: ALL, apiKey: true },
-  'llm_providers.write': { description: 'Create model providers; change those the caller manages (per-provider grants decide)', roles: ALL, apiKey: true },
-  'llm_providers.credential': { description: "Read a provider's API key; needs an explicit grant on the provider, and every read is audited", roles: ALL, apiKey: true },
-  'jobs.read': { description: 'List and read asynchronous jobs (discovery, sync, Worker provisioning)', roles: ADMINS, apiKey: true },
+  'marketplaces.write': {
+    description: 'Change the marketplaces the caller edits or manages (per-marketplace grants decide)',
+    roles: ALL,
+    apiKey: true,
+  },
+  'skill_hubs.read': {
+    description: 'List and read skill hubs and the skills the caller receives',
+    roles: ALL,
+    apiKey: true,
+  },
+  'skill_hubs.write': {
+    description: 'Create skill hubs; change those the caller edits or manages (per-hub grants decide)',
+    roles: ALL,
+    apiKey: true,
+  },
+  'llm_providers.read': {
+    description: 'Read the model-provider catalog and the providers the caller has access to (never their keys)',
+    roles: ALL,
+    apiKey: true,
+  },
+  'llm_providers.write': {
+    description: 'Create model providers; change those the caller manages (per-provider grants decide)',
+    roles: ALL,
+    apiKey: true,
+  },
+  'llm_providers.credential': {
+    description: "Read a provider's API key; needs an explicit grant on the provider, and every read is audited",
+    roles: ALL,
+    apiKey: true,
+  },
+  'jobs.read': {
+    description: 'List and read asynchronous jobs (discovery, sync, Worker provisioning)',
+    roles: ADMINS,
+    apiKey: true,
+  },
   'jobs.manage': { description: 'Retry failed jobs', roles: ADMINS, apiKey: true },
   'workers.read': { description: 'List and read Workers and their runtime status', roles: ALL, apiKey: true },
   'workers.manage': { description: 'Create and delete Workers; list their tokens', roles: ADMINS, apiKey: true },
-  'workers.tokens': { description: 'Issue and revoke Worker token sets (credentials, so a person must do it)', roles: ADMINS, apiKey: false },
-  'connectors.read': { description: 'Read connector accounts and the connector instances (with targets, mappings, discoveries and sync events) the caller has access to', roles: ALL, apiKey: true },
-  'connectors.create': { description: 'Create, change and delete connector accounts; create connector instances', roles: ADMINS, apiKey: true },
-  'connectors.write': { description: 'Change connector instances the caller edits or manages (per-instance grants decide): targets, mappings, discovery, sync, retry', roles: ALL, apiKey: true },
+  'workers.tokens': {
+    description: 'Issue and revoke Worker token sets (credentials, so a person must do it)',
+    roles: ADMINS,
+    apiKey: false,
+  },
+  'connectors.read': {
+    description:
+      'Read connector accounts and the connector instances (with targets, mappings, discoveries and sync events) the caller has access to',
+    roles: ALL,
+    apiKey: true,
+  },
+  'connectors.create': {
+    description: 'Create, change and delete connector accounts; create connector instances',
+    roles: ADMINS,
+    apiKey: true,
+  },
+  'connectors.write': {
+    description:
+      'Change connector instances the caller edits or manages (per-instance grants decide): targets, mappings, discovery, sync, retry',
+    roles: ALL,
+    apiKey: true,
+  },
 } as const satisfies Record<string, PermissionPolicy>
 
 /** A permission key from the policy table. */

@@ -21,7 +21,9 @@ interface Prepared<O> {
 }
 
 /** A query compiled once per database handle and run with positional arguments. */
-export function preparedQuery<DB, Args extends unknown[], O>(build: (db: Kysely<DB>, ...args: { [K in keyof Args]: Args[K] }) => { compile(): CompiledQuery<O> }) {
+export function preparedQuery<DB, Args extends unknown[], O>(
+  build: (db: Kysely<DB>, ...args: { [K in keyof Args]: Args[K] }) => { compile(): CompiledQuery<O> },
+) {
   const cache = new WeakMap<Kysely<DB>, Prepared<O>>()
   const prepare = (db: Kysely<DB>, arity: number): Prepared<O> => {
     const sentinels = Array.from({ length: arity }, (_, i) => `\u0000prepared-arg-${i}\u0000`)

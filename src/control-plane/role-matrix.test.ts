@@ -13,7 +13,18 @@ import { startTestControlPlane } from './testing/test-control-plane.ts'
 const test = suite('control-plane/role-matrix', { timeoutMs: 120_000 })
 
 /** The route tags (families) this matrix covers; later families run their own matrix. */
-const TAGS = ['system', 'auth', 'identity', 'organization', 'roles', 'audit', 'members', 'invitations', 'teams', 'api-keys']
+const TAGS = [
+  'system',
+  'auth',
+  'identity',
+  'organization',
+  'roles',
+  'audit',
+  'members',
+  'invitations',
+  'teams',
+  'api-keys',
+]
 
 async function freshMember(w: MatrixWorld): Promise<string> {
   const email = `fresh${w.seq()}@matrix.test`
@@ -22,22 +33,34 @@ async function freshMember(w: MatrixWorld): Promise<string> {
   return (await w.client.get('/v1/me', { token: person.token })).body.member.id
 }
 async function freshTeam(w: MatrixWorld, memberIds: string[] = []): Promise<string> {
-  return (await w.client.post('/v1/teams', { token: w.org.owner.token, json: { name: `team ${w.seq()}`, memberIds } })).body.item.id
+  return (await w.client.post('/v1/teams', { token: w.org.owner.token, json: { name: `team ${w.seq()}`, memberIds } }))
+    .body.item.id
 }
 
 /** One request per operation, valid for an allowed caller. Keyed by operationId. */
 const REQUESTS: MatrixRequests = {
   getHealth: async () => ({ path: '/health' }),
   getOpenApi: async () => ({ path: '/openapi.json' }),
-  signUp: async (w) => ({ path: '/v1/auth/sign-up', json: { email: `new${w.seq()}@matrix.test`, password: 'long enough', name: 'New' } }),
-  signIn: async (w) => ({ path: '/v1/auth/sign-in', json: { email: w.org.member.email, password: w.org.member.password } }),
+  signUp: async (w) => ({
+    path: '/v1/auth/sign-up',
+    json: { email: `new${w.seq()}@matrix.test`, password: 'long enough', name: 'New' },
+  }),
+  signIn: async (w) => ({
+    path: '/v1/auth/sign-in',
+    json: { email: w.org.member.email, password: w.org.member.password },
+  }),
   signOut: async () => ({ path: '/v1/auth/sign-out', freshSession: true }),
   getMe: async () => ({ path: '/v1/me' }),
   listMyOrganizations: async () => ({ path: '/v1/me/orgs' }),
-  setActiveOrganization: async (w) => ({ path: '/v1/me/active-org', json: { organizationId: w.org.orgId }, freshSession: true }),
+  setActiveOrganization: async (w) => ({
+    path: '/v1/me/active-org',
+    json: { organizationId: w.org.orgId },
+    freshSession: true,
+  }),
   createOrganization: async (w) => ({ path: '/v1/orgs', json: { name: `Org ${w.seq()}` }, freshSession: true }),
   acceptInvitation: async (w, caller) => {
-    const person = caller === 'admin' || caller === 'adminKey' ? w.org.admin : caller === 'member' ? w.org.member : w.org.owner
+    const person =
+      caller === 'admin' || caller === 'adminKey' ? w.org.admin : caller === 'member' ? w.org.member : w.org.owner
     const invite = await w.client.post('/v1/invitations', { token: w.other.owner.token, json: { email: person.email } })
     return { path: '/v1/invitations/accept', json: { token: invite.body.token }, freshSession: true }
   },
@@ -52,10 +75,16 @@ const REQUESTS: MatrixRequests = {
   // Succeeding hands ownership away (and disables the owner's keys), so it runs in a fresh world.
   transferOwnership: async (w) => ({ path: `/v1/members/${await freshMember(w)}/transfer-ownership` }),
   listInvitations: async () => ({ path: '/v1/invitations' }),
-  createInvitation: async (w) => ({ path: '/v1/invitations', json: { email: `invitee${w.seq()}@matrix.test`, role: 'member' } }),
+  createInvitation: async (w) => ({
+    path: '/v1/invitations',
+    json: { email: `invitee${w.seq()}@matrix.test`, role: 'member' },
+  }),
   getInvitation: async (w) => ({ path: `/v1/invitations/${w.invitationId}` }),
   cancelInvitation: async (w) => {
-    const invite = await w.client.post('/v1/invitations', { token: w.org.owner.token, json: { email: `cancel${w.seq()}@matrix.test` } })
+    const invite = await w.client.post('/v1/invitations', {
+      token: w.org.owner.token,
+      json: { email: `cancel${w.seq()}@matrix.test` },
+    })
     return { path: `/v1/invitations/${invite.body.item.id}/cancel` }
   },
   listTeams: async () => ({ path: '/v1/teams' }),
@@ -64,8 +93,13 @@ const REQUESTS: MatrixRequests = {
   updateTeam: async (w) => ({ path: `/v1/teams/${w.teamId}`, json: { name: `renamed ${w.seq()}` } }),
   deleteTeam: async (w) => ({ path: `/v1/teams/${await freshTeam(w)}` }),
   listTeamMembers: async (w) => ({ path: `/v1/teams/${w.teamId}/members` }),
-  addTeamMember: async (w) => ({ path: `/v1/teams/${await freshTeam(w)}/members`, json: { memberId: w.org.member.memberId } }),
-  removeTeamMember: async (w) => ({ path: `/v1/teams/${await freshTeam(w, [w.org.member.memberId])}/members/${w.org.member.memberId}` }),
+  addTeamMember: async (w) => ({
+    path: `/v1/teams/${await freshTeam(w)}/members`,
+    json: { memberId: w.org.member.memberId },
+  }),
+  removeTeamMember: async (w) => ({
+    path: `/v1/teams/${await freshTeam(w, [w.org.member.memberId])}/members/${w.org.member.memberId}`,
+  }),
   listApiKeys: async () => ({ path: '/v1/api-keys' }),
   createApiKey: async () => ({ path: '/v1/api-keys', json: { name: 'matrix key' } }),
   revokeApiKey: async (w) => {
@@ -77,12 +111,20 @@ const REQUESTS: MatrixRequests = {
 test('every identity and administration route answers each caller with the status the policy table implies', async () => {
   const t = await startTestControlPlane()
   try {
-    const { failures, missing, checked } = await runRoleMatrix(t, { requests: REQUESTS, tags: TAGS, isolated: ['transferOwnership'] })
+    const { failures, missing, checked } = await runRoleMatrix(t, {
+      requests: REQUESTS,
+      tags: TAGS,
+      isolated: ['transferOwnership'],
+    })
     assert.equal(missing, [], 'every route has a matrix entry')
     assert.equal(failures, [])
     const covered = t.app.contract.routes.filter((r) => (r.tags ?? []).some((tag) => TAGS.includes(tag)))
     assert.is(checked, covered.length * MATRIX_CALLERS.length)
-    assert.equal(t.app.contract.routes.filter((r) => !r.tags?.length).map((r) => r.operationId), [], 'every route names its family in tags')
+    assert.equal(
+      t.app.contract.routes.filter((r) => !r.tags?.length).map((r) => r.operationId),
+      [],
+      'every route names its family in tags',
+    )
   } finally {
     await t.close()
   }

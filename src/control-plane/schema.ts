@@ -3,7 +3,15 @@
  * in the column names the migrations create. Timestamps are ISO-8601 text; booleans 0/1.
  * @module
  */
-import type { ConnectorAccountTable, ConnectorDiscoveryTable, ConnectorInstanceTable, ConnectorMappingTable, ConnectorSourceBindingTable, ConnectorSyncEventTable, ConnectorTargetTable } from './connectors/connector-tables.ts'
+import type {
+  ConnectorAccountTable,
+  ConnectorDiscoveryTable,
+  ConnectorInstanceTable,
+  ConnectorMappingTable,
+  ConnectorSourceBindingTable,
+  ConnectorSyncEventTable,
+  ConnectorTargetTable,
+} from './connectors/connector-tables.ts'
 import type { JobTable } from './jobs/job-tables.ts'
 import type { WorkerTable, WorkerTokenTable } from './workers/worker-tables.ts'
 

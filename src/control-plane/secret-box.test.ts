@@ -3,7 +3,13 @@ import { statSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { assert, suite, withTempDir } from '../../tests/harness.ts'
 import { ConfigError } from '../core/settings.ts'
-import { generateEncryptionKey, loadSecretBox, parseEncryptionKey, secretBoxFromKey, SecretBoxError } from './secret-box.ts'
+import {
+  generateEncryptionKey,
+  loadSecretBox,
+  parseEncryptionKey,
+  secretBoxFromKey,
+  SecretBoxError,
+} from './secret-box.ts'
 
 const test = suite('control-plane/secret-box')
 
@@ -32,12 +38,24 @@ test('a value bound to a context opens only with that context, and tampering is 
   const box = secretBoxFromKey(parseEncryptionKey(generateEncryptionKey())!)
   const sealed = box.seal('key-for-row', 'llm_1')
   assert.is(box.open(sealed, 'llm_1'), 'key-for-row')
-  assert.is(opens(() => box.open(sealed, 'llm_2')), 'SecretBoxError')
-  assert.is(opens(() => box.open(sealed)), 'SecretBoxError')
+  assert.is(
+    opens(() => box.open(sealed, 'llm_2')),
+    'SecretBoxError',
+  )
+  assert.is(
+    opens(() => box.open(sealed)),
+    'SecretBoxError',
+  )
   const parts = sealed.split('.')
   const flipped = parts[3]!.startsWith('A') ? `B${parts[3]!.slice(1)}` : `A${parts[3]!.slice(1)}`
-  assert.is(opens(() => box.open([...parts.slice(0, 3), flipped, parts[4]].join('.'), 'llm_1')), 'SecretBoxError')
-  assert.is(opens(() => box.open('plain text')), 'SecretBoxError')
+  assert.is(
+    opens(() => box.open([...parts.slice(0, 3), flipped, parts[4]].join('.'), 'llm_1')),
+    'SecretBoxError',
+  )
+  assert.is(
+    opens(() => box.open('plain text')),
+    'SecretBoxError',
+  )
 })
 
 test('another key refuses to open a value and names both key ids', () => {
@@ -61,7 +79,10 @@ test('keys are read as hex, base64 or base64url and anything else is refused', (
   assert.is(parseEncryptionKey(Buffer.alloc(16).toString('base64')), null)
   // The same key in two spellings gives the same box.
   const bytes = Buffer.alloc(32, 9)
-  assert.is(secretBoxFromKey(parseEncryptionKey(bytes.toString('hex'))!).keyId, secretBoxFromKey(parseEncryptionKey(bytes.toString('base64'))!).keyId)
+  assert.is(
+    secretBoxFromKey(parseEncryptionKey(bytes.toString('hex'))!).keyId,
+    secretBoxFromKey(parseEncryptionKey(bytes.toString('base64'))!).keyId,
+  )
 })
 
 test('without an env key a key file is generated with mode 0600, reused on the next start, and never replaced', async () => {
@@ -78,7 +99,11 @@ test('without an env key a key file is generated with mode 0600, reused on the n
     assert.is(readFileSync(keyFile, 'utf8'), contents)
     // Two starters racing on an empty directory end with one key.
     const raceFile = join(dir, 'race', 'encryption.key')
-    const boxes = await Promise.all([loadSecretBox({ keyFile: raceFile }), loadSecretBox({ keyFile: raceFile }), loadSecretBox({ keyFile: raceFile })])
+    const boxes = await Promise.all([
+      loadSecretBox({ keyFile: raceFile }),
+      loadSecretBox({ keyFile: raceFile }),
+      loadSecretBox({ keyFile: raceFile }),
+    ])
     assert.is(new Set(boxes.map((b) => b.box.keyId)).size, 1)
     assert.is(boxes.filter((b) => b.source === 'generated').length, 1)
   })
@@ -95,9 +120,15 @@ test('an env key wins over the file, a loose key file is tightened, and malforme
     const fromFile = await loadSecretBox({ keyFile })
     assert.is(fromFile.source, 'file')
     assert.is(statSync(keyFile).mode & 0o777, 0o600)
-    await loadSecretBox({ envKey: 'not a key', keyFile }).then(() => assert.unreachable('accepted'), (e) => assert.ok(e instanceof ConfigError && /SERVICE_ENCRYPTION_KEY/.test(e.message)))
+    await loadSecretBox({ envKey: 'not a key', keyFile }).then(
+      () => assert.unreachable('accepted'),
+      (e) => assert.ok(e instanceof ConfigError && /SERVICE_ENCRYPTION_KEY/.test(e.message)),
+    )
     writeFileSync(keyFile, 'garbage')
-    await loadSecretBox({ keyFile }).then(() => assert.unreachable('accepted'), (e) => assert.instance(e, ConfigError))
+    await loadSecretBox({ keyFile }).then(
+      () => assert.unreachable('accepted'),
+      (e) => assert.instance(e, ConfigError),
+    )
   })
 })
 

@@ -77,12 +77,15 @@ export function secretBoxFromKey(key: Uint8Array): SecretBox {
       cipher.setAAD(aad(context))
       const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()])
       const tag = cipher.getAuthTag()
-      return [VERSION, keyId, nonce.toString('base64url'), body.toString('base64url'), tag.toString('base64url')].join('.')
+      return [VERSION, keyId, nonce.toString('base64url'), body.toString('base64url'), tag.toString('base64url')].join(
+        '.',
+      )
     },
     open(sealed, context) {
       const parts = sealed.split('.')
       if (parts.length !== 5 || parts[0] !== VERSION) throw new SecretBoxError('not a sealed value')
-      if (parts[1] !== keyId) throw new SecretBoxError(`sealed with another encryption key (${parts[1]}); this server uses ${keyId}`)
+      if (parts[1] !== keyId)
+        throw new SecretBoxError(`sealed with another encryption key (${parts[1]}); this server uses ${keyId}`)
       try {
         const decipher = createDecipheriv('aes-256-gcm', keyBuffer, Buffer.from(parts[2]!, 'base64url'))
         decipher.setAAD(aad(context))
@@ -126,7 +129,12 @@ export interface SecretBoxOptions {
 export async function loadSecretBox(options: SecretBoxOptions): Promise<{ box: SecretBox; source: SecretKeySource }> {
   if (options.envKey !== undefined && options.envKey !== '') {
     const key = parseEncryptionKey(options.envKey)
-    if (!key) throw new ConfigError('SERVICE_ENCRYPTION_KEY', '', 'must be 32 bytes as base64 or 64 hex digits (generate one with: openssl rand -base64 32)')
+    if (!key)
+      throw new ConfigError(
+        'SERVICE_ENCRYPTION_KEY',
+        '',
+        'must be 32 bytes as base64 or 64 hex digits (generate one with: openssl rand -base64 32)',
+      )
     return { box: secretBoxFromKey(key), source: 'env' }
   }
   const existing = await readKeyFile(options.keyFile)

@@ -63,5 +63,11 @@ export function applyCors(policy: CorsPolicy, request: Request, response: Respon
 function appendVary(headers: Headers, value: string): void {
   const current = headers.get('vary')
   if (!current) headers.set('vary', value)
-  else if (!current.split(',').map((s) => s.trim().toLowerCase()).includes(value.toLowerCase())) headers.set('vary', `${current}, ${value}`)
+  else if (
+    !current
+      .split(',')
+      .map((s) => s.trim().toLowerCase())
+      .includes(value.toLowerCase())
+  )
+    headers.set('vary', `${current}, ${value}`)
 }

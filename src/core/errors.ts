@@ -25,7 +25,12 @@ export class ApiError extends Error {
   /** Extra response headers, e.g. `Retry-After` on 429 or `Allow` on 405. */
   readonly headers: Record<string, string> | undefined
 
-  constructor(status: number, code: string, message: string, options: { details?: unknown; extra?: Record<string, unknown>; headers?: Record<string, string> } = {}) {
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    options: { details?: unknown; extra?: Record<string, unknown>; headers?: Record<string, string> } = {},
+  ) {
     super(message)
     this.name = 'ApiError'
     this.status = status
@@ -52,7 +57,10 @@ export const errors = {
   conflict: (code: string, message: string, details?: unknown) => new ApiError(409, code, message, { details }),
   unprocessable: (code: string, message: string, details?: unknown) => new ApiError(422, code, message, { details }),
   tooManyRequests: (retryAfterSeconds: number, message = 'Too many requests') =>
-    new ApiError(429, 'rate_limited', message, { details: { retryAfterSeconds }, headers: { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) } }),
+    new ApiError(429, 'rate_limited', message, {
+      details: { retryAfterSeconds },
+      headers: { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) },
+    }),
   internal: () => new ApiError(500, 'internal_error', 'Unexpected server error'),
 }
 

@@ -24,19 +24,91 @@ function makeApp(options: { cors?: string[]; lines?: string[] } = {}) {
   const lines = options.lines ?? []
   return createHttpApp({
     routes: [
-      route({ method: 'GET', path: '/items/:id', operationId: 'getItem', summary: 's', auth: 'public', responses: { 200: v.object({ id: v.string() }) }, handler: ({ params }) => ({ id: params.id }) }),
       route({
-        method: 'POST', path: '/items', operationId: 'createItem', summary: 's', auth: 'secret',
-        body: v.object({ name: v.pipe(v.string(), v.minLength(1)), tags: v.optional(v.array(v.string())), nested: v.optional(v.object({ n: v.number() })) }),
+        method: 'GET',
+        path: '/items/:id',
+        operationId: 'getItem',
+        summary: 's',
+        auth: 'public',
+        responses: { 200: v.object({ id: v.string() }) },
+        handler: ({ params }) => ({ id: params.id }),
+      }),
+      route({
+        method: 'POST',
+        path: '/items',
+        operationId: 'createItem',
+        summary: 's',
+        auth: 'secret',
+        body: v.object({
+          name: v.pipe(v.string(), v.minLength(1)),
+          tags: v.optional(v.array(v.string())),
+          nested: v.optional(v.object({ n: v.number() })),
+        }),
         responses: { 201: v.object({ name: v.string(), who: v.string() }) },
         handler: ({ body, principal }) => ({ name: body.name, who: principal.who }),
       }),
-      route({ method: 'GET', path: '/list', operationId: 'list', summary: 's', auth: 'public', query: v.object({ limit: queryInt({ min: 1, max: 100, default: 20 }) }), responses: { 200: v.object({ limit: v.number() }) }, handler: ({ query }) => ({ limit: query.limit }) }),
-      route({ method: 'GET', path: '/boom', operationId: 'boom', summary: 's', auth: 'public', responses: { 200: v.object({}) }, handler: () => { throw new Error('SQLITE_CONSTRAINT: secret internals /etc/passwd') } }),
-      route({ method: 'GET', path: '/slow', operationId: 'slow', summary: 's', auth: 'public', responses: { 200: v.object({}) }, handler: async ({ request }) => { await new Promise((r) => setTimeout(r, 20)); if (request.signal.aborted) throw new Error('upstream read failed'); return {} } }),
-      route({ method: 'GET', path: '/echo', operationId: 'echo', summary: 's', auth: 'public', responses: { 200: { description: 'html' } }, handler: ({ requestId }) => new Response('<b>hi</b>', { headers: { 'content-type': 'text/html', 'x-request-id': requestId } }) }),
-      route({ method: 'GET', path: '/away', operationId: 'away', summary: 's', auth: 'public', responses: { 302: { description: 'elsewhere' } }, handler: () => Response.redirect('http://example.test/', 302) }),
-      route({ method: 'DELETE', path: '/items/:id', operationId: 'deleteItem', summary: 's', auth: 'secret', responses: { 204: { description: 'gone' } }, handler: () => undefined }),
+      route({
+        method: 'GET',
+        path: '/list',
+        operationId: 'list',
+        summary: 's',
+        auth: 'public',
+        query: v.object({ limit: queryInt({ min: 1, max: 100, default: 20 }) }),
+        responses: { 200: v.object({ limit: v.number() }) },
+        handler: ({ query }) => ({ limit: query.limit }),
+      }),
+      route({
+        method: 'GET',
+        path: '/boom',
+        operationId: 'boom',
+        summary: 's',
+        auth: 'public',
+        responses: { 200: v.object({}) },
+        handler: () => {
+          throw new Error('SQLITE_CONSTRAINT: secret internals /etc/passwd')
+        },
+      }),
+      route({
+        method: 'GET',
+        path: '/slow',
+        operationId: 'slow',
+        summary: 's',
+        auth: 'public',
+        responses: { 200: v.object({}) },
+        handler: async ({ request }) => {
+          await new Promise((r) => setTimeout(r, 20))
+          if (request.signal.aborted) throw new Error('upstream read failed')
+          return {}
+        },
+      }),
+      route({
+        method: 'GET',
+        path: '/echo',
+        operationId: 'echo',
+        summary: 's',
+        auth: 'public',
+        responses: { 200: { description: 'html' } },
+        handler: ({ requestId }) =>
+          new Response('<b>hi</b>', { headers: { 'content-type': 'text/html', 'x-request-id': requestId } }),
+      }),
+      route({
+        method: 'GET',
+        path: '/away',
+        operationId: 'away',
+        summary: 's',
+        auth: 'public',
+        responses: { 302: { description: 'elsewhere' } },
+        handler: () => Response.redirect('http://example.test/', 302),
+      }),
+      route({
+        method: 'DELETE',
+        path: '/items/:id',
+        operationId: 'deleteItem',
+        summary: 's',
+        auth: 'secret',
+        responses: { 204: { description: 'gone' } },
+        handler: () => undefined,
+      }),
     ],
     auth,
     validation: { status: 422, bodyCode: 'validation_failed', queryCode: 'validation_failed' },
@@ -60,7 +132,7 @@ http('every response carries X-Request-Id, generated or echoed when well-formed'
   assert.ok(missing.headers.get('x-request-id'))
 })
 
-http('a trailing slash reaches the same route, as in itty-router\'s own matching', async () => {
+http("a trailing slash reaches the same route, as in itty-router's own matching", async () => {
   const app = makeApp()
   for (const path of ['/list/', '/list//', '/items/7/']) {
     const res = await request(app.fetch, path)
@@ -84,13 +156,18 @@ http('a request target that is not a URL (invalid Host) is refused, not routed b
   const app = makeApp()
   const listener = await serve({ host: '127.0.0.1', port: 0, fetch: app.fetch })
   try {
-    const raw = (target: string, host: string) => new Promise<string>((resolve, reject) => {
-      const socket = connect(listener.port, '127.0.0.1', () => socket.write(`GET ${target} HTTP/1.1\r\nHost: ${host}\r\nX-Request-Id: raw-1\r\nConnection: close\r\n\r\n`))
-      let text = ''
-      socket.on('data', (chunk) => { text += chunk })
-      socket.on('end', () => resolve(text))
-      socket.on('error', reject)
-    })
+    const raw = (target: string, host: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(listener.port, '127.0.0.1', () =>
+          socket.write(`GET ${target} HTTP/1.1\r\nHost: ${host}\r\nX-Request-Id: raw-1\r\nConnection: close\r\n\r\n`),
+        )
+        let text = ''
+        socket.on('data', (chunk) => {
+          text += chunk
+        })
+        socket.on('end', () => resolve(text))
+        socket.on('error', reject)
+      })
     const sane = await raw('/nope/x://y/list', 'localhost')
     assert.match(sane, /^HTTP\/1\.1 404/, 'a valid Host routes the whole path: no such route')
     for (const target of ['/nope/x://y/list', '/nope?q://y/list', '/a/../list']) {
@@ -108,7 +185,14 @@ http('a request target that is not a URL (invalid Host) is refused, not routed b
 http('a defect outside routing still answers 500 with the offered request id and nosniff', async () => {
   const lines: string[] = []
   const app = makeApp({ lines })
-  const broken = { method: 'GET', headers: new Headers({ 'x-request-id': 'trace-2' }), signal: new AbortController().signal, get url(): string { throw new Error('listener defect') } }
+  const broken = {
+    method: 'GET',
+    headers: new Headers({ 'x-request-id': 'trace-2' }),
+    signal: new AbortController().signal,
+    get url(): string {
+      throw new Error('listener defect')
+    },
+  }
   const res = await app.fetch(broken as unknown as Request)
   assert.is(res.status, 500)
   assert.is(res.headers.get('x-request-id'), 'trace-2')
@@ -151,7 +235,10 @@ http('an unexpected exception becomes 500 internal_error with no internal text',
   const text = await res.text()
   assert.equal(JSON.parse(text), { code: 'internal_error', message: 'Unexpected server error' })
   assert.not.match(text, /SQLITE|passwd/)
-  assert.ok(lines.some((l) => l.includes('SQLITE_CONSTRAINT')), 'the cause is logged for operators')
+  assert.ok(
+    lines.some((l) => l.includes('SQLITE_CONSTRAINT')),
+    'the cause is logged for operators',
+  )
 })
 
 http('a failure after the client went away is 499 request_aborted, not a logged 500', async () => {
@@ -188,7 +275,14 @@ http('a JSON body larger than the cap is refused with 413 even without a content
       controller.enqueue(chunk)
     },
   })
-  const res = await app.fetch(new Request('http://test.local/items', { method: 'POST', headers: { authorization: 'Bearer right', 'content-type': 'application/json' }, body, duplex: 'half' } as RequestInit))
+  const res = await app.fetch(
+    new Request('http://test.local/items', {
+      method: 'POST',
+      headers: { authorization: 'Bearer right', 'content-type': 'application/json' },
+      body,
+      duplex: 'half',
+    } as RequestInit),
+  )
   assert.is(res.status, 413)
   assert.is((await res.json()).code, 'payload_too_large')
   assert.ok(sent < 64, `reading stopped once the cap was passed (${sent} MiB pulled)`)
@@ -196,7 +290,11 @@ http('a JSON body larger than the cap is refused with 413 even without a content
 
 http('validation failures name every field path', async () => {
   const app = makeApp()
-  const res = await request(app.fetch, '/items', { method: 'POST', headers: { authorization: 'Bearer right' }, json: { name: '', tags: ['ok', 3], nested: { n: 'x' } } })
+  const res = await request(app.fetch, '/items', {
+    method: 'POST',
+    headers: { authorization: 'Bearer right' },
+    json: { name: '', tags: ['ok', 3], nested: { n: 'x' } },
+  })
   assert.is(res.status, 422)
   const body = await res.json()
   assert.is(body.code, 'validation_failed')
@@ -208,7 +306,11 @@ http('auth runs before validation and the declared success status is used', asyn
   const app = makeApp()
   const anonymous = await request(app.fetch, '/items', { method: 'POST', json: { name: '' } })
   assert.is(anonymous.status, 401)
-  const created = await request(app.fetch, '/items', { method: 'POST', headers: { authorization: 'Bearer right' }, json: { name: 'x' } })
+  const created = await request(app.fetch, '/items', {
+    method: 'POST',
+    headers: { authorization: 'Bearer right' },
+    json: { name: 'x' },
+  })
   assert.is(created.status, 201)
   assert.equal(await created.json(), { name: 'x', who: 'caller' })
   const deleted = await request(app.fetch, '/items/1', { method: 'DELETE', headers: { authorization: 'Bearer right' } })
@@ -234,7 +336,10 @@ http('CORS is off by default: no headers, and preflights are refused', async () 
   const res = await request(app.fetch, '/items/1', { headers: { origin: 'https://evil.example' } })
   assert.is(res.status, 200)
   assert.is(res.headers.get('access-control-allow-origin'), null)
-  const pre = await request(app.fetch, '/items', { method: 'OPTIONS', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } })
+  const pre = await request(app.fetch, '/items', {
+    method: 'OPTIONS',
+    headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' },
+  })
   assert.is(pre.status, 403)
   assert.is(pre.headers.get('access-control-allow-origin'), null)
 })
@@ -244,7 +349,14 @@ http('configured origins get CORS headers and cached preflights; others get none
   const ok = await request(app.fetch, '/items/1', { headers: { origin: 'https://app.example' } })
   assert.is(ok.headers.get('access-control-allow-origin'), 'https://app.example')
   assert.match(ok.headers.get('vary') ?? '', /Origin/)
-  const pre = await request(app.fetch, '/items', { method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization' } })
+  const pre = await request(app.fetch, '/items', {
+    method: 'OPTIONS',
+    headers: {
+      origin: 'https://app.example',
+      'access-control-request-method': 'POST',
+      'access-control-request-headers': 'authorization',
+    },
+  })
   assert.is(pre.status, 204)
   assert.is(pre.headers.get('access-control-max-age'), '900')
   assert.match(pre.headers.get('access-control-allow-headers') ?? '', /Authorization/)
@@ -258,11 +370,21 @@ http('configured origins get CORS headers and cached preflights; others get none
 http('the request log never prints credential header values', async () => {
   const lines: string[] = []
   const app = makeApp({ lines })
-  await request(app.fetch, '/items', { method: 'POST', headers: { authorization: 'Bearer right', 'x-api-key': 'svc_SECRETKEY', 'x-service-host-token': 'HOSTSECRET', cookie: 'sid=COOKIESECRET' }, json: { name: 'x' } })
+  await request(app.fetch, '/items', {
+    method: 'POST',
+    headers: {
+      authorization: 'Bearer right',
+      'x-api-key': 'svc_SECRETKEY',
+      'x-service-host-token': 'HOSTSECRET',
+      cookie: 'sid=COOKIESECRET',
+    },
+    json: { name: 'x' },
+  })
   await request(app.fetch, '/items/1?token=QUERYSECRET')
   assert.ok(lines.length >= 2)
   const all = lines.join('\n')
-  for (const secret of ['right', 'svc_SECRETKEY', 'HOSTSECRET', 'COOKIESECRET', 'QUERYSECRET']) assert.not.ok(all.includes(secret), `${secret} leaked`)
+  for (const secret of ['right', 'svc_SECRETKEY', 'HOSTSECRET', 'COOKIESECRET', 'QUERYSECRET'])
+    assert.not.ok(all.includes(secret), `${secret} leaked`)
   assert.ok(NEVER_LOGGED_HEADERS.includes('x-api-key'))
   const entry = JSON.parse(lines[0]!)
   assert.equal([entry.method, entry.path, entry.status], ['POST', '/items', 201])

@@ -7,7 +7,7 @@
  * @module
  */
 import { Router, type RouterType } from 'itty-router'
-import * as v from 'valibot'
+import type * as v from 'valibot'
 import { applyCors, isPreflight, preflightResponse, type CorsPolicy } from './cors.ts'
 import { ApiError, errorResponse, errors, PreEncodedJson } from './errors.ts'
 import { randomBytes } from 'node:crypto'
@@ -93,7 +93,10 @@ function decodeParams(raw: Record<string, string>): Record<string, string> | nul
   const out: Record<string, string> = {}
   for (const key in raw) {
     const value = raw[key]!
-    if (!value.includes('%')) { out[key] = value; continue }
+    if (!value.includes('%')) {
+      out[key] = value
+      continue
+    }
     try {
       out[key] = decodeURIComponent(value)
     } catch {
@@ -104,7 +107,10 @@ function decodeParams(raw: Record<string, string>): Record<string, string> | nul
 }
 
 function successStatus(route: AnyRoute): number {
-  const codes = Object.keys(route.responses).map(Number).filter((s) => s >= 200 && s < 300).sort((a, b) => a - b)
+  const codes = Object.keys(route.responses)
+    .map(Number)
+    .filter((s) => s >= 200 && s < 300)
+    .sort((a, b) => a - b)
   return codes[0] ?? 200
 }
 
@@ -156,8 +162,14 @@ function locate(href: string): Where | null {
 }
 
 /** Stands in for the location of a request whose target is not a URL (see {@link locate}). */
-const NOWHERE: Where = { pathname: '(invalid request target)', url: () => { throw invalidTarget() } }
-const invalidTarget = () => errors.badRequest('invalid_request_target', 'The request target is not a valid URL (check the Host header)')
+const NOWHERE: Where = {
+  pathname: '(invalid request target)',
+  url: () => {
+    throw invalidTarget()
+  },
+}
+const invalidTarget = () =>
+  errors.badRequest('invalid_request_target', 'The request target is not a valid URL (check the Host header)')
 
 const isLiteral = (segment: string | undefined): segment is string => segment !== undefined && !/[:*]/.test(segment)
 
@@ -229,7 +241,10 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
     const status = statuses.get(route)!
     if (result instanceof PreEncodedJson) return jsonOut(result.body as BodyInit, status, requestId)
     if (result === undefined || status === 204) {
-      return (stamped = new Response(null, { status, headers: { 'x-request-id': requestId, 'x-content-type-options': 'nosniff' } }))
+      return (stamped = new Response(null, {
+        status,
+        headers: { 'x-request-id': requestId, 'x-content-type-options': 'nosniff' },
+      }))
     }
     return jsonOut(JSON.stringify(result), status, requestId)
   }
@@ -237,25 +252,63 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
   // The invoke chain stays synchronous until something really is asynchronous (a credential
   // lookup, a body read, an async handler): each avoided await is a promise and a microtask saved
   // on every request.
-  const run = (route: AnyRoute<Rule, Principal>, request: Request, where: Where, params: Record<string, string>, principal: Principal, requestId: string): Response | Promise<Response> => {
-    const query = route.query ? parseWith(route.query as v.GenericSchema, queryObject(where.url()), validation.status, validation.queryCode, 'query parameter') : {}
+  const run = (
+    route: AnyRoute<Rule, Principal>,
+    request: Request,
+    where: Where,
+    params: Record<string, string>,
+    principal: Principal,
+    requestId: string,
+  ): Response | Promise<Response> => {
+    const query = route.query
+      ? parseWith(
+          route.query as v.GenericSchema,
+          queryObject(where.url()),
+          validation.status,
+          validation.queryCode,
+          'query parameter',
+        )
+      : {}
     const call = (body: unknown) => {
-      const context = { request, params, query, body, principal, requestId, log: logger, get url() { return where.url() } }
+      const context = {
+        request,
+        params,
+        query,
+        body,
+        principal,
+        requestId,
+        log: logger,
+        get url() {
+          return where.url()
+        },
+      }
       const result = route.handler(context as never)
-      return result instanceof Promise ? result.then((value) => shape(route, value, requestId)) : shape(route, result, requestId)
+      return result instanceof Promise
+        ? result.then((value) => shape(route, value, requestId))
+        : shape(route, result, requestId)
     }
     if (route.body && !isRawBody(route.body)) {
-      return readJsonObject(request, validation).then((raw) => call(parseWith(route.body as v.GenericSchema, raw, validation.status, validation.bodyCode, 'request body')))
+      return readJsonObject(request, validation).then((raw) =>
+        call(parseWith(route.body as v.GenericSchema, raw, validation.status, validation.bodyCode, 'request body')),
+      )
     }
     return call(undefined)
   }
 
-  const invoke = (route: AnyRoute<Rule, Principal>, request: Request, rawParams: Record<string, string> | null, requestId: string, where: Where): Response | Promise<Response> => {
+  const invoke = (
+    route: AnyRoute<Rule, Principal>,
+    request: Request,
+    rawParams: Record<string, string> | null,
+    requestId: string,
+    where: Where,
+  ): Response | Promise<Response> => {
     let params: Record<string, string> = {}
     if (rawParams) {
       const decoded = decodeParams(rawParams)
       if (!decoded) throw errors.notFound()
-      params = (route.params ? parseWith(route.params as v.GenericSchema, decoded, 404, 'not_found', 'path parameter') : decoded) as Record<string, string>
+      params = (
+        route.params ? parseWith(route.params as v.GenericSchema, decoded, 404, 'not_found', 'path parameter') : decoded
+      ) as Record<string, string>
     }
     const principal = auth.authenticate(request, route.auth)
     return principal instanceof Promise
@@ -269,7 +322,11 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
   // query parsing and awaited handler loop, which cost about a third of a parameterised read.
   for (const route of options.routes) {
     router[route.method.toLowerCase() as 'get'](route.path, () => undefined)
-    const entry: Compiled<Rule, Principal> = { method: route.method, regex: router.routes[router.routes.length - 1]![1] as RegExp, route }
+    const entry: Compiled<Rule, Principal> = {
+      method: route.method,
+      regex: router.routes[router.routes.length - 1]![1] as RegExp,
+      route,
+    }
     // A literal path that an earlier pattern already matches belongs to that pattern in itty's
     // order; it then goes to the buckets, where registration order is kept.
     const shadowed = compiled.some((c) => c.method === route.method && c.regex.test(route.path))
@@ -305,19 +362,31 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
   const failure = (error: unknown, request: Request, requestId: string): Response => {
     if (error instanceof ApiError) return errorResponse(error)
     if (request.signal.aborted) return errorResponse(new ApiError(499, 'request_aborted', 'Client closed the request'))
-    logger.error('unhandled error', { requestId, error: error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : String(error) })
+    logger.error('unhandled error', {
+      requestId,
+      error: error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : String(error),
+    })
     return errorResponse(errors.internal())
   }
 
   const unmatched = (request: Request, where: Where): Response => {
     const allow = allowedMethods(where.pathname)
     if (allow.length > 0) {
-      return errorResponse(new ApiError(405, 'method_not_allowed', `Method ${request.method} not allowed`, { headers: { allow: [...allow, 'OPTIONS'].join(', ') } }))
+      return errorResponse(
+        new ApiError(405, 'method_not_allowed', `Method ${request.method} not allowed`, {
+          headers: { allow: [...allow, 'OPTIONS'].join(', ') },
+        }),
+      )
     }
     return errorResponse(errors.notFound())
   }
 
-  const routeRequest = (request: Request, method: string, requestId: string, where: Where): Response | Promise<Response> => {
+  const routeRequest = (
+    request: Request,
+    method: string,
+    requestId: string,
+    where: Where,
+  ): Response | Promise<Response> => {
     const direct = exactRoute(where.pathname, method)
     if (direct) return invoke(direct, request, null, requestId, where)
     for (const key of bucketsOfPath(where.pathname)) {
@@ -332,7 +401,12 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
     return unmatched(request, where)
   }
 
-  const dispatch = (request: Request, method: string, requestId: string, where: Where): Response | Promise<Response> => {
+  const dispatch = (
+    request: Request,
+    method: string,
+    requestId: string,
+    where: Where,
+  ): Response | Promise<Response> => {
     try {
       const result = routeRequest(request, method, requestId, where)
       return result instanceof Promise ? result.catch((error) => failure(error, request, requestId)) : result
@@ -345,14 +419,31 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
   const corsActive = options.cors.origins.length > 0
 
   /** Everything after dispatch: HEAD bodies, CORS, the request id on foreign responses, the log. */
-  const finish = (incoming: Request, where: Where, requestId: string, kind: 'routed' | 'head' | 'preflight', started: number, produced: Response): Response => {
+  const finish = (
+    incoming: Request,
+    where: Where,
+    requestId: string,
+    kind: 'routed' | 'head' | 'preflight',
+    started: number,
+    produced: Response,
+  ): Response => {
     let response = produced
     // Cancel the GET body a HEAD does not send, so a proxied or streamed body releases its source.
-    if (kind === 'head') { response.body?.cancel().catch(() => {}); response = new Response(null, response) }
-    if (kind !== 'preflight' && corsActive && incoming.headers.has('origin')) response = applyCors(options.cors, incoming, writable(response))
+    if (kind === 'head') {
+      response.body?.cancel().catch(() => {})
+      response = new Response(null, response)
+    }
+    if (kind !== 'preflight' && corsActive && incoming.headers.has('origin'))
+      response = applyCors(options.cors, incoming, writable(response))
     if (response !== stamped) response = stampForeign(response, requestId)
     if (options.requestLog) {
-      logger.access({ method: incoming.method, path: where.pathname, status: response.status, ms: Math.round((performance.now() - started) * 10) / 10, requestId })
+      logger.access({
+        method: incoming.method,
+        path: where.pathname,
+        status: response.status,
+        ms: Math.round((performance.now() - started) * 10) / 10,
+        requestId,
+      })
     }
     return response
   }
@@ -379,15 +470,27 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
     const where = locate(incoming.url)
     if (!where) return finish(incoming, NOWHERE, requestId, 'routed', started, errorResponse(invalidTarget()))
     const method = incoming.method
-    if (method === 'OPTIONS' && isPreflight(incoming)) return finish(incoming, where, requestId, 'preflight', started, preflightResponse(options.cors, incoming))
+    if (method === 'OPTIONS' && isPreflight(incoming))
+      return finish(incoming, where, requestId, 'preflight', started, preflightResponse(options.cors, incoming))
     const rewritten = rewrite && where.pathname.startsWith(rewrite.prefix) ? rewrite.map(where.url()) : null
     const isHead = method === 'HEAD'
     let request = incoming
     if (isHead || rewritten) {
-      request = new Request(rewritten ?? where.url(), { method: isHead ? 'GET' : method, headers: incoming.headers, body: isHead ? null : incoming.body, signal: incoming.signal, duplex: 'half' } as RequestInit)
+      request = new Request(rewritten ?? where.url(), {
+        method: isHead ? 'GET' : method,
+        headers: incoming.headers,
+        body: isHead ? null : incoming.body,
+        signal: incoming.signal,
+        duplex: 'half',
+      } as RequestInit)
     }
     if (peer) bindPeer(request, peer)
-    const dispatched = dispatch(request, isHead ? 'GET' : method, requestId, rewritten ? (locate(rewritten.href) ?? NOWHERE) : where)
+    const dispatched = dispatch(
+      request,
+      isHead ? 'GET' : method,
+      requestId,
+      rewritten ? (locate(rewritten.href) ?? NOWHERE) : where,
+    )
     const kind = isHead ? 'head' : 'routed'
     return dispatched instanceof Promise
       ? dispatched.then((response) => finish(incoming, where, requestId, kind, started, response))
@@ -398,14 +501,21 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
 }
 
 /** The documented error statuses for a route: its own plus those implied by auth, inputs and 500. */
-export function impliedErrorStatuses<Rule>(route: AnyRoute<Rule>, auth: SurfaceAuth<Rule, unknown>, validation: ValidationPolicy): number[] {
+export function impliedErrorStatuses<Rule>(
+  route: AnyRoute<Rule>,
+  auth: SurfaceAuth<Rule, unknown>,
+  validation: ValidationPolicy,
+): number[] {
   const statuses = new Set<number>(route.errors ?? [])
   for (const s of auth.statuses(route.auth)) statuses.add(s)
-  if (route.body && !isRawBody(route.body)) { statuses.add(400); statuses.add(validation.status); statuses.add(413) }
+  if (route.body && !isRawBody(route.body)) {
+    statuses.add(400)
+    statuses.add(validation.status)
+    statuses.add(413)
+  }
   if (route.query) statuses.add(validation.status)
   if (route.path.includes(':')) statuses.add(404)
   statuses.add(500)
   for (const s of Object.keys(route.responses).map(Number)) statuses.delete(s)
   return [...statuses].sort((a, b) => a - b)
 }
-

@@ -25,7 +25,10 @@ function nextRandom(time: number): number[] {
     // Increment the previous random part so ids within one millisecond still sort in creation order.
     const digits = [...lastRandom]
     for (let i = digits.length - 1; i >= 0; i--) {
-      if (digits[i]! < 31) { digits[i]!++; break }
+      if (digits[i]! < 31) {
+        digits[i]!++
+        break
+      }
       digits[i] = 0
     }
     lastRandom = digits
@@ -39,7 +42,9 @@ function nextRandom(time: number): number[] {
 
 /** A new time-sortable id with the given prefix, e.g. `newId('org')` → `org_01J…`. */
 export function newId(prefix: string, now: number = Date.now()): string {
-  const random = nextRandom(now).map((d) => ALPHABET[d]).join('')
+  const random = nextRandom(now)
+    .map((d) => ALPHABET[d])
+    .join('')
   return `${prefix}_${encodeTime(now)}${random}`.toLowerCase()
 }
 

@@ -9,5 +9,9 @@
 /** Returns a function that imports the module once and resolves to it on every call. */
 export function lazyModule<T>(load: () => Promise<T>): () => Promise<T> {
   let pending: Promise<T> | undefined
-  return () => (pending ??= load().catch((error) => { pending = undefined; throw error }))
+  return () =>
+    (pending ??= load().catch((error) => {
+      pending = undefined
+      throw error
+    }))
 }

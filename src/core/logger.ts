@@ -48,7 +48,8 @@ export function redact(fields: LogFields, depth = 0): LogFields {
   const out: LogFields = {}
   for (const [key, value] of Object.entries(fields)) {
     if (SECRET_FIELD.test(key) && !SAFE_FIELD.test(key)) out[key] = '[redacted]'
-    else if (value && typeof value === 'object' && !Array.isArray(value) && !(value instanceof Error) && depth < 4) out[key] = redact(value as LogFields, depth + 1)
+    else if (value && typeof value === 'object' && !Array.isArray(value) && !(value instanceof Error) && depth < 4)
+      out[key] = redact(value as LogFields, depth + 1)
     else if (value instanceof Error) out[key] = { name: value.name, message: value.message }
     else out[key] = value
   }
@@ -63,11 +64,18 @@ export function bufferedStderr(intervalMs = 10): { write(line: string): void; fl
   let pending: string[] = []
   let timer: ReturnType<typeof setTimeout> | undefined
   const flush = () => {
-    if (timer) { clearTimeout(timer); timer = undefined }
+    if (timer) {
+      clearTimeout(timer)
+      timer = undefined
+    }
     if (pending.length === 0) return
     const chunk = pending.join('\n') + '\n'
     pending = []
-    try { writeSync(2, chunk) } catch { /* stderr closed: nothing useful to do */ }
+    try {
+      writeSync(2, chunk)
+    } catch {
+      /* stderr closed: nothing useful to do */
+    }
   }
   return {
     write(line) {
@@ -103,7 +111,11 @@ const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 
 
 /** Creates a logger. */
 export function createLogger(options: LoggerOptions, base: LogFields = {}): Logger {
-  const write = options.write ?? ((line: string) => { writeSync(2, line + '\n') })
+  const write =
+    options.write ??
+    ((line: string) => {
+      writeSync(2, line + '\n')
+    })
   const min = ORDER[options.level ?? 'info']
   const emit = (level: Level, message: string, fields?: LogFields) => {
     if (ORDER[level] < min) return
@@ -112,16 +124,24 @@ export function createLogger(options: LoggerOptions, base: LogFields = {}): Logg
       write(JSON.stringify({ time: new Date().toISOString(), level, msg: message, ...all }))
       return
     }
-    const pairs = Object.entries(all).map(([k, v]) => `${k}=${typeof v === 'string' ? (/\s/.test(v) ? JSON.stringify(v) : v) : JSON.stringify(v)}`)
-    write(`${new Date().toISOString()} ${level.toUpperCase().padEnd(5)} ${message}${pairs.length ? ' ' + pairs.join(' ') : ''}`)
+    const pairs = Object.entries(all).map(
+      ([k, v]) => `${k}=${typeof v === 'string' ? (/\s/.test(v) ? JSON.stringify(v) : v) : JSON.stringify(v)}`,
+    )
+    write(
+      `${new Date().toISOString()} ${level.toUpperCase().padEnd(5)} ${message}${pairs.length ? ' ' + pairs.join(' ') : ''}`,
+    )
   }
   const access = (f: AccessFields) => {
     if (ORDER.info < min) return
     const time = isoNow()
     if (options.format === 'json') {
-      write(`{"time":"${time}","level":"info","msg":"request","method":${JSON.stringify(f.method)},"path":${JSON.stringify(f.path)},"status":${f.status},"ms":${f.ms},"requestId":${JSON.stringify(f.requestId)}}`)
+      write(
+        `{"time":"${time}","level":"info","msg":"request","method":${JSON.stringify(f.method)},"path":${JSON.stringify(f.path)},"status":${f.status},"ms":${f.ms},"requestId":${JSON.stringify(f.requestId)}}`,
+      )
     } else {
-      write(`${time} INFO  request method=${f.method} path=${f.path} status=${f.status} ms=${f.ms} requestId=${f.requestId}`)
+      write(
+        `${time} INFO  request method=${f.method} path=${f.path} status=${f.status} ms=${f.ms} requestId=${f.requestId}`,
+      )
     }
   }
   return {

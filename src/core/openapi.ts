@@ -28,23 +28,56 @@ export interface OpenApiInfo {
 }
 
 const STATUS_TEXT: Record<number, string> = {
-  200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content', 206: 'Partial Content', 304: 'Not Modified',
-  400: 'Bad request', 401: 'Missing or invalid credentials', 403: 'Not allowed', 404: 'Not found',
-  405: 'Method not allowed', 409: 'Conflict', 410: 'Gone', 413: 'Payload too large', 416: 'Range not satisfiable',
-  422: 'Validation failed', 429: 'Too many requests', 499: 'Client closed request', 500: 'Unexpected server error',
-  502: 'Upstream unreachable', 503: 'Unavailable', 504: 'Upstream timeout',
+  200: 'OK',
+  201: 'Created',
+  202: 'Accepted',
+  204: 'No Content',
+  206: 'Partial Content',
+  304: 'Not Modified',
+  400: 'Bad request',
+  401: 'Missing or invalid credentials',
+  403: 'Not allowed',
+  404: 'Not found',
+  405: 'Method not allowed',
+  409: 'Conflict',
+  410: 'Gone',
+  413: 'Payload too large',
+  416: 'Range not satisfiable',
+  422: 'Validation failed',
+  429: 'Too many requests',
+  499: 'Client closed request',
+  500: 'Unexpected server error',
+  502: 'Upstream unreachable',
+  503: 'Unavailable',
+  504: 'Upstream timeout',
 }
 
 const conversion: ConversionConfig = {
   target: 'draft-2020-12',
   // Trim and similar normalising actions have no JSON Schema equivalent; they do not change the wire type.
-  ignoreActions: ['trim', 'to_lower_case', 'to_upper_case', 'check', 'partial_check', 'transform', 'raw_check', 'raw_transform', 'brand', 'readonly', 'forward', 'custom'],
+  ignoreActions: [
+    'trim',
+    'to_lower_case',
+    'to_upper_case',
+    'check',
+    'partial_check',
+    'transform',
+    'raw_check',
+    'raw_transform',
+    'brand',
+    'readonly',
+    'forward',
+    'custom',
+  ],
   errorMode: 'ignore',
 }
 
 /** Converts a valibot schema to a JSON Schema object without the `$schema` marker. */
 export function jsonSchemaOf(schema: v.GenericSchema, mode: 'input' | 'output' = 'output'): Record<string, unknown> {
-  const { $schema: _ignored, ...rest } = toJsonSchema(schema, { ...conversion, typeMode: mode }) as Record<string, unknown>
+  const { $schema: _ignored, ...rest } = toJsonSchema(schema, { ...conversion, typeMode: mode }) as Record<
+    string,
+    unknown
+  >
   return rest
 }
 
@@ -61,7 +94,14 @@ function objectEntries(schema: v.GenericSchema | undefined): Record<string, v.Ge
   if (!schema) return {}
   let current: any = schema
   // Unwrap pipes to the object schema they start with.
-  while (current && current.type !== 'object' && current.type !== 'strict_object' && current.type !== 'loose_object' && current.pipe) current = current.pipe[0]
+  while (
+    current &&
+    current.type !== 'object' &&
+    current.type !== 'strict_object' &&
+    current.type !== 'loose_object' &&
+    current.pipe
+  )
+    current = current.pipe[0]
   return (current?.entries ?? {}) as Record<string, v.GenericSchema>
 }
 
@@ -71,7 +111,12 @@ function isOptional(schema: v.GenericSchema): boolean {
 }
 
 /** Builds the OpenAPI 3.1 document for a surface. */
-export function buildOpenApi<Rule>(info: OpenApiInfo, routes: ReadonlyArray<AnyRoute<Rule>>, auth: SurfaceAuth<Rule, unknown>, validation: ValidationPolicy): Record<string, unknown> {
+export function buildOpenApi<Rule>(
+  info: OpenApiInfo,
+  routes: ReadonlyArray<AnyRoute<Rule>>,
+  auth: SurfaceAuth<Rule, unknown>,
+  validation: ValidationPolicy,
+): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {}
   const errorRef = { $ref: '#/components/schemas/ErrorBody' }
   for (const route of routes) {
@@ -80,25 +125,48 @@ export function buildOpenApi<Rule>(info: OpenApiInfo, routes: ReadonlyArray<AnyR
     const paramSchemas = objectEntries(route.params as v.GenericSchema | undefined)
     for (const name of pathParamNames(route.path)) {
       const schema = paramSchemas[name]
-      parameters.push({ name, in: 'path', required: true, schema: schema ? jsonSchemaOf(schema, 'input') : { type: 'string' } })
+      parameters.push({
+        name,
+        in: 'path',
+        required: true,
+        schema: schema ? jsonSchemaOf(schema, 'input') : { type: 'string' },
+      })
     }
     for (const [name, schema] of Object.entries(objectEntries(route.query as v.GenericSchema | undefined))) {
       const json = jsonSchemaOf(schema, 'input')
       const description = typeof json.description === 'string' ? json.description : undefined
-      parameters.push({ name, in: 'query', required: !isOptional(schema), schema: json, ...(description ? { description } : {}) })
+      parameters.push({
+        name,
+        in: 'query',
+        required: !isOptional(schema),
+        schema: json,
+        ...(description ? { description } : {}),
+      })
     }
     const responses: Record<string, unknown> = {}
     for (const [status, spec] of Object.entries(route.responses)) {
       const d = describeResponse(spec)
       const entry: Record<string, unknown> = { description: d.description }
       if (Number(status) !== 204) {
-        entry.content = { [d.contentType]: d.schema ? { schema: jsonSchemaOf(d.schema) } : d.contentType === 'application/json' ? { schema: {} } : { schema: { type: 'string', format: d.contentType.startsWith('text/') ? undefined : 'binary' } } }
+        entry.content = {
+          [d.contentType]: d.schema
+            ? { schema: jsonSchemaOf(d.schema) }
+            : d.contentType === 'application/json'
+              ? { schema: {} }
+              : { schema: { type: 'string', format: d.contentType.startsWith('text/') ? undefined : 'binary' } },
+        }
       }
-      if (d.headers) entry.headers = Object.fromEntries(Object.entries(d.headers).map(([name, description]) => [name, { description, schema: { type: 'string' } }]))
+      if (d.headers)
+        entry.headers = Object.fromEntries(
+          Object.entries(d.headers).map(([name, description]) => [name, { description, schema: { type: 'string' } }]),
+        )
       responses[status] = entry
     }
     for (const status of impliedErrorStatuses(route, auth, validation)) {
-      responses[String(status)] = { description: STATUS_TEXT[status] ?? 'Error', content: { 'application/json': { schema: errorRef } } }
+      responses[String(status)] = {
+        description: STATUS_TEXT[status] ?? 'Error',
+        content: { 'application/json': { schema: errorRef } },
+      }
     }
     const operation: Record<string, unknown> = {
       operationId: route.operationId,
@@ -111,7 +179,11 @@ export function buildOpenApi<Rule>(info: OpenApiInfo, routes: ReadonlyArray<AnyR
     }
     if (route.body) {
       if (isRawBody(route.body)) {
-        operation.requestBody = { required: route.body.required ?? true, description: route.body.description, content: { [route.body.contentType]: { schema: { type: 'string', format: 'binary' } } } }
+        operation.requestBody = {
+          required: route.body.required ?? true,
+          description: route.body.description,
+          content: { [route.body.contentType]: { schema: { type: 'string', format: 'binary' } } },
+        }
       } else {
         const schema = route.body as v.GenericSchema
         const required = Object.values(objectEntries(schema)).some((s) => !isOptional(s))

@@ -20,7 +20,7 @@ const PEER = Symbol('service.peer')
 
 /** Binds the listener's lookup to the request object that will be routed. */
 export function bindPeer(request: Request, lookup: PeerLookup): void {
-  (request as unknown as Record<symbol, PeerLookup>)[PEER] = lookup
+  ;(request as unknown as Record<symbol, PeerLookup>)[PEER] = lookup
 }
 
 /**

@@ -72,9 +72,13 @@ export interface RouteSpec<Rule, Principal, PS = undefined, QS = undefined, BS =
 export type AnyRoute<Rule = any, Principal = any> = RouteSpec<Rule, Principal, any, any, any>
 
 /** Declares a route with full inference of params, query, body and principal types. */
-export function defineRoute<Rule, Principal, PS extends v.GenericSchema | undefined = undefined, QS extends v.GenericSchema | undefined = undefined, BS extends v.GenericSchema | undefined = undefined>(
-  spec: RouteSpec<Rule, Principal, PS, QS, BS>,
-): RouteSpec<Rule, Principal, PS, QS, BS> {
+export function defineRoute<
+  Rule,
+  Principal,
+  PS extends v.GenericSchema | undefined = undefined,
+  QS extends v.GenericSchema | undefined = undefined,
+  BS extends v.GenericSchema | undefined = undefined,
+>(spec: RouteSpec<Rule, Principal, PS, QS, BS>): RouteSpec<Rule, Principal, PS, QS, BS> {
   return spec
 }
 
@@ -84,12 +88,22 @@ export function isRawBody(body: unknown): body is RawBodySpec {
 }
 
 /** Normalises a response spec into its documented parts. */
-export function describeResponse(spec: ResponseSpec): { description: string; schema?: v.GenericSchema; contentType: string; headers?: Record<string, string> } {
+export function describeResponse(spec: ResponseSpec): {
+  description: string
+  schema?: v.GenericSchema
+  contentType: string
+  headers?: Record<string, string>
+} {
   if ('kind' in spec && (spec as v.GenericSchema).kind === 'schema') {
     return { description: 'Success', schema: spec as v.GenericSchema, contentType: 'application/json' }
   }
   const described = spec as Exclude<ResponseSpec, v.GenericSchema>
-  return { description: described.description, schema: described.schema, contentType: described.contentType ?? 'application/json', headers: described.headers }
+  return {
+    description: described.description,
+    schema: described.schema,
+    contentType: described.contentType ?? 'application/json',
+    headers: described.headers,
+  }
 }
 
 /**
@@ -97,7 +111,11 @@ export function describeResponse(spec: ResponseSpec): { description: string; sch
  * `const route = routeFactory<WorkspaceRule, Principal>()` then `route({...})`.
  */
 export function routeFactory<Rule, Principal>() {
-  return <PS extends v.GenericSchema | undefined = undefined, QS extends v.GenericSchema | undefined = undefined, BS extends v.GenericSchema | undefined = undefined>(
+  return <
+    PS extends v.GenericSchema | undefined = undefined,
+    QS extends v.GenericSchema | undefined = undefined,
+    BS extends v.GenericSchema | undefined = undefined,
+  >(
     spec: RouteSpec<Rule, Principal, PS, QS, BS>,
   ): AnyRoute<Rule, Principal> => spec as AnyRoute<Rule, Principal>
 }

@@ -13,7 +13,11 @@ import { readFileSync } from 'node:fs'
 
 /** A configuration problem that should stop start-up with exit code 2. */
 export class ConfigError extends Error {
-  constructor(readonly source: string, readonly key: string, readonly problem: string) {
+  constructor(
+    readonly source: string,
+    readonly key: string,
+    readonly problem: string,
+  ) {
     super(`invalid configuration in ${source}: ${key ? `key "${key}": ` : ''}${problem}`)
     this.name = 'ConfigError'
   }
@@ -40,16 +44,26 @@ export function envValue<S extends v.GenericSchema>(env: Env, name: string, sche
   const raw = env[name]
   if (raw === undefined || raw === '') return undefined
   const result = v.safeParse(schema, raw)
-  if (!result.success) throw new ConfigError(`environment variable ${name}`, '', `${result.issues[0]?.message ?? 'invalid value'} (got ${JSON.stringify(raw.length > 80 ? raw.slice(0, 80) + '…' : raw)})`)
+  if (!result.success)
+    throw new ConfigError(
+      `environment variable ${name}`,
+      '',
+      `${result.issues[0]?.message ?? 'invalid value'} (got ${JSON.stringify(raw.length > 80 ? raw.slice(0, 80) + '…' : raw)})`,
+    )
   return result.output
 }
 
 /** Parses a flag value with a valibot schema, naming the flag on failure. */
-export function flagValue<S extends v.GenericSchema>(flags: Record<string, unknown>, name: string, schema: S): v.InferOutput<S> | undefined {
+export function flagValue<S extends v.GenericSchema>(
+  flags: Record<string, unknown>,
+  name: string,
+  schema: S,
+): v.InferOutput<S> | undefined {
   const raw = flags[name]
   if (raw === undefined) return undefined
   const result = v.safeParse(schema, raw)
-  if (!result.success) throw new ConfigError(`command-line option --${name}`, '', result.issues[0]?.message ?? 'invalid value')
+  if (!result.success)
+    throw new ConfigError(`command-line option --${name}`, '', result.issues[0]?.message ?? 'invalid value')
   return result.output
 }
 
@@ -69,7 +83,8 @@ export function readConfigFile<S extends v.GenericSchema>(path: string, schema: 
   } catch (error) {
     throw new ConfigError(path, '', `not valid JSON (${(error as Error).message})`)
   }
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new ConfigError(path, '', 'top level must be a JSON object')
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    throw new ConfigError(path, '', 'top level must be a JSON object')
   const result = v.safeParse(schema, raw)
   if (!result.success) {
     const issue = result.issues[0]!
@@ -80,15 +95,40 @@ export function readConfigFile<S extends v.GenericSchema>(path: string, schema: 
 
 /** Env schemas shared by both modes. */
 export const envSchemas = {
-  port: v.pipe(v.string(), v.regex(/^\d+$/, 'must be a port number 0-65535'), v.transform(Number), v.maxValue(65535, 'must be a port number 0-65535')),
-  bool: v.pipe(v.string(), v.toLowerCase(), v.picklist(['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off'], 'must be true or false'), v.transform((s) => ['1', 'true', 'yes', 'on'].includes(s))),
-  list: v.pipe(v.string(), v.transform((s) => s.split(/[,;]/).map((x) => x.trim()).filter(Boolean))),
-  positiveInt: v.pipe(v.string(), v.regex(/^\d+$/, 'must be a whole number'), v.transform(Number), v.minValue(1, 'must be at least 1')),
+  port: v.pipe(
+    v.string(),
+    v.regex(/^\d+$/, 'must be a port number 0-65535'),
+    v.transform(Number),
+    v.maxValue(65535, 'must be a port number 0-65535'),
+  ),
+  bool: v.pipe(
+    v.string(),
+    v.toLowerCase(),
+    v.picklist(['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off'], 'must be true or false'),
+    v.transform((s) => ['1', 'true', 'yes', 'on'].includes(s)),
+  ),
+  list: v.pipe(
+    v.string(),
+    v.transform((s) =>
+      s
+        .split(/[,;]/)
+        .map((x) => x.trim())
+        .filter(Boolean),
+    ),
+  ),
+  positiveInt: v.pipe(
+    v.string(),
+    v.regex(/^\d+$/, 'must be a whole number'),
+    v.transform(Number),
+    v.minValue(1, 'must be at least 1'),
+  ),
   logFormat: v.picklist(['pretty', 'json'], 'must be pretty or json'),
 }
 
 /** The first defined value in precedence order, with where it came from. */
-export function pick<T>(...candidates: Array<[T | undefined, SettingSource]>): [T, SettingSource] | [undefined, undefined] {
+export function pick<T>(
+  ...candidates: Array<[T | undefined, SettingSource]>
+): [T, SettingSource] | [undefined, undefined] {
   for (const [value, source] of candidates) if (value !== undefined) return [value, source]
   return [undefined, undefined]
 }

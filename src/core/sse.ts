@@ -33,7 +33,9 @@ export class StreamRegistry {
   /** Registers a closer; returns a function that unregisters it. */
   add(close: () => void): () => void {
     this.#open.add(close)
-    return () => { this.#open.delete(close) }
+    return () => {
+      this.#open.delete(close)
+    }
   }
 
   /** Number of open streams (exposed for tests and status). */
@@ -90,7 +92,7 @@ export function wantsEventStream(request: Request): boolean {
 
 /** Opens an SSE response. */
 export function sseResponse(options: SseOptions): Response {
-  let cleanup: (() => void) | void = undefined
+  let cleanup: (() => void) | void
   let heartbeat: ReturnType<typeof setInterval> | undefined
   let unregister = () => {}
   let controllerRef: ReadableStreamDefaultController<Uint8Array> | undefined
@@ -101,8 +103,16 @@ export function sseResponse(options: SseOptions): Response {
     closed = true
     if (heartbeat) clearInterval(heartbeat)
     unregister()
-    try { cleanup?.() } catch { /* cleanup must not throw into the stream machinery */ }
-    try { controllerRef?.close() } catch { /* already closed or cancelled */ }
+    try {
+      cleanup?.()
+    } catch {
+      /* cleanup must not throw into the stream machinery */
+    }
+    try {
+      controllerRef?.close()
+    } catch {
+      /* already closed or cancelled */
+    }
   }
 
   const enqueue = (text: string) => {
@@ -118,7 +128,9 @@ export function sseResponse(options: SseOptions): Response {
     send: (event) => enqueue(encodeEvent(event)),
     comment: (text) => enqueue(`: ${text.replace(/[\r\n]+/g, ' ')}\n\n`),
     close: finish,
-    get closed() { return closed },
+    get closed() {
+      return closed
+    },
   }
 
   const stream = new ReadableStream<Uint8Array>({
@@ -130,9 +142,21 @@ export function sseResponse(options: SseOptions): Response {
       heartbeat = setInterval(() => sink.comment('ping'), options.heartbeatMs ?? 15_000)
       try {
         const result = await options.start(sink)
-        if (closed) { try { result?.() } catch { /* ignore */ } } else cleanup = result
+        if (closed) {
+          try {
+            result?.()
+          } catch {
+            /* ignore */
+          }
+        } else cleanup = result
       } catch (error) {
-        enqueue(encodeEvent({ id: 'error', event: 'error', data: { code: 'stream_failed', message: 'Event stream failed to start' } }))
+        enqueue(
+          encodeEvent({
+            id: 'error',
+            event: 'error',
+            data: { code: 'stream_failed', message: 'Event stream failed to start' },
+          }),
+        )
         finish()
         throw error
       }

@@ -32,7 +32,12 @@ export function systemRoutes<Rule>(options: {
       tags: ['system'],
       auth: options.publicRule,
       responses: { 200: HealthSchema },
-      handler: () => ({ ok: true, version: options.version, mode: options.mode, uptimeMs: Math.round(performance.now() - options.startedAt) }),
+      handler: () => ({
+        ok: true,
+        version: options.version,
+        mode: options.mode,
+        uptimeMs: Math.round(performance.now() - options.startedAt),
+      }),
     },
     {
       method: 'GET',

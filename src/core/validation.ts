@@ -26,13 +26,21 @@ export function fieldIssues(issues: ReadonlyArray<v.BaseIssue<unknown>>): FieldI
 }
 
 /** Validates `input` against `schema` or throws an ApiError listing each field at fault. */
-export function parseWith<S extends v.GenericSchema>(schema: S, input: unknown, status: number, code: string, what: string): v.InferOutput<S> {
+export function parseWith<S extends v.GenericSchema>(
+  schema: S,
+  input: unknown,
+  status: number,
+  code: string,
+  what: string,
+): v.InferOutput<S> {
   const result = v.safeParse(schema, input)
   if (result.success) return result.output
   const issues = fieldIssues(result.issues)
   const first = issues[0]
   const where = first?.path ? ` at ${first.path}` : ''
-  throw new ApiError(status, code, `Invalid ${what}${where}: ${first?.message ?? 'invalid value'}`, { details: { issues } })
+  throw new ApiError(status, code, `Invalid ${what}${where}: ${first?.message ?? 'invalid value'}`, {
+    details: { issues },
+  })
 }
 
 /** The largest JSON body read into memory; larger bodies must use a streaming route. */
@@ -47,7 +55,9 @@ async function readCapped(request: Request, maxBytes: number): Promise<string> {
   for await (const chunk of request.body as unknown as AsyncIterable<Uint8Array>) {
     size += chunk.byteLength
     if (size > maxBytes) {
-      throw new ApiError(413, 'payload_too_large', `JSON body exceeds ${maxBytes} bytes`, { details: { maxBytes, size } })
+      throw new ApiError(413, 'payload_too_large', `JSON body exceeds ${maxBytes} bytes`, {
+        details: { maxBytes, size },
+      })
     }
     text += decoder.decode(chunk, { stream: true })
   }
@@ -62,7 +72,9 @@ async function readCapped(request: Request, maxBytes: number): Promise<string> {
 export async function readJsonObject(request: Request, policy: ValidationPolicy): Promise<Record<string, unknown>> {
   const length = Number(request.headers.get('content-length') ?? '0')
   if (length > MAX_JSON_BODY_BYTES) {
-    throw new ApiError(413, 'payload_too_large', `JSON body exceeds ${MAX_JSON_BODY_BYTES} bytes`, { details: { maxBytes: MAX_JSON_BODY_BYTES, size: length } })
+    throw new ApiError(413, 'payload_too_large', `JSON body exceeds ${MAX_JSON_BODY_BYTES} bytes`, {
+      details: { maxBytes: MAX_JSON_BODY_BYTES, size: length },
+    })
   }
   const text = await readCapped(request, MAX_JSON_BODY_BYTES)
   if (text.trim() === '') return {}
@@ -107,7 +119,10 @@ export function queryInt(options: { min: number; max: number; default?: number; 
 
 /** A boolean query parameter: `true|false|1|0`. */
 export function queryBool(defaultValue?: boolean) {
-  const base = v.pipe(v.picklist(['true', 'false', '1', '0']), v.transform((s) => s === 'true' || s === '1'))
+  const base = v.pipe(
+    v.picklist(['true', 'false', '1', '0']),
+    v.transform((s) => s === 'true' || s === '1'),
+  )
   return defaultValue === undefined ? v.optional(base) : v.optional(base, defaultValue ? 'true' : 'false')
 }
 

@@ -4,12 +4,20 @@ import { sql, type Kysely } from 'kysely'
 import { assert, suite, withTempDir } from '../../tests/harness.ts'
 import { openDatabase, type MigrationSet } from './database.ts'
 
-interface Db { things: { id: string; flag: number; at: string; note: string | null } }
+interface Db {
+  things: { id: string; flag: number; at: string; note: string | null }
+}
 
 const migrations: MigrationSet = {
   '0001_things': {
     up: async (db: Kysely<any>) => {
-      await db.schema.createTable('things').addColumn('id', 'text', (c) => c.primaryKey()).addColumn('flag', 'integer', (c) => c.notNull()).addColumn('at', 'text', (c) => c.notNull()).addColumn('note', 'text').execute()
+      await db.schema
+        .createTable('things')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('flag', 'integer', (c) => c.notNull())
+        .addColumn('at', 'text', (c) => c.notNull())
+        .addColumn('note', 'text')
+        .execute()
     },
   },
 }
@@ -21,9 +29,22 @@ database('migrations are applied once and recorded in the migrations table', asy
     const path = join(dir, 'state', 'a.sqlite')
     const first = await openDatabase<Db>({ path, migrations })
     await first.close()
-    const second = await openDatabase<Db>({ path, migrations: { ...migrations, '0002_more': { up: async (db: Kysely<any>) => { await db.schema.createTable('more').addColumn('id', 'text').execute() } } } })
+    const second = await openDatabase<Db>({
+      path,
+      migrations: {
+        ...migrations,
+        '0002_more': {
+          up: async (db: Kysely<any>) => {
+            await db.schema.createTable('more').addColumn('id', 'text').execute()
+          },
+        },
+      },
+    })
     const recorded = await sql<{ name: string }>`select name from kysely_migration order by name`.execute(second.db)
-    assert.equal(recorded.rows.map((r) => r.name), ['0001_things', '0002_more'])
+    assert.equal(
+      recorded.rows.map((r) => r.name),
+      ['0001_things', '0002_more'],
+    )
     await second.close()
   })
 })
@@ -32,7 +53,15 @@ database('booleans and dates are normalised on bind for every driver', async () 
   await withTempDir(async (dir) => {
     const handle = await openDatabase<Db>({ path: join(dir, 'b.sqlite'), migrations })
     const when = new Date('2026-01-02T03:04:05.678Z')
-    await handle.db.insertInto('things').values({ id: 'a', flag: true as unknown as number, at: when as unknown as string, note: undefined as unknown as null }).execute()
+    await handle.db
+      .insertInto('things')
+      .values({
+        id: 'a',
+        flag: true as unknown as number,
+        at: when as unknown as string,
+        note: undefined as unknown as null,
+      })
+      .execute()
     const row = await handle.db.selectFrom('things').selectAll().executeTakeFirstOrThrow()
     assert.equal(row, { id: 'a', flag: 1, at: '2026-01-02T03:04:05.678Z', note: null })
     await handle.close()
@@ -77,13 +106,24 @@ database('a failing migration rolls back and reports its name', async () => {
   await withTempDir(async (dir) => {
     const broken: MigrationSet = {
       ...migrations,
-      '0002_broken': { up: async (db: Kysely<any>) => { await db.schema.createTable('half').addColumn('id', 'text').execute(); throw new Error('boom') } },
+      '0002_broken': {
+        up: async (db: Kysely<any>) => {
+          await db.schema.createTable('half').addColumn('id', 'text').execute()
+          throw new Error('boom')
+        },
+      },
     }
     let message = ''
-    try { await openDatabase<Db>({ path: join(dir, 'e.sqlite'), migrations: broken }) } catch (error) { message = (error as Error).message }
+    try {
+      await openDatabase<Db>({ path: join(dir, 'e.sqlite'), migrations: broken })
+    } catch (error) {
+      message = (error as Error).message
+    }
     assert.match(message, /0002_broken/)
     const reopened = await openDatabase<Db>({ path: join(dir, 'e.sqlite'), migrations })
-    const tables = await sql<{ name: string }>`select name from sqlite_master where type = 'table' and name = 'half'`.execute(reopened.db)
+    const tables = await sql<{
+      name: string
+    }>`select name from sqlite_master where type = 'table' and name = 'half'`.execute(reopened.db)
     assert.is(tables.rows.length, 0, 'the half-created table was rolled back')
     await reopened.close()
   })
@@ -92,14 +132,22 @@ database('a failing migration rolls back and reports its name', async () => {
 database('cached prepared statements stay correct across parameters and schema changes', async () => {
   await withTempDir(async (dir) => {
     const handle = await openDatabase<Db>({ path: join(dir, 'f.sqlite'), migrations })
-    for (let i = 0; i < 300; i++) await handle.db.insertInto('things').values({ id: `t${i}`, flag: i % 2, at: String(i), note: null }).execute()
+    for (let i = 0; i < 300; i++)
+      await handle.db
+        .insertInto('things')
+        .values({ id: `t${i}`, flag: i % 2, at: String(i), note: null })
+        .execute()
     for (const i of [0, 7, 299]) {
       const row = await handle.db.selectFrom('things').selectAll().where('id', '=', `t${i}`).executeTakeFirstOrThrow()
       assert.is(row.at, String(i))
     }
     await handle.db.schema.alterTable('things').addColumn('extra', 'text').execute()
     const after = await handle.db.selectFrom('things').selectAll().where('id', '=', 't7').executeTakeFirstOrThrow()
-    assert.is((after as Record<string, unknown>).extra, null, 'a statement cached before the schema change sees the new column')
+    assert.is(
+      (after as Record<string, unknown>).extra,
+      null,
+      'a statement cached before the schema change sees the new column',
+    )
     await handle.close()
   })
 })

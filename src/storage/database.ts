@@ -39,8 +39,14 @@ function normalizing(raw: RawSqlite): RawSqlite {
   const cache = new Map<string, ReturnType<RawSqlite['prepare']>>()
   const fix = (params: ReadonlyArray<unknown>) => params.map(normalizeParam)
   return {
-    exec: (sql) => { cache.clear(); raw.exec(sql) },
-    close: () => { cache.clear(); raw.close() },
+    exec: (sql) => {
+      cache.clear()
+      raw.exec(sql)
+    },
+    close: () => {
+      cache.clear()
+      raw.close()
+    },
     prepare(sql) {
       let statement = cache.get(sql)
       if (statement) {
@@ -92,7 +98,9 @@ function restrictFileModes(path: string): void {
 function schemaIsCurrent(raw: RawSqlite, migrations: MigrationSet): boolean {
   let recorded: string[]
   try {
-    recorded = (raw.prepare('select name from kysely_migration order by name').all([]) as Array<{ name: string }>).map((row) => row.name)
+    recorded = (raw.prepare('select name from kysely_migration order by name').all([]) as Array<{ name: string }>).map(
+      (row) => row.name,
+    )
   } catch {
     return false
   }

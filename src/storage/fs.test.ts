@@ -36,12 +36,22 @@ fs('writeFileAtomic replaces content whole and leaves no temp file behind', asyn
 fs('writeFileAtomic streams an async iterable and cleans up when the source fails', async () => {
   await withTempDir(async (dir) => {
     const file = join(dir, 'b.bin')
-    async function* chunks() { yield new Uint8Array([1, 2]); yield new Uint8Array([3]) }
+    async function* chunks() {
+      yield new Uint8Array([1, 2])
+      yield new Uint8Array([3])
+    }
     await writeFileAtomic(file, chunks())
     assert.equal([...readFileSync(file)], [1, 2, 3])
-    async function* failing() { yield new Uint8Array([9]); throw new Error('source broke') }
+    async function* failing() {
+      yield new Uint8Array([9])
+      throw new Error('source broke')
+    }
     let threw = false
-    try { await writeFileAtomic(file, failing()) } catch { threw = true }
+    try {
+      await writeFileAtomic(file, failing())
+    } catch {
+      threw = true
+    }
     assert.ok(threw)
     assert.equal([...readFileSync(file)], [1, 2, 3], 'old content kept')
     assert.not.ok(readdirSync(dir).some((n) => n.startsWith(TEMP_PREFIX)))
@@ -58,7 +68,8 @@ fs('walk yields sorted entries, skips named dirs, reports symlinks without follo
     mkdirSync(join(dir, 'outside'))
     symlinkSync(join(dir, 'outside'), join(dir, 'b/link'))
     const seen: string[] = []
-    for await (const e of walk(dir, { skipDirs: ['node_modules', 'outside'], includeDirs: false })) seen.push(`${e.path.slice(dir.length + 1)}${e.isSymlink ? '@' : ''}`)
+    for await (const e of walk(dir, { skipDirs: ['node_modules', 'outside'], includeDirs: false }))
+      seen.push(`${e.path.slice(dir.length + 1)}${e.isSymlink ? '@' : ''}`)
     assert.equal(seen, ['a/1.md', 'b/2.ts', 'b/link@'])
   })
 })

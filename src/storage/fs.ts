@@ -69,14 +69,17 @@ export const TEMP_PREFIX = '.svc-tmp-'
  * microseconds, whereas the asynchronous write hands a copy to a worker thread, and a 200 MB upload
  * then grew resident memory by 50-90 MB (measured) waiting for those copies to be collected.
  */
-export async function writeData(handle: fsp.FileHandle, data: string | Uint8Array | AsyncIterable<Uint8Array>): Promise<number> {
+export async function writeData(
+  handle: fsp.FileHandle,
+  data: string | Uint8Array | AsyncIterable<Uint8Array>,
+): Promise<number> {
   if (typeof data === 'string' || data instanceof Uint8Array) {
     await handle.writeFile(data)
     return typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength
   }
   let bytes = 0
   for await (const chunk of data) {
-    for (let offset = 0; offset < chunk.byteLength;) offset += writeSync(handle.fd, chunk, offset)
+    for (let offset = 0; offset < chunk.byteLength; ) offset += writeSync(handle.fd, chunk, offset)
     bytes += chunk.byteLength
   }
   return bytes
@@ -87,13 +90,22 @@ export async function writeData(handle: fsp.FileHandle, data: string | Uint8Arra
  * write a temp file in the same directory, fsync it, rename it over the target, fsync the directory.
  * The new file gets `options.mode`, else the permission bits of the file it replaces, else 0644.
  */
-export async function writeFileAtomic(path: string, data: string | Uint8Array | AsyncIterable<Uint8Array>, options: AtomicWriteOptions = {}): Promise<void> {
+export async function writeFileAtomic(
+  path: string,
+  data: string | Uint8Array | AsyncIterable<Uint8Array>,
+  options: AtomicWriteOptions = {},
+): Promise<void> {
   const dir = dirname(path)
   const temp = join(dir, `${TEMP_PREFIX}${basename(path).slice(0, 64)}.${randomBytes(6).toString('hex')}`)
   const durable = options.durable !== false
   // A replaced file keeps its permission bits unless the caller sets them (a 0600 file must not
   // become world-readable because it was rewritten); set-id bits are not carried over.
-  const mode = options.mode ?? (await fsp.lstat(path).then((st) => (st.isFile() ? st.mode & 0o777 : undefined), () => undefined))
+  const mode =
+    options.mode ??
+    (await fsp.lstat(path).then(
+      (st) => (st.isFile() ? st.mode & 0o777 : undefined),
+      () => undefined,
+    ))
   const handle = await fsp.open(temp, 'wx', mode ?? 0o644)
   try {
     if (mode !== undefined) await handle.chmod(mode)
@@ -145,13 +157,17 @@ export interface WalkOptions {
 /** Walks a tree depth-first in sorted order without following symlinks. */
 export async function* walk(root: string, options: WalkOptions = {}, depth = 0): AsyncGenerator<WalkEntry> {
   const { maxDepth = Infinity, includeFiles = true, includeDirs = true } = options
-  if (depth === 0 && includeDirs) yield { path: root, name: basename(root), isFile: false, isDirectory: true, isSymlink: false }
+  if (depth === 0 && includeDirs)
+    yield { path: root, name: basename(root), isFile: false, isDirectory: true, isSymlink: false }
   if (depth >= maxDepth) return
   let entries: import('node:fs').Dirent[]
   try {
     entries = await fsp.readdir(root, { withFileTypes: true })
   } catch (error) {
-    if (options.onError) { options.onError(root, error); return }
+    if (options.onError) {
+      options.onError(root, error)
+      return
+    }
     throw error
   }
   entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))

@@ -23,8 +23,12 @@ export async function openSqlite(path: string): Promise<RawSqlite> {
     const { Database } = await import(specifier)
     const db = new Database(path, { create: true, strict: true })
     return {
-      exec: (sql) => { db.run(sql) },
-      close: () => { db.close() },
+      exec: (sql) => {
+        db.run(sql)
+      },
+      close: () => {
+        db.close()
+      },
       prepare(sql): SqliteStatement {
         const statement = db.prepare(sql)
         return {
@@ -39,8 +43,12 @@ export async function openSqlite(path: string): Promise<RawSqlite> {
   const { DatabaseSync } = await import('node:sqlite')
   const db = new DatabaseSync(path)
   return {
-    exec: (sql) => { db.exec(sql) },
-    close: () => { db.close() },
+    exec: (sql) => {
+      db.exec(sql)
+    },
+    close: () => {
+      db.close()
+    },
     prepare(sql): SqliteStatement {
       const statement = db.prepare(sql)
       return {

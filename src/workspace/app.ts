@@ -13,7 +13,15 @@ import type { Surface } from '../core/surface.ts'
 import { systemRoutes } from '../core/system-routes.ts'
 import type { ValidationPolicy } from '../core/validation.ts'
 import { VERSION } from '../version.ts'
-import { rules, storeTokens, workspaceAuth, workspaceSecuritySchemes, HOST_TOKEN_HEADER, type Principal, type WorkspaceRule } from './auth.ts'
+import {
+  rules,
+  storeTokens,
+  workspaceAuth,
+  workspaceSecuritySchemes,
+  HOST_TOKEN_HEADER,
+  type Principal,
+  type WorkspaceRule,
+} from './auth.ts'
 import { controlRoutes } from './routes/index.ts'
 import { dataPlane } from './routes/data-plane-routes.ts'
 import type { WorkspaceServerConfig } from './server-config.ts'
@@ -25,10 +33,23 @@ import { workspaceMountRewrite } from './sidecar/workspace-mount.ts'
 import { startControlPlaneHeartbeat, type HeartbeatReporter } from './control-plane-heartbeat.ts'
 
 /** The reference answers bad payloads with 400 `invalid_payload`; existing clients expect that. */
-export const workspaceValidation: ValidationPolicy = { status: 400, bodyCode: 'invalid_payload', queryCode: 'invalid_query' }
+export const workspaceValidation: ValidationPolicy = {
+  status: 400,
+  bodyCode: 'invalid_payload',
+  queryCode: 'invalid_query',
+}
 
 /** Headers browsers may send cross-origin to this surface. */
-const ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'Last-Event-ID', 'X-Request-Id', 'X-Service-Host-Token', 'X-Service-Client-Id', 'X-OpenCode-Directory', 'Range']
+const ALLOWED_HEADERS = [
+  'Authorization',
+  'Content-Type',
+  'Last-Event-ID',
+  'X-Request-Id',
+  'X-Service-Host-Token',
+  'X-Service-Client-Id',
+  'X-OpenCode-Directory',
+  'Range',
+]
 
 /** Options for {@link createWorkspaceApp}. */
 export interface WorkspaceAppOptions {
@@ -51,10 +72,17 @@ export type WorkspaceSurface = Surface & {
 }
 
 /** Creates the workspace surface for a resolved configuration. */
-export async function createWorkspaceApp(config: WorkspaceServerConfig, options: WorkspaceAppOptions): Promise<WorkspaceSurface> {
+export async function createWorkspaceApp(
+  config: WorkspaceServerConfig,
+  options: WorkspaceAppOptions,
+): Promise<WorkspaceSurface> {
   const startedAt = performance.now()
   const streams = new StreamRegistry()
-  const services = await startWorkspaceServices(config, { logger: options.logger, now: options.now, watch: options.watch })
+  const services = await startWorkspaceServices(config, {
+    logger: options.logger,
+    now: options.now,
+    watch: options.watch,
+  })
   const auth = workspaceAuth(storeTokens(config, services.tokens, hashToken), services.throttle)
   const sidecar = new SidecarService({
     config: config.sidecar,
@@ -64,8 +92,17 @@ export async function createWorkspaceApp(config: WorkspaceServerConfig, options:
     log: options.logger,
     managedCwd: config.workspaces[0]?.path ?? process.cwd(),
     onReload: (e) => {
-      const summary = e.ok ? `Reloaded sidecar (${e.trigger}, ${e.durationMs} ms)` : `Sidecar reload failed (${e.trigger}, ${e.code})`
-      services.audit.record({ workspaceId: e.workspaceId, actor: e.principal ? actorOf(e.principal) : { type: 'host', scope: null }, action: 'engine.reload', target: 'sidecar', summary })
+      const summary = e.ok
+        ? `Reloaded sidecar (${e.trigger}, ${e.durationMs} ms)`
+        : `Sidecar reload failed (${e.trigger}, ${e.code})`
+      services.audit
+        .record({
+          workspaceId: e.workspaceId,
+          actor: e.principal ? actorOf(e.principal) : { type: 'host', scope: null },
+          action: 'engine.reload',
+          target: 'sidecar',
+          summary,
+        })
         .catch((error) => options.logger.warn('audit of sidecar reload failed', { error }))
     },
   })
@@ -76,7 +113,13 @@ export async function createWorkspaceApp(config: WorkspaceServerConfig, options:
   let heartbeat: HeartbeatReporter | null = null
   let doc: Record<string, unknown> | undefined
   const routes: AnyRoute<WorkspaceRule, Principal>[] = [
-    ...systemRoutes<WorkspaceRule>({ mode: 'workspace', version: VERSION, publicRule: rules.none, startedAt, openapi: () => (doc ??= openapi()) }),
+    ...systemRoutes<WorkspaceRule>({
+      mode: 'workspace',
+      version: VERSION,
+      publicRule: rules.none,
+      startedAt,
+      openapi: () => (doc ??= openapi()),
+    }),
     ...controlRoutes(services, streams, startedAt, sidecar),
     ...sidecarRoutes(sidecar),
     ...data.routes,
@@ -117,8 +160,10 @@ export async function createWorkspaceApp(config: WorkspaceServerConfig, options:
       heartbeat ??= startControlPlaneHeartbeat(process.env, { logger: options.logger, version: VERSION })
       const lines: string[] = []
       for (const ws of config.workspaces) lines.push(`workspace ${ws.id} ${ws.path}`)
-      if (config.generated.token) lines.push(`client token (shown once, stored in ${config.credentialsPath}): ${config.generated.token}`)
-      if (config.generated.hostToken) lines.push(`host token (shown once, send as ${HOST_TOKEN_HEADER}): ${config.generated.hostToken}`)
+      if (config.generated.token)
+        lines.push(`client token (shown once, stored in ${config.credentialsPath}): ${config.generated.token}`)
+      if (config.generated.hostToken)
+        lines.push(`host token (shown once, send as ${HOST_TOKEN_HEADER}): ${config.generated.hostToken}`)
       return lines
     },
     async close() {

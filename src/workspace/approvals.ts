@@ -23,7 +23,9 @@ export interface ApprovalRequest {
 }
 
 /** How a request ended. */
-export type ApprovalOutcome = { id: string; allowed: true } | { id: string; allowed: false; reason: 'denied' | 'timeout' | 'cancelled' }
+export type ApprovalOutcome =
+  | { id: string; allowed: true }
+  | { id: string; allowed: false; reason: 'denied' | 'timeout' | 'cancelled' }
 
 /** Approval posture (config `approval`). */
 export interface ApprovalSettings {
@@ -32,7 +34,12 @@ export interface ApprovalSettings {
 }
 
 const VERB = { allowed: 'allow', denied: 'deny', timeout: 'timeout', cancelled: 'cancel' } as const
-const LABEL = { allowed: 'Allowed', denied: 'Denied', timeout: 'Timed out', cancelled: 'Withdrawn (client disconnected)' } as const
+const LABEL = {
+  allowed: 'Allowed',
+  denied: 'Denied',
+  timeout: 'Timed out',
+  cancelled: 'Withdrawn (client disconnected)',
+} as const
 
 /** Most writes that may wait for the host at once. */
 export const MAX_PENDING = 256
@@ -73,16 +80,28 @@ export class ApprovalService {
     if (this.#closed) throw new ApiError(503, 'shutting_down', 'Server is shutting down')
     // Each pending write holds a connection and a timer; an unattended host must not let them pile up.
     if (this.#pending.size >= MAX_PENDING) {
-      throw new ApiError(429, 'too_many_pending_approvals', `${MAX_PENDING} writes already await approval`, { headers: { 'retry-after': String(Math.ceil(this.settings.timeoutMs / 1000)) } })
+      throw new ApiError(429, 'too_many_pending_approvals', `${MAX_PENDING} writes already await approval`, {
+        headers: { 'retry-after': String(Math.ceil(this.settings.timeoutMs / 1000)) },
+      })
     }
     const request: ApprovalRequest = { id: newId('apr'), createdAt: this.#now(), ...input }
     let resolveOutcome!: (outcome: ApprovalOutcome) => void
-    const outcome = new Promise<ApprovalOutcome>((resolve) => { resolveOutcome = resolve })
-    const timer = setTimeout(() => { void this.#finish(request.id, { id: request.id, allowed: false, reason: 'timeout' }, null) }, this.settings.timeoutMs)
+    const outcome = new Promise<ApprovalOutcome>((resolve) => {
+      resolveOutcome = resolve
+    })
+    const timer = setTimeout(() => {
+      void this.#finish(request.id, { id: request.id, allowed: false, reason: 'timeout' }, null)
+    }, this.settings.timeoutMs)
     this.#pending.set(request.id, { request, resolve: resolveOutcome, timer })
-    const withdraw = () => { void this.#finish(request.id, { id: request.id, allowed: false, reason: 'cancelled' }, null) }
+    const withdraw = () => {
+      void this.#finish(request.id, { id: request.id, allowed: false, reason: 'cancelled' }, null)
+    }
     signal?.addEventListener('abort', withdraw, { once: true })
-    await this.#events.append({ workspaceId: request.workspaceId, type: 'approval.requested', approval: { ...request } })
+    await this.#events.append({
+      workspaceId: request.workspaceId,
+      type: 'approval.requested',
+      approval: { ...request },
+    })
     if (signal?.aborted) withdraw()
     return outcome.finally(() => signal?.removeEventListener('abort', withdraw))
   }
@@ -109,7 +128,12 @@ export class ApprovalService {
         target: request.id,
         summary: `${LABEL[reason]}: ${request.summary} (${request.action})`,
       })
-      await this.#events.append({ workspaceId: request.workspaceId, type: 'approval.decided', approval: { ...request }, decision: { allowed: outcome.allowed, reason, ...(by ? { by } : {}) } })
+      await this.#events.append({
+        workspaceId: request.workspaceId,
+        type: 'approval.decided',
+        approval: { ...request },
+        decision: { allowed: outcome.allowed, reason, ...(by ? { by } : {}) },
+      })
     } finally {
       // The waiting write is released even if bookkeeping failed; its outcome does not depend on it.
       pending.resolve(outcome)

@@ -51,12 +51,26 @@ export class AuditLog {
   }
 
   /** Records an entry. */
-  async record(input: { workspaceId: string; actor: AuditActor; action: string; target: string; summary: string }): Promise<AuditEntry> {
+  async record(input: {
+    workspaceId: string
+    actor: AuditActor
+    action: string
+    target: string
+    summary: string
+  }): Promise<AuditEntry> {
     const timestamp = this.#now()
     const entry: AuditEntry = { id: newId('aud', timestamp), timestamp, ...input }
     await this.#db.db
       .insertInto('audit')
-      .values({ id: entry.id, workspace_id: entry.workspaceId, actor: JSON.stringify(entry.actor), action: entry.action, target: entry.target, summary: entry.summary, created_at: new Date(timestamp).toISOString() })
+      .values({
+        id: entry.id,
+        workspace_id: entry.workspaceId,
+        actor: JSON.stringify(entry.actor),
+        action: entry.action,
+        target: entry.target,
+        summary: entry.summary,
+        created_at: new Date(timestamp).toISOString(),
+      })
       .execute()
     if (!entry.action.startsWith(DECISION_PREFIX)) this.#latest.set(entry.workspaceId, timestamp)
     return entry
@@ -64,7 +78,13 @@ export class AuditLog {
 
   /** The newest `limit` entries of a workspace, newest first. */
   async list(workspaceId: string, limit: number): Promise<AuditEntry[]> {
-    const rows = await this.#db.db.selectFrom('audit').selectAll().where('workspace_id', '=', workspaceId).orderBy('seq', 'desc').limit(limit).execute()
+    const rows = await this.#db.db
+      .selectFrom('audit')
+      .selectAll()
+      .where('workspace_id', '=', workspaceId)
+      .orderBy('seq', 'desc')
+      .limit(limit)
+      .execute()
     return rows.map((row) => ({
       id: row.id,
       workspaceId: row.workspace_id,
@@ -80,7 +100,14 @@ export class AuditLog {
   async latestTimestamp(workspaceId: string): Promise<number | null> {
     const known = this.#latest.get(workspaceId)
     if (known !== undefined) return known
-    const row = await this.#db.db.selectFrom('audit').select('created_at').where('workspace_id', '=', workspaceId).where('action', 'not like', `${DECISION_PREFIX}%`).orderBy('seq', 'desc').limit(1).executeTakeFirst()
+    const row = await this.#db.db
+      .selectFrom('audit')
+      .select('created_at')
+      .where('workspace_id', '=', workspaceId)
+      .where('action', 'not like', `${DECISION_PREFIX}%`)
+      .orderBy('seq', 'desc')
+      .limit(1)
+      .executeTakeFirst()
     const latest = row ? Date.parse(row.created_at) : null
     this.#latest.set(workspaceId, latest)
     return latest

@@ -8,8 +8,20 @@ import { CLIENT_TOKEN, HOST_TOKEN, startTestServer, type Init } from './test-kit
 const test = suite('workspace/auth-matrix', { timeoutMs: 60_000 })
 
 type Credential = 'none' | 'bad token' | 'expired token' | 'viewer' | 'collaborator' | 'owner bearer' | 'host header'
-const CREDENTIALS: Credential[] = ['none', 'bad token', 'expired token', 'viewer', 'collaborator', 'owner bearer', 'host header']
-const SCOPE_OF: Partial<Record<Credential, Scope>> = { viewer: 'viewer', collaborator: 'collaborator', 'owner bearer': 'owner' }
+const CREDENTIALS: Credential[] = [
+  'none',
+  'bad token',
+  'expired token',
+  'viewer',
+  'collaborator',
+  'owner bearer',
+  'host header',
+]
+const SCOPE_OF: Partial<Record<Credential, Scope>> = {
+  viewer: 'viewer',
+  collaborator: 'collaborator',
+  'owner bearer': 'owner',
+}
 
 /** What the declaration says a credential gets: 401, 403, or through to the handler. */
 function expected(rule: WorkspaceRule, credential: Credential): 401 | 403 | 'pass' {
@@ -55,7 +67,10 @@ test('every route answers every credential with the status its declaration impli
     assert.ok(routes.length >= 30, `expected the full route table, got ${routes.length}`)
     let checked = 0
     for (const route of routes) {
-      const documented = new Set([...Object.keys(route.responses).map(Number), ...impliedErrorStatuses(route, auth, workspaceValidation)])
+      const documented = new Set([
+        ...Object.keys(route.responses).map(Number),
+        ...impliedErrorStatuses(route, auth, workspaceValidation),
+      ])
       for (const credential of CREDENTIALS) {
         const want = expected(route.auth, credential)
         const res = await s.req(concretePath(route.path, s.wsId), { method: route.method, ...tokens[credential] })
@@ -82,7 +97,9 @@ test('every route answers every credential with the status its declaration impli
 test('an expired token is refused with its own message and the configured client token is a collaborator', async () => {
   const s = await startTestServer()
   try {
-    const created = await (await s.req('/tokens', { method: 'POST', hostToken: HOST_TOKEN, json: { scope: 'viewer', ttlSeconds: 10 } })).json()
+    const created = await (
+      await s.req('/tokens', { method: 'POST', hostToken: HOST_TOKEN, json: { scope: 'viewer', ttlSeconds: 10 } })
+    ).json()
     assert.is((await s.req('/workspaces', { token: created.token })).status, 200)
     s.clock.advance(11_000)
     const expired = await s.req('/workspaces', { token: created.token })

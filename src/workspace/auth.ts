@@ -73,9 +73,13 @@ export interface CredentialResolver {
 }
 
 /** A resolver for the two configured tokens only. */
-export function configuredTokens(config: { token: string; hostToken: string }, hash: (token: string) => string): CredentialResolver {
+export function configuredTokens(
+  config: { token: string; hostToken: string },
+  hash: (token: string) => string,
+): CredentialResolver {
   return {
-    resolveBearer: (token) => (secretsEqual(token, config.token) ? { type: 'remote', scope: 'collaborator', tokenHash: hash(token) } : null),
+    resolveBearer: (token) =>
+      secretsEqual(token, config.token) ? { type: 'remote', scope: 'collaborator', tokenHash: hash(token) } : null,
     isHostToken: (token) => secretsEqual(token, config.hostToken),
   }
 }
@@ -84,7 +88,11 @@ export function configuredTokens(config: { token: string; hostToken: string }, h
  * The configured tokens plus the issued-token store. An expired issued token is refused with its
  * own message so a client can tell "renew" from "wrong token".
  */
-export function storeTokens(config: { token: string; hostToken: string }, store: TokenStore, hash: (token: string) => string): CredentialResolver {
+export function storeTokens(
+  config: { token: string; hostToken: string },
+  store: TokenStore,
+  hash: (token: string) => string,
+): CredentialResolver {
   const configured = configuredTokens(config, hash)
   // Hashing the presented token once serves the store lookup, the configured-token comparison
   // (constant time over equal-length digests, as secretsEqual does) and the principal's tokenHash.
@@ -107,10 +115,14 @@ export function storeTokens(config: { token: string; hostToken: string }, store:
         if (!cached) remember(token, digest)
         return { type: 'remote', scope: found.token.scope, tokenId: found.token.id, tokenHash: digest }
       }
-      if (found.status === 'expired') { known.delete(token); throw errors.unauthorized('Token expired') }
+      if (found.status === 'expired') {
+        known.delete(token)
+        throw errors.unauthorized('Token expired')
+      }
       // A cached digest already proved valid once, so comparing it leaks nothing; fresh values are
       // compared in constant time.
-      const isClient = cached !== undefined ? cached === clientDigestHex : timingSafeEqual(Buffer.from(digest, 'hex'), clientDigest)
+      const isClient =
+        cached !== undefined ? cached === clientDigestHex : timingSafeEqual(Buffer.from(digest, 'hex'), clientDigest)
       if (isClient) {
         if (!cached) remember(token, digest)
         return { type: 'remote', scope: 'collaborator', tokenHash: digest }
@@ -125,7 +137,10 @@ export function storeTokens(config: { token: string; hostToken: string }, store:
 const ANONYMOUS: Principal = Object.freeze({ type: 'anonymous', scope: null }) as Principal
 
 /** Builds the workspace surface's authenticator from a credential resolver, optionally throttled per address. */
-export function workspaceAuth(resolver: CredentialResolver, throttle?: AuthThrottle): SurfaceAuth<WorkspaceRule, Principal> {
+export function workspaceAuth(
+  resolver: CredentialResolver,
+  throttle?: AuthThrottle,
+): SurfaceAuth<WorkspaceRule, Principal> {
   const inner = baseAuth(resolver)
   if (!throttle) return inner
   return {
@@ -154,7 +169,11 @@ export function workspaceAuth(resolver: CredentialResolver, throttle?: AuthThrot
 function checkScope(principal: Principal | null, rule: WorkspaceRule, clientId: string | undefined): Principal {
   if (rule.kind === 'host') {
     if (!principal) throw errors.unauthorized('Invalid host token')
-    if (principal.scope !== 'owner') throw errors.forbidden('Host routes need the host token or an owner token', { required: 'owner', scope: principal.scope })
+    if (principal.scope !== 'owner')
+      throw errors.forbidden('Host routes need the host token or an owner token', {
+        required: 'owner',
+        scope: principal.scope,
+      })
     return { ...principal, clientId }
   }
   if (!principal) throw errors.unauthorized('Invalid bearer token')
@@ -175,7 +194,9 @@ function baseAuth(resolver: CredentialResolver): SurfaceAuth<WorkspaceRule, Prin
       }
       const bearer = bearerToken(request)
       const principal = bearer ? resolver.resolveBearer(bearer) : null
-      return principal instanceof Promise ? principal.then((p) => checkScope(p, rule, clientId)) : checkScope(principal, rule, clientId)
+      return principal instanceof Promise
+        ? principal.then((p) => checkScope(p, rule, clientId))
+        : checkScope(principal, rule, clientId)
     },
     security(rule): Array<Record<string, string[]>> {
       if (rule.kind === 'none') return []
@@ -191,6 +212,16 @@ function baseAuth(resolver: CredentialResolver): SurfaceAuth<WorkspaceRule, Prin
 
 /** OpenAPI security schemes of the workspace surface. */
 export const workspaceSecuritySchemes = {
-  bearerToken: { type: 'http', scheme: 'bearer', description: 'Client token (configured token = collaborator) or an issued token with scope owner, collaborator or viewer.' },
-  hostToken: { type: 'apiKey', in: 'header', name: 'X-Service-Host-Token', description: 'The host token; grants owner scope on host routes.' },
+  bearerToken: {
+    type: 'http',
+    scheme: 'bearer',
+    description:
+      'Client token (configured token = collaborator) or an issued token with scope owner, collaborator or viewer.',
+  },
+  hostToken: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-Service-Host-Token',
+    description: 'The host token; grants owner scope on host routes.',
+  },
 }

@@ -43,13 +43,20 @@ const RELEVANT_NAMES: Record<string, Set<string>> = {
 async function scan(root: string): Promise<Snapshot> {
   const snapshot: Snapshot = new Map()
   const files = await trackedFiles(root)
-  await Promise.all(files.map(async (rel) => {
-    try {
-      snapshot.set(rel, createHash('sha256').update(await readFile(join(root, rel))).digest('hex'))
-    } catch {
-      // Missing or unreadable: absent from the snapshot.
-    }
-  }))
+  await Promise.all(
+    files.map(async (rel) => {
+      try {
+        snapshot.set(
+          rel,
+          createHash('sha256')
+            .update(await readFile(join(root, rel)))
+            .digest('hex'),
+        )
+      } catch {
+        // Missing or unreadable: absent from the snapshot.
+      }
+    }),
+  )
   return snapshot
 }
 
@@ -93,23 +100,39 @@ export class ChangeTracker {
     const changed = diff(this.#snapshot, next).length > 0
     this.#snapshot = next
     if (!changed) return null
-    return this.#o.events.append({ workspaceId: this.#o.workspaceId, type: 'reload', reason, trigger, source: 'server' })
+    return this.#o.events.append({
+      workspaceId: this.#o.workspaceId,
+      type: 'reload',
+      reason,
+      trigger,
+      source: 'server',
+    })
   }
 
   /** Runs a rescan now (tests and the debounce timer). */
   rescan(): Promise<void> {
-    const run = this.#rescanning.then(() => this.#o.lock.run(async () => {
-      if (this.#closed) return
-      const next = await scan(this.#o.root)
-      const changes = diff(this.#snapshot, next)
-      this.#snapshot = next
-      if (changes.length) this.#o.cache.invalidate()
-      for (const change of changes) {
-        const { reason, trigger } = classifyChange(change.rel, change.action)
-        await this.#o.events.append({ workspaceId: this.#o.workspaceId, type: 'reload', reason, trigger, source: 'disk' })
-      }
-    }))
-    this.#rescanning = run.catch((error) => { this.#o.logger.warn('workspace rescan failed', { workspaceId: this.#o.workspaceId, error }) })
+    const run = this.#rescanning.then(() =>
+      this.#o.lock.run(async () => {
+        if (this.#closed) return
+        const next = await scan(this.#o.root)
+        const changes = diff(this.#snapshot, next)
+        this.#snapshot = next
+        if (changes.length) this.#o.cache.invalidate()
+        for (const change of changes) {
+          const { reason, trigger } = classifyChange(change.rel, change.action)
+          await this.#o.events.append({
+            workspaceId: this.#o.workspaceId,
+            type: 'reload',
+            reason,
+            trigger,
+            source: 'disk',
+          })
+        }
+      }),
+    )
+    this.#rescanning = run.catch((error) => {
+      this.#o.logger.warn('workspace rescan failed', { workspaceId: this.#o.workspaceId, error })
+    })
     return run
   }
 
@@ -120,7 +143,9 @@ export class ChangeTracker {
     if (this.#timer) clearTimeout(this.#timer)
     this.#timer = setTimeout(() => {
       this.#timer = undefined
-      void this.#refreshWatches().then(() => this.rescan()).catch(() => {})
+      void this.#refreshWatches()
+        .then(() => this.rescan())
+        .catch(() => {})
     }, this.#o.debounceMs ?? 250)
   }
 
@@ -130,10 +155,16 @@ export class ChangeTracker {
     let added = false
     for (const rel of wanted) {
       // A directory deleted and re-created is a new inode: the old watcher would hear nothing.
-      const ino = await stat(join(this.#o.root, rel)).then((st) => (st.isDirectory() ? st.ino : null), () => null)
+      const ino = await stat(join(this.#o.root, rel)).then(
+        (st) => (st.isDirectory() ? st.ino : null),
+        () => null,
+      )
       const current = this.#watchers.get(rel)
       if (current && current.ino === ino) continue
-      if (current) { current.watcher.close(); this.#watchers.delete(rel) }
+      if (current) {
+        current.watcher.close()
+        this.#watchers.delete(rel)
+      }
       if (ino === null || this.#closed) continue
       try {
         const relevant = RELEVANT_NAMES[rel]
@@ -141,7 +172,11 @@ export class ChangeTracker {
         const watcher = watch(join(this.#o.root, rel), { persistent: false }, (_event, name) => {
           if (!relevant || name === null || relevant.has(String(name))) this.#onNotify()
         })
-        watcher.on('error', () => { watcher.close(); this.#watchers.delete(rel); this.#onNotify() })
+        watcher.on('error', () => {
+          watcher.close()
+          this.#watchers.delete(rel)
+          this.#onNotify()
+        })
         this.#watchers.set(rel, { watcher, ino })
         added = true
       } catch {
@@ -149,7 +184,10 @@ export class ChangeTracker {
       }
     }
     for (const [rel, entry] of this.#watchers) {
-      if (!wanted.has(rel)) { entry.watcher.close(); this.#watchers.delete(rel) }
+      if (!wanted.has(rel)) {
+        entry.watcher.close()
+        this.#watchers.delete(rel)
+      }
     }
     // Files created before a new directory's watcher existed are caught by the rescan this schedules.
     if (added) this.#o.cache.invalidate()

@@ -26,18 +26,28 @@ export interface CommandItem {
 /** Trims and strips a leading `/`; 400 `invalid_command_name` unless valid. */
 export function sanitizeCommandName(raw: string): string {
   const name = raw.trim().replace(/^\/+/, '')
-  if (!COMMAND_NAME.test(name)) throw errors.badRequest('invalid_command_name', 'Command name must be 1-64 letters, digits, _ or -')
+  if (!COMMAND_NAME.test(name))
+    throw errors.badRequest('invalid_command_name', 'Command name must be 1-64 letters, digits, _ or -')
   return name
 }
 
 async function itemFrom(file: string, text: string): Promise<CommandItem | null> {
   let doc
-  try { doc = await splitFrontmatter(text) } catch { return null }
+  try {
+    doc = await splitFrontmatter(text)
+  } catch {
+    return null
+  }
   const stem = file.replace(/\.md$/, '')
   // The file name is the command's identity (OpenCode invokes /<stem>), so DELETE by name finds it.
   const name = stem
   if (!COMMAND_NAME.test(name)) return null
-  const item: CommandItem = { name, template: doc.body.trim(), model: typeof doc.data.model === 'string' ? doc.data.model : null, scope: 'workspace' }
+  const item: CommandItem = {
+    name,
+    template: doc.body.trim(),
+    model: typeof doc.data.model === 'string' ? doc.data.model : null,
+    scope: 'workspace',
+  }
   if (typeof doc.data.description === 'string') item.description = doc.data.description
   if (typeof doc.data.agent === 'string') item.agent = doc.data.agent
   if (typeof doc.data.subtask === 'boolean') item.subtask = doc.data.subtask
@@ -50,12 +60,16 @@ async function itemFrom(file: string, text: string): Promise<CommandItem | null>
  */
 export async function loadCommands(root: string): Promise<CommandItem[]> {
   await resolveExisting(root, COMMANDS_DIR)
-  const items = await Promise.all((await commandFileNames(root)).map(async (file) => {
-    try {
-      const text = await readContainedText(root, `${COMMANDS_DIR}/${file}`)
-      return text === null ? null : await itemFrom(file, text)
-    } catch { return null }
-  }))
+  const items = await Promise.all(
+    (await commandFileNames(root)).map(async (file) => {
+      try {
+        const text = await readContainedText(root, `${COMMANDS_DIR}/${file}`)
+        return text === null ? null : await itemFrom(file, text)
+      } catch {
+        return null
+      }
+    }),
+  )
   return items.filter((x): x is CommandItem => x !== null)
 }
 
@@ -73,7 +87,10 @@ export interface CommandInput {
 export async function prepareCommand(input: CommandInput): Promise<{ name: string; rel: string; text: string }> {
   const name = sanitizeCommandName(input.name)
   if (!input.template.trim()) throw errors.badRequest('invalid_command_template', 'Command template must not be empty')
-  const text = await joinFrontmatter({ description: input.description, agent: input.agent, model: input.model ?? undefined, subtask: input.subtask }, input.template.trim())
+  const text = await joinFrontmatter(
+    { description: input.description, agent: input.agent, model: input.model ?? undefined, subtask: input.subtask },
+    input.template.trim(),
+  )
   return { name, rel: commandFile(name), text }
 }
 

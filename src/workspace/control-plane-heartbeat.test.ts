@@ -11,7 +11,13 @@ const test = suite('workspace/control-plane-heartbeat')
 
 test('without all three variables nothing is reported', () => {
   assert.is(startControlPlaneHeartbeat({}, { logger: silentLogger, version: '1' }), null)
-  assert.is(startControlPlaneHeartbeat({ SERVICE_CONTROL_PLANE_URL: 'http://127.0.0.1:9', SERVICE_WORKER_ID: 'wrk_x' }, { logger: silentLogger, version: '1' }), null)
+  assert.is(
+    startControlPlaneHeartbeat(
+      { SERVICE_CONTROL_PLANE_URL: 'http://127.0.0.1:9', SERVICE_WORKER_ID: 'wrk_x' },
+      { logger: silentLogger, version: '1' },
+    ),
+    null,
+  )
 })
 
 test('beats carry the activity token to the Worker route, survive failures, and stop on 409', async () => {
@@ -19,7 +25,9 @@ test('beats carry the activity token to the Worker route, survive failures, and 
   let answer = 500
   const server = createServer((req, res) => {
     let body = ''
-    req.on('data', (d) => { body += d })
+    req.on('data', (d) => {
+      body += d
+    })
     req.on('end', () => {
       seen.push({ url: req.url ?? '', auth: req.headers.authorization, body })
       res.writeHead(answer, { 'content-type': 'application/json' })
@@ -28,9 +36,15 @@ test('beats carry the activity token to the Worker route, survive failures, and 
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const port = (server.address() as { port: number }).port
-  const reporter = startControlPlaneHeartbeat({
-    SERVICE_CONTROL_PLANE_URL: `http://127.0.0.1:${port}/`, SERVICE_WORKER_ID: 'wrk_abc', SERVICE_WORKER_ACTIVITY_TOKEN: 'wka_token', SERVICE_WORKER_HEARTBEAT_INTERVAL_MS: '60',
-  }, { logger: silentLogger, version: '9.9.9' })
+  const reporter = startControlPlaneHeartbeat(
+    {
+      SERVICE_CONTROL_PLANE_URL: `http://127.0.0.1:${port}/`,
+      SERVICE_WORKER_ID: 'wrk_abc',
+      SERVICE_WORKER_ACTIVITY_TOKEN: 'wka_token',
+      SERVICE_WORKER_HEARTBEAT_INTERVAL_MS: '60',
+    },
+    { logger: silentLogger, version: '9.9.9' },
+  )
   try {
     assert.ok(reporter)
     const deadline = Date.now() + 3000

@@ -19,7 +19,10 @@ export interface HeartbeatReporter {
 const DEFAULT_INTERVAL_MS = 10_000
 
 /** Starts reporting when the environment asks for it; otherwise returns null. */
-export function startControlPlaneHeartbeat(env: Record<string, string | undefined>, options: { logger: Logger; version: string }): HeartbeatReporter | null {
+export function startControlPlaneHeartbeat(
+  env: Record<string, string | undefined>,
+  options: { logger: Logger; version: string },
+): HeartbeatReporter | null {
   const base = env.SERVICE_CONTROL_PLANE_URL?.replace(/\/+$/, '')
   const workerId = env.SERVICE_WORKER_ID
   const token = env.SERVICE_WORKER_ACTIVITY_TOKEN
@@ -47,12 +50,15 @@ export function startControlPlaneHeartbeat(env: Record<string, string | undefine
       failing = !response.ok
       return response.status
     } catch (error) {
-      if (!failing) options.logger.warn('control plane unreachable for heartbeats', { workerId, error: (error as Error).message })
+      if (!failing)
+        options.logger.warn('control plane unreachable for heartbeats', { workerId, error: (error as Error).message })
       failing = true
       return 0
     }
   }
-  const timer = setInterval(() => { if (!stopped) void beat() }, intervalMs)
+  const timer = setInterval(() => {
+    if (!stopped) void beat()
+  }, intervalMs)
   const reporter: HeartbeatReporter = {
     beat,
     stop() {

@@ -19,10 +19,24 @@ test('health needs no credential and the discovery routes answer a client token'
     const caps = await (await s.req('/capabilities', { token: CLIENT_TOKEN })).json()
     assert.equal(caps.tokens.scopes, ['owner', 'collaborator', 'viewer'])
     assert.is(caps.skills.write, true)
-    assert.equal(caps.files.sessions, { read: true, write: true, maxBatchItems: 64, maxFileBytes: 5_000_000, maxSessions: 256 })
-    assert.equal(caps.files.inbox, { enabled: true, write: true, path: '.opencode/service/inbox/', maxBytes: 250_000_000, requiresApproval: false })
+    assert.equal(caps.files.sessions, {
+      read: true,
+      write: true,
+      maxBatchItems: 64,
+      maxFileBytes: 5_000_000,
+      maxSessions: 256,
+    })
+    assert.equal(caps.files.inbox, {
+      enabled: true,
+      write: true,
+      path: '.opencode/service/inbox/',
+      maxBytes: 250_000_000,
+      requiresApproval: false,
+    })
     assert.equal(caps.files.outbox, { enabled: true, path: '.opencode/service/outbox/' })
-    const who = await (await s.req('/whoami', { token: CLIENT_TOKEN, headers: { 'x-service-client-id': 'desk-1' } })).json()
+    const who = await (
+      await s.req('/whoami', { token: CLIENT_TOKEN, headers: { 'x-service-client-id': 'desk-1' } })
+    ).json()
     assert.is(who.actor.scope, 'collaborator')
     assert.is(who.actor.clientId, 'desk-1')
     assert.match(who.actor.tokenHash, /^[0-9a-f]{64}$/)

@@ -75,7 +75,13 @@ export class EventStore {
     const { workspaceId, type, ...rest } = body
     const row = await this.#db.db
       .insertInto('events')
-      .values({ id, workspace_id: workspaceId, type, payload: JSON.stringify(rest), created_at: new Date(timestamp).toISOString() })
+      .values({
+        id,
+        workspace_id: workspaceId,
+        type,
+        payload: JSON.stringify(rest),
+        created_at: new Date(timestamp).toISOString(),
+      })
       .returning('seq')
       .executeTakeFirstOrThrow()
     const event: WorkspaceEvent = { id, seq: Number(row.seq), timestamp, ...body }
@@ -84,7 +90,11 @@ export class EventStore {
       await this.prune(workspaceId)
     }
     for (const listener of [...this.#listeners]) {
-      try { listener(event) } catch { /* a failing subscriber must not break the writer */ }
+      try {
+        listener(event)
+      } catch {
+        /* a failing subscriber must not break the writer */
+      }
     }
     return event
   }
@@ -99,15 +109,28 @@ export class EventStore {
       .limit(1)
       .offset(this.#retention - 1)
       .executeTakeFirst()
-    if (cutoff?.seq) await this.#db.db.deleteFrom('events').where('workspace_id', '=', workspaceId).where('seq', '<', cutoff.seq).execute()
+    if (cutoff?.seq)
+      await this.#db.db
+        .deleteFrom('events')
+        .where('workspace_id', '=', workspaceId)
+        .where('seq', '<', cutoff.seq)
+        .execute()
   }
 
   /** Events after `after` in seq order, optionally for one workspace and some types. */
-  async list(options: { after: number; workspaceId?: string; types?: WorkspaceEventType[]; limit?: number }): Promise<WorkspaceEvent[]> {
+  async list(options: {
+    after: number
+    workspaceId?: string
+    types?: WorkspaceEventType[]
+    limit?: number
+  }): Promise<WorkspaceEvent[]> {
     let query = this.#db.db.selectFrom('events').selectAll().where('seq', '>', options.after)
     if (options.workspaceId) query = query.where('workspace_id', '=', options.workspaceId)
     if (options.types) query = query.where('type', 'in', options.types)
-    const rows = await query.orderBy('seq', 'asc').limit(options.limit ?? 1000).execute()
+    const rows = await query
+      .orderBy('seq', 'asc')
+      .limit(options.limit ?? 1000)
+      .execute()
     return rows.map((row) => ({
       id: row.id,
       seq: Number(row.seq),
@@ -120,14 +143,19 @@ export class EventStore {
 
   /** The newest seq stored (0 when empty). */
   async latestSeq(): Promise<number> {
-    const row = await this.#db.db.selectFrom('events').select((eb) => eb.fn.max('seq').as('seq')).executeTakeFirst()
+    const row = await this.#db.db
+      .selectFrom('events')
+      .select((eb) => eb.fn.max('seq').as('seq'))
+      .executeTakeFirst()
     return Number(row?.seq ?? 0)
   }
 
   /** Subscribes to new events; returns the unsubscribe function. */
   subscribe(listener: Listener): () => void {
     this.#listeners.add(listener)
-    return () => { this.#listeners.delete(listener) }
+    return () => {
+      this.#listeners.delete(listener)
+    }
   }
 
   /** Waits for in-flight appends (used on shutdown). */

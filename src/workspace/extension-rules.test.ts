@@ -21,7 +21,11 @@ test('frontmatter splits and joins, dropping null values', async () => {
   assert.is(doc.body, '\nBody\n')
   assert.is((await splitFrontmatter('no frontmatter')).hasFrontmatter, false)
   let rejected = false
-  try { await splitFrontmatter('---\n- a list\n---\n') } catch { rejected = true }
+  try {
+    await splitFrontmatter('---\n- a list\n---\n')
+  } catch {
+    rejected = true
+  }
   assert.ok(rejected, 'a YAML list is not a mapping')
   assert.is(await joinFrontmatter({ a: 1, b: null, c: undefined }, 'x'), '---\na: 1\n---\n\nx\n')
 })
@@ -34,8 +38,12 @@ test('a skill payload without frontmatter gets one built from the payload', asyn
 
 test('MCP masking hides header and environment values, OAuth secrets and URL credentials', () => {
   const masked = maskMcpConfig({
-    type: 'remote', url: 'https://user:pw@mcp.example/x', headers: { Authorization: 'Bearer s' },
-    environment: { K: 'v' }, oauth: { clientId: 'id', clientSecret: 's2' }, enabled: true,
+    type: 'remote',
+    url: 'https://user:pw@mcp.example/x',
+    headers: { Authorization: 'Bearer s' },
+    environment: { K: 'v' },
+    oauth: { clientId: 'id', clientSecret: 's2' },
+    enabled: true,
   })
   assert.equal(masked.headers, { Authorization: MASK })
   assert.equal(masked.environment, { K: MASK })

@@ -21,8 +21,13 @@ export async function splitFrontmatter(text: string): Promise<MarkdownDoc> {
   const match = FENCE.exec(text.replace(/^\uFEFF/, ''))
   if (!match) return { data: {}, body: text, hasFrontmatter: false }
   const data = match[1]!.trim() === '' ? {} : (await yaml()).parse(match[1]!)
-  if (data !== null && (typeof data !== 'object' || Array.isArray(data))) throw new Error('frontmatter must be a YAML mapping')
-  return { data: (data ?? {}) as Record<string, unknown>, body: text.replace(/^\uFEFF/, '').slice(match[0].length), hasFrontmatter: true }
+  if (data !== null && (typeof data !== 'object' || Array.isArray(data)))
+    throw new Error('frontmatter must be a YAML mapping')
+  return {
+    data: (data ?? {}) as Record<string, unknown>,
+    body: text.replace(/^\uFEFF/, '').slice(match[0].length),
+    hasFrontmatter: true,
+  }
 }
 
 /** Builds `---\n<yaml>---\n\n<body>\n`; keys whose value is undefined or null are left out. */

@@ -35,24 +35,41 @@ const USAGE = [
 function readJson(path: string): Record<string, unknown> {
   try {
     const value = JSON.parse(readFileSync(path, 'utf8'))
-    return typeof value === 'object' && value !== null ? value as Record<string, unknown> : {}
+    return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {}
   } catch {
     return {}
   }
 }
 
 /** Where to reach the server and with which host token. */
-export function resolveTarget(values: { url?: string; 'host-token'?: string; config?: string }, io: Pick<HostCliIo, 'env' | 'cwd'>): { baseUrl: string; hostToken: string | undefined } {
-  const configPath = resolve(io.cwd, values.config ?? io.env.SERVICE_SERVER_CONFIG ?? join(defaultConfigDir(io.env), 'server.json'))
+export function resolveTarget(
+  values: { url?: string; 'host-token'?: string; config?: string },
+  io: Pick<HostCliIo, 'env' | 'cwd'>,
+): { baseUrl: string; hostToken: string | undefined } {
+  const configPath = resolve(
+    io.cwd,
+    values.config ?? io.env.SERVICE_SERVER_CONFIG ?? join(defaultConfigDir(io.env), 'server.json'),
+  )
   const file = readJson(configPath)
   let baseUrl = values.url ?? io.env.SERVICE_URL
   if (!baseUrl) {
     const rawHost = typeof file.host === 'string' ? file.host : '127.0.0.1'
-    const host = rawHost === '0.0.0.0' ? '127.0.0.1' : rawHost === '::' ? '[::1]' : rawHost.includes(':') && !rawHost.startsWith('[') ? `[${rawHost}]` : rawHost
+    const host =
+      rawHost === '0.0.0.0'
+        ? '127.0.0.1'
+        : rawHost === '::'
+          ? '[::1]'
+          : rawHost.includes(':') && !rawHost.startsWith('[')
+            ? `[${rawHost}]`
+            : rawHost
     baseUrl = `http://${host}:${typeof file.port === 'number' && file.port > 0 ? file.port : 8787}`
   }
   const credentials = readJson(join(dirname(configPath), 'credentials.json'))
-  const hostToken = values['host-token'] ?? io.env.SERVICE_HOST_TOKEN ?? (typeof file.hostToken === 'string' ? file.hostToken : undefined) ?? (typeof credentials.hostToken === 'string' ? credentials.hostToken : undefined)
+  const hostToken =
+    values['host-token'] ??
+    io.env.SERVICE_HOST_TOKEN ??
+    (typeof file.hostToken === 'string' ? file.hostToken : undefined) ??
+    (typeof credentials.hostToken === 'string' ? credentials.hostToken : undefined)
   return { baseUrl: baseUrl.replace(/\/+$/, ''), hostToken }
 }
 
@@ -66,39 +83,63 @@ export async function runHostCli(argv: string[], io: HostCliIo): Promise<number>
       args: argv,
       allowPositionals: true,
       strict: true,
-      options: { url: { type: 'string' }, 'host-token': { type: 'string' }, config: { type: 'string' }, label: { type: 'string' }, ttl: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        url: { type: 'string' },
+        'host-token': { type: 'string' },
+        config: { type: 'string' },
+        label: { type: 'string' },
+        ttl: { type: 'string' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
     })
   } catch (error) {
     io.stderr(`service-server: ${(error as Error).message.split('\n')[0]}\n${USAGE}`)
     return 2
   }
   const { values, positionals } = parsed
-  if (values.help) { io.stdout(USAGE); return 0 }
+  if (values.help) {
+    io.stdout(USAGE)
+    return 0
+  }
   const [group, action, arg] = positionals
-  const usage = (message: string) => { io.stderr(`service-server: ${message}\n${USAGE}`); return 2 }
+  const usage = (message: string) => {
+    io.stderr(`service-server: ${message}\n${USAGE}`)
+    return 2
+  }
 
   let method = 'GET'
   let path: string
   let body: unknown
   if (group === 'approvals') {
     if (action === 'list' && !arg) path = '/approvals'
-    else if ((action === 'allow' || action === 'deny') && arg) { method = 'POST'; path = `/approvals/${encodeURIComponent(arg)}`; body = { reply: action } }
-    else return usage('approvals needs list, allow <id> or deny <id>')
+    else if ((action === 'allow' || action === 'deny') && arg) {
+      method = 'POST'
+      path = `/approvals/${encodeURIComponent(arg)}`
+      body = { reply: action }
+    } else return usage('approvals needs list, allow <id> or deny <id>')
   } else if (group === 'tokens') {
     if (action === 'list' && !arg) path = '/tokens'
     else if (action === 'create' && arg) {
       const ttl = values.ttl === undefined ? undefined : Number(values.ttl)
-      if (ttl !== undefined && (!Number.isInteger(ttl) || ttl < 1)) return usage('--ttl must be a whole number of seconds')
-      method = 'POST'; path = '/tokens'; body = { scope: arg, ...(values.label ? { label: values.label } : {}), ...(ttl ? { ttlSeconds: ttl } : {}) }
-    } else if (action === 'revoke' && arg) { method = 'DELETE'; path = `/tokens/${encodeURIComponent(arg)}` }
-    else return usage('tokens needs list, create <scope> or revoke <id>')
+      if (ttl !== undefined && (!Number.isInteger(ttl) || ttl < 1))
+        return usage('--ttl must be a whole number of seconds')
+      method = 'POST'
+      path = '/tokens'
+      body = { scope: arg, ...(values.label ? { label: values.label } : {}), ...(ttl ? { ttlSeconds: ttl } : {}) }
+    } else if (action === 'revoke' && arg) {
+      method = 'DELETE'
+      path = `/tokens/${encodeURIComponent(arg)}`
+    } else return usage('tokens needs list, create <scope> or revoke <id>')
   } else {
     return usage(`unknown command ${group ?? ''}`)
   }
 
   const { baseUrl, hostToken } = resolveTarget(values, io)
   if (!hostToken) {
-    io.stderr('service-server: no host token; pass --host-token, set SERVICE_HOST_TOKEN, or run on the host that owns the config')
+    io.stderr(
+      'service-server: no host token; pass --host-token, set SERVICE_HOST_TOKEN, or run on the host that owns the config',
+    )
     return 2
   }
   let response: Response
@@ -112,12 +153,17 @@ export async function runHostCli(argv: string[], io: HostCliIo): Promise<number>
     io.stderr(`service-server: cannot reach ${baseUrl}: ${(error as Error).message}`)
     return 1
   }
-  const result = await response.json().catch(() => ({})) as Record<string, unknown>
+  const result = (await response.json().catch(() => ({}))) as Record<string, unknown>
   if (!response.ok) {
-    io.stderr(`service-server: ${response.status} ${String(result.code ?? 'error')}: ${String(result.message ?? response.statusText)}`)
+    io.stderr(
+      `service-server: ${response.status} ${String(result.code ?? 'error')}: ${String(result.message ?? response.statusText)}`,
+    )
     return 1
   }
-  if (values.json) { io.stdout(JSON.stringify(result, null, 2)); return 0 }
+  if (values.json) {
+    io.stdout(JSON.stringify(result, null, 2))
+    return 0
+  }
   printResult(group, action!, result, io)
   return 0
 }
@@ -131,9 +177,14 @@ function printResult(group: string, action: string, result: Record<string, unkno
     io.stdout(result.allowed ? 'allowed' : 'denied')
   } else if (action === 'list') {
     if (!items.length) io.stdout('no issued tokens')
-    for (const t of items) io.stdout(`${t.id}  ${t.scope}  ${t.label ?? '-'}  created ${time(t.createdAt)}  expires ${time(t.expiresAt)}  last used ${time(t.lastUsedAt)}`)
+    for (const t of items)
+      io.stdout(
+        `${t.id}  ${t.scope}  ${t.label ?? '-'}  created ${time(t.createdAt)}  expires ${time(t.expiresAt)}  last used ${time(t.lastUsedAt)}`,
+      )
   } else if (action === 'create') {
-    io.stdout(`id: ${result.id}\nscope: ${result.scope}\nexpires: ${time(result.expiresAt)}\ntoken (shown once): ${result.token}`)
+    io.stdout(
+      `id: ${result.id}\nscope: ${result.scope}\nexpires: ${time(result.expiresAt)}\ntoken (shown once): ${result.token}`,
+    )
   } else {
     io.stdout('revoked')
   }

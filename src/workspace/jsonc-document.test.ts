@@ -15,7 +15,7 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
   throw new Error('expected a rejection')
 }
 
-test('top-level edits keep comments, trailing commas and the file\'s indentation', async () => {
+test("top-level edits keep comments, trailing commas and the file's indentation", async () => {
   const out = await setTopLevelKeys(TEXT, { a: 2, c: { d: true } })
   assert.ok(out.includes('// keep me'))
   assert.ok(out.includes('/* and me */'))
@@ -26,7 +26,11 @@ test('top-level edits keep comments, trailing commas and the file\'s indentation
 
 test('null removes a key and nested paths are edited in place', async () => {
   assert.equal(await parseJsoncObject(await setTopLevelKeys(TEXT, { b: null }), 'x'), { a: 1 })
-  const nested = await setJsoncPath('{\n  // c\n  "mcp": {\n    "x": { "enabled": true }\n  }\n}\n', ['mcp', 'x', 'enabled'], false)
+  const nested = await setJsoncPath(
+    '{\n  // c\n  "mcp": {\n    "x": { "enabled": true }\n  }\n}\n',
+    ['mcp', 'x', 'enabled'],
+    false,
+  )
   assert.ok(nested.includes('// c'))
   assert.equal(await parseJsoncObject(nested, 'x'), { mcp: { x: { enabled: false } } })
 })

@@ -16,10 +16,16 @@ export async function parseJsoncObject(text: string, file: string): Promise<Reco
   const problems: ParseError[] = []
   const value = parse(text, problems, { allowTrailingComma: true, disallowComments: false })
   if (problems.length > 0) {
-    throw errors.unprocessable('invalid_jsonc', `Failed to parse ${file}`, problems.map((p) => ({ code: printParseErrorCode(p.error), offset: p.offset, length: p.length })))
+    throw errors.unprocessable(
+      'invalid_jsonc',
+      `Failed to parse ${file}`,
+      problems.map((p) => ({ code: printParseErrorCode(p.error), offset: p.offset, length: p.length })),
+    )
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw errors.unprocessable('invalid_jsonc', `${file} must contain a JSON object`, [{ code: 'NotAnObject', offset: 0, length: text.length }])
+    throw errors.unprocessable('invalid_jsonc', `${file} must contain a JSON object`, [
+      { code: 'NotAnObject', offset: 0, length: text.length },
+    ])
   }
   return value as Record<string, unknown>
 }

@@ -21,7 +21,8 @@ export interface McpItem {
 
 /** Throws 400 `invalid_mcp_name` unless valid. */
 export function validateMcpName(name: string): string {
-  if (!MCP_NAME.test(name)) throw errors.badRequest('invalid_mcp_name', 'MCP name must be 1-64 letters, digits, _ or -, not starting with -')
+  if (!MCP_NAME.test(name))
+    throw errors.badRequest('invalid_mcp_name', 'MCP name must be 1-64 letters, digits, _ or -, not starting with -')
   return name
 }
 
@@ -30,19 +31,33 @@ export function validateMcpConfig(config: Record<string, unknown>): Record<strin
   const bad = (message: string) => errors.badRequest('invalid_mcp_config', message)
   if (config.type === 'local') {
     const command = config.command
-    if (!Array.isArray(command) || command.length === 0 || !command.every((p) => typeof p === 'string' && p.length > 0)) throw bad('Local MCP needs a non-empty command array of non-empty strings')
+    if (!Array.isArray(command) || command.length === 0 || !command.every((p) => typeof p === 'string' && p.length > 0))
+      throw bad('Local MCP needs a non-empty command array of non-empty strings')
   } else if (config.type === 'remote') {
     const url = config.url
-    if (typeof url !== 'string' || url !== url.trim() || !/^https?:\/\/[^\s/]+/i.test(url)) throw bad('Remote MCP needs an http(s) url')
-    try { new URL(url) } catch { throw bad('Remote MCP url is not a valid URL') }
+    if (typeof url !== 'string' || url !== url.trim() || !/^https?:\/\/[^\s/]+/i.test(url))
+      throw bad('Remote MCP needs an http(s) url')
+    try {
+      new URL(url)
+    } catch {
+      throw bad('Remote MCP url is not a valid URL')
+    }
   } else {
     throw bad('MCP type must be "local" or "remote"')
   }
   for (const key of ['headers', 'environment'] as const) {
     const map = config[key]
-    if (map !== undefined && (typeof map !== 'object' || map === null || Array.isArray(map) || !Object.values(map).every((v) => typeof v === 'string'))) throw bad(`MCP ${key} must map names to strings`)
+    if (
+      map !== undefined &&
+      (typeof map !== 'object' ||
+        map === null ||
+        Array.isArray(map) ||
+        !Object.values(map).every((v) => typeof v === 'string'))
+    )
+      throw bad(`MCP ${key} must map names to strings`)
   }
-  if (config.enabled !== undefined && typeof config.enabled !== 'boolean') throw bad('MCP enabled must be true or false')
+  if (config.enabled !== undefined && typeof config.enabled !== 'boolean')
+    throw bad('MCP enabled must be true or false')
   return config
 }
 
@@ -82,7 +97,9 @@ export function maskMcpConfig(config: Record<string, unknown>): Record<string, u
 export function mcpEntries(config: Record<string, unknown>): Record<string, Record<string, unknown>> {
   const map = config.mcp
   if (typeof map !== 'object' || map === null || Array.isArray(map)) return {}
-  return Object.fromEntries(Object.entries(map).filter(([, v]) => typeof v === 'object' && v !== null && !Array.isArray(v))) as Record<string, Record<string, unknown>>
+  return Object.fromEntries(
+    Object.entries(map).filter(([, v]) => typeof v === 'object' && v !== null && !Array.isArray(v)),
+  ) as Record<string, Record<string, unknown>>
 }
 
 /** Lists MCP entries, masked, sorted by name. */

@@ -39,7 +39,10 @@ export async function opencodeConfigRel(root: string): Promise<string> {
  * Applies path edits to the project config (fresh from disk) and writes it atomically.
  * `undefined` removes a path. Returns the parsed result.
  */
-export async function editOpencodeConfig(root: string, edits: Array<{ path: Array<string | number>; value: unknown }>): Promise<Record<string, unknown>> {
+export async function editOpencodeConfig(
+  root: string,
+  edits: Array<{ path: Array<string | number>; value: unknown }>,
+): Promise<Record<string, unknown>> {
   const current = await readOpencodeConfig(root)
   let text = current.text
   for (const edit of edits) text = await setJsoncPath(text, edit.path, edit.value)

@@ -75,7 +75,11 @@ export async function listPlugins(root: string, config: Record<string, unknown>)
 /** Validates a spec from a request; 400 `invalid_plugin_spec` when empty or multi-line. */
 export function validatePluginSpec(spec: string): string {
   const s = spec.trim()
-  if (!s || /[\r\n]/.test(s) || s.length > 512) throw errors.badRequest('invalid_plugin_spec', 'Plugin spec must be a non-empty single line of at most 512 characters')
+  if (!s || /[\r\n]/.test(s) || s.length > 512)
+    throw errors.badRequest(
+      'invalid_plugin_spec',
+      'Plugin spec must be a non-empty single line of at most 512 characters',
+    )
   return s
 }
 
@@ -93,10 +97,16 @@ export async function addPlugin(root: string, spec: string): Promise<void> {
 }
 
 /** What removing `name` would touch: matching config specs and plugin files. */
-export async function pluginRemovalPlan(root: string, config: Record<string, unknown>, name: string): Promise<{ specs: string[]; files: string[] }> {
+export async function pluginRemovalPlan(
+  root: string,
+  config: Record<string, unknown>,
+  name: string,
+): Promise<{ specs: string[]; files: string[] }> {
   await resolveExisting(root, PLUGINS_DIR)
   const specs = configSpecs(config).filter((s) => pluginName(s) === name || s === name)
-  const files = (await pluginFileNames(root)).filter((f) => f === name || stem(f) === name).map((f) => `${PLUGINS_DIR}/${f}`)
+  const files = (await pluginFileNames(root))
+    .filter((f) => f === name || stem(f) === name)
+    .map((f) => `${PLUGINS_DIR}/${f}`)
   if (specs.length === 0 && files.length === 0) throw errors.notFound('plugin_not_found', `Plugin ${name} not found`)
   return { specs, files }
 }
@@ -110,7 +120,8 @@ export async function removePlugin(root: string, name: string): Promise<void> {
   await resolveExisting(root, PLUGINS_DIR)
   const { data } = await readOpencodeConfig(root)
   const remaining = configSpecs(data).filter((s) => pluginName(s) !== name && s !== name)
-  if (remaining.length !== configSpecs(data).length) await editOpencodeConfig(root, [{ path: ['plugin'], value: remaining }])
+  if (remaining.length !== configSpecs(data).length)
+    await editOpencodeConfig(root, [{ path: ['plugin'], value: remaining }])
   for (const file of await pluginFileNames(root)) {
     if (file === name || stem(file) === name) await removeContained(root, `${PLUGINS_DIR}/${file}`)
   }

@@ -26,9 +26,14 @@ export class ReadCache {
     const value = load()
     const fresh: Slot = { generation, value }
     this.#slots.set(key, fresh)
-    value.then((settled) => { fresh.settled = { value: settled } }, () => {
-      if (this.#slots.get(key)?.value === value) this.#slots.delete(key)
-    })
+    value.then(
+      (settled) => {
+        fresh.settled = { value: settled }
+      },
+      () => {
+        if (this.#slots.get(key)?.value === value) this.#slots.delete(key)
+      },
+    )
     return value
   }
 
@@ -52,7 +57,8 @@ export class ReadCache {
    */
   jsonBody(key: string, build: () => Promise<unknown>): PreEncodedJson | Promise<PreEncodedJson> {
     const slot = this.#slots.get(`json:${key}`)
-    if (slot?.settled && slot.generation === this.#generation) return new PreEncodedJson(slot.settled.value as Uint8Array)
+    if (slot?.settled && slot.generation === this.#generation)
+      return new PreEncodedJson(slot.settled.value as Uint8Array)
     return this.json(key, build).then(jsonText)
   }
 }

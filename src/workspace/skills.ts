@@ -27,7 +27,10 @@ export interface SkillItem {
 /** Throws 400 `invalid_skill_name` unless `name` is valid. */
 export function validateSkillName(name: string): string {
   if (name.length < 1 || name.length > 64 || !SKILL_NAME.test(name)) {
-    throw errors.badRequest('invalid_skill_name', 'Skill name must be 1-64 lowercase letters or digits, words joined by single hyphens')
+    throw errors.badRequest(
+      'invalid_skill_name',
+      'Skill name must be 1-64 lowercase letters or digits, words joined by single hyphens',
+    )
   }
   return name
 }
@@ -38,11 +41,20 @@ function validDescription(value: unknown): value is string {
 
 async function itemFrom(root: string, dir: string, text: string): Promise<SkillItem | null> {
   let doc
-  try { doc = await splitFrontmatter(text) } catch { return null }
+  try {
+    doc = await splitFrontmatter(text)
+  } catch {
+    return null
+  }
   const name = doc.data.name === undefined ? dir : doc.data.name
   if (typeof name !== 'string' || name !== dir || !SKILL_NAME.test(name) || name.length > 64) return null
   if (!validDescription(doc.data.description)) return null
-  const item: SkillItem = { name, path: join(root, skillFile(name)), description: doc.data.description.trim(), scope: 'project' }
+  const item: SkillItem = {
+    name,
+    path: join(root, skillFile(name)),
+    description: doc.data.description.trim(),
+    scope: 'project',
+  }
   const trigger = doc.data.trigger ?? doc.data.when
   if (typeof trigger === 'string' && trigger.trim()) item.trigger = trigger.trim()
   return item
@@ -55,13 +67,19 @@ async function itemFrom(root: string, dir: string, text: string): Promise<SkillI
  */
 export async function loadSkills(root: string): Promise<Array<{ item: SkillItem; content: string }>> {
   await resolveExisting(root, SKILLS_DIR)
-  const found = await Promise.all((await skillDirNames(root)).map(async (dir) => {
-    let text: string | null
-    try { text = await readContainedText(root, skillFile(dir)) } catch { return null }
-    if (text === null) return null
-    const item = await itemFrom(root, dir, text)
-    return item ? { item, content: text } : null
-  }))
+  const found = await Promise.all(
+    (await skillDirNames(root)).map(async (dir) => {
+      let text: string | null
+      try {
+        text = await readContainedText(root, skillFile(dir))
+      } catch {
+        return null
+      }
+      if (text === null) return null
+      const item = await itemFrom(root, dir, text)
+      return item ? { item, content: text } : null
+    }),
+  )
   return found.filter((x): x is { item: SkillItem; content: string } => x !== null)
 }
 
@@ -78,20 +96,34 @@ export interface PreparedSkill {
  * the description comes from the frontmatter or the payload (1–1024 characters, else 422), and
  * other frontmatter keys are kept.
  */
-export async function prepareSkill(input: { name: string; content: string; description?: string }): Promise<PreparedSkill> {
+export async function prepareSkill(input: {
+  name: string
+  content: string
+  description?: string
+}): Promise<PreparedSkill> {
   const name = validateSkillName(input.name)
   if (!input.content.trim()) throw errors.badRequest('invalid_skill_content', 'Skill content must not be empty')
   let doc
   try {
     doc = await splitFrontmatter(input.content)
   } catch (error) {
-    throw errors.badRequest('invalid_skill_content', `Skill frontmatter is not valid YAML: ${(error as Error).message.split('\n')[0]}`)
+    throw errors.badRequest(
+      'invalid_skill_content',
+      `Skill frontmatter is not valid YAML: ${(error as Error).message.split('\n')[0]}`,
+    )
   }
-  if (doc.data.name !== undefined && doc.data.name !== name) throw errors.badRequest('invalid_skill_name', 'Skill frontmatter name must match payload name')
+  if (doc.data.name !== undefined && doc.data.name !== name)
+    throw errors.badRequest('invalid_skill_name', 'Skill frontmatter name must match payload name')
   const description = typeof doc.data.description === 'string' ? doc.data.description : input.description
-  if (!validDescription(description)) throw new ApiError(422, 'invalid_description', 'Skill description must be 1-1024 characters')
+  if (!validDescription(description))
+    throw new ApiError(422, 'invalid_description', 'Skill description must be 1-1024 characters')
   const { name: _n, description: _d, ...rest } = doc.data
-  return { name, description: description.trim(), rel: skillFile(name), text: await joinFrontmatter({ name, description: description.trim(), ...rest }, doc.body) }
+  return {
+    name,
+    description: description.trim(),
+    rel: skillFile(name),
+    text: await joinFrontmatter({ name, description: description.trim(), ...rest }, doc.body),
+  }
 }
 
 /** Writes a prepared skill; 400 `invalid_path` when its folder resolves outside the workspace. */

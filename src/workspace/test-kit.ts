@@ -13,7 +13,10 @@ import { HOST_TOKEN_HEADER } from './auth.ts'
 import { loadWorkspaceConfig } from './server-config.ts'
 
 /** The fixture workspace every suite copies. */
-export const FIXTURE = resolve(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '../../fixtures/workspace-basic')
+export const FIXTURE = resolve(
+  import.meta.dirname ?? new URL('.', import.meta.url).pathname,
+  '../../fixtures/workspace-basic',
+)
 export const CLIENT_TOKEN = 'test-client-token-0123456789'
 export const HOST_TOKEN = 'test-host-token-0123456789ab'
 
@@ -49,21 +52,33 @@ export interface TestServer {
   dispose(): Promise<void>
 }
 
-async function build(dir: string, root: string, options: TestServerOptions, clock: TestServer['clock']): Promise<TestServer> {
+async function build(
+  dir: string,
+  root: string,
+  options: TestServerOptions,
+  clock: TestServer['clock'],
+): Promise<TestServer> {
   const configPath = join(dir, 'server.json')
-  writeFileSync(configPath, JSON.stringify({
-    token: CLIENT_TOKEN,
-    hostToken: HOST_TOKEN,
-    workspaces: [{ path: root }],
-    approval: { mode: options.approval ?? 'auto', timeoutMs: options.timeoutMs ?? 30_000 },
-    corsOrigins: options.corsOrigins ?? [],
-    readOnly: options.readOnly ?? false,
-    dataDir: join(dir, 'data'),
-    logRequests: false,
-    authThrottle: options.authThrottle ?? { maxFailures: 10_000 },
-    events: { debounceMs: options.debounceMs ?? 60 },
-    ...options.extraConfig,
-  }, null, 2))
+  writeFileSync(
+    configPath,
+    JSON.stringify(
+      {
+        token: CLIENT_TOKEN,
+        hostToken: HOST_TOKEN,
+        workspaces: [{ path: root }],
+        approval: { mode: options.approval ?? 'auto', timeoutMs: options.timeoutMs ?? 30_000 },
+        corsOrigins: options.corsOrigins ?? [],
+        readOnly: options.readOnly ?? false,
+        dataDir: join(dir, 'data'),
+        logRequests: false,
+        authThrottle: options.authThrottle ?? { maxFailures: 10_000 },
+        events: { debounceMs: options.debounceMs ?? 60 },
+        ...options.extraConfig,
+      },
+      null,
+      2,
+    ),
+  )
   const config = loadWorkspaceConfig({ config: configPath }, { HOME: dir }, dir)
   const app = await createWorkspaceApp(config, { logger: silentLogger, now: () => clock.now, watch: options.watch })
   const server: TestServer = {
@@ -98,7 +113,14 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   else cpSync(FIXTURE, root, { recursive: true })
   // Real time plus an offset tests can move forward (token expiry) without freezing time.
   let offset = 0
-  const clock = { get now() { return Date.now() + offset }, advance(ms: number) { offset += ms } }
+  const clock = {
+    get now() {
+      return Date.now() + offset
+    },
+    advance(ms: number) {
+      offset += ms
+    },
+  }
   try {
     return await build(dir, root, options, clock)
   } catch (error) {
@@ -108,7 +130,11 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
 }
 
 /** Waits until `check` passes or the deadline is reached. */
-export async function eventually<T>(check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 3000, what = 'condition'): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 3000,
+  what = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const value = await check()

@@ -21,7 +21,10 @@ export interface TokenInfo {
 }
 
 /** The result of a lookup by presented value. */
-export type TokenLookup = { status: 'valid'; token: TokenInfo; hash: string } | { status: 'expired' } | { status: 'unknown' }
+export type TokenLookup =
+  | { status: 'valid'; token: TokenInfo; hash: string }
+  | { status: 'expired' }
+  | { status: 'unknown' }
 
 const TOKEN_PREFIX = 'svc_tk_'
 const LAST_USED_WRITE_INTERVAL_MS = 60_000
@@ -58,7 +61,14 @@ export class TokenStore {
     const entry: Entry = {
       hash: row.hash,
       persistedLastUsed: toMs(row.last_used_at),
-      info: { id: row.id, scope: row.scope as Scope, label: row.label, createdAt: toMs(row.created_at)!, expiresAt: toMs(row.expires_at), lastUsedAt: toMs(row.last_used_at) },
+      info: {
+        id: row.id,
+        scope: row.scope as Scope,
+        label: row.label,
+        createdAt: toMs(row.created_at)!,
+        expiresAt: toMs(row.expires_at),
+        lastUsedAt: toMs(row.last_used_at),
+      },
     }
     this.#byHash.set(row.hash, entry)
     return entry
@@ -66,7 +76,9 @@ export class TokenStore {
 
   /** Every token, newest first. */
   list(): TokenInfo[] {
-    return [...this.#byHash.values()].map((e) => ({ ...e.info })).sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : -1))
+    return [...this.#byHash.values()]
+      .map((e) => ({ ...e.info }))
+      .sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : -1))
   }
 
   /** Issues a token; the plaintext is returned here and nowhere else. */
@@ -111,7 +123,12 @@ export class TokenStore {
     if (entry.persistedLastUsed === null || now - entry.persistedLastUsed >= LAST_USED_WRITE_INTERVAL_MS) {
       entry.persistedLastUsed = now
       // Fire and forget: a lost lastUsedAt update must never fail the request that used the token.
-      this.#db.db.updateTable('tokens').set({ last_used_at: toIso(now) }).where('id', '=', entry.info.id).execute().catch(() => {})
+      this.#db.db
+        .updateTable('tokens')
+        .set({ last_used_at: toIso(now) })
+        .where('id', '=', entry.info.id)
+        .execute()
+        .catch(() => {})
     }
     return { status: 'valid', token: { ...entry.info }, hash }
   }

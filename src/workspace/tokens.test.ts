@@ -10,7 +10,11 @@ const test = suite('workspace/tokens')
 test('tokens are issued once in plaintext, listed without values or hashes, and revocable', async () => {
   const s = await startTestServer()
   try {
-    const res = await s.req('/tokens', { method: 'POST', hostToken: HOST_TOKEN, json: { scope: 'collaborator', label: ' laptop ', ttlSeconds: 3600 } })
+    const res = await s.req('/tokens', {
+      method: 'POST',
+      hostToken: HOST_TOKEN,
+      json: { scope: 'collaborator', label: ' laptop ', ttlSeconds: 3600 },
+    })
     assert.is(res.status, 201)
     const created = await res.json()
     assert.match(created.token, /^svc_tk_[A-Za-z0-9_-]{43}$/)
@@ -28,7 +32,9 @@ test('tokens are issued once in plaintext, listed without values or hashes, and 
     const db = readFileSync(join(s.dir, 'data', 'workspace-state.sqlite'))
     assert.not.ok(db.includes(created.token), 'the database holds no plaintext token')
     assert.is(statSync(join(s.dir, 'data', 'workspace-state.sqlite')).mode & 0o777, 0o600)
-    assert.equal(await (await s.req(`/tokens/${created.id}`, { method: 'DELETE', hostToken: HOST_TOKEN })).json(), { ok: true })
+    assert.equal(await (await s.req(`/tokens/${created.id}`, { method: 'DELETE', hostToken: HOST_TOKEN })).json(), {
+      ok: true,
+    })
     assert.is((await s.req('/whoami', { token: created.token })).status, 401)
     const again = await s.req(`/tokens/${created.id}`, { method: 'DELETE', hostToken: HOST_TOKEN })
     assert.is(again.status, 404)
@@ -44,7 +50,9 @@ test('tokens are issued once in plaintext, listed without values or hashes, and 
 test('an owner bearer may use host routes; the host token is not a bearer', async () => {
   const s = await startTestServer()
   try {
-    const owner = await (await s.req('/tokens', { method: 'POST', hostToken: HOST_TOKEN, json: { scope: 'owner' } })).json()
+    const owner = await (
+      await s.req('/tokens', { method: 'POST', hostToken: HOST_TOKEN, json: { scope: 'owner' } })
+    ).json()
     assert.is((await s.req('/approvals', { token: owner.token })).status, 200)
     assert.is((await s.req('/tokens', { token: HOST_TOKEN })).status, 401)
     assert.is((await s.req('/workspaces', { token: HOST_TOKEN })).status, 401)
@@ -56,7 +64,8 @@ test('an owner bearer may use host routes; the host token is not a bearer', asyn
 test('repeated failures from one address are refused with 429 and Retry-After, other addresses are not', async () => {
   const s = await startTestServer({ authThrottle: { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 30 } })
   try {
-    const from = (address: string, token: string) => s.req('/workspaces', { token, headers: { [PEER_ADDRESS_HEADER]: address } })
+    const from = (address: string, token: string) =>
+      s.req('/workspaces', { token, headers: { [PEER_ADDRESS_HEADER]: address } })
     for (let i = 0; i < 3; i++) assert.is((await from('10.0.0.9', 'wrong-token')).status, 401)
     const locked = await from('10.0.0.9', CLIENT_TOKEN)
     assert.is(locked.status, 429)
@@ -72,7 +81,14 @@ test('repeated failures from one address are refused with 429 and Retry-After, o
 })
 
 test('the listener supplies the real peer address and a client-sent header cannot override it', async () => {
-  const listener = await serve({ host: '127.0.0.1', port: 0, fetch: async (r, peer) => { bindPeer(r, peer); return new Response(peerAddress(r)) } })
+  const listener = await serve({
+    host: '127.0.0.1',
+    port: 0,
+    fetch: async (r, peer) => {
+      bindPeer(r, peer)
+      return new Response(peerAddress(r))
+    },
+  })
   try {
     const res = await fetch(`http://127.0.0.1:${listener.port}/`, { headers: { [PEER_ADDRESS_HEADER]: '203.0.113.7' } })
     const seen = await res.text()
@@ -88,13 +104,23 @@ test('CORS: configured origins only, preflights cached, others refused', async (
   try {
     const ok = await s.req('/workspaces', { token: CLIENT_TOKEN, headers: { origin: 'https://app.example' } })
     assert.is(ok.headers.get('access-control-allow-origin'), 'https://app.example')
-    const pre = await s.req('/workspaces', { method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' } })
+    const pre = await s.req('/workspaces', {
+      method: 'OPTIONS',
+      headers: {
+        origin: 'https://app.example',
+        'access-control-request-method': 'GET',
+        'access-control-request-headers': 'authorization',
+      },
+    })
     assert.is(pre.status, 204)
     assert.ok(Number(pre.headers.get('access-control-max-age')) > 0)
     assert.match(pre.headers.get('access-control-allow-headers') ?? '', /X-Service-Host-Token/)
     const other = await s.req('/workspaces', { token: CLIENT_TOKEN, headers: { origin: 'https://evil.example' } })
     assert.is(other.headers.get('access-control-allow-origin'), null)
-    const refused = await s.req('/workspaces', { method: 'OPTIONS', headers: { origin: 'https://evil.example', 'access-control-request-method': 'GET' } })
+    const refused = await s.req('/workspaces', {
+      method: 'OPTIONS',
+      headers: { origin: 'https://evil.example', 'access-control-request-method': 'GET' },
+    })
     assert.is(refused.status, 403)
     assert.is(refused.headers.get('access-control-allow-origin'), null)
   } finally {

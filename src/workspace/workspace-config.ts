@@ -31,7 +31,8 @@ export async function readServiceConfig(root: string): Promise<Record<string, un
   } catch {
     throw errors.unprocessable('invalid_json', `Failed to parse ${SERVICE_CONFIG_FILE}`)
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw errors.unprocessable('invalid_json', `${SERVICE_CONFIG_FILE} must contain a JSON object`)
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw errors.unprocessable('invalid_json', `${SERVICE_CONFIG_FILE} must contain a JSON object`)
   return value as Record<string, unknown>
 }
 
@@ -41,8 +42,14 @@ export function cachedOpencodeConfig(root: string, cache: ReadCache) {
 }
 
 /** Both config documents, from the cache. */
-export async function readWorkspaceConfig(root: string, cache: ReadCache): Promise<{ opencode: Record<string, unknown>; workspace: Record<string, unknown> }> {
-  const [opencode, workspace] = await Promise.all([cachedOpencodeConfig(root, cache), cache.get('service', () => readServiceConfig(root))])
+export async function readWorkspaceConfig(
+  root: string,
+  cache: ReadCache,
+): Promise<{ opencode: Record<string, unknown>; workspace: Record<string, unknown> }> {
+  const [opencode, workspace] = await Promise.all([
+    cachedOpencodeConfig(root, cache),
+    cache.get('service', () => readServiceConfig(root)),
+  ])
   return { opencode: opencode.data, workspace }
 }
 
@@ -61,7 +68,13 @@ export async function applyConfigPatch(root: string, patch: ConfigPatch): Promis
   const service = patch.workspace ? await readServiceConfig(root) : undefined
   if (patch.opencode) {
     await readOpencodeConfig(root)
-    await editOpencodeConfig(root, Object.entries(patch.opencode).map(([key, value]) => ({ path: [key], value: value === null ? undefined : value })))
+    await editOpencodeConfig(
+      root,
+      Object.entries(patch.opencode).map(([key, value]) => ({
+        path: [key],
+        value: value === null ? undefined : value,
+      })),
+    )
   }
   if (patch.workspace && service) {
     const merged: Record<string, unknown> = { ...service }

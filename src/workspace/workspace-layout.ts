@@ -24,7 +24,10 @@ export const commandFile = (name: string): string => `${COMMANDS_DIR}/${name}.md
 
 async function names(dir: string, keep: (entry: import('node:fs').Dirent) => boolean): Promise<string[]> {
   try {
-    return (await readdir(dir, { withFileTypes: true })).filter(keep).map((e) => e.name).sort()
+    return (await readdir(dir, { withFileTypes: true }))
+      .filter(keep)
+      .map((e) => e.name)
+      .sort()
   } catch {
     return []
   }
@@ -47,7 +50,11 @@ export function pluginFileNames(root: string): Promise<string[]> {
 
 /** Every file whose content the change watcher tracks, relative to the root. */
 export async function trackedFiles(root: string): Promise<string[]> {
-  const [skills, commands, plugins] = await Promise.all([skillDirNames(root), commandFileNames(root), pluginFileNames(root)])
+  const [skills, commands, plugins] = await Promise.all([
+    skillDirNames(root),
+    commandFileNames(root),
+    pluginFileNames(root),
+  ])
   return [
     ...OPENCODE_CONFIG_FILES,
     SERVICE_CONFIG_FILE,
@@ -64,9 +71,18 @@ export async function watchedDirs(root: string): Promise<string[]> {
 }
 
 /** The event reason and trigger for a changed tracked file. */
-export function classifyChange(rel: string, action: 'added' | 'removed' | 'updated'): { reason: ReloadReason; trigger: EventTrigger } {
-  if (rel.startsWith(`${SKILLS_DIR}/`)) return { reason: 'skills', trigger: { type: 'skill', name: rel.split('/')[2], action, path: rel } }
-  if (rel.startsWith(`${COMMANDS_DIR}/`)) return { reason: 'commands', trigger: { type: 'command', name: rel.split('/')[2]!.replace(/\.md$/, ''), action, path: rel } }
-  if (rel.startsWith(`${PLUGINS_DIR}/`)) return { reason: 'plugins', trigger: { type: 'plugin', name: rel.split('/')[2], action, path: rel } }
+export function classifyChange(
+  rel: string,
+  action: 'added' | 'removed' | 'updated',
+): { reason: ReloadReason; trigger: EventTrigger } {
+  if (rel.startsWith(`${SKILLS_DIR}/`))
+    return { reason: 'skills', trigger: { type: 'skill', name: rel.split('/')[2], action, path: rel } }
+  if (rel.startsWith(`${COMMANDS_DIR}/`))
+    return {
+      reason: 'commands',
+      trigger: { type: 'command', name: rel.split('/')[2]!.replace(/\.md$/, ''), action, path: rel },
+    }
+  if (rel.startsWith(`${PLUGINS_DIR}/`))
+    return { reason: 'plugins', trigger: { type: 'plugin', name: rel.split('/')[2], action, path: rel } }
   return { reason: 'config', trigger: { type: 'config', name: rel.split('/').pop(), action, path: rel } }
 }

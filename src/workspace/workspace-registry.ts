@@ -42,11 +42,23 @@ export class WorkspaceRegistry {
   }
 
   /** Builds runtimes and starts their change trackers. */
-  static async start(entries: readonly WorkspaceEntry[], deps: { events: EventStore; logger: Logger; debounceMs?: number; watch?: boolean }): Promise<WorkspaceRegistry> {
+  static async start(
+    entries: readonly WorkspaceEntry[],
+    deps: { events: EventStore; logger: Logger; debounceMs?: number; watch?: boolean },
+  ): Promise<WorkspaceRegistry> {
     const runtimes = entries.map((entry) => {
       const cache = new ReadCache()
       const lock = new AsyncLock()
-      const tracker = new ChangeTracker({ workspaceId: entry.id, root: entry.path, events: deps.events, cache, lock, logger: deps.logger, debounceMs: deps.debounceMs, watch: deps.watch })
+      const tracker = new ChangeTracker({
+        workspaceId: entry.id,
+        root: entry.path,
+        events: deps.events,
+        cache,
+        lock,
+        logger: deps.logger,
+        debounceMs: deps.debounceMs,
+        watch: deps.watch,
+      })
       return { entry, cache, lock, tracker }
     })
     await Promise.all(runtimes.map((r) => r.tracker.start()))

@@ -40,7 +40,10 @@ export interface WorkspaceServices {
 }
 
 /** Opens storage and starts the workspace services. */
-export async function startWorkspaceServices(config: WorkspaceServerConfig, options: WorkspaceServiceOptions): Promise<WorkspaceServices> {
+export async function startWorkspaceServices(
+  config: WorkspaceServerConfig,
+  options: WorkspaceServiceOptions,
+): Promise<WorkspaceServices> {
   const now = options.now ?? Date.now
   const db = await openStateDatabase(config.dataDir)
   try {
@@ -48,17 +51,34 @@ export async function startWorkspaceServices(config: WorkspaceServerConfig, opti
     const events = new EventStore(db, { retention: config.file.events?.retention, now })
     const audit = new AuditLog(db, now)
     const approvals = new ApprovalService(config.approval, { events, audit, now })
-    const workspaces = await WorkspaceRegistry.start(config.workspaces, { events, logger: options.logger, debounceMs: config.file.events?.debounceMs, watch: options.watch })
+    const workspaces = await WorkspaceRegistry.start(config.workspaces, {
+      events,
+      logger: options.logger,
+      debounceMs: config.file.events?.debounceMs,
+      watch: options.watch,
+    })
     const gate = new WriteGate({ readOnly: config.readOnly, approvals, audit })
     const t = config.file.authThrottle
-    const throttle = new AuthThrottle({
-      maxFailures: t?.maxFailures ?? DEFAULT_AUTH_THROTTLE.maxFailures,
-      windowSeconds: t?.windowSeconds ?? DEFAULT_AUTH_THROTTLE.windowSeconds,
-      lockoutSeconds: t?.lockoutSeconds ?? DEFAULT_AUTH_THROTTLE.lockoutSeconds,
-    }, now)
+    const throttle = new AuthThrottle(
+      {
+        maxFailures: t?.maxFailures ?? DEFAULT_AUTH_THROTTLE.maxFailures,
+        windowSeconds: t?.windowSeconds ?? DEFAULT_AUTH_THROTTLE.windowSeconds,
+        lockoutSeconds: t?.lockoutSeconds ?? DEFAULT_AUTH_THROTTLE.lockoutSeconds,
+      },
+      now,
+    )
     let closed = false
     return {
-      config, db, tokens, events, audit, approvals, workspaces, gate, throttle, now,
+      config,
+      db,
+      tokens,
+      events,
+      audit,
+      approvals,
+      workspaces,
+      gate,
+      throttle,
+      now,
       async close() {
         if (closed) return
         closed = true

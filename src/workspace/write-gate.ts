@@ -93,24 +93,40 @@ export class WriteGate {
     const root = write.workspace.entry.path
     const before = await fingerprint(root, write.paths)
     const actor = actorOf(write.principal)
-    const outcome = await this.deps.approvals.request({
-      workspaceId: write.workspace.entry.id,
-      action: write.action,
-      summary: write.summary,
-      paths: write.paths.map((rel) => join(root, rel)),
-      actor,
-    }, write.signal)
+    const outcome = await this.deps.approvals.request(
+      {
+        workspaceId: write.workspace.entry.id,
+        action: write.action,
+        summary: write.summary,
+        paths: write.paths.map((rel) => join(root, rel)),
+        actor,
+      },
+      write.signal,
+    )
     if (!outcome.allowed) {
-      throw new ApiError(403, 'write_denied', 'Write request denied', { details: { requestId: outcome.id, reason: outcome.reason } })
+      throw new ApiError(403, 'write_denied', 'Write request denied', {
+        details: { requestId: outcome.id, reason: outcome.reason },
+      })
     }
     return write.workspace.lock.run(async () => {
       if ((await fingerprint(root, write.paths)) !== before) {
-        throw new ApiError(409, 'write_conflict', 'The target changed while the write awaited approval; re-read and retry', { details: { requestId: outcome.id, paths: write.paths } })
+        throw new ApiError(
+          409,
+          'write_conflict',
+          'The target changed while the write awaited approval; re-read and retry',
+          { details: { requestId: outcome.id, paths: write.paths } },
+        )
       }
       const result = await write.apply()
       const event = await write.workspace.tracker.commit(write.reason, write.trigger)
       if (event) {
-        await this.deps.audit.record({ workspaceId: write.workspace.entry.id, actor, action: write.action, target: write.target, summary: write.summary })
+        await this.deps.audit.record({
+          workspaceId: write.workspace.entry.id,
+          actor,
+          action: write.action,
+          target: write.target,
+          summary: write.summary,
+        })
         // Cached bodies carry the last write time (config `updatedAt`); drop any built meanwhile.
         write.workspace.cache.invalidate()
       }

@@ -17,8 +17,18 @@ const surfaces: Record<string, Surface> = {}
 contract.before(async () => {
   mkdirSync(join(dir.path, 'ws'))
   const env = { HOME: dir.path }
-  surfaces.workspace = await createWorkspaceApp(loadWorkspaceConfig({ config: join(dir.path, 'server.json'), workspace: [join(dir.path, 'ws')], 'data-dir': join(dir.path, 'data') }, env, dir.path), { logger: silentLogger })
-  surfaces['control-plane'] = await createControlPlaneApp(loadControlPlaneConfig({ 'data-dir': join(dir.path, 'cp') }, env, dir.path), { logger: silentLogger })
+  surfaces.workspace = await createWorkspaceApp(
+    loadWorkspaceConfig(
+      { config: join(dir.path, 'server.json'), workspace: [join(dir.path, 'ws')], 'data-dir': join(dir.path, 'data') },
+      env,
+      dir.path,
+    ),
+    { logger: silentLogger },
+  )
+  surfaces['control-plane'] = await createControlPlaneApp(
+    loadControlPlaneConfig({ 'data-dir': join(dir.path, 'cp') }, env, dir.path),
+    { logger: silentLogger },
+  )
 })
 
 contract.after(async () => {
@@ -44,13 +54,21 @@ for (const mode of ['workspace', 'control-plane']) {
   })
 
   contract(`the ${mode} dispatch picks the route itty-router's first match would, on every sampled path`, async () => {
-    const routes = mode === 'workspace' ? (surfaces.workspace as WorkspaceSurface).routes : (surfaces['control-plane'] as ControlPlaneApp).contract.routes
+    const routes =
+      mode === 'workspace'
+        ? (surfaces.workspace as WorkspaceSurface).routes
+        : (surfaces['control-plane'] as ControlPlaneApp).contract.routes
     const drift = await dispatchDrift(routes as never)
     assert.equal(drift.slice(0, 20), [], `${drift.length} disagreements`)
   })
 
   contract(`every ${mode} operation has a unique operationId, a security list and an error response`, () => {
-    const doc = surfaces[mode]!.openapi() as { paths: Record<string, Record<string, { operationId: string; security: unknown[]; responses: Record<string, unknown> }>> }
+    const doc = surfaces[mode]!.openapi() as {
+      paths: Record<
+        string,
+        Record<string, { operationId: string; security: unknown[]; responses: Record<string, unknown> }>
+      >
+    }
     const ids = new Set<string>()
     for (const [path, item] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(item)) {
@@ -77,17 +95,32 @@ contract('/health answers on both surfaces without credentials', async () => {
 })
 
 contract('the dispatch check catches a table whose order the fast path does not honour', async () => {
-  const stub = (path: string) => ({ method: 'GET', path, operationId: path, summary: 's', auth: 'public', responses: { 200: { description: 'd' } }, handler: () => ({}) })
+  const stub = (path: string) => ({
+    method: 'GET',
+    path,
+    operationId: path,
+    summary: 's',
+    auth: 'public',
+    responses: { 200: { description: 'd' } },
+    handler: () => ({}),
+  })
   // Registered first, the broader pattern wins /a/q/c in itty; the literal-segment bucket of the
   // later /a/:x/c is tried first by the fast path.
   const drift = await dispatchDrift([stub('/a/:x/:y'), stub('/a/:x/c')] as never)
   assert.ok(drift.includes('GET /a/x/c: itty GET /a/:x/:y → ours GET /a/:x/c'), drift.join('\n'))
   // What the fast path does honour: a literal path behind an earlier pattern, a greedy middle part.
-  assert.equal(await dispatchDrift([stub('/items/:id'), stub('/items/new'), stub('/files/*/meta'), stub('/files/:name')] as never), [])
+  assert.equal(
+    await dispatchDrift([stub('/items/:id'), stub('/items/new'), stub('/files/*/meta'), stub('/files/:name')] as never),
+    [],
+  )
 })
 
 contract('the checks catch an invalid document and a route missing from it', async () => {
-  const errors = await openApiErrors({ openapi: '3.1.0', info: { title: 'x' }, paths: { '/a': { get: { responses: 'nope' } } } })
+  const errors = await openApiErrors({
+    openapi: '3.1.0',
+    info: { title: 'x' },
+    paths: { '/a': { get: { responses: 'nope' } } },
+  })
   assert.ok(errors.length > 0)
   const surface = surfaces.workspace!
   const doc = structuredClone(surface.openapi()) as { paths: Record<string, unknown> }

@@ -39,7 +39,11 @@ smoke('workspace mode starts, answers /health and /openapi.json, and exits 0 on 
   mkdirSync(ws)
   // A .env in the working directory must not be loaded by the binary (Bun's compiled default).
   writeFileSync(join(ws, '.env'), 'SERVICE_LOG_FORMAT=not-a-format\n')
-  const child = await startChild(binary, ['--config', join(dir.path, 'cfg1/server.json'), '--data-dir', join(dir.path, 'data1'), '--port', '0'], { cwd: ws, env: { HOME: dir.path } })
+  const child = await startChild(
+    binary,
+    ['--config', join(dir.path, 'cfg1/server.json'), '--data-dir', join(dir.path, 'data1'), '--port', '0'],
+    { cwd: ws, env: { HOME: dir.path } },
+  )
   try {
     assert.match(child.stdoutLines[0]!, LISTENING)
     const health = await (await fetch(`${child.url}/health`)).json()
@@ -54,7 +58,10 @@ smoke('workspace mode starts, answers /health and /openapi.json, and exits 0 on 
 
 smoke('control-plane mode creates its database in an empty data dir and stops cleanly', async () => {
   const data = join(dir.path, 'cp-empty')
-  const child = await startChild(binary, ['--mode', 'control-plane', '--data-dir', data, '--port', '0'], { cwd: dir.path, env: { HOME: dir.path } })
+  const child = await startChild(binary, ['--mode', 'control-plane', '--data-dir', data, '--port', '0'], {
+    cwd: dir.path,
+    env: { HOME: dir.path },
+  })
   try {
     assert.match(child.stdoutLines[0]!, LISTENING)
     assert.ok(existsSync(join(data, 'control-plane.sqlite')))
@@ -69,7 +76,11 @@ smoke('control-plane mode creates its database in an empty data dir and stops cl
 })
 
 smoke('SIGINT also stops the server with exit code 0', async () => {
-  const child = await startChild(binary, ['--mode', 'control-plane', '--data-dir', join(dir.path, 'cp-int'), '--port', '0'], { env: { HOME: dir.path } })
+  const child = await startChild(
+    binary,
+    ['--mode', 'control-plane', '--data-dir', join(dir.path, 'cp-int'), '--port', '0'],
+    { env: { HOME: dir.path } },
+  )
   const started = performance.now()
   assert.is(await child.stop('SIGINT'), 0)
   assert.ok(performance.now() - started < 2000)
@@ -94,29 +105,32 @@ smoke('an invalid config file exits 2 naming the file and the key', async () => 
   assert.match(result.stderr, /approval\.timeoutMs/)
 })
 
-smoke('with no flags it serves the current directory on 127.0.0.1:8787 and prints the generated tokens once', async () => {
-  const ws = join(dir.path, 'default-ws')
-  mkdirSync(ws)
-  const home = join(dir.path, 'default-home')
-  const child = await startChild(binary, [], { cwd: ws, env: { HOME: home, XDG_CONFIG_HOME: '', XDG_DATA_HOME: '' } })
-  try {
-    assert.is(child.url, 'http://127.0.0.1:8787')
-    await new Promise((r) => setTimeout(r, 100))
-    const text = child.stdoutLines.join('\n')
-    assert.ok(text.includes(ws), 'the workspace path is printed')
-    assert.match(text, /client token .*: svc_ct_/)
-    assert.match(text, /host token .*: svc_ht_/)
-    assert.is((await fetch(`${child.url}/health`)).status, 200)
-  } finally {
-    assert.is(await child.stop(), 0)
-  }
-  const again = await startChild(binary, [], { cwd: ws, env: { HOME: home, XDG_CONFIG_HOME: '', XDG_DATA_HOME: '' } })
-  try {
-    await new Promise((r) => setTimeout(r, 100))
-    assert.not.match(again.stdoutLines.join('\n'), /svc_ct_|svc_ht_/, 'tokens are printed only when generated')
-  } finally {
-    assert.is(await again.stop(), 0)
-  }
-})
+smoke(
+  'with no flags it serves the current directory on 127.0.0.1:8787 and prints the generated tokens once',
+  async () => {
+    const ws = join(dir.path, 'default-ws')
+    mkdirSync(ws)
+    const home = join(dir.path, 'default-home')
+    const child = await startChild(binary, [], { cwd: ws, env: { HOME: home, XDG_CONFIG_HOME: '', XDG_DATA_HOME: '' } })
+    try {
+      assert.is(child.url, 'http://127.0.0.1:8787')
+      await new Promise((r) => setTimeout(r, 100))
+      const text = child.stdoutLines.join('\n')
+      assert.ok(text.includes(ws), 'the workspace path is printed')
+      assert.match(text, /client token .*: svc_ct_/)
+      assert.match(text, /host token .*: svc_ht_/)
+      assert.is((await fetch(`${child.url}/health`)).status, 200)
+    } finally {
+      assert.is(await child.stop(), 0)
+    }
+    const again = await startChild(binary, [], { cwd: ws, env: { HOME: home, XDG_CONFIG_HOME: '', XDG_DATA_HOME: '' } })
+    try {
+      await new Promise((r) => setTimeout(r, 100))
+      assert.not.match(again.stdoutLines.join('\n'), /svc_ct_|svc_ht_/, 'tokens are printed only when generated')
+    } finally {
+      assert.is(await again.stop(), 0)
+    }
+  },
+)
 
 smoke.run()

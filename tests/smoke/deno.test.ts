@@ -17,7 +17,11 @@ const DENO_ARGS = ['run', '--allow-all', '--unstable-no-legacy-abort', join(root
 
 if (hasDeno) {
   denoSuite('the control plane runs under Deno with node:sqlite and answers /health', async () => {
-    const child = await startChild('deno', [...DENO_ARGS, '--mode', 'control-plane', '--data-dir', join(dir.path, 'cp'), '--port', '0'], { cwd: root, env: { HOME: dir.path }, timeoutMs: 90_000 })
+    const child = await startChild(
+      'deno',
+      [...DENO_ARGS, '--mode', 'control-plane', '--data-dir', join(dir.path, 'cp'), '--port', '0'],
+      { cwd: root, env: { HOME: dir.path }, timeoutMs: 90_000 },
+    )
     try {
       const health = await (await fetch(`${child.url}/health`)).json()
       assert.equal([health.ok, health.mode], [true, 'control-plane'])
@@ -29,7 +33,21 @@ if (hasDeno) {
 
   denoSuite('the workspace server runs under Deno and answers /health', async () => {
     mkdirSync(join(dir.path, 'ws'))
-    const child = await startChild('deno', [...DENO_ARGS, '--config', join(dir.path, 'server.json'), '--workspace', join(dir.path, 'ws'), '--data-dir', join(dir.path, 'data'), '--port', '0'], { cwd: root, env: { HOME: dir.path }, timeoutMs: 90_000 })
+    const child = await startChild(
+      'deno',
+      [
+        ...DENO_ARGS,
+        '--config',
+        join(dir.path, 'server.json'),
+        '--workspace',
+        join(dir.path, 'ws'),
+        '--data-dir',
+        join(dir.path, 'data'),
+        '--port',
+        '0',
+      ],
+      { cwd: root, env: { HOME: dir.path }, timeoutMs: 90_000 },
+    )
     try {
       const health = await (await fetch(`${child.url}/health`)).json()
       assert.equal([health.ok, health.mode], [true, 'workspace'])

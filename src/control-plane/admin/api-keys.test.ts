@@ -34,10 +34,16 @@ test('a key with an expiry stops working when it passes; an expiry in the past i
   const t = await startTestControlPlane()
   try {
     const org = await buildFixtureOrg(t.client, 'exp')
-    const past = await t.client.post('/v1/api-keys', { token: org.owner.token, json: { name: 'old', expiresAt: new Date(t.clock.now() - 1000).toISOString() } })
+    const past = await t.client.post('/v1/api-keys', {
+      token: org.owner.token,
+      json: { name: 'old', expiresAt: new Date(t.clock.now() - 1000).toISOString() },
+    })
     assert.is(past.status, 422)
     assert.is(past.body.details.issues[0].path, 'expiresAt')
-    const created = await t.client.post('/v1/api-keys', { token: org.owner.token, json: { name: 'short', expiresAt: new Date(t.clock.now() + 3600_000).toISOString() } })
+    const created = await t.client.post('/v1/api-keys', {
+      token: org.owner.token,
+      json: { name: 'short', expiresAt: new Date(t.clock.now() + 3600_000).toISOString() },
+    })
     assert.is((await t.client.get('/v1/org', { apiKey: created.body.key })).status, 200)
     t.clock.advance(3600_001)
     const expired = await t.client.get('/v1/org', { apiKey: created.body.key })
@@ -57,10 +63,16 @@ test("a member's keys are disabled when their role changes or they are removed, 
     const memberKey = await t.client.post('/v1/api-keys', { token: org.member.token, json: { name: 'member key' } })
     assert.is(memberKey.status, 403, 'members cannot create keys')
     assert.is((await t.client.get('/v1/members', { apiKey: org.adminKey.key })).status, 200)
-    const same = await t.client.patch(`/v1/members/${org.admin.memberId}`, { token: org.owner.token, json: { role: 'admin' } })
+    const same = await t.client.patch(`/v1/members/${org.admin.memberId}`, {
+      token: org.owner.token,
+      json: { role: 'admin' },
+    })
     assert.is(same.status, 200)
     assert.is((await t.client.get('/v1/members', { apiKey: org.adminKey.key })).status, 200, 'no change, no revocation')
-    const demoted = await t.client.patch(`/v1/members/${org.admin.memberId}`, { token: org.owner.token, json: { role: 'member' } })
+    const demoted = await t.client.patch(`/v1/members/${org.admin.memberId}`, {
+      token: org.owner.token,
+      json: { role: 'member' },
+    })
     assert.is(demoted.body.item.role, 'member')
     const refused = await t.client.get('/v1/members', { apiKey: org.adminKey.key })
     assert.is(refused.status, 401)
@@ -69,7 +81,10 @@ test("a member's keys are disabled when their role changes or they are removed, 
     const adminKey = keys.body.items.find((k: { id: string }) => k.id === org.adminKey.id)
     assert.equal([adminKey.status, adminKey.disabledReason], ['disabled', 'role_changed'])
     const audit = await t.client.get('/v1/audit-events?action=api_key.disabled', { token: org.owner.token })
-    assert.equal(audit.body.items.map((e: { target: { id: string }; data: unknown }) => [e.target.id, e.data]), [[org.adminKey.id, { reason: 'role_changed' }]])
+    assert.equal(
+      audit.body.items.map((e: { target: { id: string }; data: unknown }) => [e.target.id, e.data]),
+      [[org.adminKey.id, { reason: 'role_changed' }]],
+    )
     const roleEvent = await t.client.get('/v1/audit-events?action=member.role_changed', { token: org.owner.token })
     assert.equal(roleEvent.body.items[0].data, { from: 'admin', to: 'member' })
     assert.is(roleEvent.body.items[0].actor.memberId, org.owner.memberId)
@@ -80,7 +95,9 @@ test("a member's keys are disabled when their role changes or they are removed, 
     assert.is((await t.client.get('/v1/org', { apiKey: fresh.body.key })).status, 200)
     assert.is((await t.client.delete(`/v1/members/${org.admin.memberId}`, { token: org.owner.token })).status, 204)
     assert.is((await t.client.get('/v1/org', { apiKey: fresh.body.key })).status, 401)
-    const removedKey = (await t.client.get('/v1/api-keys', { token: org.owner.token })).body.items.find((k: { id: string }) => k.id === fresh.body.item.id)
+    const removedKey = (await t.client.get('/v1/api-keys', { token: org.owner.token })).body.items.find(
+      (k: { id: string }) => k.id === fresh.body.item.id,
+    )
     assert.is(removedKey.disabledReason, 'member_removed')
     const noOrg = await t.client.get('/v1/org', { token: org.admin.token })
     assert.is(noOrg.status, 403)

@@ -58,8 +58,22 @@ const keyLookup = preparedQuery((db: Kysely<ControlPlaneDb>, keyHash: string) =>
     .selectFrom('api_key as k')
     .innerJoin('app_user as u', 'u.id', 'k.user_id')
     .innerJoin('organization as o', 'o.id', 'k.org_id')
-    .select(['k.id as key_id', 'k.org_id', 'k.member_id', 'k.role', 'k.expires_at', 'k.disabled_at', 'k.last_used_at', 'o.name as org_name', 'u.id', 'u.email', 'u.name', 'u.created_at'])
-    .where('k.key_hash', '=', keyHash))
+    .select([
+      'k.id as key_id',
+      'k.org_id',
+      'k.member_id',
+      'k.role',
+      'k.expires_at',
+      'k.disabled_at',
+      'k.last_used_at',
+      'o.name as org_name',
+      'u.id',
+      'u.email',
+      'u.name',
+      'u.created_at',
+    ])
+    .where('k.key_hash', '=', keyHash),
+)
 
 function view(deps: Deps, row: ApiKeyTable): ApiKeyView {
   const expired = row.expires_at !== null && Date.parse(row.expires_at) <= deps.now()
@@ -79,9 +93,15 @@ function view(deps: Deps, row: ApiKeyTable): ApiKeyView {
 }
 
 /** Creates a key for the acting member; the plaintext is returned here and never again. */
-export async function createApiKey(deps: Deps, actor: Actor, input: { name: string; expiresAt?: string }): Promise<{ item: ApiKeyView; key: string }> {
+export async function createApiKey(
+  deps: Deps,
+  actor: Actor,
+  input: { name: string; expiresAt?: string },
+): Promise<{ item: ApiKeyView; key: string }> {
   if (input.expiresAt !== undefined && Date.parse(input.expiresAt) <= deps.now()) {
-    throw errors.unprocessable('validation_failed', 'expiresAt must be in the future', { issues: [{ path: 'expiresAt', message: 'must be in the future' }] })
+    throw errors.unprocessable('validation_failed', 'expiresAt must be in the future', {
+      issues: [{ path: 'expiresAt', message: 'must be in the future' }],
+    })
   }
   const key = generateToken(API_KEY_PREFIX)
   const row: ApiKeyTable = {
@@ -101,13 +121,24 @@ export async function createApiKey(deps: Deps, actor: Actor, input: { name: stri
   }
   await deps.db.transaction().execute(async (trx) => {
     await trx.insertInto('api_key').values(row).execute()
-    await recordAudit(deps, trx, actor, 'api_key.created', { type: 'api_key', id: row.id }, { role: row.role, expires: row.expires_at !== null })
+    await recordAudit(
+      deps,
+      trx,
+      actor,
+      'api_key.created',
+      { type: 'api_key', id: row.id },
+      { role: row.role, expires: row.expires_at !== null },
+    )
   })
   return { item: view(deps, row), key }
 }
 
 /** The organization's keys, oldest first. */
-export function listApiKeys(deps: Deps, orgId: string, page: { cursor?: string; limit: number }): Promise<Page<ApiKeyView>> {
+export function listApiKeys(
+  deps: Deps,
+  orgId: string,
+  page: { cursor?: string; limit: number },
+): Promise<Page<ApiKeyView>> {
   return keysetPage(deps.db.selectFrom('api_key').selectAll().where('org_id', '=', orgId), {
     scope: 'api-keys',
     cursor: page.cursor,
@@ -120,18 +151,39 @@ export function listApiKeys(deps: Deps, orgId: string, page: { cursor?: string; 
 /** Deletes a key of the actor's organization; 404 for any other id. */
 export async function revokeApiKey(deps: Deps, actor: Actor, keyId: string): Promise<void> {
   await deps.db.transaction().execute(async (trx) => {
-    const deleted = await trx.deleteFrom('api_key').where('id', '=', keyId).where('org_id', '=', actor.orgId).executeTakeFirst()
+    const deleted = await trx
+      .deleteFrom('api_key')
+      .where('id', '=', keyId)
+      .where('org_id', '=', actor.orgId)
+      .executeTakeFirst()
     if (Number(deleted.numDeletedRows) === 0) throw errors.notFound('api_key_not_found', 'API key not found')
     await recordAudit(deps, trx, actor, 'api_key.revoked', { type: 'api_key', id: keyId })
   })
 }
 
 /** Disables every enabled key of a member; returns how many. Call inside the role-change or removal transaction. */
-export async function disableMemberKeys(deps: Deps, trx: Db, actor: Actor, memberId: string, reason: DisabledReason): Promise<number> {
-  const keys = await trx.selectFrom('api_key').select('id').where('member_id', '=', memberId).where('disabled_at', 'is', null).execute()
+export async function disableMemberKeys(
+  deps: Deps,
+  trx: Db,
+  actor: Actor,
+  memberId: string,
+  reason: DisabledReason,
+): Promise<number> {
+  const keys = await trx
+    .selectFrom('api_key')
+    .select('id')
+    .where('member_id', '=', memberId)
+    .where('disabled_at', 'is', null)
+    .execute()
   if (keys.length === 0) return 0
-  await trx.updateTable('api_key').set({ disabled_at: isoAt(deps), disabled_reason: reason }).where('member_id', '=', memberId).where('disabled_at', 'is', null).execute()
-  for (const key of keys) await recordAudit(deps, trx, actor, 'api_key.disabled', { type: 'api_key', id: key.id }, { reason })
+  await trx
+    .updateTable('api_key')
+    .set({ disabled_at: isoAt(deps), disabled_reason: reason })
+    .where('member_id', '=', memberId)
+    .where('disabled_at', 'is', null)
+    .execute()
+  for (const key of keys)
+    await recordAudit(deps, trx, actor, 'api_key.disabled', { type: 'api_key', id: key.id }, { reason })
   return keys.length
 }
 
@@ -139,7 +191,10 @@ export async function disableMemberKeys(deps: Deps, trx: Db, actor: Actor, membe
  * Resolves a presented key. Returns the key's identity, or a reason it is not usable
  * (`unknown | expired | disabled`) so the caller can say which without revealing more.
  */
-export async function resolveApiKey(deps: Deps, key: string): Promise<ResolvedApiKey | { rejected: 'unknown' | 'expired' | 'disabled' }> {
+export async function resolveApiKey(
+  deps: Deps,
+  key: string,
+): Promise<ResolvedApiKey | { rejected: 'unknown' | 'expired' | 'disabled' }> {
   if (!key.startsWith(API_KEY_PREFIX) || key.length > 256) return { rejected: 'unknown' }
   const [row] = await keyLookup(deps.db, hashToken(key))
   if (!row) return { rejected: 'unknown' }
@@ -147,7 +202,18 @@ export async function resolveApiKey(deps: Deps, key: string): Promise<ResolvedAp
   if (row.disabled_at) return { rejected: 'disabled' }
   if (row.expires_at && Date.parse(row.expires_at) <= now) return { rejected: 'expired' }
   if (!row.last_used_at || now - Date.parse(row.last_used_at) >= LAST_USED_RESOLUTION_MS) {
-    await deps.db.updateTable('api_key').set({ last_used_at: isoAt(deps) }).where('id', '=', row.key_id).execute()
+    await deps.db
+      .updateTable('api_key')
+      .set({ last_used_at: isoAt(deps) })
+      .where('id', '=', row.key_id)
+      .execute()
   }
-  return { id: row.key_id, orgId: row.org_id, orgName: row.org_name, memberId: row.member_id, role: asRole(row.role), user: { id: row.id, email: row.email, name: row.name, created_at: row.created_at } }
+  return {
+    id: row.key_id,
+    orgId: row.org_id,
+    orgName: row.org_name,
+    memberId: row.member_id,
+    role: asRole(row.role),
+    user: { id: row.id, email: row.email, name: row.name, created_at: row.created_at },
+  }
 }

@@ -23,21 +23,75 @@ export interface Actor {
 
 /** Audit actions recorded by this surface. */
 export type AuditAction =
-  | 'organization.created' | 'organization.updated'
-  | 'member.joined' | 'member.role_changed' | 'member.ownership_transferred' | 'member.removed'
-  | 'invitation.created' | 'invitation.canceled' | 'invitation.accepted'
-  | 'team.created' | 'team.updated' | 'team.deleted' | 'team.member_added' | 'team.member_removed'
-  | 'api_key.created' | 'api_key.revoked' | 'api_key.disabled'
-  | 'job.retried' | 'worker.created' | 'worker.deleted' | 'worker.tokens_issued' | 'worker.tokens_revoked'
-  | 'connector_account.created' | 'connector_account.updated' | 'connector_account.deleted' | 'connector_instance.created' | 'connector_instance.updated' | 'connector_instance.deleted'
-  | 'connector_target.created' | 'connector_target.updated' | 'connector_target.deleted'
-  | 'connector_mapping.created' | 'connector_mapping.updated' | 'connector_mapping.deleted' | 'connector_sync.requested' | 'connector_sync.retried' | 'connector_discovery.requested'
-  | 'config_object.created' | 'config_object.version_added' | 'config_object.archived' | 'config_object.deleted' | 'config_object.restored'
-  | 'access.granted' | 'access.revoked'
-  | 'plugin.created' | 'plugin.updated' | 'plugin.archived' | 'plugin.restored' | 'plugin.deleted' | 'plugin.member_added' | 'plugin.member_removed'
-  | 'marketplace.created' | 'marketplace.updated' | 'marketplace.archived' | 'marketplace.restored' | 'marketplace.deleted' | 'marketplace.plugin_added' | 'marketplace.plugin_removed'
-  | 'skill_hub.created' | 'skill_hub.updated' | 'skill_hub.deleted' | 'skill_hub.skill_added' | 'skill_hub.skill_removed' | 'skill_hub.assigned' | 'skill_hub.unassigned'
-  | 'llm_provider.created' | 'llm_provider.updated' | 'llm_provider.deleted' | 'llm_provider.credential_read'
+  | 'organization.created'
+  | 'organization.updated'
+  | 'member.joined'
+  | 'member.role_changed'
+  | 'member.ownership_transferred'
+  | 'member.removed'
+  | 'invitation.created'
+  | 'invitation.canceled'
+  | 'invitation.accepted'
+  | 'team.created'
+  | 'team.updated'
+  | 'team.deleted'
+  | 'team.member_added'
+  | 'team.member_removed'
+  | 'api_key.created'
+  | 'api_key.revoked'
+  | 'api_key.disabled'
+  | 'job.retried'
+  | 'worker.created'
+  | 'worker.deleted'
+  | 'worker.tokens_issued'
+  | 'worker.tokens_revoked'
+  | 'connector_account.created'
+  | 'connector_account.updated'
+  | 'connector_account.deleted'
+  | 'connector_instance.created'
+  | 'connector_instance.updated'
+  | 'connector_instance.deleted'
+  | 'connector_target.created'
+  | 'connector_target.updated'
+  | 'connector_target.deleted'
+  | 'connector_mapping.created'
+  | 'connector_mapping.updated'
+  | 'connector_mapping.deleted'
+  | 'connector_sync.requested'
+  | 'connector_sync.retried'
+  | 'connector_discovery.requested'
+  | 'config_object.created'
+  | 'config_object.version_added'
+  | 'config_object.archived'
+  | 'config_object.deleted'
+  | 'config_object.restored'
+  | 'access.granted'
+  | 'access.revoked'
+  | 'plugin.created'
+  | 'plugin.updated'
+  | 'plugin.archived'
+  | 'plugin.restored'
+  | 'plugin.deleted'
+  | 'plugin.member_added'
+  | 'plugin.member_removed'
+  | 'marketplace.created'
+  | 'marketplace.updated'
+  | 'marketplace.archived'
+  | 'marketplace.restored'
+  | 'marketplace.deleted'
+  | 'marketplace.plugin_added'
+  | 'marketplace.plugin_removed'
+  | 'skill_hub.created'
+  | 'skill_hub.updated'
+  | 'skill_hub.deleted'
+  | 'skill_hub.skill_added'
+  | 'skill_hub.skill_removed'
+  | 'skill_hub.assigned'
+  | 'skill_hub.unassigned'
+  | 'llm_provider.created'
+  | 'llm_provider.updated'
+  | 'llm_provider.deleted'
+  | 'llm_provider.credential_read'
 
 /** Non-secret facts about an action. Values are short strings, numbers or booleans only. */
 export type AuditData = Record<string, string | number | boolean | null>
@@ -55,24 +109,38 @@ export interface AuditEventView {
 type Db = Kysely<ControlPlaneDb> | Transaction<ControlPlaneDb>
 
 /** Appends one audit event; call inside the transaction that made the change. */
-export async function recordAudit(deps: Deps, db: Db, actor: Actor, action: AuditAction, target: { type: string; id: string }, data?: AuditData): Promise<void> {
-  await db.insertInto('audit_event').values({
-    id: newId('aev'),
-    org_id: actor.orgId,
-    action,
-    actor_user_id: actor.userId,
-    actor_member_id: actor.memberId,
-    credential_kind: actor.credential,
-    api_key_id: actor.apiKeyId,
-    target_type: target.type,
-    target_id: target.id,
-    data: data ? JSON.stringify(data) : null,
-    created_at: isoAt(deps),
-  }).execute()
+export async function recordAudit(
+  deps: Deps,
+  db: Db,
+  actor: Actor,
+  action: AuditAction,
+  target: { type: string; id: string },
+  data?: AuditData,
+): Promise<void> {
+  await db
+    .insertInto('audit_event')
+    .values({
+      id: newId('aev'),
+      org_id: actor.orgId,
+      action,
+      actor_user_id: actor.userId,
+      actor_member_id: actor.memberId,
+      credential_kind: actor.credential,
+      api_key_id: actor.apiKeyId,
+      target_type: target.type,
+      target_id: target.id,
+      data: data ? JSON.stringify(data) : null,
+      created_at: isoAt(deps),
+    })
+    .execute()
 }
 
 /** Audit events of an organization, newest first. */
-export function listAuditEvents(deps: Deps, orgId: string, page: { cursor?: string; limit: number; action?: string }): Promise<Page<AuditEventView>> {
+export function listAuditEvents(
+  deps: Deps,
+  orgId: string,
+  page: { cursor?: string; limit: number; action?: string },
+): Promise<Page<AuditEventView>> {
   let query = deps.db.selectFrom('audit_event').selectAll().where('org_id', '=', orgId)
   if (page.action) query = query.where('action', '=', page.action)
   return keysetPage(query, {
@@ -83,7 +151,12 @@ export function listAuditEvents(deps: Deps, orgId: string, page: { cursor?: stri
     map: (row) => ({
       id: row.id,
       action: row.action,
-      actor: { userId: row.actor_user_id, memberId: row.actor_member_id, credential: row.credential_kind, apiKeyId: row.api_key_id },
+      actor: {
+        userId: row.actor_user_id,
+        memberId: row.actor_member_id,
+        credential: row.credential_kind,
+        apiKeyId: row.api_key_id,
+      },
       target: { type: row.target_type, id: row.target_id },
       data: row.data ? (JSON.parse(row.data) as AuditData) : null,
       createdAt: row.created_at,

@@ -60,7 +60,11 @@ function view(deps: Deps, row: InvitationTable): InvitationView {
 const notFound = () => errors.notFound('invitation_not_found', 'Invitation not found')
 
 /** Creates an invitation and returns its token once. 409 `member_exists` when the email is already a member. */
-export async function createInvitation(deps: Deps, actor: Actor, input: { email: string; role: AssignableRole }): Promise<{ item: InvitationView; token: string }> {
+export async function createInvitation(
+  deps: Deps,
+  actor: Actor,
+  input: { email: string; role: AssignableRole },
+): Promise<{ item: InvitationView; token: string }> {
   const email = normalizeEmail(input.email)
   const token = generateToken(INVITATION_TOKEN_PREFIX)
   const now = isoAt(deps)
@@ -78,28 +82,62 @@ export async function createInvitation(deps: Deps, actor: Actor, input: { email:
     closed_at: null,
   }
   await deps.db.transaction().execute(async (trx) => {
-    const existing = await trx.selectFrom('member as m').innerJoin('app_user as u', 'u.id', 'm.user_id').select('m.id').where('m.org_id', '=', actor.orgId).where('u.email', '=', email).executeTakeFirst()
+    const existing = await trx
+      .selectFrom('member as m')
+      .innerJoin('app_user as u', 'u.id', 'm.user_id')
+      .select('m.id')
+      .where('m.org_id', '=', actor.orgId)
+      .where('u.email', '=', email)
+      .executeTakeFirst()
     if (existing) throw errors.conflict('member_exists', 'That email already belongs to a member')
-    const replaced = await trx.updateTable('invitation').set({ status: 'canceled', closed_at: now }).where('org_id', '=', actor.orgId).where('email', '=', email).where('status', '=', 'pending').executeTakeFirst()
+    const replaced = await trx
+      .updateTable('invitation')
+      .set({ status: 'canceled', closed_at: now })
+      .where('org_id', '=', actor.orgId)
+      .where('email', '=', email)
+      .where('status', '=', 'pending')
+      .executeTakeFirst()
     await trx.insertInto('invitation').values(row).execute()
-    await recordAudit(deps, trx, actor, 'invitation.created', { type: 'invitation', id: row.id }, { role: row.role, replacedPending: Number(replaced.numUpdatedRows) > 0 })
+    await recordAudit(
+      deps,
+      trx,
+      actor,
+      'invitation.created',
+      { type: 'invitation', id: row.id },
+      { role: row.role, replacedPending: Number(replaced.numUpdatedRows) > 0 },
+    )
   })
   return { item: view(deps, row), token }
 }
 
 /** Invitations, oldest first, optionally in one state (filtered in SQL, expiry included). */
-export function listInvitations(deps: Deps, orgId: string, page: { cursor?: string; limit: number; status?: InvitationState }): Promise<Page<InvitationView>> {
+export function listInvitations(
+  deps: Deps,
+  orgId: string,
+  page: { cursor?: string; limit: number; status?: InvitationState },
+): Promise<Page<InvitationView>> {
   let query = deps.db.selectFrom('invitation').selectAll().where('org_id', '=', orgId)
   const now = isoAt(deps)
   if (page.status === 'pending') query = query.where('status', '=', 'pending').where('expires_at', '>', now)
   else if (page.status === 'expired') query = query.where('status', '=', 'pending').where('expires_at', '<=', now)
   else if (page.status) query = query.where('status', '=', page.status)
-  return keysetPage(query, { scope: 'invitations', cursor: page.cursor, limit: page.limit, order: [{ column: 'id', field: 'id', direction: 'asc' }], map: (row) => view(deps, row) })
+  return keysetPage(query, {
+    scope: 'invitations',
+    cursor: page.cursor,
+    limit: page.limit,
+    order: [{ column: 'id', field: 'id', direction: 'asc' }],
+    map: (row) => view(deps, row),
+  })
 }
 
 /** One invitation of the organization. */
 export async function getInvitation(deps: Deps, orgId: string, id: string): Promise<InvitationView> {
-  const row = await deps.db.selectFrom('invitation').selectAll().where('id', '=', id).where('org_id', '=', orgId).executeTakeFirst()
+  const row = await deps.db
+    .selectFrom('invitation')
+    .selectAll()
+    .where('id', '=', id)
+    .where('org_id', '=', orgId)
+    .executeTakeFirst()
   if (!row) throw notFound()
   return view(deps, row)
 }
@@ -107,11 +145,21 @@ export async function getInvitation(deps: Deps, orgId: string, id: string): Prom
 /** Cancels a pending invitation; 409 `invitation_not_pending` in any other state. */
 export async function cancelInvitation(deps: Deps, actor: Actor, id: string): Promise<InvitationView> {
   await deps.db.transaction().execute(async (trx) => {
-    const row = await trx.selectFrom('invitation').selectAll().where('id', '=', id).where('org_id', '=', actor.orgId).executeTakeFirst()
+    const row = await trx
+      .selectFrom('invitation')
+      .selectAll()
+      .where('id', '=', id)
+      .where('org_id', '=', actor.orgId)
+      .executeTakeFirst()
     if (!row) throw notFound()
     const state = stateOf(deps, row)
-    if (state !== 'pending') throw errors.conflict('invitation_not_pending', `The invitation is ${state}`, { status: state })
-    await trx.updateTable('invitation').set({ status: 'canceled', closed_at: isoAt(deps) }).where('id', '=', id).execute()
+    if (state !== 'pending')
+      throw errors.conflict('invitation_not_pending', `The invitation is ${state}`, { status: state })
+    await trx
+      .updateTable('invitation')
+      .set({ status: 'canceled', closed_at: isoAt(deps) })
+      .where('id', '=', id)
+      .execute()
     await recordAudit(deps, trx, actor, 'invitation.canceled', { type: 'invitation', id })
   })
   return getInvitation(deps, actor.orgId, id)
@@ -121,9 +169,18 @@ export async function cancelInvitation(deps: Deps, actor: Actor, id: string): Pr
 export type InvitationProblem = 'unknown' | 'not_pending' | 'expired' | 'email_mismatch'
 
 /** Finds the invitation a token names, checking it is pending, unexpired and for `email`. */
-export async function findUsableInvitation(deps: Deps, trx: Transaction<ControlPlaneDb>, token: string, email: string): Promise<InvitationTable | { problem: InvitationProblem; status?: InvitationState }> {
+export async function findUsableInvitation(
+  deps: Deps,
+  trx: Transaction<ControlPlaneDb>,
+  token: string,
+  email: string,
+): Promise<InvitationTable | { problem: InvitationProblem; status?: InvitationState }> {
   if (!token.startsWith(INVITATION_TOKEN_PREFIX) || token.length > 256) return { problem: 'unknown' }
-  const row = await trx.selectFrom('invitation').selectAll().where('token_hash', '=', hashToken(token)).executeTakeFirst()
+  const row = await trx
+    .selectFrom('invitation')
+    .selectAll()
+    .where('token_hash', '=', hashToken(token))
+    .executeTakeFirst()
   if (!row) return { problem: 'unknown' }
   const state = stateOf(deps, row)
   if (state === 'expired') return { problem: 'expired', status: state }
@@ -136,14 +193,31 @@ export async function findUsableInvitation(deps: Deps, trx: Transaction<ControlP
  * Turns a usable invitation into a membership for `userId` inside the caller's transaction:
  * creates the member, marks the invitation accepted and audits as the new member.
  */
-export async function acceptInto(deps: Deps, trx: Transaction<ControlPlaneDb>, invitation: InvitationTable, userId: string): Promise<{ orgId: string; memberId: string; role: Role }> {
-  const already = await trx.selectFrom('member').select('id').where('org_id', '=', invitation.org_id).where('user_id', '=', userId).executeTakeFirst()
+export async function acceptInto(
+  deps: Deps,
+  trx: Transaction<ControlPlaneDb>,
+  invitation: InvitationTable,
+  userId: string,
+): Promise<{ orgId: string; memberId: string; role: Role }> {
+  const already = await trx
+    .selectFrom('member')
+    .select('id')
+    .where('org_id', '=', invitation.org_id)
+    .where('user_id', '=', userId)
+    .executeTakeFirst()
   if (already) throw errors.conflict('member_exists', 'You are already a member of this organization')
   const now = isoAt(deps)
   const memberId = newId('mem')
   const role = asRole(invitation.role)
-  await trx.insertInto('member').values({ id: memberId, org_id: invitation.org_id, user_id: userId, role, created_at: now, updated_at: now }).execute()
-  await trx.updateTable('invitation').set({ status: 'accepted', accepted_by_user_id: userId, closed_at: now }).where('id', '=', invitation.id).execute()
+  await trx
+    .insertInto('member')
+    .values({ id: memberId, org_id: invitation.org_id, user_id: userId, role, created_at: now, updated_at: now })
+    .execute()
+  await trx
+    .updateTable('invitation')
+    .set({ status: 'accepted', accepted_by_user_id: userId, closed_at: now })
+    .where('id', '=', invitation.id)
+    .execute()
   const actor: Actor = { orgId: invitation.org_id, userId, memberId, role, credential: 'session', apiKeyId: null }
   await recordAudit(deps, trx, actor, 'invitation.accepted', { type: 'invitation', id: invitation.id })
   await recordAudit(deps, trx, actor, 'member.joined', { type: 'member', id: memberId }, { role })
@@ -156,8 +230,14 @@ export function invitationProblemError(problem: { problem: InvitationProblem; st
     case 'unknown':
       return notFound()
     case 'email_mismatch':
-      return errors.forbidden('This invitation was sent to a different email address', undefined, 'invitation_email_mismatch')
+      return errors.forbidden(
+        'This invitation was sent to a different email address',
+        undefined,
+        'invitation_email_mismatch',
+      )
     default:
-      return errors.conflict('invitation_not_pending', `The invitation is ${problem.status}`, { status: problem.status })
+      return errors.conflict('invitation_not_pending', `The invitation is ${problem.status}`, {
+        status: problem.status,
+      })
   }
 }

@@ -16,7 +16,9 @@ test('members page by cursor: every member exactly once, in joining order, with 
     let cursor: string | null = null
     let pages = 0
     do {
-      const res = await t.client.get(`/v1/members?limit=50${cursor ? `&cursor=${cursor}` : ''}`, { token: org.member.token })
+      const res = await t.client.get(`/v1/members?limit=50${cursor ? `&cursor=${cursor}` : ''}`, {
+        token: org.member.token,
+      })
       assert.is(res.status, 200)
       seen.push(...res.body.items.map((m: { id: string }) => m.id))
       cursor = res.body.nextCursor
@@ -25,7 +27,10 @@ test('members page by cursor: every member exactly once, in joining order, with 
     assert.is(pages, 3)
     assert.equal(seen, expected)
     const admins = await t.client.get('/v1/members?role=admin', { token: org.owner.token })
-    assert.equal(admins.body.items.map((m: { id: string }) => m.id), [org.admin.memberId])
+    assert.equal(
+      admins.body.items.map((m: { id: string }) => m.id),
+      [org.admin.memberId],
+    )
     for (const bad of ['0', '101', 'ten', '1.5']) {
       const res = await t.client.get(`/v1/members?limit=${bad}`, { token: org.owner.token })
       assert.is(res.status, 422, `limit=${bad}`)
@@ -41,9 +46,23 @@ test('the members page is answered from the (org_id, id) index, not by scanning 
   try {
     const org = await buildFixtureOrg(t.client, 'plan')
     const page = await listMembers(t.app.deps, org.orgId, { limit: 50 })
-    const query = t.app.deps.db.selectFrom('member as m').innerJoin('app_user as u', 'u.id', 'm.user_id').select(['m.id']).where('m.org_id', '=', org.orgId).where('m.id', '>', page.items[0]!.id).orderBy('m.id').limit(51).compile()
+    const query = t.app.deps.db
+      .selectFrom('member as m')
+      .innerJoin('app_user as u', 'u.id', 'm.user_id')
+      .select(['m.id'])
+      .where('m.org_id', '=', org.orgId)
+      .where('m.id', '>', page.items[0]!.id)
+      .orderBy('m.id')
+      .limit(51)
+      .compile()
     // EXPLAIN is SQLite syntax; it is only used here, to check the plan the product query gets.
-    const rows = (await t.app.deps.db.executeQuery({ ...query, sql: `explain query plan ${query.sql}`, query: query.query } as never)).rows as Array<{ detail: string }>
+    const rows = (
+      await t.app.deps.db.executeQuery({
+        ...query,
+        sql: `explain query plan ${query.sql}`,
+        query: query.query,
+      } as never)
+    ).rows as Array<{ detail: string }>
     const detail = rows.map((r) => r.detail).join(' | ')
     assert.match(detail, /member_org_id_idx/)
     assert.not.match(detail, /TEMP B-TREE/)
@@ -75,12 +94,22 @@ test("the owner's role cannot be changed and the owner cannot be removed; only o
   const t = await startTestControlPlane()
   try {
     const org = await buildFixtureOrg(t.client, 'own')
-    const change = await t.client.patch(`/v1/members/${org.owner.memberId}`, { token: org.owner.token, json: { role: 'member' } })
+    const change = await t.client.patch(`/v1/members/${org.owner.memberId}`, {
+      token: org.owner.token,
+      json: { role: 'member' },
+    })
     assert.is(change.status, 409)
     assert.is(change.body.code, 'owner_protected')
     assert.is((await t.client.delete(`/v1/members/${org.owner.memberId}`, { token: org.admin.token })).status, 409)
-    assert.is((await t.client.patch(`/v1/members/${org.member.memberId}`, { token: org.admin.token, json: { role: 'admin' } })).status, 403)
-    const toOwner = await t.client.patch(`/v1/members/${org.member.memberId}`, { token: org.owner.token, json: { role: 'owner' } })
+    assert.is(
+      (await t.client.patch(`/v1/members/${org.member.memberId}`, { token: org.admin.token, json: { role: 'admin' } }))
+        .status,
+      403,
+    )
+    const toOwner = await t.client.patch(`/v1/members/${org.member.memberId}`, {
+      token: org.owner.token,
+      json: { role: 'owner' },
+    })
     assert.is(toOwner.status, 422)
     const me = await t.client.get('/v1/me', { token: org.owner.token })
     assert.is(me.body.member.role, 'owner')
@@ -93,17 +122,35 @@ test('the owner can hand ownership to a member: roles swap, both keys are disabl
   const t = await startTestControlPlane()
   try {
     const org = await buildFixtureOrg(t.client, 'xfer')
-    assert.is((await t.client.post(`/v1/members/${org.member.memberId}/transfer-ownership`, { token: org.admin.token })).status, 403)
-    assert.is((await t.client.post(`/v1/members/${org.owner.memberId}/transfer-ownership`, { token: org.owner.token })).body.code, 'already_owner')
-    const moved = await t.client.post(`/v1/members/${org.admin.memberId}/transfer-ownership`, { token: org.owner.token })
+    assert.is(
+      (await t.client.post(`/v1/members/${org.member.memberId}/transfer-ownership`, { token: org.admin.token })).status,
+      403,
+    )
+    assert.is(
+      (await t.client.post(`/v1/members/${org.owner.memberId}/transfer-ownership`, { token: org.owner.token })).body
+        .code,
+      'already_owner',
+    )
+    const moved = await t.client.post(`/v1/members/${org.admin.memberId}/transfer-ownership`, {
+      token: org.owner.token,
+    })
     assert.is(moved.status, 200)
     assert.is(moved.body.item.role, 'owner')
     const owners = await t.client.get('/v1/members?role=owner', { token: org.member.token })
-    assert.equal(owners.body.items.map((m: { id: string }) => m.id), [org.admin.memberId])
-    assert.is((await t.client.get(`/v1/members/${org.owner.memberId}`, { token: org.member.token })).body.item.role, 'admin')
+    assert.equal(
+      owners.body.items.map((m: { id: string }) => m.id),
+      [org.admin.memberId],
+    )
+    assert.is(
+      (await t.client.get(`/v1/members/${org.owner.memberId}`, { token: org.member.token })).body.item.role,
+      'admin',
+    )
     assert.is((await t.client.get('/v1/org', { apiKey: org.ownerKey.key })).status, 401)
     assert.is((await t.client.get('/v1/org', { apiKey: org.adminKey.key })).status, 401)
-    const demote = await t.client.patch(`/v1/members/${org.owner.memberId}`, { token: org.admin.token, json: { role: 'member' } })
+    const demote = await t.client.patch(`/v1/members/${org.owner.memberId}`, {
+      token: org.admin.token,
+      json: { role: 'member' },
+    })
     assert.is(demote.body.item.role, 'member', 'the new owner holds owner permissions at once')
     const audit = await t.client.get('/v1/audit-events?action=member.ownership_transferred', { token: org.admin.token })
     assert.equal(audit.body.items[0].data, { from: 'admin', previousOwnerMemberId: org.owner.memberId })
@@ -121,17 +168,39 @@ test('the organization is chosen by X-Service-Org-Id, else the active organizati
     assert.is((await t.client.get('/v1/org', { token: person.token })).body.code, 'no_organization')
     const first = (await t.client.post('/v1/orgs', { token: person.token, json: { name: 'First' } })).body.item
     const second = (await t.client.post('/v1/orgs', { token: person.token, json: { name: 'Second' } })).body.item
-    assert.is((await t.client.get('/v1/org', { token: person.token })).body.item.id, second.id, 'a new org becomes active')
+    assert.is(
+      (await t.client.get('/v1/org', { token: person.token })).body.item.id,
+      second.id,
+      'a new org becomes active',
+    )
     assert.is((await t.client.get('/v1/org', { token: person.token, orgId: first.id })).body.item.id, first.id)
-    const switched = await t.client.post('/v1/me/active-org', { token: person.token, json: { organizationId: first.id } })
-    assert.equal(switched.body.item, { id: first.id, name: 'First', memberId: switched.body.item.memberId, role: 'owner', isActive: true })
+    const switched = await t.client.post('/v1/me/active-org', {
+      token: person.token,
+      json: { organizationId: first.id },
+    })
+    assert.equal(switched.body.item, {
+      id: first.id,
+      name: 'First',
+      memberId: switched.body.item.memberId,
+      role: 'owner',
+      isActive: true,
+    })
     assert.is((await t.client.get('/v1/org', { token: person.token })).body.item.id, first.id)
     const orgs = await t.client.get('/v1/me/orgs', { token: person.token })
-    assert.equal(orgs.body.items.map((o: { name: string; isActive: boolean }) => [o.name, o.isActive]), [['First', true], ['Second', false]])
+    assert.equal(
+      orgs.body.items.map((o: { name: string; isActive: boolean }) => [o.name, o.isActive]),
+      [
+        ['First', true],
+        ['Second', false],
+      ],
+    )
     const stranger = await signUpPerson(t.client, 'stranger@x.test')
     assert.is((await t.client.get('/v1/org', { token: stranger.token, orgId: first.id })).status, 404)
     assert.is((await t.client.get('/v1/org', { token: person.token, orgId: 'org_nonsense' })).status, 404)
-    assert.is((await t.client.post('/v1/me/active-org', { token: stranger.token, json: { organizationId: first.id } })).status, 404)
+    assert.is(
+      (await t.client.post('/v1/me/active-org', { token: stranger.token, json: { organizationId: first.id } })).status,
+      404,
+    )
     const renamed = await t.client.patch('/v1/org', { token: person.token, json: { name: '  First Renamed ' } })
     assert.is(renamed.body.item.name, 'First Renamed')
     assert.is((await t.client.patch('/v1/org', { token: person.token, json: {} })).status, 422)
@@ -160,7 +229,10 @@ test('audit events record who did what to which id, newest first, and never secr
   const t = await startTestControlPlane()
   try {
     const org = await buildFixtureOrg(t.client, 'aud')
-    const team = await t.client.post('/v1/teams', { token: org.admin.token, json: { name: 'Secretive team name', description: 'do not log me' } })
+    const team = await t.client.post('/v1/teams', {
+      token: org.admin.token,
+      json: { name: 'Secretive team name', description: 'do not log me' },
+    })
     const invite = await t.client.post('/v1/invitations', { token: org.admin.token, json: { email: 'quiet@aud.test' } })
     const events = await t.client.get('/v1/audit-events?limit=100', { apiKey: org.ownerKey.key })
     const actions = events.body.items.map((e: { action: string }) => e.action)
@@ -170,7 +242,16 @@ test('audit events record who did what to which id, newest first, and never secr
     assert.is(events.body.items[1].target.id, team.body.item.id)
     assert.is(events.body.items[1].actor.memberId, org.admin.memberId)
     const text = JSON.stringify(events.body)
-    for (const secret of [invite.body.token, org.ownerKey.key, org.adminKey.key, org.owner.token, 'Secretive team name', 'do not log me', 'quiet@aud.test', org.owner.password]) {
+    for (const secret of [
+      invite.body.token,
+      org.ownerKey.key,
+      org.adminKey.key,
+      org.owner.token,
+      'Secretive team name',
+      'do not log me',
+      'quiet@aud.test',
+      org.owner.password,
+    ]) {
       assert.not.ok(text.includes(secret), `audit contains ${secret.slice(0, 8)}`)
     }
   } finally {

@@ -30,10 +30,26 @@ function memberQuery(deps: Deps, orgId: string) {
     .where('m.org_id', '=', orgId)
 }
 
-type MemberRow = { id: string; user_id: string; role: string; created_at: string; updated_at: string; email: string; name: string }
+type MemberRow = {
+  id: string
+  user_id: string
+  role: string
+  created_at: string
+  updated_at: string
+  email: string
+  name: string
+}
 
 function view(row: MemberRow): MemberView {
-  return { id: row.id, userId: row.user_id, email: row.email, name: row.name, role: asRole(row.role), createdAt: row.created_at, updatedAt: row.updated_at }
+  return {
+    id: row.id,
+    userId: row.user_id,
+    email: row.email,
+    name: row.name,
+    role: asRole(row.role),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  }
 }
 
 function notFound() {
@@ -41,10 +57,20 @@ function notFound() {
 }
 
 /** Members in joining order, optionally of one role. */
-export function listMembers(deps: Deps, orgId: string, page: { cursor?: string; limit: number; role?: Role }): Promise<Page<MemberView>> {
+export function listMembers(
+  deps: Deps,
+  orgId: string,
+  page: { cursor?: string; limit: number; role?: Role },
+): Promise<Page<MemberView>> {
   let query = memberQuery(deps, orgId)
   if (page.role) query = query.where('m.role', '=', page.role)
-  return keysetPage(query, { scope: 'members', cursor: page.cursor, limit: page.limit, order: [{ column: 'm.id', field: 'id', direction: 'asc' }], map: view })
+  return keysetPage(query, {
+    scope: 'members',
+    cursor: page.cursor,
+    limit: page.limit,
+    order: [{ column: 'm.id', field: 'id', direction: 'asc' }],
+    map: view,
+  })
 }
 
 /** One member of the organization. */
@@ -58,14 +84,35 @@ export async function getMember(deps: Deps, orgId: string, memberId: string): Pr
  * Changes a member's role. The owner's role cannot be changed (409 `owner_protected`); setting
  * the same role changes nothing. A real change disables the member's API keys.
  */
-export async function changeMemberRole(deps: Deps, actor: Actor, memberId: string, role: AssignableRole): Promise<MemberView> {
+export async function changeMemberRole(
+  deps: Deps,
+  actor: Actor,
+  memberId: string,
+  role: AssignableRole,
+): Promise<MemberView> {
   await deps.db.transaction().execute(async (trx) => {
-    const row = await trx.selectFrom('member').select(['id', 'role']).where('id', '=', memberId).where('org_id', '=', actor.orgId).executeTakeFirst()
+    const row = await trx
+      .selectFrom('member')
+      .select(['id', 'role'])
+      .where('id', '=', memberId)
+      .where('org_id', '=', actor.orgId)
+      .executeTakeFirst()
     if (!row) throw notFound()
     if (row.role === 'owner') throw errors.conflict('owner_protected', "The owner's role cannot be changed")
     if (row.role === role) return
-    await trx.updateTable('member').set({ role, updated_at: isoAt(deps) }).where('id', '=', memberId).execute()
-    await recordAudit(deps, trx, actor, 'member.role_changed', { type: 'member', id: memberId }, { from: row.role, to: role })
+    await trx
+      .updateTable('member')
+      .set({ role, updated_at: isoAt(deps) })
+      .where('id', '=', memberId)
+      .execute()
+    await recordAudit(
+      deps,
+      trx,
+      actor,
+      'member.role_changed',
+      { type: 'member', id: memberId },
+      { from: row.role, to: role },
+    )
     await disableMemberKeys(deps, trx, actor, memberId, 'role_changed')
   })
   return getMember(deps, actor.orgId, memberId)
@@ -77,13 +124,30 @@ export async function changeMemberRole(deps: Deps, actor: Actor, memberId: strin
  */
 export async function transferOwnership(deps: Deps, actor: Actor, memberId: string): Promise<MemberView> {
   await deps.db.transaction().execute(async (trx) => {
-    const row = await trx.selectFrom('member').select(['id', 'role']).where('id', '=', memberId).where('org_id', '=', actor.orgId).executeTakeFirst()
+    const row = await trx
+      .selectFrom('member')
+      .select(['id', 'role'])
+      .where('id', '=', memberId)
+      .where('org_id', '=', actor.orgId)
+      .executeTakeFirst()
     if (!row) throw notFound()
     if (row.role === 'owner') throw errors.conflict('already_owner', 'That member is already the owner')
     const now = isoAt(deps)
-    await trx.updateTable('member').set({ role: 'admin', updated_at: now }).where('org_id', '=', actor.orgId).where('role', '=', 'owner').execute()
+    await trx
+      .updateTable('member')
+      .set({ role: 'admin', updated_at: now })
+      .where('org_id', '=', actor.orgId)
+      .where('role', '=', 'owner')
+      .execute()
     await trx.updateTable('member').set({ role: 'owner', updated_at: now }).where('id', '=', memberId).execute()
-    await recordAudit(deps, trx, actor, 'member.ownership_transferred', { type: 'member', id: memberId }, { from: row.role, previousOwnerMemberId: actor.memberId })
+    await recordAudit(
+      deps,
+      trx,
+      actor,
+      'member.ownership_transferred',
+      { type: 'member', id: memberId },
+      { from: row.role, previousOwnerMemberId: actor.memberId },
+    )
     await disableMemberKeys(deps, trx, actor, actor.memberId, 'role_changed')
     await disableMemberKeys(deps, trx, actor, memberId, 'role_changed')
   })
@@ -93,11 +157,21 @@ export async function transferOwnership(deps: Deps, actor: Actor, memberId: stri
 /** Removes a member: their team memberships go, their API keys are disabled. The owner cannot be removed. */
 export async function removeMember(deps: Deps, actor: Actor, memberId: string): Promise<void> {
   await deps.db.transaction().execute(async (trx) => {
-    const row = await trx.selectFrom('member').select(['id', 'role', 'user_id']).where('id', '=', memberId).where('org_id', '=', actor.orgId).executeTakeFirst()
+    const row = await trx
+      .selectFrom('member')
+      .select(['id', 'role', 'user_id'])
+      .where('id', '=', memberId)
+      .where('org_id', '=', actor.orgId)
+      .executeTakeFirst()
     if (!row) throw notFound()
     if (row.role === 'owner') throw errors.conflict('owner_protected', 'The owner cannot be removed')
     await trx.deleteFrom('member').where('id', '=', memberId).execute()
-    await trx.updateTable('user_session').set({ active_org_id: null }).where('user_id', '=', row.user_id).where('active_org_id', '=', actor.orgId).execute()
+    await trx
+      .updateTable('user_session')
+      .set({ active_org_id: null })
+      .where('user_id', '=', row.user_id)
+      .where('active_org_id', '=', actor.orgId)
+      .execute()
     await recordAudit(deps, trx, actor, 'member.removed', { type: 'member', id: memberId }, { role: row.role })
     await disableMemberKeys(deps, trx, actor, memberId, 'member_removed')
   })

@@ -40,14 +40,30 @@ function view(row: { id: string; name: string; created_at: string; updated_at: s
 }
 
 /** Creates an organization with `userId` as its owner. */
-export async function createOrganization(deps: Deps, userId: string, input: { name: string }): Promise<{ organization: OrganizationView; memberId: string }> {
+export async function createOrganization(
+  deps: Deps,
+  userId: string,
+  input: { name: string },
+): Promise<{ organization: OrganizationView; memberId: string }> {
   const now = isoAt(deps)
   const orgId = newId('org')
   const memberId = newId('mem')
   await deps.db.transaction().execute(async (trx) => {
-    await trx.insertInto('organization').values({ id: orgId, name: input.name, created_at: now, updated_at: now }).execute()
-    await trx.insertInto('member').values({ id: memberId, org_id: orgId, user_id: userId, role: 'owner', created_at: now, updated_at: now }).execute()
-    await recordAudit(deps, trx, { orgId, userId, memberId, role: 'owner', credential: 'session', apiKeyId: null }, 'organization.created', { type: 'organization', id: orgId })
+    await trx
+      .insertInto('organization')
+      .values({ id: orgId, name: input.name, created_at: now, updated_at: now })
+      .execute()
+    await trx
+      .insertInto('member')
+      .values({ id: memberId, org_id: orgId, user_id: userId, role: 'owner', created_at: now, updated_at: now })
+      .execute()
+    await recordAudit(
+      deps,
+      trx,
+      { orgId, userId, memberId, role: 'owner', credential: 'session', apiKeyId: null },
+      'organization.created',
+      { type: 'organization', id: orgId },
+    )
   })
   return { organization: { id: orgId, name: input.name, createdAt: now, updatedAt: now }, memberId }
 }
@@ -60,10 +76,26 @@ export async function getOrganization(deps: Deps, orgId: string): Promise<Organi
 }
 
 /** Renames the organization. */
-export async function updateOrganization(deps: Deps, actor: Actor, input: { name?: string }): Promise<OrganizationView> {
+export async function updateOrganization(
+  deps: Deps,
+  actor: Actor,
+  input: { name?: string },
+): Promise<OrganizationView> {
   await deps.db.transaction().execute(async (trx) => {
-    if (input.name !== undefined) await trx.updateTable('organization').set({ name: input.name, updated_at: isoAt(deps) }).where('id', '=', actor.orgId).execute()
-    await recordAudit(deps, trx, actor, 'organization.updated', { type: 'organization', id: actor.orgId }, { fields: Object.keys(input).join(',') })
+    if (input.name !== undefined)
+      await trx
+        .updateTable('organization')
+        .set({ name: input.name, updated_at: isoAt(deps) })
+        .where('id', '=', actor.orgId)
+        .execute()
+    await recordAudit(
+      deps,
+      trx,
+      actor,
+      'organization.updated',
+      { type: 'organization', id: actor.orgId },
+      { fields: Object.keys(input).join(',') },
+    )
   })
   return getOrganization(deps, actor.orgId)
 }
@@ -94,7 +126,12 @@ export async function firstMembership(deps: Deps, userId: string): Promise<Membe
 }
 
 /** The user's organizations, paged in membership order; `onlyOrgId` narrows to one (API keys). */
-export function listMyOrganizations(deps: Deps, userId: string, activeOrgId: string | null, page: { cursor?: string; limit: number; onlyOrgId?: string }): Promise<Page<MyOrganizationView>> {
+export function listMyOrganizations(
+  deps: Deps,
+  userId: string,
+  activeOrgId: string | null,
+  page: { cursor?: string; limit: number; onlyOrgId?: string },
+): Promise<Page<MyOrganizationView>> {
   let query = deps.db
     .selectFrom('member as m')
     .innerJoin('organization as o', 'o.id', 'm.org_id')
@@ -106,6 +143,12 @@ export function listMyOrganizations(deps: Deps, userId: string, activeOrgId: str
     cursor: page.cursor,
     limit: page.limit,
     order: [{ column: 'm.id', field: 'member_id', direction: 'asc' }],
-    map: (row) => ({ id: row.id, name: row.name, memberId: row.member_id, role: asRole(row.role), isActive: row.id === activeOrgId }),
+    map: (row) => ({
+      id: row.id,
+      name: row.name,
+      memberId: row.member_id,
+      role: asRole(row.role),
+      isActive: row.id === activeOrgId,
+    }),
   })
 }

@@ -31,31 +31,76 @@ const memberNotFound = () => errors.notFound('member_not_found', 'Member not fou
 function teamQuery(deps: Deps, orgId: string) {
   return deps.db
     .selectFrom('team as t')
-    .select((eb) => ['t.id', 't.name', 't.description', 't.created_at', 't.updated_at', eb.selectFrom('team_member as tm').select((e) => e.fn.countAll<number>().as('n')).whereRef('tm.team_id', '=', 't.id').as('member_count')])
+    .select((eb) => [
+      't.id',
+      't.name',
+      't.description',
+      't.created_at',
+      't.updated_at',
+      eb
+        .selectFrom('team_member as tm')
+        .select((e) => e.fn.countAll<number>().as('n'))
+        .whereRef('tm.team_id', '=', 't.id')
+        .as('member_count'),
+    ])
     .where('t.org_id', '=', orgId)
 }
 
-type TeamRow = { id: string; name: string; description: string | null; created_at: string; updated_at: string; member_count: number | null }
+type TeamRow = {
+  id: string
+  name: string
+  description: string | null
+  created_at: string
+  updated_at: string
+  member_count: number | null
+}
 
 function view(row: TeamRow): TeamView {
-  return { id: row.id, name: row.name, description: row.description, memberCount: Number(row.member_count ?? 0), createdAt: row.created_at, updatedAt: row.updated_at }
+  return {
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    memberCount: Number(row.member_count ?? 0),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  }
 }
 
 async function requireMembers(trx: Transaction<ControlPlaneDb>, orgId: string, memberIds: string[]): Promise<void> {
   const unique = [...new Set(memberIds)]
   if (unique.length === 0) return
-  const found = await trx.selectFrom('member').select('id').where('org_id', '=', orgId).where('id', 'in', unique).execute()
+  const found = await trx
+    .selectFrom('member')
+    .select('id')
+    .where('org_id', '=', orgId)
+    .where('id', 'in', unique)
+    .execute()
   if (found.length !== unique.length) throw memberNotFound()
 }
 
 async function requireTeam(trx: Transaction<ControlPlaneDb>, orgId: string, teamId: string): Promise<void> {
-  const row = await trx.selectFrom('team').select('id').where('id', '=', teamId).where('org_id', '=', orgId).executeTakeFirst()
+  const row = await trx
+    .selectFrom('team')
+    .select('id')
+    .where('id', '=', teamId)
+    .where('org_id', '=', orgId)
+    .executeTakeFirst()
   if (!row) throw teamNotFound()
 }
 
 /** Teams in creation order. */
-export function listTeams(deps: Deps, orgId: string, page: { cursor?: string; limit: number }): Promise<Page<TeamView>> {
-  return keysetPage(teamQuery(deps, orgId), { scope: 'teams', cursor: page.cursor, limit: page.limit, order: [{ column: 't.id', field: 'id', direction: 'asc' }], map: view })
+export function listTeams(
+  deps: Deps,
+  orgId: string,
+  page: { cursor?: string; limit: number },
+): Promise<Page<TeamView>> {
+  return keysetPage(teamQuery(deps, orgId), {
+    scope: 'teams',
+    cursor: page.cursor,
+    limit: page.limit,
+    order: [{ column: 't.id', field: 'id', direction: 'asc' }],
+    map: view,
+  })
 }
 
 /** One team. */
@@ -66,15 +111,37 @@ export async function getTeam(deps: Deps, orgId: string, teamId: string): Promis
 }
 
 /** Creates a team, optionally with initial members. */
-export async function createTeam(deps: Deps, actor: Actor, input: { name: string; description?: string | null; memberIds?: string[] }): Promise<TeamView> {
+export async function createTeam(
+  deps: Deps,
+  actor: Actor,
+  input: { name: string; description?: string | null; memberIds?: string[] },
+): Promise<TeamView> {
   const id = newId('team')
   const now = isoAt(deps)
   try {
     await deps.db.transaction().execute(async (trx) => {
       await requireMembers(trx, actor.orgId, input.memberIds ?? [])
-      await trx.insertInto('team').values({ id, org_id: actor.orgId, name: input.name, description: input.description ?? null, created_at: now, updated_at: now }).execute()
-      for (const memberId of new Set(input.memberIds ?? [])) await trx.insertInto('team_member').values({ team_id: id, member_id: memberId, created_at: now }).execute()
-      await recordAudit(deps, trx, actor, 'team.created', { type: 'team', id }, { members: new Set(input.memberIds ?? []).size })
+      await trx
+        .insertInto('team')
+        .values({
+          id,
+          org_id: actor.orgId,
+          name: input.name,
+          description: input.description ?? null,
+          created_at: now,
+          updated_at: now,
+        })
+        .execute()
+      for (const memberId of new Set(input.memberIds ?? []))
+        await trx.insertInto('team_member').values({ team_id: id, member_id: memberId, created_at: now }).execute()
+      await recordAudit(
+        deps,
+        trx,
+        actor,
+        'team.created',
+        { type: 'team', id },
+        { members: new Set(input.memberIds ?? []).size },
+      )
     })
   } catch (error) {
     if (isUniqueViolation(error)) throw errors.conflict('team_exists', 'A team with that name already exists')
@@ -84,7 +151,12 @@ export async function createTeam(deps: Deps, actor: Actor, input: { name: string
 }
 
 /** Renames or re-describes a team. */
-export async function updateTeam(deps: Deps, actor: Actor, teamId: string, input: { name?: string; description?: string | null }): Promise<TeamView> {
+export async function updateTeam(
+  deps: Deps,
+  actor: Actor,
+  teamId: string,
+  input: { name?: string; description?: string | null },
+): Promise<TeamView> {
   try {
     await deps.db.transaction().execute(async (trx) => {
       await requireTeam(trx, actor.orgId, teamId)
@@ -92,7 +164,14 @@ export async function updateTeam(deps: Deps, actor: Actor, teamId: string, input
       if (input.name !== undefined) changes.name = input.name
       if (input.description !== undefined) changes.description = input.description
       await trx.updateTable('team').set(changes).where('id', '=', teamId).execute()
-      await recordAudit(deps, trx, actor, 'team.updated', { type: 'team', id: teamId }, { fields: Object.keys(input).sort().join(',') })
+      await recordAudit(
+        deps,
+        trx,
+        actor,
+        'team.updated',
+        { type: 'team', id: teamId },
+        { fields: Object.keys(input).sort().join(',') },
+      )
     })
   } catch (error) {
     if (isUniqueViolation(error)) throw errors.conflict('team_exists', 'A team with that name already exists')
@@ -111,8 +190,18 @@ export async function deleteTeam(deps: Deps, actor: Actor, teamId: string): Prom
 }
 
 /** The team's members in joining-the-organization order. */
-export async function listTeamMembers(deps: Deps, orgId: string, teamId: string, page: { cursor?: string; limit: number }): Promise<Page<MemberView>> {
-  const team = await deps.db.selectFrom('team').select('id').where('id', '=', teamId).where('org_id', '=', orgId).executeTakeFirst()
+export async function listTeamMembers(
+  deps: Deps,
+  orgId: string,
+  teamId: string,
+  page: { cursor?: string; limit: number },
+): Promise<Page<MemberView>> {
+  const team = await deps.db
+    .selectFrom('team')
+    .select('id')
+    .where('id', '=', teamId)
+    .where('org_id', '=', orgId)
+    .executeTakeFirst()
   if (!team) throw teamNotFound()
   const query = deps.db
     .selectFrom('team_member as tm')
@@ -125,7 +214,15 @@ export async function listTeamMembers(deps: Deps, orgId: string, teamId: string,
     cursor: page.cursor,
     limit: page.limit,
     order: [{ column: 'm.id', field: 'id', direction: 'asc' }],
-    map: (row) => ({ id: row.id, userId: row.user_id, email: row.email, name: row.name, role: asRole(row.role), createdAt: row.created_at, updatedAt: row.updated_at }),
+    map: (row) => ({
+      id: row.id,
+      userId: row.user_id,
+      email: row.email,
+      name: row.name,
+      role: asRole(row.role),
+      createdAt: row.created_at,
+      updatedAt: row.updated_at,
+    }),
   })
 }
 
@@ -134,9 +231,17 @@ export async function addTeamMember(deps: Deps, actor: Actor, teamId: string, me
   await deps.db.transaction().execute(async (trx) => {
     await requireTeam(trx, actor.orgId, teamId)
     await requireMembers(trx, actor.orgId, [memberId])
-    const existing = await trx.selectFrom('team_member').select('member_id').where('team_id', '=', teamId).where('member_id', '=', memberId).executeTakeFirst()
+    const existing = await trx
+      .selectFrom('team_member')
+      .select('member_id')
+      .where('team_id', '=', teamId)
+      .where('member_id', '=', memberId)
+      .executeTakeFirst()
     if (existing) throw errors.conflict('already_in_team', 'The member is already in the team')
-    await trx.insertInto('team_member').values({ team_id: teamId, member_id: memberId, created_at: isoAt(deps) }).execute()
+    await trx
+      .insertInto('team_member')
+      .values({ team_id: teamId, member_id: memberId, created_at: isoAt(deps) })
+      .execute()
     await recordAudit(deps, trx, actor, 'team.member_added', { type: 'team', id: teamId }, { memberId })
   })
 }
@@ -145,7 +250,11 @@ export async function addTeamMember(deps: Deps, actor: Actor, teamId: string, me
 export async function removeTeamMember(deps: Deps, actor: Actor, teamId: string, memberId: string): Promise<void> {
   await deps.db.transaction().execute(async (trx) => {
     await requireTeam(trx, actor.orgId, teamId)
-    const deleted = await trx.deleteFrom('team_member').where('team_id', '=', teamId).where('member_id', '=', memberId).executeTakeFirst()
+    const deleted = await trx
+      .deleteFrom('team_member')
+      .where('team_id', '=', teamId)
+      .where('member_id', '=', memberId)
+      .executeTakeFirst()
     if (Number(deleted.numDeletedRows) === 0) throw memberNotFound()
     await recordAudit(deps, trx, actor, 'team.member_removed', { type: 'team', id: teamId }, { memberId })
   })

@@ -15,7 +15,15 @@
  * very next request. Ids the caller cannot see are 404, exactly like ids that do not exist.
  * @module
  */
-import { sql, type Expression, type ExpressionBuilder, type Kysely, type RawBuilder, type SqlBool, type Transaction } from 'kysely'
+import {
+  sql,
+  type Expression,
+  type ExpressionBuilder,
+  type Kysely,
+  type RawBuilder,
+  type SqlBool,
+  type Transaction,
+} from 'kysely'
 import { errors } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
 import type { Actor } from '../admin/audit.ts'
@@ -26,7 +34,14 @@ import { keysetPage, type Page } from '../pagination.ts'
 import type { ControlPlaneDb } from '../schema.ts'
 
 /** Resources that carry access grants. */
-export const RESOURCE_TYPES = ['config_object', 'plugin', 'marketplace', 'skill_hub', 'llm_provider', 'connector_instance'] as const
+export const RESOURCE_TYPES = [
+  'config_object',
+  'plugin',
+  'marketplace',
+  'skill_hub',
+  'llm_provider',
+  'connector_instance',
+] as const
 /** A resource type with grants. */
 export type ResourceType = (typeof RESOURCE_TYPES)[number]
 /** Grant roles, lowest first. */
@@ -46,7 +61,11 @@ export const RESOURCE_TABLES = {
   marketplace: { table: 'marketplace', notFound: 'marketplace_not_found', label: 'Marketplace' },
   skill_hub: { table: 'skill_hub', notFound: 'skill_hub_not_found', label: 'Skill hub' },
   llm_provider: { table: 'llm_provider', notFound: 'llm_provider_not_found', label: 'Model provider' },
-  connector_instance: { table: 'connector_instance', notFound: 'connector_instance_not_found', label: 'Connector instance' },
+  connector_instance: {
+    table: 'connector_instance',
+    notFound: 'connector_instance_not_found',
+    label: 'Connector instance',
+  },
 } as const satisfies Record<ResourceType, { table: keyof ControlPlaneDb; notFound: string; label: string }>
 
 /** The 404 for a resource the caller cannot see (or that does not exist: indistinguishable). */
@@ -82,28 +101,58 @@ type AnyEb = ExpressionBuilder<any, any>
  */
 function applyingGrants(db: Db, actor: Pick<Actor, 'orgId' | 'memberId'>, type: ResourceType, resourceId?: string) {
   const branch = () => {
-    let q = db.selectFrom('access_grant as g').select(['g.resource_id', 'g.role']).where('g.org_id', '=', actor.orgId).where('g.resource_type', '=', type)
+    let q = db
+      .selectFrom('access_grant as g')
+      .select(['g.resource_id', 'g.role'])
+      .where('g.org_id', '=', actor.orgId)
+      .where('g.resource_type', '=', type)
     if (resourceId !== undefined) q = q.where('g.resource_id', '=', resourceId)
     return q
   }
-  return branch().where('g.member_id', '=', actor.memberId)
-    .unionAll(branch().where('g.team_id', 'in', db.selectFrom('team_member as tm').select('tm.team_id').where('tm.member_id', '=', actor.memberId)))
+  return branch()
+    .where('g.member_id', '=', actor.memberId)
+    .unionAll(
+      branch().where(
+        'g.team_id',
+        'in',
+        db.selectFrom('team_member as tm').select('tm.team_id').where('tm.member_id', '=', actor.memberId),
+      ),
+    )
     .unionAll(branch().where('g.org_wide', '=', 1))
 }
 
 /** Ids of `type` the actor holds a direct grant on. */
 export function grantedIds(db: Db, actor: Pick<Actor, 'orgId' | 'memberId'>, type: ResourceType) {
-  const branch = () => db.selectFrom('access_grant as g').select('g.resource_id').where('g.org_id', '=', actor.orgId).where('g.resource_type', '=', type)
-  return branch().where('g.member_id', '=', actor.memberId)
-    .unionAll(branch().where('g.team_id', 'in', db.selectFrom('team_member as tm').select('tm.team_id').where('tm.member_id', '=', actor.memberId)))
+  const branch = () =>
+    db
+      .selectFrom('access_grant as g')
+      .select('g.resource_id')
+      .where('g.org_id', '=', actor.orgId)
+      .where('g.resource_type', '=', type)
+  return branch()
+    .where('g.member_id', '=', actor.memberId)
+    .unionAll(
+      branch().where(
+        'g.team_id',
+        'in',
+        db.selectFrom('team_member as tm').select('tm.team_id').where('tm.member_id', '=', actor.memberId),
+      ),
+    )
     .unionAll(branch().where('g.org_wide', '=', 1))
 }
 
 /** Ids of skill hubs assigned to the actor (as a member, through a team, or org-wide). */
 export function assignedHubIds(db: Db, actor: Pick<Actor, 'orgId' | 'memberId'>) {
   const branch = () => db.selectFrom('skill_hub_assignment as a').select('a.hub_id').where('a.org_id', '=', actor.orgId)
-  return branch().where('a.member_id', '=', actor.memberId)
-    .unionAll(branch().where('a.team_id', 'in', db.selectFrom('team_member as tm').select('tm.team_id').where('tm.member_id', '=', actor.memberId)))
+  return branch()
+    .where('a.member_id', '=', actor.memberId)
+    .unionAll(
+      branch().where(
+        'a.team_id',
+        'in',
+        db.selectFrom('team_member as tm').select('tm.team_id').where('tm.member_id', '=', actor.memberId),
+      ),
+    )
     .unionAll(branch().where('a.org_wide', '=', 1))
 }
 
@@ -111,7 +160,12 @@ export function assignedHubIds(db: Db, actor: Pick<Actor, 'orgId' | 'memberId'>)
  * A condition "`column` is the id of a `type` resource the actor can see", for list queries.
  * Admins see everything in their organization (the caller scopes by org separately).
  */
-export function visibleCondition(db: Db, actor: Actor, type: ResourceType, column: string): (eb: AnyEb) => Expression<SqlBool> {
+export function visibleCondition(
+  _db: Db,
+  actor: Actor,
+  type: ResourceType,
+  column: string,
+): (eb: AnyEb) => Expression<SqlBool> {
   return (eb) => {
     if (isOrgAdmin(actor)) return eb.lit(true) as unknown as Expression<SqlBool>
     return visibleSql(actor, type, sql.ref(column)) as unknown as Expression<SqlBool>
@@ -138,7 +192,11 @@ function viaMarketplaceSql(actor: Pick<Actor, 'orgId' | 'memberId'>): RawBuilder
   return sql`select mp.plugin_id from marketplace_plugin mp inner join marketplace mk on mk.id = mp.marketplace_id where mp.org_id = ${actor.orgId} and mk.status = 'active' and mp.marketplace_id in (${grantedSql(actor, 'marketplace')})`
 }
 
-function visibleSql(actor: Pick<Actor, 'orgId' | 'memberId'>, type: ResourceType, ref: RawBuilder<unknown> | ReturnType<typeof sql.ref>): RawBuilder<unknown> {
+function visibleSql(
+  actor: Pick<Actor, 'orgId' | 'memberId'>,
+  type: ResourceType,
+  ref: RawBuilder<unknown> | ReturnType<typeof sql.ref>,
+): RawBuilder<unknown> {
   const direct = sql`${ref} in (${grantedSql(actor, type)})`
   if (type === 'plugin') return sql`(${direct} or ${ref} in (${viaMarketplaceSql(actor)}))`
   if (type === 'skill_hub') return sql`(${direct} or ${ref} in (${assignedSql(actor)}))`
@@ -163,7 +221,12 @@ export function explicitRole(db: Db, actor: Actor, type: ResourceType, id: strin
 async function exists(db: Db, orgId: string, type: ResourceType, id: string): Promise<boolean> {
   const { table } = RESOURCE_TABLES[type]
   // deno-lint-ignore no-explicit-any
-  const row = await (db as Kysely<any>).selectFrom(table).select('id').where('id', '=', id).where('org_id', '=', orgId).executeTakeFirst()
+  const row = await (db as Kysely<any>)
+    .selectFrom(table)
+    .select('id')
+    .where('id', '=', id)
+    .where('org_id', '=', orgId)
+    .executeTakeFirst()
   return row !== undefined
 }
 
@@ -188,11 +251,20 @@ export async function effectiveRole(db: Db, actor: Actor, type: ResourceType, id
  * The actor's role on a resource, requiring at least `min`: 404 when they cannot see it at all
  * (so its existence is not revealed), 403 when they can see it but their role is too low.
  */
-export async function requireRole(db: Db, actor: Actor, type: ResourceType, id: string, min: GrantRole): Promise<GrantRole> {
+export async function requireRole(
+  db: Db,
+  actor: Actor,
+  type: ResourceType,
+  id: string,
+  min: GrantRole,
+): Promise<GrantRole> {
   const role = await effectiveRole(db, actor, type, id)
   if (!role) throw notFound(type)
   if (!atLeast(role, min)) {
-    throw errors.forbidden(`Needs the ${min} role on this ${RESOURCE_TABLES[type].label.toLowerCase()}; you have ${role}`, { requiredRole: min, role })
+    throw errors.forbidden(
+      `Needs the ${min} role on this ${RESOURCE_TABLES[type].label.toLowerCase()}; you have ${role}`,
+      { requiredRole: min, role },
+    )
   }
   return role
 }
@@ -241,10 +313,20 @@ export function principalKey(principal: GrantPrincipal): string {
 /** Checks that a member or team principal belongs to the organization (404 otherwise). */
 export async function requirePrincipal(db: Db, orgId: string, principal: GrantPrincipal): Promise<void> {
   if ('memberId' in principal) {
-    const row = await db.selectFrom('member').select('id').where('id', '=', principal.memberId).where('org_id', '=', orgId).executeTakeFirst()
+    const row = await db
+      .selectFrom('member')
+      .select('id')
+      .where('id', '=', principal.memberId)
+      .where('org_id', '=', orgId)
+      .executeTakeFirst()
     if (!row) throw errors.notFound('member_not_found', 'Member not found')
   } else if ('teamId' in principal) {
-    const row = await db.selectFrom('team').select('id').where('id', '=', principal.teamId).where('org_id', '=', orgId).executeTakeFirst()
+    const row = await db
+      .selectFrom('team')
+      .select('id')
+      .where('id', '=', principal.teamId)
+      .where('org_id', '=', orgId)
+      .executeTakeFirst()
     if (!row) throw errors.notFound('team_not_found', 'Team not found')
   }
 }
@@ -253,52 +335,108 @@ export async function requirePrincipal(db: Db, orgId: string, principal: GrantPr
  * Sets a principal's role on a resource inside an open transaction (insert, or change the role of
  * the existing grant); no checks. Used for the creator's manager grant and by {@link grantAccess}.
  */
-export async function upsertGrant(deps: Deps, trx: Db, orgId: string, type: ResourceType, resourceId: string, principal: GrantPrincipal, role: GrantRole, createdBy: string | null): Promise<string> {
+export async function upsertGrant(
+  deps: Deps,
+  trx: Db,
+  orgId: string,
+  type: ResourceType,
+  resourceId: string,
+  principal: GrantPrincipal,
+  role: GrantRole,
+  createdBy: string | null,
+): Promise<string> {
   const key = principalKey(principal)
   const now = isoAt(deps)
-  const existing = await trx.selectFrom('access_grant').select('id').where('resource_type', '=', type).where('resource_id', '=', resourceId).where('principal_key', '=', key).executeTakeFirst()
+  const existing = await trx
+    .selectFrom('access_grant')
+    .select('id')
+    .where('resource_type', '=', type)
+    .where('resource_id', '=', resourceId)
+    .where('principal_key', '=', key)
+    .executeTakeFirst()
   if (existing) {
-    await trx.updateTable('access_grant').set({ role, updated_at: now, created_by_member_id: createdBy }).where('id', '=', existing.id).execute()
+    await trx
+      .updateTable('access_grant')
+      .set({ role, updated_at: now, created_by_member_id: createdBy })
+      .where('id', '=', existing.id)
+      .execute()
     return existing.id
   }
   const id = newId('agr')
-  await trx.insertInto('access_grant').values({
-    id,
-    org_id: orgId,
-    resource_type: type,
-    resource_id: resourceId,
-    member_id: 'memberId' in principal ? principal.memberId : null,
-    team_id: 'teamId' in principal ? principal.teamId : null,
-    org_wide: 'orgWide' in principal ? 1 : 0,
-    principal_key: key,
-    role,
-    created_by_member_id: createdBy,
-    created_at: now,
-    updated_at: now,
-  }).execute()
+  await trx
+    .insertInto('access_grant')
+    .values({
+      id,
+      org_id: orgId,
+      resource_type: type,
+      resource_id: resourceId,
+      member_id: 'memberId' in principal ? principal.memberId : null,
+      team_id: 'teamId' in principal ? principal.teamId : null,
+      org_wide: 'orgWide' in principal ? 1 : 0,
+      principal_key: key,
+      role,
+      created_by_member_id: createdBy,
+      created_at: now,
+      updated_at: now,
+    })
+    .execute()
   return id
 }
 
 /** Grants on a resource (manager only), oldest first. */
-export async function listGrants(deps: Deps, actor: Actor, type: ResourceType, resourceId: string, page: { cursor?: string; limit: number }): Promise<Page<GrantView>> {
+export async function listGrants(
+  deps: Deps,
+  actor: Actor,
+  type: ResourceType,
+  resourceId: string,
+  page: { cursor?: string; limit: number },
+): Promise<Page<GrantView>> {
   await requireRole(deps.db, actor, type, resourceId, 'manager')
-  const query = deps.db.selectFrom('access_grant').selectAll().where('resource_type', '=', type).where('resource_id', '=', resourceId)
-  return keysetPage(query, { scope: `access:${resourceId}`, cursor: page.cursor, limit: page.limit, order: [{ column: 'id', field: 'id', direction: 'asc' }], map: grantView })
+  const query = deps.db
+    .selectFrom('access_grant')
+    .selectAll()
+    .where('resource_type', '=', type)
+    .where('resource_id', '=', resourceId)
+  return keysetPage(query, {
+    scope: `access:${resourceId}`,
+    cursor: page.cursor,
+    limit: page.limit,
+    order: [{ column: 'id', field: 'id', direction: 'asc' }],
+    map: grantView,
+  })
 }
 
 /**
  * Gives a principal a role on a resource (manager only). Granting to a principal that already
  * has a grant changes its role. Only owners and admins may grant org-wide (403 otherwise).
  */
-export async function grantAccess(deps: Deps, actor: Actor, type: ResourceType, resourceId: string, principal: GrantPrincipal, role: GrantRole): Promise<GrantView> {
-  const attempt = () => deps.db.transaction().execute(async (trx) => {
-    await requireRole(trx, actor, type, resourceId, 'manager')
-    if ('orgWide' in principal && !isOrgAdmin(actor)) throw errors.forbidden('Only owners and admins may grant access to the whole organization', { requiredOrgRole: 'admin' })
-    await requirePrincipal(trx, actor.orgId, principal)
-    const id = await upsertGrant(deps, trx, actor.orgId, type, resourceId, principal, role, actor.memberId)
-    await recordAudit(deps, trx, actor, 'access.granted', { type, id: resourceId }, { grantId: id, principal: principalKey(principal).split(':')[0]!, role })
-    return id
-  })
+export async function grantAccess(
+  deps: Deps,
+  actor: Actor,
+  type: ResourceType,
+  resourceId: string,
+  principal: GrantPrincipal,
+  role: GrantRole,
+): Promise<GrantView> {
+  const attempt = () =>
+    deps.db.transaction().execute(async (trx) => {
+      await requireRole(trx, actor, type, resourceId, 'manager')
+      if ('orgWide' in principal && !isOrgAdmin(actor))
+        throw errors.forbidden('Only owners and admins may grant access to the whole organization', {
+          requiredOrgRole: 'admin',
+        })
+      await requirePrincipal(trx, actor.orgId, principal)
+      const id = await upsertGrant(deps, trx, actor.orgId, type, resourceId, principal, role, actor.memberId)
+      await recordAudit(
+        deps,
+        trx,
+        actor,
+        'access.granted',
+        { type, id: resourceId },
+        { grantId: id, principal: principalKey(principal).split(':')[0]!, role },
+      )
+      return id
+    })
   let id: string
   try {
     id = await attempt()
@@ -312,10 +450,21 @@ export async function grantAccess(deps: Deps, actor: Actor, type: ResourceType, 
 }
 
 /** Removes a grant (manager only); it stops applying at once. 404 `access_grant_not_found`. */
-export async function revokeAccess(deps: Deps, actor: Actor, type: ResourceType, resourceId: string, grantId: string): Promise<void> {
+export async function revokeAccess(
+  deps: Deps,
+  actor: Actor,
+  type: ResourceType,
+  resourceId: string,
+  grantId: string,
+): Promise<void> {
   await deps.db.transaction().execute(async (trx) => {
     await requireRole(trx, actor, type, resourceId, 'manager')
-    const deleted = await trx.deleteFrom('access_grant').where('id', '=', grantId).where('resource_type', '=', type).where('resource_id', '=', resourceId).executeTakeFirst()
+    const deleted = await trx
+      .deleteFrom('access_grant')
+      .where('id', '=', grantId)
+      .where('resource_type', '=', type)
+      .where('resource_id', '=', resourceId)
+      .executeTakeFirst()
     if (Number(deleted.numDeletedRows) === 0) throw errors.notFound('access_grant_not_found', 'Access grant not found')
     await recordAudit(deps, trx, actor, 'access.revoked', { type, id: resourceId }, { grantId })
   })

@@ -7,7 +7,13 @@
  */
 import { assert, suite } from '../../../tests/harness.ts'
 import type { CallOptions } from '../testing/contract-client.ts'
-import { MATRIX_CALLERS, runRoleMatrix, type MatrixCaller, type MatrixRequests, type MatrixWorld } from '../testing/role-matrix.ts'
+import {
+  MATRIX_CALLERS,
+  runRoleMatrix,
+  type MatrixCaller,
+  type MatrixRequests,
+  type MatrixWorld,
+} from '../testing/role-matrix.ts'
 import { startTestControlPlane } from '../testing/test-control-plane.ts'
 
 const test = suite('control-plane/catalog-role-matrix', { timeoutMs: 180_000 })
@@ -16,39 +22,82 @@ const TAGS = ['config-objects', 'plugins', 'marketplaces', 'skills', 'llm-provid
 
 function as(w: MatrixWorld, caller: MatrixCaller): CallOptions {
   switch (caller) {
-    case 'admin': return { token: w.org.admin.token }
-    case 'member': return { token: w.org.member.token }
-    case 'ownerKey': return { apiKey: w.org.ownerKey.key }
-    case 'adminKey': return { apiKey: w.org.adminKey.key }
-    default: return { token: w.org.owner.token }
+    case 'admin':
+      return { token: w.org.admin.token }
+    case 'member':
+      return { token: w.org.member.token }
+    case 'ownerKey':
+      return { apiKey: w.org.ownerKey.key }
+    case 'adminKey':
+      return { apiKey: w.org.adminKey.key }
+    default:
+      return { token: w.org.owner.token }
   }
 }
 function memberIdOf(w: MatrixWorld, caller: MatrixCaller): string {
-  return caller === 'admin' || caller === 'adminKey' ? w.org.admin.memberId : caller === 'member' ? w.org.member.memberId : w.org.owner.memberId
+  return caller === 'admin' || caller === 'adminKey'
+    ? w.org.admin.memberId
+    : caller === 'member'
+      ? w.org.member.memberId
+      : w.org.owner.memberId
 }
 async function ok(res: Promise<{ status: number; body: { item?: { id: string } } }>): Promise<string> {
   const r = await res
-  if (r.status !== 201 && r.status !== 200) throw new Error(`matrix setup failed: ${r.status} ${JSON.stringify(r.body)}`)
+  if (r.status !== 201 && r.status !== 200)
+    throw new Error(`matrix setup failed: ${r.status} ${JSON.stringify(r.body)}`)
   return r.body.item!.id
 }
 const skillMd = (name: string) => `---\nname: ${name}\ndescription: Matrix skill\n---\n\nBody.\n`
-const object = (w: MatrixWorld, c: MatrixCaller) => ok(w.client.post('/v1/config-objects', { ...as(w, c), json: { type: 'skill', sourceMode: 'cloud', title: `obj ${w.seq()}`, input: { rawSourceText: skillMd(`m${w.seq()}`) } } }))
-const plugin = (w: MatrixWorld, c: MatrixCaller) => ok(w.client.post('/v1/plugins', { ...as(w, c), json: { name: `plugin ${w.seq()}` } }))
-const hub = (w: MatrixWorld, c: MatrixCaller) => ok(w.client.post('/v1/skill-hubs', { ...as(w, c), json: { name: `hub ${w.seq()}` } }))
-const provider = (w: MatrixWorld, c: MatrixCaller) => ok(w.client.post('/v1/llm-providers', { ...as(w, c), json: { name: `provider ${w.seq()}`, catalogProviderId: 'openai', models: ['gpt-4o'], apiKey: 'sk-matrix' } }))
+const object = (w: MatrixWorld, c: MatrixCaller) =>
+  ok(
+    w.client.post('/v1/config-objects', {
+      ...as(w, c),
+      json: {
+        type: 'skill',
+        sourceMode: 'cloud',
+        title: `obj ${w.seq()}`,
+        input: { rawSourceText: skillMd(`m${w.seq()}`) },
+      },
+    }),
+  )
+const plugin = (w: MatrixWorld, c: MatrixCaller) =>
+  ok(w.client.post('/v1/plugins', { ...as(w, c), json: { name: `plugin ${w.seq()}` } }))
+const hub = (w: MatrixWorld, c: MatrixCaller) =>
+  ok(w.client.post('/v1/skill-hubs', { ...as(w, c), json: { name: `hub ${w.seq()}` } }))
+const provider = (w: MatrixWorld, c: MatrixCaller) =>
+  ok(
+    w.client.post('/v1/llm-providers', {
+      ...as(w, c),
+      json: { name: `provider ${w.seq()}`, catalogProviderId: 'openai', models: ['gpt-4o'], apiKey: 'sk-matrix' },
+    }),
+  )
 /** Marketplaces are created by admins; the caller is made a manager so member requests can succeed. */
 async function marketplace(w: MatrixWorld, c: MatrixCaller): Promise<string> {
-  const id = await ok(w.client.post('/v1/marketplaces', { token: w.org.owner.token, json: { name: `market ${w.seq()}` } }))
-  await ok(w.client.post(`/v1/marketplaces/${id}/access`, { token: w.org.owner.token, json: { memberId: memberIdOf(w, c), role: 'manager' } }))
+  const id = await ok(
+    w.client.post('/v1/marketplaces', { token: w.org.owner.token, json: { name: `market ${w.seq()}` } }),
+  )
+  await ok(
+    w.client.post(`/v1/marketplaces/${id}/access`, {
+      token: w.org.owner.token,
+      json: { memberId: memberIdOf(w, c), role: 'manager' },
+    }),
+  )
   return id
 }
-const grantOn = async (w: MatrixWorld, c: MatrixCaller, base: string) => ok(w.client.post(`${base}/access`, { ...as(w, c), json: { teamId: w.teamId, role: 'viewer' } }))
+const grantOn = async (w: MatrixWorld, c: MatrixCaller, base: string) =>
+  ok(w.client.post(`${base}/access`, { ...as(w, c), json: { teamId: w.teamId, role: 'viewer' } }))
 
 const REQUESTS: MatrixRequests = {
   listConfigObjects: async () => ({ path: '/v1/config-objects?type=skill&limit=5' }),
-  createConfigObject: async (w) => ({ path: '/v1/config-objects', json: { type: 'context', sourceMode: 'cloud', title: `ctx ${w.seq()}`, input: { rawSourceText: 'notes' } } }),
+  createConfigObject: async (w) => ({
+    path: '/v1/config-objects',
+    json: { type: 'context', sourceMode: 'cloud', title: `ctx ${w.seq()}`, input: { rawSourceText: 'notes' } },
+  }),
   getConfigObject: async (w, c) => ({ path: `/v1/config-objects/${await object(w, c)}` }),
-  addConfigObjectVersion: async (w, c) => ({ path: `/v1/config-objects/${await object(w, c)}/versions`, json: { input: { rawSourceText: skillMd('next') } } }),
+  addConfigObjectVersion: async (w, c) => ({
+    path: `/v1/config-objects/${await object(w, c)}/versions`,
+    json: { input: { rawSourceText: skillMd('next') } },
+  }),
   listConfigObjectVersions: async (w, c) => ({ path: `/v1/config-objects/${await object(w, c)}/versions` }),
   getLatestConfigObjectVersion: async (w, c) => ({ path: `/v1/config-objects/${await object(w, c)}/versions/latest` }),
   getConfigObjectVersion: async (w, c) => {
@@ -65,14 +114,20 @@ const REQUESTS: MatrixRequests = {
     return { path: `/v1/config-objects/${id}/restore` }
   },
   listConfigObjectAccess: async (w, c) => ({ path: `/v1/config-objects/${await object(w, c)}/access` }),
-  grantConfigObjectAccess: async (w, c) => ({ path: `/v1/config-objects/${await object(w, c)}/access`, json: { memberId: w.org.member.memberId, role: 'viewer' } }),
+  grantConfigObjectAccess: async (w, c) => ({
+    path: `/v1/config-objects/${await object(w, c)}/access`,
+    json: { memberId: w.org.member.memberId, role: 'viewer' },
+  }),
   revokeConfigObjectAccess: async (w, c) => {
     const base = `/v1/config-objects/${await object(w, c)}`
     return { path: `${base}/access/${await grantOn(w, c, base)}` }
   },
 
   listConfigObjectPlugins: async (w, c) => ({ path: `/v1/config-objects/${await object(w, c)}/plugins` }),
-  addConfigObjectToPlugin: async (w, c) => ({ path: `/v1/config-objects/${await object(w, c)}/plugins`, json: { pluginId: await plugin(w, c) } }),
+  addConfigObjectToPlugin: async (w, c) => ({
+    path: `/v1/config-objects/${await object(w, c)}/plugins`,
+    json: { pluginId: await plugin(w, c) },
+  }),
   removeConfigObjectFromPlugin: async (w, c) => {
     const obj = await object(w, c)
     const plg = await plugin(w, c)
@@ -92,13 +147,19 @@ const REQUESTS: MatrixRequests = {
     return { path: `/v1/plugins/${id}/restore` }
   },
   listPluginAccess: async (w, c) => ({ path: `/v1/plugins/${await plugin(w, c)}/access` }),
-  grantPluginAccess: async (w, c) => ({ path: `/v1/plugins/${await plugin(w, c)}/access`, json: { memberId: w.org.member.memberId, role: 'editor' } }),
+  grantPluginAccess: async (w, c) => ({
+    path: `/v1/plugins/${await plugin(w, c)}/access`,
+    json: { memberId: w.org.member.memberId, role: 'editor' },
+  }),
   revokePluginAccess: async (w, c) => {
     const base = `/v1/plugins/${await plugin(w, c)}`
     return { path: `${base}/access/${await grantOn(w, c, base)}` }
   },
   listPluginConfigObjects: async (w, c) => ({ path: `/v1/plugins/${await plugin(w, c)}/config-objects` }),
-  addPluginConfigObject: async (w, c) => ({ path: `/v1/plugins/${await plugin(w, c)}/config-objects`, json: { configObjectId: await object(w, c) } }),
+  addPluginConfigObject: async (w, c) => ({
+    path: `/v1/plugins/${await plugin(w, c)}/config-objects`,
+    json: { configObjectId: await object(w, c) },
+  }),
   removePluginConfigObject: async (w, c) => {
     const id = await plugin(w, c)
     const obj = await object(w, c)
@@ -110,7 +171,10 @@ const REQUESTS: MatrixRequests = {
   listMarketplaces: async () => ({ path: '/v1/marketplaces' }),
   createMarketplace: async (w) => ({ path: '/v1/marketplaces', json: { name: `market created ${w.seq()}` } }),
   getMarketplace: async (w, c) => ({ path: `/v1/marketplaces/${await marketplace(w, c)}` }),
-  updateMarketplace: async (w, c) => ({ path: `/v1/marketplaces/${await marketplace(w, c)}`, json: { name: `renamed ${w.seq()}` } }),
+  updateMarketplace: async (w, c) => ({
+    path: `/v1/marketplaces/${await marketplace(w, c)}`,
+    json: { name: `renamed ${w.seq()}` },
+  }),
   deleteMarketplace: async (w, c) => ({ path: `/v1/marketplaces/${await marketplace(w, c)}` }),
   archiveMarketplace: async (w, c) => ({ path: `/v1/marketplaces/${await marketplace(w, c)}/archive` }),
   restoreMarketplace: async (w, c) => {
@@ -119,13 +183,21 @@ const REQUESTS: MatrixRequests = {
     return { path: `/v1/marketplaces/${id}/restore` }
   },
   listMarketplaceAccess: async (w, c) => ({ path: `/v1/marketplaces/${await marketplace(w, c)}/access` }),
-  grantMarketplaceAccess: async (w, c) => ({ path: `/v1/marketplaces/${await marketplace(w, c)}/access`, json: { memberId: w.org.admin.memberId, role: 'viewer' } }),
+  grantMarketplaceAccess: async (w, c) => ({
+    path: `/v1/marketplaces/${await marketplace(w, c)}/access`,
+    json: { memberId: w.org.admin.memberId, role: 'viewer' },
+  }),
   revokeMarketplaceAccess: async (w, c) => {
     const base = `/v1/marketplaces/${await marketplace(w, c)}`
-    return { path: `${base}/access/${await ok(w.client.post(`${base}/access`, { token: w.org.owner.token, json: { teamId: w.teamId, role: 'viewer' } }))}` }
+    return {
+      path: `${base}/access/${await ok(w.client.post(`${base}/access`, { token: w.org.owner.token, json: { teamId: w.teamId, role: 'viewer' } }))}`,
+    }
   },
   listMarketplacePlugins: async (w, c) => ({ path: `/v1/marketplaces/${await marketplace(w, c)}/plugins` }),
-  addMarketplacePlugin: async (w, c) => ({ path: `/v1/marketplaces/${await marketplace(w, c)}/plugins`, json: { pluginId: await plugin(w, c) } }),
+  addMarketplacePlugin: async (w, c) => ({
+    path: `/v1/marketplaces/${await marketplace(w, c)}/plugins`,
+    json: { pluginId: await plugin(w, c) },
+  }),
   removeMarketplacePlugin: async (w, c) => {
     const id = await marketplace(w, c)
     const plg = await plugin(w, c)
@@ -144,7 +216,10 @@ const REQUESTS: MatrixRequests = {
   updateSkillHub: async (w, c) => ({ path: `/v1/skill-hubs/${await hub(w, c)}`, json: { description: 'changed' } }),
   deleteSkillHub: async (w, c) => ({ path: `/v1/skill-hubs/${await hub(w, c)}` }),
   listSkillHubSkills: async (w, c) => ({ path: `/v1/skill-hubs/${await hub(w, c)}/skills` }),
-  addSkillHubSkill: async (w, c) => ({ path: `/v1/skill-hubs/${await hub(w, c)}/skills`, json: { skillId: await object(w, c) } }),
+  addSkillHubSkill: async (w, c) => ({
+    path: `/v1/skill-hubs/${await hub(w, c)}/skills`,
+    json: { skillId: await object(w, c) },
+  }),
   removeSkillHubSkill: async (w, c) => {
     const id = await hub(w, c)
     const skill = await object(w, c)
@@ -152,14 +227,22 @@ const REQUESTS: MatrixRequests = {
     return { path: `/v1/skill-hubs/${id}/skills/${skill}` }
   },
   listSkillHubAssignments: async (w, c) => ({ path: `/v1/skill-hubs/${await hub(w, c)}/assignments` }),
-  assignSkillHub: async (w, c) => ({ path: `/v1/skill-hubs/${await hub(w, c)}/assignments`, json: { teamId: w.teamId } }),
+  assignSkillHub: async (w, c) => ({
+    path: `/v1/skill-hubs/${await hub(w, c)}/assignments`,
+    json: { teamId: w.teamId },
+  }),
   unassignSkillHub: async (w, c) => {
     const id = await hub(w, c)
-    const assignment = await ok(w.client.post(`/v1/skill-hubs/${id}/assignments`, { ...as(w, c), json: { memberId: w.org.member.memberId } }))
+    const assignment = await ok(
+      w.client.post(`/v1/skill-hubs/${id}/assignments`, { ...as(w, c), json: { memberId: w.org.member.memberId } }),
+    )
     return { path: `/v1/skill-hubs/${id}/assignments/${assignment}` }
   },
   listSkillHubAccess: async (w, c) => ({ path: `/v1/skill-hubs/${await hub(w, c)}/access` }),
-  grantSkillHubAccess: async (w, c) => ({ path: `/v1/skill-hubs/${await hub(w, c)}/access`, json: { teamId: w.teamId, role: 'viewer' } }),
+  grantSkillHubAccess: async (w, c) => ({
+    path: `/v1/skill-hubs/${await hub(w, c)}/access`,
+    json: { teamId: w.teamId, role: 'viewer' },
+  }),
   revokeSkillHubAccess: async (w, c) => {
     const base = `/v1/skill-hubs/${await hub(w, c)}`
     return { path: `${base}/access/${await grantOn(w, c, base)}` }
@@ -168,13 +251,22 @@ const REQUESTS: MatrixRequests = {
   listProviderCatalog: async () => ({ path: '/v1/llm-provider-catalog' }),
   getCatalogProvider: async () => ({ path: '/v1/llm-provider-catalog/openai' }),
   listLlmProviders: async () => ({ path: '/v1/llm-providers' }),
-  createLlmProvider: async (w) => ({ path: '/v1/llm-providers', json: { name: `created provider ${w.seq()}`, catalogProviderId: 'groq', models: ['llama-3.3-70b-versatile'] } }),
+  createLlmProvider: async (w) => ({
+    path: '/v1/llm-providers',
+    json: { name: `created provider ${w.seq()}`, catalogProviderId: 'groq', models: ['llama-3.3-70b-versatile'] },
+  }),
   getLlmProvider: async (w, c) => ({ path: `/v1/llm-providers/${await provider(w, c)}` }),
-  updateLlmProvider: async (w, c) => ({ path: `/v1/llm-providers/${await provider(w, c)}`, json: { name: `renamed provider ${w.seq()}` } }),
+  updateLlmProvider: async (w, c) => ({
+    path: `/v1/llm-providers/${await provider(w, c)}`,
+    json: { name: `renamed provider ${w.seq()}` },
+  }),
   deleteLlmProvider: async (w, c) => ({ path: `/v1/llm-providers/${await provider(w, c)}` }),
   getLlmProviderCredential: async (w, c) => ({ path: `/v1/llm-providers/${await provider(w, c)}/credential` }),
   listLlmProviderAccess: async (w, c) => ({ path: `/v1/llm-providers/${await provider(w, c)}/access` }),
-  grantLlmProviderAccess: async (w, c) => ({ path: `/v1/llm-providers/${await provider(w, c)}/access`, json: { teamId: w.teamId, role: 'viewer' } }),
+  grantLlmProviderAccess: async (w, c) => ({
+    path: `/v1/llm-providers/${await provider(w, c)}/access`,
+    json: { teamId: w.teamId, role: 'viewer' },
+  }),
   revokeLlmProviderAccess: async (w, c) => {
     const base = `/v1/llm-providers/${await provider(w, c)}`
     return { path: `${base}/access/${await grantOn(w, c, base)}` }

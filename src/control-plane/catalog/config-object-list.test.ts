@@ -15,7 +15,8 @@ import { insertConfigObject } from './config-store.ts'
 
 const test = suite('control-plane/config-object-list', { timeoutMs: 60_000 })
 
-const skill = (name: string, words = '') => `---\nname: ${name}\ndescription: Skill ${name} ${words}\n---\n\nBody of ${name}.\n`
+const skill = (name: string, words = '') =>
+  `---\nname: ${name}\ndescription: Skill ${name} ${words}\n---\n\nBody of ${name}.\n`
 
 async function ids(t: TestControlPlane, token: string, query: string): Promise<string[]> {
   const out: string[] = []
@@ -34,7 +35,15 @@ test('every filter narrows the list to exactly the objects that match it', async
   try {
     const org = await buildFixtureOrg(t.client, 'filters')
     const token = org.owner.token
-    const made: Array<{ id: string; type: string; status: string; sourceMode: string; plugin: boolean; connector: string | null; words: string }> = []
+    const made: Array<{
+      id: string
+      type: string
+      status: string
+      sourceMode: string
+      plugin: boolean
+      connector: string | null
+      words: string
+    }> = []
     const plugin = (await t.client.post('/v1/plugins', { token, json: { name: 'Bundle' } })).body.item.id
     const specs = [
       { type: 'skill', sourceMode: 'cloud', words: 'pdf tables', plugin: true },
@@ -45,16 +54,56 @@ test('every filter narrows the list to exactly the objects that match it', async
       { type: 'custom', sourceMode: 'cloud', words: 'profile', plugin: false },
     ]
     for (const [i, s] of specs.entries()) {
-      const input = s.type === 'skill' ? { rawSourceText: skill(`s${i}`, s.words) } : s.type === 'custom' ? { normalizedPayload: { about: s.words } } : { rawSourceText: `About ${s.words}` }
-      const res = await t.client.post('/v1/config-objects', { token, json: { type: s.type, sourceMode: s.sourceMode, title: `Object ${i}`, input, ...(s.plugin ? { pluginIds: [plugin] } : {}) } })
+      const input =
+        s.type === 'skill'
+          ? { rawSourceText: skill(`s${i}`, s.words) }
+          : s.type === 'custom'
+            ? { normalizedPayload: { about: s.words } }
+            : { rawSourceText: `About ${s.words}` }
+      const res = await t.client.post('/v1/config-objects', {
+        token,
+        json: {
+          type: s.type,
+          sourceMode: s.sourceMode,
+          title: `Object ${i}`,
+          input,
+          ...(s.plugin ? { pluginIds: [plugin] } : {}),
+        },
+      })
       assert.is(res.status, 201, JSON.stringify(res.body))
-      made.push({ id: res.body.item.id, type: s.type, status: 'active', sourceMode: s.sourceMode, plugin: s.plugin, connector: null, words: s.words })
+      made.push({
+        id: res.body.item.id,
+        type: s.type,
+        status: 'active',
+        sourceMode: s.sourceMode,
+        plugin: s.plugin,
+        connector: null,
+        words: s.words,
+      })
     }
     // Connector-owned objects come from sync (issue 8) through the store API.
     const connectorId = 'cin_01jtestconnectorinstance0'
     for (let i = 0; i < 2; i++) {
-      const created = await t.app.deps.db.transaction().execute((trx) => insertConfigObject(t.app.deps, trx, { orgId: org.orgId, memberId: null }, { type: 'skill', title: `Synced ${i}`, input: { rawSourceText: skill(`synced-${i}`, 'pdf') } }, { sourceMode: 'connector', connectorInstanceId: connectorId }))
-      made.push({ id: created.id, type: 'skill', status: 'active', sourceMode: 'connector', plugin: false, connector: connectorId, words: 'pdf' })
+      const created = await t.app.deps.db
+        .transaction()
+        .execute((trx) =>
+          insertConfigObject(
+            t.app.deps,
+            trx,
+            { orgId: org.orgId, memberId: null },
+            { type: 'skill', title: `Synced ${i}`, input: { rawSourceText: skill(`synced-${i}`, 'pdf') } },
+            { sourceMode: 'connector', connectorInstanceId: connectorId },
+          ),
+        )
+      made.push({
+        id: created.id,
+        type: 'skill',
+        status: 'active',
+        sourceMode: 'connector',
+        plugin: false,
+        connector: connectorId,
+        words: 'pdf',
+      })
     }
     await t.client.post(`/v1/config-objects/${made[1]!.id}/archive`, { token })
     made[1]!.status = 'archived'
@@ -82,13 +131,25 @@ test('every filter narrows the list to exactly the objects that match it', async
       ['&q=conv', expect((m) => live(m) && m.words.includes('conventions'))],
       ['&q=nothing-matches-this', []],
       ['&q=%2B%2B', []],
-      ['&type=skill&sourceMode=cloud&q=pdf', expect((m) => live(m) && m.type === 'skill' && m.sourceMode === 'cloud' && m.words.includes('pdf'))],
+      [
+        '&type=skill&sourceMode=cloud&q=pdf',
+        expect((m) => live(m) && m.type === 'skill' && m.sourceMode === 'cloud' && m.words.includes('pdf')),
+      ],
       ['&type=skill&deleted=only', expect((m) => m.type === 'skill' && m.status === 'deleted')],
     ]
     for (const [query, expected] of cases) assert.equal(await ids(t, token, query), expected, query || '(no filter)')
     // Each filter actually narrowed something.
-    for (const [query, expected] of cases.filter(([q]) => q !== '&deleted=include')) assert.ok(expected.length < made.length, `${query || '(default)'} narrows`)
-    for (const bad of ['&limit=0', '&limit=101', '&limit=2.5', '&type=widget', '&deleted=maybe', '&status=gone', '&plugin=nope']) {
+    for (const [query, expected] of cases.filter(([q]) => q !== '&deleted=include'))
+      assert.ok(expected.length < made.length, `${query || '(default)'} narrows`)
+    for (const bad of [
+      '&limit=0',
+      '&limit=101',
+      '&limit=2.5',
+      '&type=widget',
+      '&deleted=maybe',
+      '&status=gone',
+      '&plugin=nope',
+    ]) {
       const res = await t.client.get(`/v1/config-objects?${bad.slice(1)}`, { token })
       assert.is(res.status, 422, bad)
     }
@@ -104,11 +165,28 @@ test('each filter is answered from an index, never by scanning the table or sort
   const t = await startTestControlPlane()
   try {
     const org = await buildFixtureOrg(t.client, 'plans')
-    const actor: Actor = { orgId: org.orgId, userId: org.owner.userId, memberId: org.owner.memberId, role: 'owner', credential: 'session', apiKeyId: null }
+    const actor: Actor = {
+      orgId: org.orgId,
+      userId: org.owner.userId,
+      memberId: org.owner.memberId,
+      role: 'owner',
+      credential: 'session',
+      apiKeyId: null,
+    }
     // Enough rows that the planner has statistics worth using.
     await t.app.deps.db.transaction().execute(async (trx) => {
       for (let i = 0; i < 300; i++) {
-        await insertConfigObject(t.app.deps, trx, { orgId: org.orgId, memberId: null }, { type: i % 3 === 0 ? 'skill' : 'custom', title: `Object ${i}`, input: i % 3 === 0 ? { rawSourceText: skill(`n${i}`) } : { normalizedPayload: { i } } }, { sourceMode: i % 2 ? 'cloud' : 'import' })
+        await insertConfigObject(
+          t.app.deps,
+          trx,
+          { orgId: org.orgId, memberId: null },
+          {
+            type: i % 3 === 0 ? 'skill' : 'custom',
+            title: `Object ${i}`,
+            input: i % 3 === 0 ? { rawSourceText: skill(`n${i}`) } : { normalizedPayload: { i } },
+          },
+          { sourceMode: i % 2 ? 'cloud' : 'import' },
+        )
       }
     })
     await sql`analyze`.execute(t.app.deps.db)
@@ -125,9 +203,12 @@ test('each filter is answered from an index, never by scanning the table or sort
     ]
     for (const [label, filter, index] of filters) {
       for (const withCursor of [false, true]) {
-        const query = await listSql(t, () => listConfigObjects(t.app.deps, actor, { limit: 50, ...(withCursor ? { cursor } : {}), ...filter } as never))
+        const query = await listSql(t, () =>
+          listConfigObjects(t.app.deps, actor, { limit: 50, ...(withCursor ? { cursor } : {}), ...filter } as never),
+        )
         // EXPLAIN is SQLite syntax; it is only used here, to check the plan the product query gets.
-        const rows = (await t.app.deps.db.executeQuery({ ...query, sql: `explain query plan ${query.sql}` } as never)).rows as Array<{ detail: string }>
+        const rows = (await t.app.deps.db.executeQuery({ ...query, sql: `explain query plan ${query.sql}` } as never))
+          .rows as Array<{ detail: string }>
         const detail = rows.map((r) => r.detail).join(' | ')
         const where = `${label}${withCursor ? ' + cursor' : ''}: ${detail}`
         assert.match(detail, index, where)
@@ -141,8 +222,13 @@ test('each filter is answered from an index, never by scanning the table or sort
 })
 
 /** The SQL of the config-object list query that `run` executes (captured at the executor). */
-async function listSql(t: TestControlPlane, run: () => Promise<unknown>): Promise<{ sql: string; parameters: readonly unknown[]; query: unknown }> {
-  const executor = t.app.deps.db.getExecutor() as unknown as { executeQuery: (q: { sql: string; parameters: readonly unknown[]; query: unknown }) => Promise<unknown> }
+async function listSql(
+  t: TestControlPlane,
+  run: () => Promise<unknown>,
+): Promise<{ sql: string; parameters: readonly unknown[]; query: unknown }> {
+  const executor = t.app.deps.db.getExecutor() as unknown as {
+    executeQuery: (q: { sql: string; parameters: readonly unknown[]; query: unknown }) => Promise<unknown>
+  }
   const original = executor.executeQuery
   let captured: { sql: string; parameters: readonly unknown[]; query: unknown } | null = null
   executor.executeQuery = function (q) {
@@ -164,20 +250,46 @@ test('paging visits every object exactly once while other objects are being adde
     const org = await buildFixtureOrg(t.client, 'paging')
     const token = org.member.token
     const initial: string[] = []
-    for (let i = 0; i < 23; i++) initial.push((await t.client.post('/v1/config-objects', { token, json: { type: 'context', sourceMode: 'cloud', title: `C${i}`, input: { rawSourceText: `c${i}` } } })).body.item.id)
+    for (let i = 0; i < 23; i++)
+      initial.push(
+        (
+          await t.client.post('/v1/config-objects', {
+            token,
+            json: { type: 'context', sourceMode: 'cloud', title: `C${i}`, input: { rawSourceText: `c${i}` } },
+          })
+        ).body.item.id,
+      )
     const seen: string[] = []
     const added: string[] = []
     let cursor: string | null = null
     let pages = 0
     do {
-      const res = await t.client.get(`/v1/config-objects?type=context&limit=4${cursor ? `&cursor=${cursor}` : ''}`, { token })
+      const res = await t.client.get(`/v1/config-objects?type=context&limit=4${cursor ? `&cursor=${cursor}` : ''}`, {
+        token,
+      })
       seen.push(...res.body.items.map((i: { id: string }) => i.id))
       cursor = res.body.nextCursor
       // Someone keeps adding while the client pages (until the tenth page, so it ends).
-      if (pages++ < 10) added.push((await t.client.post('/v1/config-objects', { token: org.owner.token, json: { type: 'context', sourceMode: 'cloud', title: `New ${pages}`, input: { rawSourceText: `new ${pages}` } } })).body.item.id)
+      if (pages++ < 10)
+        added.push(
+          (
+            await t.client.post('/v1/config-objects', {
+              token: org.owner.token,
+              json: {
+                type: 'context',
+                sourceMode: 'cloud',
+                title: `New ${pages}`,
+                input: { rawSourceText: `new ${pages}` },
+              },
+            })
+          ).body.item.id,
+        )
     } while (cursor)
     assert.is(new Set(seen).size, seen.length, 'no object twice')
-    assert.ok(initial.every((id) => seen.includes(id)), 'every object present at the start is visited')
+    assert.ok(
+      initial.every((id) => seen.includes(id)),
+      'every object present at the start is visited',
+    )
     // The owner's additions are invisible to the member (no grant): visibility filtering happens in the query.
     assert.not.ok(added.some((id) => seen.includes(id)))
     // The same walk as the owner sees the added objects, still each once.

@@ -13,7 +13,14 @@ import { isoAt, type Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
 import { requireRole, upsertGrant, visibleCondition, type Db } from './access-grants.ts'
 import type { ObjectType, VersionInput } from './config-source.ts'
-import { changeLifecycleIn, insertConfigObject, LIFECYCLE, type CreatedVia, type ObjectState, type SourceMode } from './config-store.ts'
+import {
+  changeLifecycleIn,
+  insertConfigObject,
+  type LIFECYCLE,
+  type CreatedVia,
+  type ObjectState,
+  type SourceMode,
+} from './config-store.ts'
 import { prefixUpperBound, queryTerms } from './search-terms.ts'
 
 /** A short summary of the latest version (no payload). */
@@ -66,9 +73,25 @@ export function objectQuery(db: Db, orgId: string) {
   return db
     .selectFrom('config_object as co')
     .select([
-      'co.id', 'co.object_type', 'co.source_mode', 'co.title', 'co.description', 'co.name', 'co.status', 'co.connector_instance_id',
-      'co.created_by_member_id', 'co.version_count', 'co.created_at', 'co.updated_at', 'co.archived_at', 'co.deleted_at',
-      'co.latest_version_id', 'co.latest_created_via', 'co.latest_created_by_member_id', 'co.latest_source_revision_ref', 'co.latest_created_at',
+      'co.id',
+      'co.object_type',
+      'co.source_mode',
+      'co.title',
+      'co.description',
+      'co.name',
+      'co.status',
+      'co.connector_instance_id',
+      'co.created_by_member_id',
+      'co.version_count',
+      'co.created_at',
+      'co.updated_at',
+      'co.archived_at',
+      'co.deleted_at',
+      'co.latest_version_id',
+      'co.latest_created_via',
+      'co.latest_created_by_member_id',
+      'co.latest_source_revision_ref',
+      'co.latest_created_at',
     ])
     .where('co.org_id', '=', orgId)
 }
@@ -89,7 +112,14 @@ export function objectView(row: ObjectRow): ConfigObjectView {
     createdByMemberId: row.created_by_member_id,
     versionCount: row.version_count,
     latestVersion: row.latest_version_id
-      ? { id: row.latest_version_id, number: row.version_count, createdVia: row.latest_created_via as CreatedVia, createdByMemberId: row.latest_created_by_member_id, sourceRevisionRef: row.latest_source_revision_ref, createdAt: row.latest_created_at! }
+      ? {
+          id: row.latest_version_id,
+          number: row.version_count,
+          createdVia: row.latest_created_via as CreatedVia,
+          createdByMemberId: row.latest_created_by_member_id,
+          sourceRevisionRef: row.latest_source_revision_ref,
+          createdAt: row.latest_created_at!,
+        }
       : null,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
@@ -103,7 +133,11 @@ export function objectView(row: ObjectRow): ConfigObjectView {
  * an `(org_id, <column>, id)` index; `q` and `pluginId` by their own indexes; the deleted
  * selection by the status column.
  */
-export function listConfigObjects(deps: Deps, actor: Actor, filters: ConfigObjectFilters): Promise<Page<ConfigObjectView>> {
+export function listConfigObjects(
+  deps: Deps,
+  actor: Actor,
+  filters: ConfigObjectFilters,
+): Promise<Page<ConfigObjectView>> {
   let query = objectQuery(deps.db, actor.orgId)
   if (filters.type) query = query.where('co.object_type', '=', filters.type)
   if (filters.status) query = query.where('co.status', '=', filters.status)
@@ -115,16 +149,38 @@ export function listConfigObjects(deps: Deps, actor: Actor, filters: ConfigObjec
   if (deleted === 'only') query = query.where('co.status', '=', 'deleted')
   if (filters.pluginId) {
     const pluginId = filters.pluginId
-    query = query.where('co.id', 'in', deps.db.selectFrom('plugin_config_object as pco').select('pco.config_object_id').where('pco.plugin_id', '=', pluginId).where('pco.org_id', '=', actor.orgId))
+    query = query.where(
+      'co.id',
+      'in',
+      deps.db
+        .selectFrom('plugin_config_object as pco')
+        .select('pco.config_object_id')
+        .where('pco.plugin_id', '=', pluginId)
+        .where('pco.org_id', '=', actor.orgId),
+    )
   }
   for (const term of filters.q ? queryTerms(filters.q) : []) {
-    query = query.where('co.id', 'in', deps.db.selectFrom('config_object_term as t').select('t.config_object_id')
-      .where('t.org_id', '=', actor.orgId).where('t.term', '>=', term).where('t.term', '<', prefixUpperBound(term)))
+    query = query.where(
+      'co.id',
+      'in',
+      deps.db
+        .selectFrom('config_object_term as t')
+        .select('t.config_object_id')
+        .where('t.org_id', '=', actor.orgId)
+        .where('t.term', '>=', term)
+        .where('t.term', '<', prefixUpperBound(term)),
+    )
   }
   query = query.where(visibleCondition(deps.db, actor, 'config_object', 'co.id'))
   // A query of only punctuation has no words: it matches nothing rather than everything.
   if (filters.q !== undefined && queryTerms(filters.q).length === 0) query = query.where(sql<boolean>`1 = 0`)
-  return keysetPage(query, { scope: 'config-objects', cursor: filters.cursor, limit: filters.limit, order: [{ column: 'co.id', field: 'id', direction: 'asc' }], map: objectView })
+  return keysetPage(query, {
+    scope: 'config-objects',
+    cursor: filters.cursor,
+    limit: filters.limit,
+    order: [{ column: 'co.id', field: 'id', direction: 'asc' }],
+    map: objectView,
+  })
 }
 
 /** One visible object. */
@@ -145,37 +201,91 @@ export interface CreateConfigObjectBody {
 }
 
 /** Creates an object and its first version; the creator gets a manager grant. Plugins need editor. */
-export async function createConfigObject(deps: Deps, actor: Actor, body: CreateConfigObjectBody): Promise<ConfigObjectView> {
+export async function createConfigObject(
+  deps: Deps,
+  actor: Actor,
+  body: CreateConfigObjectBody,
+): Promise<ConfigObjectView> {
   const id = await deps.db.transaction().execute(async (trx) => {
     const pluginIds = [...new Set(body.pluginIds ?? [])]
     for (const pluginId of pluginIds) await requireRole(trx, actor, 'plugin', pluginId, 'editor')
-    const created = await insertConfigObject(deps, trx, { orgId: actor.orgId, memberId: actor.memberId }, body, { sourceMode: body.sourceMode })
-    await upsertGrant(deps, trx, actor.orgId, 'config_object', created.id, { memberId: actor.memberId }, 'manager', actor.memberId)
+    const created = await insertConfigObject(deps, trx, { orgId: actor.orgId, memberId: actor.memberId }, body, {
+      sourceMode: body.sourceMode,
+    })
+    await upsertGrant(
+      deps,
+      trx,
+      actor.orgId,
+      'config_object',
+      created.id,
+      { memberId: actor.memberId },
+      'manager',
+      actor.memberId,
+    )
     for (const pluginId of pluginIds) await addToPluginIn(deps, trx, actor, pluginId, created.id, 'api')
-    await recordAudit(deps, trx, actor, 'config_object.created', { type: 'config_object', id: created.id }, { objectType: body.type, versionId: created.versionId })
+    await recordAudit(
+      deps,
+      trx,
+      actor,
+      'config_object.created',
+      { type: 'config_object', id: created.id },
+      { objectType: body.type, versionId: created.versionId },
+    )
     return created.id
   })
   return getConfigObject(deps, actor, id)
 }
 
 /** Adds an object to a plugin inside a transaction (no checks); 409 `already_in_plugin`. */
-export async function addToPluginIn(deps: Deps, trx: Db, actor: Pick<Actor, 'orgId' | 'memberId'>, pluginId: string, objectId: string, source: 'manual' | 'api' | 'connector' | 'system', connectorMappingId: string | null = null): Promise<string> {
-  const existing = await trx.selectFrom('plugin_config_object').select('id').where('plugin_id', '=', pluginId).where('config_object_id', '=', objectId).executeTakeFirst()
+export async function addToPluginIn(
+  deps: Deps,
+  trx: Db,
+  actor: Pick<Actor, 'orgId' | 'memberId'>,
+  pluginId: string,
+  objectId: string,
+  source: 'manual' | 'api' | 'connector' | 'system',
+  connectorMappingId: string | null = null,
+): Promise<string> {
+  const existing = await trx
+    .selectFrom('plugin_config_object')
+    .select('id')
+    .where('plugin_id', '=', pluginId)
+    .where('config_object_id', '=', objectId)
+    .executeTakeFirst()
   if (existing) throw errors.conflict('already_in_plugin', 'The config object is already in the plugin')
   const id = newId('pco')
-  await trx.insertInto('plugin_config_object').values({
-    id, org_id: actor.orgId, plugin_id: pluginId, config_object_id: objectId, membership_source: source,
-    connector_mapping_id: connectorMappingId, created_by_member_id: actor.memberId, created_at: isoAt(deps),
-  }).execute()
+  await trx
+    .insertInto('plugin_config_object')
+    .values({
+      id,
+      org_id: actor.orgId,
+      plugin_id: pluginId,
+      config_object_id: objectId,
+      membership_source: source,
+      connector_mapping_id: connectorMappingId,
+      created_by_member_id: actor.memberId,
+      created_at: isoAt(deps),
+    })
+    .execute()
   return id
 }
 
 /** Archives, deletes (soft) or restores an object; manager only. */
-export async function changeLifecycle(deps: Deps, actor: Actor, id: string, action: keyof typeof LIFECYCLE): Promise<ConfigObjectView> {
+export async function changeLifecycle(
+  deps: Deps,
+  actor: Actor,
+  id: string,
+  action: keyof typeof LIFECYCLE,
+): Promise<ConfigObjectView> {
   await deps.db.transaction().execute(async (trx) => {
     await requireRole(trx, actor, 'config_object', id, 'manager')
     await changeLifecycleIn(deps, trx, actor.orgId, id, action)
-    const event = action === 'archive' ? 'config_object.archived' : action === 'delete' ? 'config_object.deleted' : 'config_object.restored'
+    const event =
+      action === 'archive'
+        ? 'config_object.archived'
+        : action === 'delete'
+          ? 'config_object.deleted'
+          : 'config_object.restored'
     await recordAudit(deps, trx, actor, event, { type: 'config_object', id })
   })
   return getConfigObject(deps, actor, id)

@@ -35,12 +35,20 @@ export const NAME_PATTERN = /^[a-z0-9]+(-[a-z0-9]+)*$/
 
 /** 422 for a source that is invalid for its type, naming the field and a machine-readable reason. */
 export function invalidSource(path: string, message: string, reason: string): ApiError {
-  return new ApiError(422, 'validation_failed', `Invalid source: ${message}`, { details: { reason, issues: [{ path, message }] } })
+  return new ApiError(422, 'validation_failed', `Invalid source: ${message}`, {
+    details: { reason, issues: [{ path, message }] },
+  })
 }
 
 /** A file-safe name from a title: lowercase words joined by hyphens, at most 64 characters. */
 export function slugify(title: string): string {
-  const slug = title.normalize('NFKD').toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 64).replace(/-+$/, '')
+  const slug = title
+    .normalize('NFKD')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 64)
+    .replace(/-+$/, '')
   return slug || 'untitled'
 }
 
@@ -53,7 +61,11 @@ function str(value: unknown): string | undefined {
 
 function checkName(name: unknown, path: string, reason = 'invalid_name'): string {
   if (typeof name !== 'string' || name.length < 1 || name.length > 64 || !NAME_PATTERN.test(name)) {
-    throw invalidSource(path, 'name must be 1-64 lowercase letters and digits in hyphen-separated words (e.g. pdf-tools)', reason)
+    throw invalidSource(
+      path,
+      'name must be 1-64 lowercase letters and digits in hyphen-separated words (e.g. pdf-tools)',
+      reason,
+    )
   }
   return name
 }
@@ -62,12 +74,16 @@ function markdown(raw: string) {
   try {
     return parseMarkdown(raw)
   } catch (error) {
-    if (error instanceof FrontmatterError) throw invalidSource(`${RAW}.frontmatter`, error.message, 'invalid_frontmatter')
+    if (error instanceof FrontmatterError)
+      throw invalidSource(`${RAW}.frontmatter`, error.message, 'invalid_frontmatter')
     throw error
   }
 }
 
-function plainFrontmatter(frontmatter: Record<string, FrontmatterValue> | null, omit: string[]): Record<string, FrontmatterValue> {
+function plainFrontmatter(
+  frontmatter: Record<string, FrontmatterValue> | null,
+  omit: string[],
+): Record<string, FrontmatterValue> {
   return Object.fromEntries(Object.entries(frontmatter ?? {}).filter(([k]) => !omit.includes(k)))
 }
 
@@ -76,7 +92,12 @@ function skill(input: VersionInput): NormalizedSource {
   let name: unknown, description: unknown, body: unknown, metadata: Record<string, unknown>, base: string
   if (input.rawSourceText !== undefined) {
     const doc = markdown(input.rawSourceText)
-    if (!doc.frontmatter) throw invalidSource(`${RAW}.frontmatter`, 'a SKILL.md starts with a --- frontmatter block holding name and description', 'invalid_skill_frontmatter')
+    if (!doc.frontmatter)
+      throw invalidSource(
+        `${RAW}.frontmatter`,
+        'a SKILL.md starts with a --- frontmatter block holding name and description',
+        'invalid_skill_frontmatter',
+      )
     ;({ name, description } = doc.frontmatter)
     body = doc.body
     metadata = plainFrontmatter(doc.frontmatter, ['name', 'description'])
@@ -84,7 +105,10 @@ function skill(input: VersionInput): NormalizedSource {
   } else {
     const p = input.normalizedPayload!
     ;({ name, description, body } = p)
-    metadata = (p.metadata && typeof p.metadata === 'object' && !Array.isArray(p.metadata) ? p.metadata : {}) as Record<string, unknown>
+    metadata = (p.metadata && typeof p.metadata === 'object' && !Array.isArray(p.metadata) ? p.metadata : {}) as Record<
+      string,
+      unknown
+    >
     base = PAYLOAD
   }
   checkName(name, `${base}.name`, 'invalid_skill_name')
@@ -92,9 +116,17 @@ function skill(input: VersionInput): NormalizedSource {
     throw invalidSource(`${base}.description`, 'description must be 1-1024 characters', 'invalid_skill_description')
   }
   if (typeof body !== 'string' || body.trim() === '') {
-    throw invalidSource(input.rawSourceText !== undefined ? `${RAW}.body` : `${PAYLOAD}.body`, 'the skill body (after the frontmatter) must not be empty', 'invalid_skill_body')
+    throw invalidSource(
+      input.rawSourceText !== undefined ? `${RAW}.body` : `${PAYLOAD}.body`,
+      'the skill body (after the frontmatter) must not be empty',
+      'invalid_skill_body',
+    )
   }
-  return { name: name as string, payload: { name, description: description.trim(), body, metadata }, searchText: `${name} ${description} ${body}` }
+  return {
+    name: name as string,
+    payload: { name, description: description.trim(), body, metadata },
+    searchText: `${name} ${description} ${body}`,
+  }
 }
 
 /** Markdown-with-frontmatter types: commands (a template) and agents (a prompt). */
@@ -116,21 +148,45 @@ function promptFile(type: 'command' | 'agent', input: VersionInput, title: strin
   }
   const name = fields.name === undefined ? slugify(title) : checkName(fields.name, `${base}.name`)
   if (typeof body !== 'string' || body.trim() === '') {
-    throw invalidSource(input.rawSourceText !== undefined ? `${RAW}.body` : `${PAYLOAD}.${bodyKey}`, `the ${type} ${bodyKey} must not be empty`, `invalid_${type}_${bodyKey}`)
+    throw invalidSource(
+      input.rawSourceText !== undefined ? `${RAW}.body` : `${PAYLOAD}.${bodyKey}`,
+      `the ${type} ${bodyKey} must not be empty`,
+      `invalid_${type}_${bodyKey}`,
+    )
   }
   const description = fields.description
   if (description !== undefined && (typeof description !== 'string' || description.length > 1024)) {
-    throw invalidSource(`${base}.description`, 'description must be a string of at most 1024 characters', `invalid_${type}_description`)
+    throw invalidSource(
+      `${base}.description`,
+      'description must be a string of at most 1024 characters',
+      `invalid_${type}_description`,
+    )
   }
   if (type === 'agent') {
-    if (typeof description !== 'string' || description.trim() === '') throw invalidSource(`${base}.description`, 'an agent needs a description (OpenCode shows it when choosing agents)', 'invalid_agent_description')
-    if (fields.mode !== undefined && !['primary', 'subagent', 'all'].includes(fields.mode as string)) throw invalidSource(`${base}.mode`, 'mode must be primary, subagent or all', 'invalid_agent_mode')
-    if (fields.temperature !== undefined && (typeof fields.temperature !== 'number' || fields.temperature < 0 || fields.temperature > 2)) throw invalidSource(`${base}.temperature`, 'temperature must be a number from 0 to 2', 'invalid_agent_temperature')
+    if (typeof description !== 'string' || description.trim() === '')
+      throw invalidSource(
+        `${base}.description`,
+        'an agent needs a description (OpenCode shows it when choosing agents)',
+        'invalid_agent_description',
+      )
+    if (fields.mode !== undefined && !['primary', 'subagent', 'all'].includes(fields.mode as string))
+      throw invalidSource(`${base}.mode`, 'mode must be primary, subagent or all', 'invalid_agent_mode')
+    if (
+      fields.temperature !== undefined &&
+      (typeof fields.temperature !== 'number' || fields.temperature < 0 || fields.temperature > 2)
+    )
+      throw invalidSource(
+        `${base}.temperature`,
+        'temperature must be a number from 0 to 2',
+        'invalid_agent_temperature',
+      )
   }
   for (const key of ['agent', 'model']) {
-    if (fields[key] !== undefined && typeof fields[key] !== 'string') throw invalidSource(`${base}.${key}`, `${key} must be a string`, `invalid_${type}_${key}`)
+    if (fields[key] !== undefined && typeof fields[key] !== 'string')
+      throw invalidSource(`${base}.${key}`, `${key} must be a string`, `invalid_${type}_${key}`)
   }
-  if (fields.subtask !== undefined && typeof fields.subtask !== 'boolean') throw invalidSource(`${base}.subtask`, 'subtask must be true or false', 'invalid_command_subtask')
+  if (fields.subtask !== undefined && typeof fields.subtask !== 'boolean')
+    throw invalidSource(`${base}.subtask`, 'subtask must be true or false', 'invalid_command_subtask')
   const rest = Object.fromEntries(Object.entries(fields).filter(([k]) => k !== 'name'))
   return { name, payload: { name, ...rest, [bodyKey]: body }, searchText: `${name} ${str(description) ?? ''} ${body}` }
 }
@@ -142,13 +198,19 @@ function parseJsonObject(raw: string, what: string): Record<string, unknown> {
   } catch (error) {
     throw invalidSource(RAW, `${what} must be JSON: ${(error as Error).message}`, 'invalid_json')
   }
-  if (!value || typeof value !== 'object' || Array.isArray(value)) throw invalidSource(RAW, `${what} must be a JSON object`, 'invalid_json')
+  if (!value || typeof value !== 'object' || Array.isArray(value))
+    throw invalidSource(RAW, `${what} must be a JSON object`, 'invalid_json')
   return value as Record<string, unknown>
 }
 
 function stringRecord(value: unknown, path: string): Record<string, string> | undefined {
   if (value === undefined) return undefined
-  if (!value || typeof value !== 'object' || Array.isArray(value) || !Object.values(value).every((v) => typeof v === 'string')) {
+  if (
+    !value ||
+    typeof value !== 'object' ||
+    Array.isArray(value) ||
+    !Object.values(value).every((v) => typeof v === 'string')
+  ) {
     throw invalidSource(path, 'must be an object of string values', 'invalid_mcp_definition')
   }
   return value as Record<string, string>
@@ -156,17 +218,29 @@ function stringRecord(value: unknown, path: string): Record<string, string> | un
 
 /** An MCP server as OpenCode configures it: local (a command) or remote (a URL). */
 function mcp(input: VersionInput, title: string): NormalizedSource {
-  const source = input.rawSourceText !== undefined ? parseJsonObject(input.rawSourceText, 'an MCP server definition') : input.normalizedPayload!
+  const source =
+    input.rawSourceText !== undefined
+      ? parseJsonObject(input.rawSourceText, 'an MCP server definition')
+      : input.normalizedPayload!
   const base = input.rawSourceText !== undefined ? RAW : PAYLOAD
   const def = (source.config && typeof source.config === 'object' ? source.config : source) as Record<string, unknown>
   const name = source.name === undefined ? slugify(title) : checkName(source.name, `${base}.name`, 'invalid_mcp_name')
   const enabled = def.enabled === undefined ? undefined : def.enabled
-  if (enabled !== undefined && typeof enabled !== 'boolean') throw invalidSource(`${base}.enabled`, 'enabled must be true or false', 'invalid_mcp_definition')
+  if (enabled !== undefined && typeof enabled !== 'boolean')
+    throw invalidSource(`${base}.enabled`, 'enabled must be true or false', 'invalid_mcp_definition')
   let config: Record<string, unknown>
   if (def.type === 'local') {
     const command = def.command
-    if (!Array.isArray(command) || command.length === 0 || !command.every((c) => typeof c === 'string' && c.length > 0)) {
-      throw invalidSource(`${base}.command`, 'a local MCP server needs command: a non-empty array of strings', 'invalid_mcp_definition')
+    if (
+      !Array.isArray(command) ||
+      command.length === 0 ||
+      !command.every((c) => typeof c === 'string' && c.length > 0)
+    ) {
+      throw invalidSource(
+        `${base}.command`,
+        'a local MCP server needs command: a non-empty array of strings',
+        'invalid_mcp_definition',
+      )
     }
     config = { type: 'local', command, environment: stringRecord(def.environment, `${base}.environment`), enabled }
   } else if (def.type === 'remote') {
@@ -176,10 +250,15 @@ function mcp(input: VersionInput, title: string): NormalizedSource {
     } catch {
       url = null
     }
-    if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:')) throw invalidSource(`${base}.url`, 'a remote MCP server needs an http(s) url', 'invalid_mcp_definition')
+    if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:'))
+      throw invalidSource(`${base}.url`, 'a remote MCP server needs an http(s) url', 'invalid_mcp_definition')
     config = { type: 'remote', url: def.url, headers: stringRecord(def.headers, `${base}.headers`), enabled }
   } else {
-    throw invalidSource(`${base}.type`, 'type must be "local" (with command) or "remote" (with url)', 'invalid_mcp_definition')
+    throw invalidSource(
+      `${base}.type`,
+      'type must be "local" (with command) or "remote" (with url)',
+      'invalid_mcp_definition',
+    )
   }
   config = Object.fromEntries(Object.entries(config).filter(([, v]) => v !== undefined))
   return { name, payload: { name, config }, searchText: `${name} ${JSON.stringify(config)}` }
@@ -190,24 +269,39 @@ function moduleSource(type: 'tool' | 'hook', input: VersionInput, title: string)
   const p = input.normalizedPayload
   const source = input.rawSourceText ?? p?.source
   const sourcePath = input.rawSourceText !== undefined ? RAW : `${PAYLOAD}.source`
-  if (typeof source !== 'string' || source.trim() === '') throw invalidSource(sourcePath, `a ${type} needs its module source`, `invalid_${type}_source`)
-  if (!/\bexport\b/.test(source)) throw invalidSource(sourcePath, `a ${type} module must export something for OpenCode to load`, `invalid_${type}_source`)
+  if (typeof source !== 'string' || source.trim() === '')
+    throw invalidSource(sourcePath, `a ${type} needs its module source`, `invalid_${type}_source`)
+  if (!/\bexport\b/.test(source))
+    throw invalidSource(
+      sourcePath,
+      `a ${type} module must export something for OpenCode to load`,
+      `invalid_${type}_source`,
+    )
   const name = p?.name === undefined ? slugify(title) : checkName(p.name, `${PAYLOAD}.name`)
   const language = p?.language ?? 'typescript'
-  if (language !== 'typescript' && language !== 'javascript') throw invalidSource(`${PAYLOAD}.language`, 'language must be typescript or javascript', `invalid_${type}_source`)
+  if (language !== 'typescript' && language !== 'javascript')
+    throw invalidSource(`${PAYLOAD}.language`, 'language must be typescript or javascript', `invalid_${type}_source`)
   return { name, payload: { name, language, source }, searchText: `${name} ${source}` }
 }
 
 function context(input: VersionInput, title: string): NormalizedSource {
   const p = input.normalizedPayload
   const content = input.rawSourceText ?? p?.content
-  if (typeof content !== 'string' || content.trim() === '') throw invalidSource(input.rawSourceText !== undefined ? RAW : `${PAYLOAD}.content`, 'context content must not be empty', 'invalid_context_content')
+  if (typeof content !== 'string' || content.trim() === '')
+    throw invalidSource(
+      input.rawSourceText !== undefined ? RAW : `${PAYLOAD}.content`,
+      'context content must not be empty',
+      'invalid_context_content',
+    )
   const name = p?.name === undefined ? slugify(title) : checkName(p.name, `${PAYLOAD}.name`)
   return { name, payload: { name, content }, searchText: `${name} ${content}` }
 }
 
 function custom(input: VersionInput, title: string): NormalizedSource {
-  const payload = input.rawSourceText !== undefined ? parseJsonObject(input.rawSourceText, 'a custom object') : input.normalizedPayload!
+  const payload =
+    input.rawSourceText !== undefined
+      ? parseJsonObject(input.rawSourceText, 'a custom object')
+      : input.normalizedPayload!
   return { name: slugify(title), payload, searchText: JSON.stringify(payload) }
 }
 
@@ -217,13 +311,21 @@ export function normalizeSource(type: ObjectType, input: VersionInput, title: st
     throw invalidSource('input', 'give exactly one of rawSourceText or normalizedPayload', 'invalid_input')
   }
   switch (type) {
-    case 'skill': return skill(input)
-    case 'command': return promptFile('command', input, title)
-    case 'agent': return promptFile('agent', input, title)
-    case 'mcp': return mcp(input, title)
-    case 'tool': return moduleSource('tool', input, title)
-    case 'hook': return moduleSource('hook', input, title)
-    case 'context': return context(input, title)
-    case 'custom': return custom(input, title)
+    case 'skill':
+      return skill(input)
+    case 'command':
+      return promptFile('command', input, title)
+    case 'agent':
+      return promptFile('agent', input, title)
+    case 'mcp':
+      return mcp(input, title)
+    case 'tool':
+      return moduleSource('tool', input, title)
+    case 'hook':
+      return moduleSource('hook', input, title)
+    case 'context':
+      return context(input, title)
+    case 'custom':
+      return custom(input, title)
   }
 }

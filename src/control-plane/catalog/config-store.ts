@@ -72,51 +72,66 @@ async function replaceTerms(trx: Db, orgId: string, objectId: string, text: stri
   await trx.deleteFrom('config_object_term').where('config_object_id', '=', objectId).execute()
   const terms = searchTerms(text)
   for (let i = 0; i < terms.length; i += 200) {
-    await trx.insertInto('config_object_term').values(terms.slice(i, i + 200).map((term) => ({ org_id: orgId, term, config_object_id: objectId }))).execute()
+    await trx
+      .insertInto('config_object_term')
+      .values(terms.slice(i, i + 200).map((term) => ({ org_id: orgId, term, config_object_id: objectId })))
+      .execute()
   }
 }
 
 /** Inserts an object with its first version (number 1); returns both ids. Validates the source (422). */
-export async function insertConfigObject(deps: Deps, trx: Db, writer: Writer, input: NewConfigObject, provenance: Provenance): Promise<{ id: string; versionId: string }> {
+export async function insertConfigObject(
+  deps: Deps,
+  trx: Db,
+  writer: Writer,
+  input: NewConfigObject,
+  provenance: Provenance,
+): Promise<{ id: string; versionId: string }> {
   const source = normalizeSource(input.type, input.input, input.title)
   const id = newId('cob')
   const versionId = newId('cov')
   const now = isoAt(deps)
-  await trx.insertInto('config_object').values({
-    id,
-    org_id: writer.orgId,
-    object_type: input.type,
-    source_mode: provenance.sourceMode,
-    title: input.title,
-    description: input.description ?? null,
-    name: source.name,
-    status: 'active',
-    connector_instance_id: provenance.connectorInstanceId ?? null,
-    created_by_member_id: writer.memberId,
-    latest_version_id: versionId,
-    version_count: 1,
-    latest_created_via: provenance.sourceMode,
-    latest_created_by_member_id: writer.memberId,
-    latest_source_revision_ref: provenance.sourceRevisionRef ?? null,
-    latest_created_at: now,
-    created_at: now,
-    updated_at: now,
-    archived_at: null,
-    deleted_at: null,
-  }).execute()
-  await trx.insertInto('config_object_version').values({
-    id: versionId,
-    org_id: writer.orgId,
-    config_object_id: id,
-    number: 1,
-    raw_source_text: input.input.rawSourceText ?? null,
-    normalized_payload: JSON.stringify(source.payload),
-    created_via: provenance.sourceMode,
-    created_by_member_id: writer.memberId,
-    connector_sync_event_id: provenance.connectorSyncEventId ?? null,
-    source_revision_ref: provenance.sourceRevisionRef ?? null,
-    created_at: now,
-  }).execute()
+  await trx
+    .insertInto('config_object')
+    .values({
+      id,
+      org_id: writer.orgId,
+      object_type: input.type,
+      source_mode: provenance.sourceMode,
+      title: input.title,
+      description: input.description ?? null,
+      name: source.name,
+      status: 'active',
+      connector_instance_id: provenance.connectorInstanceId ?? null,
+      created_by_member_id: writer.memberId,
+      latest_version_id: versionId,
+      version_count: 1,
+      latest_created_via: provenance.sourceMode,
+      latest_created_by_member_id: writer.memberId,
+      latest_source_revision_ref: provenance.sourceRevisionRef ?? null,
+      latest_created_at: now,
+      created_at: now,
+      updated_at: now,
+      archived_at: null,
+      deleted_at: null,
+    })
+    .execute()
+  await trx
+    .insertInto('config_object_version')
+    .values({
+      id: versionId,
+      org_id: writer.orgId,
+      config_object_id: id,
+      number: 1,
+      raw_source_text: input.input.rawSourceText ?? null,
+      normalized_payload: JSON.stringify(source.payload),
+      created_via: provenance.sourceMode,
+      created_by_member_id: writer.memberId,
+      connector_sync_event_id: provenance.connectorSyncEventId ?? null,
+      source_revision_ref: provenance.sourceRevisionRef ?? null,
+      created_at: now,
+    })
+    .execute()
   await replaceTerms(trx, writer.orgId, id, `${input.title} ${input.description ?? ''} ${source.searchText}`)
   return { id, versionId }
 }
@@ -127,8 +142,18 @@ export function findConfigObject(db: Db, orgId: string, id: string): Promise<Con
 }
 
 /** Objects a connector instance owns, oldest first (for sync reconciliation). */
-export function findConfigObjectsByConnector(db: Db, orgId: string, connectorInstanceId: string): Promise<ConfigObjectRow[]> {
-  return db.selectFrom('config_object').selectAll().where('org_id', '=', orgId).where('connector_instance_id', '=', connectorInstanceId).orderBy('id').execute()
+export function findConfigObjectsByConnector(
+  db: Db,
+  orgId: string,
+  connectorInstanceId: string,
+): Promise<ConfigObjectRow[]> {
+  return db
+    .selectFrom('config_object')
+    .selectAll()
+    .where('org_id', '=', orgId)
+    .where('connector_instance_id', '=', connectorInstanceId)
+    .orderBy('id')
+    .execute()
 }
 
 /**
@@ -136,37 +161,60 @@ export function findConfigObjectsByConnector(db: Db, orgId: string, connectorIns
  * the object is not in the organization; 409 `config_object_deleted` for a deleted object; 409
  * `version_conflict` (with the latest id) when `baseVersionId` is stale or a concurrent append won.
  */
-export async function appendVersionIn(deps: Deps, trx: Db, writer: Writer, objectId: string, input: VersionInput, options: AppendOptions): Promise<string> {
+export async function appendVersionIn(
+  deps: Deps,
+  trx: Db,
+  writer: Writer,
+  objectId: string,
+  input: VersionInput,
+  options: AppendOptions,
+): Promise<string> {
   const object = await findConfigObject(trx, writer.orgId, objectId)
   if (!object) throw errors.notFound('config_object_not_found', 'Config object not found')
-  if (object.status === 'deleted') throw errors.conflict('config_object_deleted', 'The config object is deleted; restore it before adding versions', { status: object.status })
+  if (object.status === 'deleted')
+    throw errors.conflict('config_object_deleted', 'The config object is deleted; restore it before adding versions', {
+      status: object.status,
+    })
   if (options.baseVersionId !== undefined && options.baseVersionId !== object.latest_version_id) {
-    throw errors.conflict('version_conflict', 'The base version is not the latest; re-read the latest version and apply your change to it', { latestVersionId: object.latest_version_id })
+    throw errors.conflict(
+      'version_conflict',
+      'The base version is not the latest; re-read the latest version and apply your change to it',
+      { latestVersionId: object.latest_version_id },
+    )
   }
   const source = normalizeSource(object.object_type as ObjectType, input, object.title)
   const versionId = newId('cov')
   const now = isoAt(deps)
   try {
-    await trx.insertInto('config_object_version').values({
-      id: versionId,
-      org_id: writer.orgId,
-      config_object_id: objectId,
-      number: object.version_count + 1,
-      raw_source_text: input.rawSourceText ?? null,
-      normalized_payload: JSON.stringify(source.payload),
-      created_via: options.createdVia,
-      created_by_member_id: writer.memberId,
-      connector_sync_event_id: options.connectorSyncEventId ?? null,
-      source_revision_ref: options.sourceRevisionRef ?? null,
-      created_at: now,
-    }).execute()
+    await trx
+      .insertInto('config_object_version')
+      .values({
+        id: versionId,
+        org_id: writer.orgId,
+        config_object_id: objectId,
+        number: object.version_count + 1,
+        raw_source_text: input.rawSourceText ?? null,
+        normalized_payload: JSON.stringify(source.payload),
+        created_via: options.createdVia,
+        created_by_member_id: writer.memberId,
+        connector_sync_event_id: options.connectorSyncEventId ?? null,
+        source_revision_ref: options.sourceRevisionRef ?? null,
+        created_at: now,
+      })
+      .execute()
   } catch (error) {
-    if (isUniqueViolation(error)) throw errors.conflict('version_conflict', 'Another version was added at the same time; re-read the latest version', { latestVersionId: null })
+    if (isUniqueViolation(error))
+      throw errors.conflict(
+        'version_conflict',
+        'Another version was added at the same time; re-read the latest version',
+        { latestVersionId: null },
+      )
     throw error
   }
   // Compare-and-set on the count: a writer that read the same state loses here even on a database
   // without the single-writer lock.
-  const updated = await trx.updateTable('config_object')
+  const updated = await trx
+    .updateTable('config_object')
     .set({
       latest_version_id: versionId,
       version_count: object.version_count + 1,
@@ -180,7 +228,12 @@ export async function appendVersionIn(deps: Deps, trx: Db, writer: Writer, objec
     .where('id', '=', objectId)
     .where('version_count', '=', object.version_count)
     .executeTakeFirst()
-  if (Number(updated.numUpdatedRows) !== 1) throw errors.conflict('version_conflict', 'Another version was added at the same time; re-read the latest version', { latestVersionId: null })
+  if (Number(updated.numUpdatedRows) !== 1)
+    throw errors.conflict(
+      'version_conflict',
+      'Another version was added at the same time; re-read the latest version',
+      { latestVersionId: null },
+    )
   await replaceTerms(trx, writer.orgId, objectId, `${object.title} ${object.description ?? ''} ${source.searchText}`)
   return versionId
 }
@@ -193,19 +246,33 @@ export const LIFECYCLE: Record<'archive' | 'delete' | 'restore', { from: ObjectS
 }
 
 /** Moves an object through its lifecycle; 409 `invalid_lifecycle_transition` from a state the action does not start from. */
-export async function changeLifecycleIn(deps: Deps, trx: Db, orgId: string, objectId: string, action: keyof typeof LIFECYCLE): Promise<ObjectState> {
+export async function changeLifecycleIn(
+  deps: Deps,
+  trx: Db,
+  orgId: string,
+  objectId: string,
+  action: keyof typeof LIFECYCLE,
+): Promise<ObjectState> {
   const object = await findConfigObject(trx, orgId, objectId)
   if (!object) throw errors.notFound('config_object_not_found', 'Config object not found')
   const move = LIFECYCLE[action]
   if (!move.from.includes(object.status as ObjectState)) {
-    throw errors.conflict('invalid_lifecycle_transition', `Cannot ${action} a config object that is ${object.status}`, { status: object.status, action, allowedFrom: move.from })
+    throw errors.conflict('invalid_lifecycle_transition', `Cannot ${action} a config object that is ${object.status}`, {
+      status: object.status,
+      action,
+      allowedFrom: move.from,
+    })
   }
   const now = isoAt(deps)
-  await trx.updateTable('config_object').set({
-    status: move.to,
-    updated_at: now,
-    archived_at: move.to === 'archived' ? now : null,
-    deleted_at: move.to === 'deleted' ? now : null,
-  }).where('id', '=', objectId).execute()
+  await trx
+    .updateTable('config_object')
+    .set({
+      status: move.to,
+      updated_at: now,
+      archived_at: move.to === 'archived' ? now : null,
+      deleted_at: move.to === 'deleted' ? now : null,
+    })
+    .where('id', '=', objectId)
+    .execute()
   return move.to
 }

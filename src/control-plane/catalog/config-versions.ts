@@ -60,27 +60,62 @@ function versionView(row: VersionRow): VersionView {
 const versionNotFound = () => errors.notFound('config_object_version_not_found', 'Version not found')
 
 /** Appends a version (editor); 409 `version_conflict` when `baseVersionId` is not the latest. */
-export async function addVersion(deps: Deps, actor: Actor, objectId: string, body: { input: VersionInput; baseVersionId?: string; reason?: string }): Promise<VersionView> {
+export async function addVersion(
+  deps: Deps,
+  actor: Actor,
+  objectId: string,
+  body: { input: VersionInput; baseVersionId?: string; reason?: string },
+): Promise<VersionView> {
   const versionId = await deps.db.transaction().execute(async (trx) => {
     await requireRole(trx, actor, 'config_object', objectId, 'editor')
-    const id = await appendVersionIn(deps, trx, { orgId: actor.orgId, memberId: actor.memberId }, objectId, body.input, { baseVersionId: body.baseVersionId, createdVia: 'cloud', sourceRevisionRef: body.reason ?? null })
-    await recordAudit(deps, trx, actor, 'config_object.version_added', { type: 'config_object', id: objectId }, { versionId: id })
+    const id = await appendVersionIn(
+      deps,
+      trx,
+      { orgId: actor.orgId, memberId: actor.memberId },
+      objectId,
+      body.input,
+      { baseVersionId: body.baseVersionId, createdVia: 'cloud', sourceRevisionRef: body.reason ?? null },
+    )
+    await recordAudit(
+      deps,
+      trx,
+      actor,
+      'config_object.version_added',
+      { type: 'config_object', id: objectId },
+      { versionId: id },
+    )
     return id
   })
   return getVersion(deps, actor, objectId, versionId)
 }
 
 /** The object's versions, newest first. */
-export async function listVersions(deps: Deps, actor: Actor, objectId: string, page: { cursor?: string; limit: number }): Promise<Page<VersionView>> {
+export async function listVersions(
+  deps: Deps,
+  actor: Actor,
+  objectId: string,
+  page: { cursor?: string; limit: number },
+): Promise<Page<VersionView>> {
   await requireRole(deps.db, actor, 'config_object', objectId, 'viewer')
   const query = deps.db.selectFrom('config_object_version').selectAll().where('config_object_id', '=', objectId)
-  return keysetPage(query, { scope: `versions:${objectId}`, cursor: page.cursor, limit: page.limit, order: [{ column: 'id', field: 'id', direction: 'desc' }], map: versionView })
+  return keysetPage(query, {
+    scope: `versions:${objectId}`,
+    cursor: page.cursor,
+    limit: page.limit,
+    order: [{ column: 'id', field: 'id', direction: 'desc' }],
+    map: versionView,
+  })
 }
 
 /** One version of the object. */
 export async function getVersion(deps: Deps, actor: Actor, objectId: string, versionId: string): Promise<VersionView> {
   await requireRole(deps.db, actor, 'config_object', objectId, 'viewer')
-  const row = await deps.db.selectFrom('config_object_version').selectAll().where('id', '=', versionId).where('config_object_id', '=', objectId).executeTakeFirst()
+  const row = await deps.db
+    .selectFrom('config_object_version')
+    .selectAll()
+    .where('id', '=', versionId)
+    .where('config_object_id', '=', objectId)
+    .executeTakeFirst()
   if (!row) throw versionNotFound()
   return versionView(row)
 }
@@ -89,7 +124,13 @@ export async function getVersion(deps: Deps, actor: Actor, objectId: string, ver
 export async function getLatestVersion(deps: Deps, actor: Actor, objectId: string): Promise<VersionView> {
   await requireRole(deps.db, actor, 'config_object', objectId, 'viewer')
   const object = await findConfigObject(deps.db, actor.orgId, objectId)
-  const row = object?.latest_version_id ? await deps.db.selectFrom('config_object_version').selectAll().where('id', '=', object.latest_version_id).executeTakeFirst() : undefined
+  const row = object?.latest_version_id
+    ? await deps.db
+        .selectFrom('config_object_version')
+        .selectAll()
+        .where('id', '=', object.latest_version_id)
+        .executeTakeFirst()
+    : undefined
   if (!row) throw versionNotFound()
   return versionView(row)
 }
@@ -99,9 +140,17 @@ export async function resolveObjectIn(deps: Deps, orgId: string, objectId: strin
   const object = await findConfigObject(deps.db, orgId, objectId)
   if (!object) throw errors.notFound('config_object_not_found', 'Config object not found')
   if (object.status !== 'active') {
-    throw errors.conflict('config_object_not_active', `The config object is ${object.status}; only active objects resolve (restore it first)`, { status: object.status })
+    throw errors.conflict(
+      'config_object_not_active',
+      `The config object is ${object.status}; only active objects resolve (restore it first)`,
+      { status: object.status },
+    )
   }
-  const version = await deps.db.selectFrom('config_object_version').selectAll().where('id', '=', object.latest_version_id!).executeTakeFirstOrThrow()
+  const version = await deps.db
+    .selectFrom('config_object_version')
+    .selectAll()
+    .where('id', '=', object.latest_version_id!)
+    .executeTakeFirstOrThrow()
   const payload = JSON.parse(version.normalized_payload) as Record<string, unknown>
   const form = renderForm(object.object_type as ObjectType, payload, version.raw_source_text)
   return {

@@ -38,10 +38,28 @@ const PREFIX: Record<ContainerKind, string> = { plugin: 'plg', marketplace: 'mkt
 function baseQuery(db: Db, kind: ContainerKind, orgId: string) {
   return db
     .selectFrom(`${kind} as c` as 'plugin as c')
-    .select(['c.id', 'c.name', 'c.description', 'c.status', 'c.created_by_member_id', 'c.created_at', 'c.updated_at', 'c.archived_at'])
-    .select((eb) => (kind === 'plugin'
-      ? eb.selectFrom('plugin_config_object as m').select((e) => e.fn.countAll<number>().as('n')).whereRef('m.plugin_id', '=', 'c.id')
-      : eb.selectFrom('marketplace_plugin as m').select((e) => e.fn.countAll<number>().as('n')).whereRef('m.marketplace_id', '=', 'c.id')).as('member_count'))
+    .select([
+      'c.id',
+      'c.name',
+      'c.description',
+      'c.status',
+      'c.created_by_member_id',
+      'c.created_at',
+      'c.updated_at',
+      'c.archived_at',
+    ])
+    .select((eb) =>
+      (kind === 'plugin'
+        ? eb
+            .selectFrom('plugin_config_object as m')
+            .select((e) => e.fn.countAll<number>().as('n'))
+            .whereRef('m.plugin_id', '=', 'c.id')
+        : eb
+            .selectFrom('marketplace_plugin as m')
+            .select((e) => e.fn.countAll<number>().as('n'))
+            .whereRef('m.marketplace_id', '=', 'c.id')
+      ).as('member_count'),
+    )
     .where('c.org_id', '=', orgId)
 }
 
@@ -62,10 +80,21 @@ function view(row: Row): ContainerView {
 }
 
 /** Visible containers in creation order, optionally by status. */
-export function listContainers(deps: Deps, actor: Actor, kind: ContainerKind, page: { cursor?: string; limit: number; status?: ContainerState }): Promise<Page<ContainerView>> {
+export function listContainers(
+  deps: Deps,
+  actor: Actor,
+  kind: ContainerKind,
+  page: { cursor?: string; limit: number; status?: ContainerState },
+): Promise<Page<ContainerView>> {
   let query = baseQuery(deps.db, kind, actor.orgId).where(visibleCondition(deps.db, actor, kind, 'c.id'))
   if (page.status) query = query.where('c.status', '=', page.status)
-  return keysetPage(query, { scope: `${kind}s`, cursor: page.cursor, limit: page.limit, order: [{ column: 'c.id', field: 'id', direction: 'asc' }], map: view })
+  return keysetPage(query, {
+    scope: `${kind}s`,
+    cursor: page.cursor,
+    limit: page.limit,
+    order: [{ column: 'c.id', field: 'id', direction: 'asc' }],
+    map: view,
+  })
 }
 
 /** One visible container. */
@@ -75,11 +104,29 @@ export async function getContainer(deps: Deps, actor: Actor, kind: ContainerKind
 }
 
 /** Creates a container; the creator gets a manager grant. */
-export async function createContainer(deps: Deps, actor: Actor, kind: ContainerKind, input: { name: string; description?: string | null }): Promise<ContainerView> {
+export async function createContainer(
+  deps: Deps,
+  actor: Actor,
+  kind: ContainerKind,
+  input: { name: string; description?: string | null },
+): Promise<ContainerView> {
   const id = newId(PREFIX[kind])
   const now = isoAt(deps)
   await deps.db.transaction().execute(async (trx) => {
-    await trx.insertInto(kind).values({ id, org_id: actor.orgId, name: input.name, description: input.description ?? null, status: 'active', created_by_member_id: actor.memberId, created_at: now, updated_at: now, archived_at: null }).execute()
+    await trx
+      .insertInto(kind)
+      .values({
+        id,
+        org_id: actor.orgId,
+        name: input.name,
+        description: input.description ?? null,
+        status: 'active',
+        created_by_member_id: actor.memberId,
+        created_at: now,
+        updated_at: now,
+        archived_at: null,
+      })
+      .execute()
     await upsertGrant(deps, trx, actor.orgId, kind, id, { memberId: actor.memberId }, 'manager', actor.memberId)
     await recordAudit(deps, trx, actor, `${kind}.created` as AuditAction, { type: kind, id })
   })
@@ -87,28 +134,63 @@ export async function createContainer(deps: Deps, actor: Actor, kind: ContainerK
 }
 
 /** Renames or re-describes a container (editor). */
-export async function updateContainer(deps: Deps, actor: Actor, kind: ContainerKind, id: string, input: { name?: string; description?: string | null }): Promise<ContainerView> {
+export async function updateContainer(
+  deps: Deps,
+  actor: Actor,
+  kind: ContainerKind,
+  id: string,
+  input: { name?: string; description?: string | null },
+): Promise<ContainerView> {
   await deps.db.transaction().execute(async (trx) => {
     await requireRole(trx, actor, kind, id, 'editor')
     const changes: { name?: string; description?: string | null; updated_at: string } = { updated_at: isoAt(deps) }
     if (input.name !== undefined) changes.name = input.name
     if (input.description !== undefined) changes.description = input.description
     await trx.updateTable(kind).set(changes).where('id', '=', id).execute()
-    await recordAudit(deps, trx, actor, `${kind}.updated` as AuditAction, { type: kind, id }, { fields: Object.keys(input).sort().join(',') })
+    await recordAudit(
+      deps,
+      trx,
+      actor,
+      `${kind}.updated` as AuditAction,
+      { type: kind, id },
+      { fields: Object.keys(input).sort().join(',') },
+    )
   })
   return getContainer(deps, actor, kind, id)
 }
 
 /** Archives (active → archived) or restores (archived → active) a container (manager); other moves 409. */
-export async function moveContainer(deps: Deps, actor: Actor, kind: ContainerKind, id: string, action: 'archive' | 'restore'): Promise<ContainerView> {
+export async function moveContainer(
+  deps: Deps,
+  actor: Actor,
+  kind: ContainerKind,
+  id: string,
+  action: 'archive' | 'restore',
+): Promise<ContainerView> {
   await deps.db.transaction().execute(async (trx) => {
     await requireRole(trx, actor, kind, id, 'manager')
     const row = await trx.selectFrom(kind).select('status').where('id', '=', id).executeTakeFirstOrThrow()
     const from: ContainerState = action === 'archive' ? 'active' : 'archived'
-    if (row.status !== from) throw errors.conflict('invalid_lifecycle_transition', `Cannot ${action} a ${kind} that is ${row.status}`, { status: row.status, action, allowedFrom: [from] })
+    if (row.status !== from)
+      throw errors.conflict('invalid_lifecycle_transition', `Cannot ${action} a ${kind} that is ${row.status}`, {
+        status: row.status,
+        action,
+        allowedFrom: [from],
+      })
     const now = isoAt(deps)
-    await trx.updateTable(kind).set({ status: action === 'archive' ? 'archived' : 'active', archived_at: action === 'archive' ? now : null, updated_at: now }).where('id', '=', id).execute()
-    await recordAudit(deps, trx, actor, `${kind}.${action === 'archive' ? 'archived' : 'restored'}` as AuditAction, { type: kind, id })
+    await trx
+      .updateTable(kind)
+      .set({
+        status: action === 'archive' ? 'archived' : 'active',
+        archived_at: action === 'archive' ? now : null,
+        updated_at: now,
+      })
+      .where('id', '=', id)
+      .execute()
+    await recordAudit(deps, trx, actor, `${kind}.${action === 'archive' ? 'archived' : 'restored'}` as AuditAction, {
+      type: kind,
+      id,
+    })
   })
   return getContainer(deps, actor, kind, id)
 }

@@ -8,7 +8,13 @@
  */
 
 /** A frontmatter value. */
-export type FrontmatterValue = string | number | boolean | null | FrontmatterValue[] | { [key: string]: FrontmatterValue }
+export type FrontmatterValue =
+  | string
+  | number
+  | boolean
+  | null
+  | FrontmatterValue[]
+  | { [key: string]: FrontmatterValue }
 
 /** A parsed markdown file. */
 export interface MarkdownDocument {
@@ -19,7 +25,10 @@ export interface MarkdownDocument {
 
 /** A frontmatter syntax error with its 1-based line. */
 export class FrontmatterError extends Error {
-  constructor(readonly line: number, message: string) {
+  constructor(
+    readonly line: number,
+    message: string,
+  ) {
     super(`line ${line}: ${message}`)
     this.name = 'FrontmatterError'
   }
@@ -61,7 +70,8 @@ function parseBlock(lines: string[], firstLine: number): Record<string, Frontmat
     const indent = raw.length - raw.trimStart().length
     const text = raw.trim()
     // YAML also allows a block list at the key's own indentation (`tools:` then `- read`).
-    const unindentedItem = indent === 0 && (text.startsWith('- ') || text === '-') && current !== null && current.kind !== 'map'
+    const unindentedItem =
+      indent === 0 && (text.startsWith('- ') || text === '-') && current !== null && current.kind !== 'map'
     if (indent > 0 || unindentedItem) {
       if (!current) throw new FrontmatterError(line, 'indented line without a parent key')
       if (text.startsWith('- ') || text === '-') {
@@ -86,7 +96,8 @@ function parseBlock(lines: string[], firstLine: number): Record<string, Frontmat
     if (Object.hasOwn(out, key)) throw new FrontmatterError(line, `duplicate key "${key}"`)
     const rest = (match[2] ?? '').trim()
     if (rest === '' || rest === '|' || rest === '>') {
-      if (rest === '|' || rest === '>') throw new FrontmatterError(line, 'block scalars (| and >) are not supported; quote the value on one line')
+      if (rest === '|' || rest === '>')
+        throw new FrontmatterError(line, 'block scalars (| and >) are not supported; quote the value on one line')
       out[key] = null
       current = { key, indent, kind: 'unknown' }
       return
@@ -105,14 +116,24 @@ export function parseMarkdown(text: string): MarkdownDocument {
   const end = lines.indexOf('---', 1)
   if (end < 0) throw new FrontmatterError(1, 'frontmatter opened with --- is never closed')
   const frontmatter = parseBlock(lines.slice(1, end), 2)
-  return { frontmatter, body: lines.slice(end + 1).join('\n').replace(/^\n+/, '') }
+  return {
+    frontmatter,
+    body: lines
+      .slice(end + 1)
+      .join('\n')
+      .replace(/^\n+/, ''),
+  }
 }
 
 function renderScalar(value: FrontmatterValue): string {
   if (value === null) return 'null'
   if (typeof value === 'number' || typeof value === 'boolean') return String(value)
   if (typeof value === 'string') {
-    return /^[A-Za-z0-9][A-Za-z0-9 _./@()-]*$/.test(value) && !/^(true|false|null|-?\d+(\.\d+)?)$/.test(value) && !value.endsWith(' ') ? value : JSON.stringify(value)
+    return /^[A-Za-z0-9][A-Za-z0-9 _./@()-]*$/.test(value) &&
+      !/^(true|false|null|-?\d+(\.\d+)?)$/.test(value) &&
+      !value.endsWith(' ')
+      ? value
+      : JSON.stringify(value)
   }
   return JSON.stringify(value)
 }

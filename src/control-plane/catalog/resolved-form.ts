@@ -22,24 +22,56 @@ export interface RenderedForm {
 }
 
 function fields(payload: Record<string, unknown>, omit: string[]): Record<string, FrontmatterValue> {
-  return Object.fromEntries(Object.entries(payload).filter(([k, v]) => !omit.includes(k) && v !== undefined)) as Record<string, FrontmatterValue>
+  return Object.fromEntries(Object.entries(payload).filter(([k, v]) => !omit.includes(k) && v !== undefined)) as Record<
+    string,
+    FrontmatterValue
+  >
 }
 
 /**
  * Renders a version. A skill given as SKILL.md text installs that text unchanged (its author's
  * formatting is kept); everything else is rendered from the normalized payload.
  */
-export function renderForm(type: ObjectType, payload: Record<string, unknown>, rawSourceText: string | null): RenderedForm {
+export function renderForm(
+  type: ObjectType,
+  payload: Record<string, unknown>,
+  rawSourceText: string | null,
+): RenderedForm {
   const name = String(payload.name ?? '')
   switch (type) {
     case 'skill': {
-      const content = rawSourceText ?? renderMarkdown({ name, description: payload.description as string, ...(payload.metadata as Record<string, FrontmatterValue> | undefined) }, String(payload.body))
+      const content =
+        rawSourceText ??
+        renderMarkdown(
+          {
+            name,
+            description: payload.description as string,
+            ...(payload.metadata as Record<string, FrontmatterValue> | undefined),
+          },
+          String(payload.body),
+        )
       return { files: [{ path: `.opencode/skills/${name}/SKILL.md`, content }], config: null }
     }
     case 'command':
-      return { files: [{ path: `.opencode/commands/${name}.md`, content: renderMarkdown(fields(payload, ['name', 'template']), String(payload.template)) }], config: null }
+      return {
+        files: [
+          {
+            path: `.opencode/commands/${name}.md`,
+            content: renderMarkdown(fields(payload, ['name', 'template']), String(payload.template)),
+          },
+        ],
+        config: null,
+      }
     case 'agent':
-      return { files: [{ path: `.opencode/agents/${name}.md`, content: renderMarkdown(fields(payload, ['name', 'prompt']), String(payload.prompt)) }], config: null }
+      return {
+        files: [
+          {
+            path: `.opencode/agents/${name}.md`,
+            content: renderMarkdown(fields(payload, ['name', 'prompt']), String(payload.prompt)),
+          },
+        ],
+        config: null,
+      }
     case 'tool':
     case 'hook': {
       const dir = type === 'tool' ? 'tools' : 'plugins'
@@ -49,7 +81,10 @@ export function renderForm(type: ObjectType, payload: Record<string, unknown>, r
     case 'context': {
       const path = `.opencode/context/${name}.md`
       const content = String(payload.content)
-      return { files: [{ path, content: content.endsWith('\n') ? content : `${content}\n` }], config: { instructions: [path] } }
+      return {
+        files: [{ path, content: content.endsWith('\n') ? content : `${content}\n` }],
+        config: { instructions: [path] },
+      }
     }
     case 'mcp':
       return { files: [], config: { mcp: { [name]: payload.config } } }

@@ -15,7 +15,11 @@ const MAX_LENGTH = 40
 /** The distinct search words of a text, in first-seen order. */
 export function searchTerms(text: string, max = MAX_TERMS): string[] {
   const out = new Set<string>()
-  for (const word of text.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').toLowerCase().split(/[^a-z0-9]+/)) {
+  for (const word of text
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)) {
     if (word.length < MIN_LENGTH) continue
     out.add(word.slice(0, MAX_LENGTH))
     if (out.size >= max) break
@@ -25,7 +29,13 @@ export function searchTerms(text: string, max = MAX_TERMS): string[] {
 
 /** The words of a query (each matched as a prefix), or an empty list when it has none usable. */
 export function queryTerms(q: string): string[] {
-  const terms = q.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').toLowerCase().split(/[^a-z0-9]+/).filter((w) => w.length > 0).map((w) => w.slice(0, MAX_LENGTH))
+  const terms = q
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter((w) => w.length > 0)
+    .map((w) => w.slice(0, MAX_LENGTH))
   return [...new Set(terms)].slice(0, 8)
 }
 

@@ -10,7 +10,17 @@ import { recordAudit, type Actor } from '../admin/audit.ts'
 import { isUniqueViolation } from '../db-errors.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
-import { dropGrants, isOrgAdmin, principalKey, requirePrincipal, requireRole, upsertGrant, visibleCondition, type Db, type GrantPrincipal } from './access-grants.ts'
+import {
+  dropGrants,
+  isOrgAdmin,
+  principalKey,
+  requirePrincipal,
+  requireRole,
+  upsertGrant,
+  visibleCondition,
+  type Db,
+  type GrantPrincipal,
+} from './access-grants.ts'
 import { skillQuery, skillView, type SkillView } from './skills.ts'
 
 /** A hub as the API shows it. */
@@ -39,22 +49,46 @@ function hubQuery(db: Db, orgId: string) {
   return db
     .selectFrom('skill_hub as h')
     .select(['h.id', 'h.name', 'h.description', 'h.created_by_member_id', 'h.created_at', 'h.updated_at'])
-    .select((eb) => eb.selectFrom('skill_hub_skill as s').select((e) => e.fn.countAll<number>().as('n')).whereRef('s.hub_id', '=', 'h.id').as('skill_count'))
+    .select((eb) =>
+      eb
+        .selectFrom('skill_hub_skill as s')
+        .select((e) => e.fn.countAll<number>().as('n'))
+        .whereRef('s.hub_id', '=', 'h.id')
+        .as('skill_count'),
+    )
     .where('h.org_id', '=', orgId)
 }
 
 type HubRow = Awaited<ReturnType<ReturnType<typeof hubQuery>['executeTakeFirstOrThrow']>>
 
 function hubView(row: HubRow): SkillHubView {
-  return { id: row.id, name: row.name, description: row.description, skillCount: Number(row.skill_count ?? 0), createdByMemberId: row.created_by_member_id, createdAt: row.created_at, updatedAt: row.updated_at }
+  return {
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    skillCount: Number(row.skill_count ?? 0),
+    createdByMemberId: row.created_by_member_id,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  }
 }
 
 const hubExists = () => errors.conflict('skill_hub_exists', 'A skill hub with that name already exists')
 
 /** Visible hubs in creation order. */
-export function listHubs(deps: Deps, actor: Actor, page: { cursor?: string; limit: number }): Promise<Page<SkillHubView>> {
+export function listHubs(
+  deps: Deps,
+  actor: Actor,
+  page: { cursor?: string; limit: number },
+): Promise<Page<SkillHubView>> {
   const query = hubQuery(deps.db, actor.orgId).where(visibleCondition(deps.db, actor, 'skill_hub', 'h.id'))
-  return keysetPage(query, { scope: 'skill-hubs', cursor: page.cursor, limit: page.limit, order: [{ column: 'h.id', field: 'id', direction: 'asc' }], map: hubView })
+  return keysetPage(query, {
+    scope: 'skill-hubs',
+    cursor: page.cursor,
+    limit: page.limit,
+    order: [{ column: 'h.id', field: 'id', direction: 'asc' }],
+    map: hubView,
+  })
 }
 
 /** One visible hub. */
@@ -64,13 +98,37 @@ export async function getHub(deps: Deps, actor: Actor, hubId: string): Promise<S
 }
 
 /** Creates a hub (names unique per organization); the creator gets a manager grant. */
-export async function createHub(deps: Deps, actor: Actor, input: { name: string; description?: string | null }): Promise<SkillHubView> {
+export async function createHub(
+  deps: Deps,
+  actor: Actor,
+  input: { name: string; description?: string | null },
+): Promise<SkillHubView> {
   const id = newId('shub')
   const now = isoAt(deps)
   try {
     await deps.db.transaction().execute(async (trx) => {
-      await trx.insertInto('skill_hub').values({ id, org_id: actor.orgId, name: input.name, description: input.description ?? null, created_by_member_id: actor.memberId, created_at: now, updated_at: now }).execute()
-      await upsertGrant(deps, trx, actor.orgId, 'skill_hub', id, { memberId: actor.memberId }, 'manager', actor.memberId)
+      await trx
+        .insertInto('skill_hub')
+        .values({
+          id,
+          org_id: actor.orgId,
+          name: input.name,
+          description: input.description ?? null,
+          created_by_member_id: actor.memberId,
+          created_at: now,
+          updated_at: now,
+        })
+        .execute()
+      await upsertGrant(
+        deps,
+        trx,
+        actor.orgId,
+        'skill_hub',
+        id,
+        { memberId: actor.memberId },
+        'manager',
+        actor.memberId,
+      )
       await recordAudit(deps, trx, actor, 'skill_hub.created', { type: 'skill_hub', id })
     })
   } catch (error) {
@@ -81,7 +139,12 @@ export async function createHub(deps: Deps, actor: Actor, input: { name: string;
 }
 
 /** Renames or re-describes a hub (editor). */
-export async function updateHub(deps: Deps, actor: Actor, hubId: string, input: { name?: string; description?: string | null }): Promise<SkillHubView> {
+export async function updateHub(
+  deps: Deps,
+  actor: Actor,
+  hubId: string,
+  input: { name?: string; description?: string | null },
+): Promise<SkillHubView> {
   try {
     await deps.db.transaction().execute(async (trx) => {
       await requireRole(trx, actor, 'skill_hub', hubId, 'editor')
@@ -89,7 +152,14 @@ export async function updateHub(deps: Deps, actor: Actor, hubId: string, input: 
       if (input.name !== undefined) changes.name = input.name
       if (input.description !== undefined) changes.description = input.description
       await trx.updateTable('skill_hub').set(changes).where('id', '=', hubId).execute()
-      await recordAudit(deps, trx, actor, 'skill_hub.updated', { type: 'skill_hub', id: hubId }, { fields: Object.keys(input).sort().join(',') })
+      await recordAudit(
+        deps,
+        trx,
+        actor,
+        'skill_hub.updated',
+        { type: 'skill_hub', id: hubId },
+        { fields: Object.keys(input).sort().join(',') },
+      )
     })
   } catch (error) {
     if (isUniqueViolation(error)) throw hubExists()
@@ -109,10 +179,24 @@ export async function deleteHub(deps: Deps, actor: Actor, hubId: string): Promis
 }
 
 /** The hub's skills in the order they were added. */
-export async function listHubSkills(deps: Deps, actor: Actor, hubId: string, page: { cursor?: string; limit: number }): Promise<Page<SkillView>> {
+export async function listHubSkills(
+  deps: Deps,
+  actor: Actor,
+  hubId: string,
+  page: { cursor?: string; limit: number },
+): Promise<Page<SkillView>> {
   await requireRole(deps.db, actor, 'skill_hub', hubId, 'viewer')
-  const query = skillQuery(deps.db, actor.orgId).innerJoin('skill_hub_skill as shs', 'shs.config_object_id', 'co.id').select('shs.id as entry_id').where('shs.hub_id', '=', hubId)
-  return keysetPage(query, { scope: `hub-skills:${hubId}`, cursor: page.cursor, limit: page.limit, order: [{ column: 'shs.id', field: 'entry_id', direction: 'asc' }], map: skillView })
+  const query = skillQuery(deps.db, actor.orgId)
+    .innerJoin('skill_hub_skill as shs', 'shs.config_object_id', 'co.id')
+    .select('shs.id as entry_id')
+    .where('shs.hub_id', '=', hubId)
+  return keysetPage(query, {
+    scope: `hub-skills:${hubId}`,
+    cursor: page.cursor,
+    limit: page.limit,
+    order: [{ column: 'shs.id', field: 'entry_id', direction: 'asc' }],
+    map: skillView,
+  })
 }
 
 /** Adds a visible skill to a hub (editor on the hub); 404 `skill_not_found` for non-skills, 409 `already_in_hub`. */
@@ -124,9 +208,24 @@ export async function addHubSkill(deps: Deps, actor: Actor, hubId: string, skill
     await requireRole(trx, actor, 'config_object', skillId, 'viewer').catch(() => {
       throw errors.notFound('skill_not_found', 'Skill not found')
     })
-    const existing = await trx.selectFrom('skill_hub_skill').select('id').where('hub_id', '=', hubId).where('config_object_id', '=', skillId).executeTakeFirst()
+    const existing = await trx
+      .selectFrom('skill_hub_skill')
+      .select('id')
+      .where('hub_id', '=', hubId)
+      .where('config_object_id', '=', skillId)
+      .executeTakeFirst()
     if (existing) throw errors.conflict('already_in_hub', 'The skill is already in the hub')
-    await trx.insertInto('skill_hub_skill').values({ id: newId('shs'), org_id: actor.orgId, hub_id: hubId, config_object_id: skillId, created_by_member_id: actor.memberId, created_at: isoAt(deps) }).execute()
+    await trx
+      .insertInto('skill_hub_skill')
+      .values({
+        id: newId('shs'),
+        org_id: actor.orgId,
+        hub_id: hubId,
+        config_object_id: skillId,
+        created_by_member_id: actor.memberId,
+        created_at: isoAt(deps),
+      })
+      .execute()
     await recordAudit(deps, trx, actor, 'skill_hub.skill_added', { type: 'skill_hub', id: hubId }, { skillId })
   })
   return skillView(await skillQuery(deps.db, actor.orgId).where('co.id', '=', skillId).executeTakeFirstOrThrow())
@@ -136,58 +235,127 @@ export async function addHubSkill(deps: Deps, actor: Actor, hubId: string, skill
 export async function removeHubSkill(deps: Deps, actor: Actor, hubId: string, skillId: string): Promise<void> {
   await deps.db.transaction().execute(async (trx) => {
     await requireRole(trx, actor, 'skill_hub', hubId, 'editor')
-    const deleted = await trx.deleteFrom('skill_hub_skill').where('hub_id', '=', hubId).where('config_object_id', '=', skillId).executeTakeFirst()
+    const deleted = await trx
+      .deleteFrom('skill_hub_skill')
+      .where('hub_id', '=', hubId)
+      .where('config_object_id', '=', skillId)
+      .executeTakeFirst()
     if (Number(deleted.numDeletedRows) === 0) throw errors.notFound('skill_not_found', 'The skill is not in the hub')
     await recordAudit(deps, trx, actor, 'skill_hub.skill_removed', { type: 'skill_hub', id: hubId }, { skillId })
   })
 }
 
-type AssignmentRow = { id: string; hub_id: string; member_id: string | null; team_id: string | null; org_wide: number; created_by_member_id: string | null; created_at: string }
+type AssignmentRow = {
+  id: string
+  hub_id: string
+  member_id: string | null
+  team_id: string | null
+  org_wide: number
+  created_by_member_id: string | null
+  created_at: string
+}
 
 function assignmentView(row: AssignmentRow): AssignmentView {
-  return { id: row.id, hubId: row.hub_id, memberId: row.member_id, teamId: row.team_id, orgWide: row.org_wide === 1, createdByMemberId: row.created_by_member_id, createdAt: row.created_at }
+  return {
+    id: row.id,
+    hubId: row.hub_id,
+    memberId: row.member_id,
+    teamId: row.team_id,
+    orgWide: row.org_wide === 1,
+    createdByMemberId: row.created_by_member_id,
+    createdAt: row.created_at,
+  }
 }
 
 /** Who the hub is assigned to (viewer). */
-export async function listAssignments(deps: Deps, actor: Actor, hubId: string, page: { cursor?: string; limit: number }): Promise<Page<AssignmentView>> {
+export async function listAssignments(
+  deps: Deps,
+  actor: Actor,
+  hubId: string,
+  page: { cursor?: string; limit: number },
+): Promise<Page<AssignmentView>> {
   await requireRole(deps.db, actor, 'skill_hub', hubId, 'viewer')
   const query = deps.db.selectFrom('skill_hub_assignment').selectAll().where('hub_id', '=', hubId)
-  return keysetPage(query, { scope: `hub-assignments:${hubId}`, cursor: page.cursor, limit: page.limit, order: [{ column: 'id', field: 'id', direction: 'asc' }], map: assignmentView })
+  return keysetPage(query, {
+    scope: `hub-assignments:${hubId}`,
+    cursor: page.cursor,
+    limit: page.limit,
+    order: [{ column: 'id', field: 'id', direction: 'asc' }],
+    map: assignmentView,
+  })
 }
 
 /** Assigns the hub to a member, a team or the organization (manager; org-wide needs an admin); 409 `already_assigned`. */
-export async function assignHub(deps: Deps, actor: Actor, hubId: string, principal: GrantPrincipal): Promise<AssignmentView> {
+export async function assignHub(
+  deps: Deps,
+  actor: Actor,
+  hubId: string,
+  principal: GrantPrincipal,
+): Promise<AssignmentView> {
   const id = newId('sha')
   try {
     await deps.db.transaction().execute(async (trx) => {
       await requireRole(trx, actor, 'skill_hub', hubId, 'manager')
-      if ('orgWide' in principal && !isOrgAdmin(actor)) throw errors.forbidden('Only owners and admins may assign a hub to the whole organization', { requiredOrgRole: 'admin' })
+      if ('orgWide' in principal && !isOrgAdmin(actor))
+        throw errors.forbidden('Only owners and admins may assign a hub to the whole organization', {
+          requiredOrgRole: 'admin',
+        })
       await requirePrincipal(trx, actor.orgId, principal)
       const key = principalKey(principal)
-      const existing = await trx.selectFrom('skill_hub_assignment').select('id').where('hub_id', '=', hubId).where('principal_key', '=', key).executeTakeFirst()
-      if (existing) throw errors.conflict('already_assigned', 'The hub is already assigned to that principal', { assignmentId: existing.id })
-      await trx.insertInto('skill_hub_assignment').values({
-        id, org_id: actor.orgId, hub_id: hubId,
-        member_id: 'memberId' in principal ? principal.memberId : null,
-        team_id: 'teamId' in principal ? principal.teamId : null,
-        org_wide: 'orgWide' in principal ? 1 : 0,
-        principal_key: key, created_by_member_id: actor.memberId, created_at: isoAt(deps),
-      }).execute()
-      await recordAudit(deps, trx, actor, 'skill_hub.assigned', { type: 'skill_hub', id: hubId }, { assignmentId: id, principal: key.split(':')[0]! })
+      const existing = await trx
+        .selectFrom('skill_hub_assignment')
+        .select('id')
+        .where('hub_id', '=', hubId)
+        .where('principal_key', '=', key)
+        .executeTakeFirst()
+      if (existing)
+        throw errors.conflict('already_assigned', 'The hub is already assigned to that principal', {
+          assignmentId: existing.id,
+        })
+      await trx
+        .insertInto('skill_hub_assignment')
+        .values({
+          id,
+          org_id: actor.orgId,
+          hub_id: hubId,
+          member_id: 'memberId' in principal ? principal.memberId : null,
+          team_id: 'teamId' in principal ? principal.teamId : null,
+          org_wide: 'orgWide' in principal ? 1 : 0,
+          principal_key: key,
+          created_by_member_id: actor.memberId,
+          created_at: isoAt(deps),
+        })
+        .execute()
+      await recordAudit(
+        deps,
+        trx,
+        actor,
+        'skill_hub.assigned',
+        { type: 'skill_hub', id: hubId },
+        { assignmentId: id, principal: key.split(':')[0]! },
+      )
     })
   } catch (error) {
-    if (isUniqueViolation(error)) throw errors.conflict('already_assigned', 'The hub is already assigned to that principal')
+    if (isUniqueViolation(error))
+      throw errors.conflict('already_assigned', 'The hub is already assigned to that principal')
     throw error
   }
-  return assignmentView(await deps.db.selectFrom('skill_hub_assignment').selectAll().where('id', '=', id).executeTakeFirstOrThrow())
+  return assignmentView(
+    await deps.db.selectFrom('skill_hub_assignment').selectAll().where('id', '=', id).executeTakeFirstOrThrow(),
+  )
 }
 
 /** Removes an assignment (manager); its skills stop reaching those people at once. */
 export async function unassignHub(deps: Deps, actor: Actor, hubId: string, assignmentId: string): Promise<void> {
   await deps.db.transaction().execute(async (trx) => {
     await requireRole(trx, actor, 'skill_hub', hubId, 'manager')
-    const deleted = await trx.deleteFrom('skill_hub_assignment').where('id', '=', assignmentId).where('hub_id', '=', hubId).executeTakeFirst()
-    if (Number(deleted.numDeletedRows) === 0) throw errors.notFound('skill_hub_assignment_not_found', 'Assignment not found')
+    const deleted = await trx
+      .deleteFrom('skill_hub_assignment')
+      .where('id', '=', assignmentId)
+      .where('hub_id', '=', hubId)
+      .executeTakeFirst()
+    if (Number(deleted.numDeletedRows) === 0)
+      throw errors.notFound('skill_hub_assignment_not_found', 'Assignment not found')
     await recordAudit(deps, trx, actor, 'skill_hub.unassigned', { type: 'skill_hub', id: hubId }, { assignmentId })
   })
 }

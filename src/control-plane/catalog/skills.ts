@@ -40,7 +40,17 @@ export function skillQuery(db: Db, orgId: string) {
   return db
     .selectFrom('config_object as co')
     .innerJoin('config_object_version as v', 'v.id', 'co.latest_version_id')
-    .select(['co.id', 'co.name', 'co.title', 'co.status', 'co.created_at', 'co.updated_at', 'v.id as version_id', 'v.number as version_number', 'v.normalized_payload'])
+    .select([
+      'co.id',
+      'co.name',
+      'co.title',
+      'co.status',
+      'co.created_at',
+      'co.updated_at',
+      'v.id as version_id',
+      'v.number as version_number',
+      'v.normalized_payload',
+    ])
     .where('co.org_id', '=', orgId)
     .where('co.object_type', '=', 'skill')
 }
@@ -66,9 +76,21 @@ export function skillView(row: SkillRow): SkillView {
 const skillNotFound = () => errors.notFound('skill_not_found', 'Skill not found')
 
 /** Visible, non-deleted skills in creation order. */
-export function listSkills(deps: Deps, actor: Actor, page: { cursor?: string; limit: number }): Promise<Page<SkillView>> {
-  const query = skillQuery(deps.db, actor.orgId).where('co.status', '!=', 'deleted').where(visibleCondition(deps.db, actor, 'config_object', 'co.id'))
-  return keysetPage(query, { scope: 'skills', cursor: page.cursor, limit: page.limit, order: [{ column: 'co.id', field: 'id', direction: 'asc' }], map: skillView })
+export function listSkills(
+  deps: Deps,
+  actor: Actor,
+  page: { cursor?: string; limit: number },
+): Promise<Page<SkillView>> {
+  const query = skillQuery(deps.db, actor.orgId)
+    .where('co.status', '!=', 'deleted')
+    .where(visibleCondition(deps.db, actor, 'config_object', 'co.id'))
+  return keysetPage(query, {
+    scope: 'skills',
+    cursor: page.cursor,
+    limit: page.limit,
+    order: [{ column: 'co.id', field: 'id', direction: 'asc' }],
+    map: skillView,
+  })
 }
 
 /** One visible skill; 404 `skill_not_found` for other object types too. */
@@ -84,7 +106,11 @@ export async function getSkill(deps: Deps, actor: Actor, id: string): Promise<Sk
 }
 
 /** Creates a skill from a SKILL.md (422 naming the field when invalid); the title defaults to the name. */
-export async function createSkill(deps: Deps, actor: Actor, body: { skillMd: string; title?: string }): Promise<SkillView> {
+export async function createSkill(
+  deps: Deps,
+  actor: Actor,
+  body: { skillMd: string; title?: string },
+): Promise<SkillView> {
   const source = (() => {
     try {
       return normalizeSource('skill', { rawSourceText: body.skillMd }, body.title ?? 'skill')
@@ -95,38 +121,84 @@ export async function createSkill(deps: Deps, actor: Actor, body: { skillMd: str
       throw error
     }
   })()
-  const created = await createConfigObject(deps, actor, { type: 'skill', sourceMode: 'cloud', title: body.title ?? source.name, input: { rawSourceText: body.skillMd } })
+  const created = await createConfigObject(deps, actor, {
+    type: 'skill',
+    sourceMode: 'cloud',
+    title: body.title ?? source.name,
+    input: { rawSourceText: body.skillMd },
+  })
   return getSkill(deps, actor, created.id)
 }
 
 /** Active skills the caller receives (a grant on the skill, or a hub assigned to them), each with its paths. */
-export async function listReceivedSkills(deps: Deps, actor: Actor, page: { cursor?: string; limit: number }): Promise<Page<{ skill: SkillView; paths: SkillPathView[] }>> {
-  const hubSkills = deps.db.selectFrom('skill_hub_skill as shs').select('shs.config_object_id').where('shs.org_id', '=', actor.orgId).where('shs.hub_id', 'in', assignedHubIds(deps.db, actor))
+export async function listReceivedSkills(
+  deps: Deps,
+  actor: Actor,
+  page: { cursor?: string; limit: number },
+): Promise<Page<{ skill: SkillView; paths: SkillPathView[] }>> {
+  const hubSkills = deps.db
+    .selectFrom('skill_hub_skill as shs')
+    .select('shs.config_object_id')
+    .where('shs.org_id', '=', actor.orgId)
+    .where('shs.hub_id', 'in', assignedHubIds(deps.db, actor))
   const query = skillQuery(deps.db, actor.orgId)
     .where('co.status', '=', 'active')
-    .where((eb) => eb.or([eb('co.id', 'in', grantedIds(deps.db, actor, 'config_object')), eb('co.id', 'in', hubSkills)]))
-  const skills = await keysetPage(query, { scope: 'my-skills', cursor: page.cursor, limit: page.limit, order: [{ column: 'co.id', field: 'id', direction: 'asc' }], map: skillView })
+    .where((eb) =>
+      eb.or([eb('co.id', 'in', grantedIds(deps.db, actor, 'config_object')), eb('co.id', 'in', hubSkills)]),
+    )
+  const skills = await keysetPage(query, {
+    scope: 'my-skills',
+    cursor: page.cursor,
+    limit: page.limit,
+    order: [{ column: 'co.id', field: 'id', direction: 'asc' }],
+    map: skillView,
+  })
   const ids = skills.items.map((s) => s.id)
   if (ids.length === 0) return { items: [], nextCursor: skills.nextCursor }
   const teams = deps.db.selectFrom('team_member').select('team_id').where('member_id', '=', actor.memberId)
-  const grants = await deps.db.selectFrom('access_grant').select(['resource_id', 'member_id', 'team_id', 'org_wide'])
-    .where('resource_type', '=', 'config_object').where('resource_id', 'in', ids)
+  const grants = await deps.db
+    .selectFrom('access_grant')
+    .select(['resource_id', 'member_id', 'team_id', 'org_wide'])
+    .where('resource_type', '=', 'config_object')
+    .where('resource_id', 'in', ids)
     .where((eb) => eb.or([eb('member_id', '=', actor.memberId), eb('team_id', 'in', teams), eb('org_wide', '=', 1)]))
-    .orderBy('id').execute()
-  const hubs = await deps.db.selectFrom('skill_hub_skill as shs')
+    .orderBy('id')
+    .execute()
+  const hubs = await deps.db
+    .selectFrom('skill_hub_skill as shs')
     .innerJoin('skill_hub as h', 'h.id', 'shs.hub_id')
     .innerJoin('skill_hub_assignment as a', 'a.hub_id', 'h.id')
     .select(['shs.config_object_id', 'h.id as hub_id', 'h.name as hub_name', 'a.member_id', 'a.team_id', 'a.org_wide'])
     .where('shs.config_object_id', 'in', ids)
-    .where((eb) => eb.or([eb('a.member_id', '=', actor.memberId), eb('a.team_id', 'in', teams), eb('a.org_wide', '=', 1)]))
-    .orderBy('a.id').execute()
-  const principal = (row: { member_id: string | null; team_id: string | null }) => (row.member_id ? 'member' : row.team_id ? 'team' : 'organization') as SkillPathView['principal']
+    .where((eb) =>
+      eb.or([eb('a.member_id', '=', actor.memberId), eb('a.team_id', 'in', teams), eb('a.org_wide', '=', 1)]),
+    )
+    .orderBy('a.id')
+    .execute()
+  const principal = (row: { member_id: string | null; team_id: string | null }) =>
+    (row.member_id ? 'member' : row.team_id ? 'team' : 'organization') as SkillPathView['principal']
   return {
     items: skills.items.map((skill) => ({
       skill,
       paths: [
-        ...grants.filter((g) => g.resource_id === skill.id).map((g) => ({ via: 'grant' as const, hubId: null, hubName: null, principal: principal(g), teamId: g.team_id })),
-        ...hubs.filter((h) => h.config_object_id === skill.id).map((h) => ({ via: 'hub' as const, hubId: h.hub_id, hubName: h.hub_name, principal: principal(h), teamId: h.team_id })),
+        ...grants
+          .filter((g) => g.resource_id === skill.id)
+          .map((g) => ({
+            via: 'grant' as const,
+            hubId: null,
+            hubName: null,
+            principal: principal(g),
+            teamId: g.team_id,
+          })),
+        ...hubs
+          .filter((h) => h.config_object_id === skill.id)
+          .map((h) => ({
+            via: 'hub' as const,
+            hubId: h.hub_id,
+            hubName: h.hub_name,
+            principal: principal(h),
+            teamId: h.team_id,
+          })),
       ],
     })),
     nextCursor: skills.nextCursor,

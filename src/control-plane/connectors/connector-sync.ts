@@ -26,7 +26,13 @@ import { recordAudit, type Actor } from '../admin/audit.ts'
 import { requireRole, visibleCondition } from '../catalog/access-grants.ts'
 import { addToPluginIn } from '../catalog/config-objects.ts'
 import type { ObjectType } from '../catalog/config-source.ts'
-import { appendVersionIn, changeLifecycleIn, findConfigObject, insertConfigObject, type Writer } from '../catalog/config-store.ts'
+import {
+  appendVersionIn,
+  changeLifecycleIn,
+  findConfigObject,
+  insertConfigObject,
+  type Writer,
+} from '../catalog/config-store.ts'
 import { isoAt } from '../deps.ts'
 import type { AsyncContext } from '../jobs/async-context.ts'
 import { enqueueJob, JobFailure, shortMessage } from '../jobs/job-queue.ts'
@@ -64,7 +70,15 @@ export interface SyncEventView {
   eventType: string
   status: SyncState
   sourceRevision: string | null
-  counts: { total: number; processed: number; created: number; updated: number; unchanged: number; deleted: number; failed: number }
+  counts: {
+    total: number
+    processed: number
+    created: number
+    updated: number
+    unchanged: number
+    deleted: number
+    failed: number
+  }
   failures: SyncFailure[]
   error: { reason: string; message: string } | null
   attemptCount: number
@@ -86,7 +100,15 @@ function eventView(row: ConnectorSyncEventTable): SyncEventView {
     eventType: row.event_type,
     status: row.status as SyncState,
     sourceRevision: row.source_revision,
-    counts: { total: row.total_count, processed: row.processed_count, created: row.created_count, updated: row.updated_count, unchanged: row.unchanged_count, deleted: row.deleted_count, failed: row.failed_count },
+    counts: {
+      total: row.total_count,
+      processed: row.processed_count,
+      created: row.created_count,
+      updated: row.updated_count,
+      unchanged: row.unchanged_count,
+      deleted: row.deleted_count,
+      failed: row.failed_count,
+    },
     failures: row.failures ? (JSON.parse(row.failures) as SyncFailure[]) : [],
     error: row.error_reason ? { reason: row.error_reason, message: row.error_message ?? '' } : null,
     attemptCount: row.attempt_count,
@@ -99,8 +121,20 @@ function eventView(row: ConnectorSyncEventTable): SyncEventView {
   }
 }
 
-async function enqueueSync(ctx: AsyncContext, trx: Transaction<ControlPlaneDb>, orgId: string, eventId: string): Promise<string> {
-  const jobId = await enqueueJob(trx, ctx.deps.now(), { kind: SYNC_JOB, orgId, subjectId: eventId, payload: { syncEventId: eventId }, maxAttempts: ctx.settings.connectors.maxAttempts, deadlineMs: ctx.settings.connectors.syncDeadlineMs })
+async function enqueueSync(
+  ctx: AsyncContext,
+  trx: Transaction<ControlPlaneDb>,
+  orgId: string,
+  eventId: string,
+): Promise<string> {
+  const jobId = await enqueueJob(trx, ctx.deps.now(), {
+    kind: SYNC_JOB,
+    orgId,
+    subjectId: eventId,
+    payload: { syncEventId: eventId },
+    maxAttempts: ctx.settings.connectors.maxAttempts,
+    deadlineMs: ctx.settings.connectors.syncDeadlineMs,
+  })
   await trx.updateTable('connector_sync_event').set({ job_id: jobId }).where('id', '=', eventId).execute()
   return jobId
 }
@@ -110,35 +144,110 @@ export async function requestSync(ctx: AsyncContext, actor: Actor, targetId: str
   const target = await targetFor(ctx, actor, targetId, 'editor')
   const id = newId('cse')
   await ctx.deps.db.transaction().execute(async (trx) => {
-    const instance = await trx.selectFrom('connector_instance').select('status').where('id', '=', target.instance_id).executeTakeFirstOrThrow()
-    if (instance.status !== 'active') throw errors.conflict('connector_instance_disabled', 'The connector instance is disabled; enable it to sync', { status: instance.status })
-    const busy = await trx.selectFrom('connector_sync_event').select('id').where('target_id', '=', targetId).where('status', 'in', ['queued', 'running']).executeTakeFirst()
-    if (busy) throw errors.conflict('sync_in_progress', 'A sync of this target is already queued or running; re-read it by id', { syncEventId: busy.id })
+    const instance = await trx
+      .selectFrom('connector_instance')
+      .select('status')
+      .where('id', '=', target.instance_id)
+      .executeTakeFirstOrThrow()
+    if (instance.status !== 'active')
+      throw errors.conflict('connector_instance_disabled', 'The connector instance is disabled; enable it to sync', {
+        status: instance.status,
+      })
+    const busy = await trx
+      .selectFrom('connector_sync_event')
+      .select('id')
+      .where('target_id', '=', targetId)
+      .where('status', 'in', ['queued', 'running'])
+      .executeTakeFirst()
+    if (busy)
+      throw errors.conflict(
+        'sync_in_progress',
+        'A sync of this target is already queued or running; re-read it by id',
+        { syncEventId: busy.id },
+      )
     const now = isoAt(ctx.deps)
-    await trx.insertInto('connector_sync_event').values({
-      id, org_id: actor.orgId, instance_id: target.instance_id, target_id: targetId, event_type: 'manual', status: 'queued', source_revision: null,
-      total_count: 0, processed_count: 0, created_count: 0, updated_count: 0, unchanged_count: 0, deleted_count: 0, failed_count: 0, failures: null, error_reason: null, error_message: null,
-      attempt_count: 0, next_attempt_at: null, job_id: null, triggered_by_member_id: actor.memberId, triggered_by_user_id: actor.userId, credential_kind: actor.credential, api_key_id: actor.apiKeyId,
-      created_at: now, updated_at: now, started_at: null, completed_at: null,
-    }).execute()
+    await trx
+      .insertInto('connector_sync_event')
+      .values({
+        id,
+        org_id: actor.orgId,
+        instance_id: target.instance_id,
+        target_id: targetId,
+        event_type: 'manual',
+        status: 'queued',
+        source_revision: null,
+        total_count: 0,
+        processed_count: 0,
+        created_count: 0,
+        updated_count: 0,
+        unchanged_count: 0,
+        deleted_count: 0,
+        failed_count: 0,
+        failures: null,
+        error_reason: null,
+        error_message: null,
+        attempt_count: 0,
+        next_attempt_at: null,
+        job_id: null,
+        triggered_by_member_id: actor.memberId,
+        triggered_by_user_id: actor.userId,
+        credential_kind: actor.credential,
+        api_key_id: actor.apiKeyId,
+        created_at: now,
+        updated_at: now,
+        started_at: null,
+        completed_at: null,
+      })
+      .execute()
     await enqueueSync(ctx, trx, actor.orgId, id)
-    await recordAudit(ctx.deps, trx, actor, 'connector_sync.requested', { type: 'connector_sync_event', id }, { connectorTargetId: targetId })
+    await recordAudit(
+      ctx.deps,
+      trx,
+      actor,
+      'connector_sync.requested',
+      { type: 'connector_sync_event', id },
+      { connectorTargetId: targetId },
+    )
   })
   ctx.jobs.wake()
   return getSyncEvent(ctx, actor, id)
 }
 
 /** Sync events the caller can see (viewer on the instance), newest first. */
-export function listSyncEvents(ctx: AsyncContext, actor: Actor, query: { cursor?: string; limit: number; connectorInstanceId?: string; connectorTargetId?: string; status?: string }): Promise<Page<SyncEventView>> {
-  let q = ctx.deps.db.selectFrom('connector_sync_event').selectAll().where('org_id', '=', actor.orgId).where(visibleCondition(ctx.deps.db, actor, 'connector_instance', 'connector_sync_event.instance_id'))
+export function listSyncEvents(
+  ctx: AsyncContext,
+  actor: Actor,
+  query: { cursor?: string; limit: number; connectorInstanceId?: string; connectorTargetId?: string; status?: string },
+): Promise<Page<SyncEventView>> {
+  let q = ctx.deps.db
+    .selectFrom('connector_sync_event')
+    .selectAll()
+    .where('org_id', '=', actor.orgId)
+    .where(visibleCondition(ctx.deps.db, actor, 'connector_instance', 'connector_sync_event.instance_id'))
   if (query.connectorInstanceId) q = q.where('instance_id', '=', query.connectorInstanceId)
   if (query.connectorTargetId) q = q.where('target_id', '=', query.connectorTargetId)
   if (query.status) q = q.where('status', '=', query.status)
-  return keysetPage(q, { scope: 'connector-sync-events', cursor: query.cursor, limit: query.limit, order: [{ column: 'id', field: 'id', direction: 'desc' }], map: eventView })
+  return keysetPage(q, {
+    scope: 'connector-sync-events',
+    cursor: query.cursor,
+    limit: query.limit,
+    order: [{ column: 'id', field: 'id', direction: 'desc' }],
+    map: eventView,
+  })
 }
 
-async function eventFor(ctx: AsyncContext, actor: Actor, id: string, min: 'viewer' | 'editor'): Promise<ConnectorSyncEventTable> {
-  const row = await ctx.deps.db.selectFrom('connector_sync_event').selectAll().where('id', '=', id).where('org_id', '=', actor.orgId).executeTakeFirst()
+async function eventFor(
+  ctx: AsyncContext,
+  actor: Actor,
+  id: string,
+  min: 'viewer' | 'editor',
+): Promise<ConnectorSyncEventTable> {
+  const row = await ctx.deps.db
+    .selectFrom('connector_sync_event')
+    .selectAll()
+    .where('id', '=', id)
+    .where('org_id', '=', actor.orgId)
+    .executeTakeFirst()
   if (!row) throw eventNotFound()
   try {
     await targetFor(ctx, actor, row.target_id, min)
@@ -164,28 +273,70 @@ export async function retrySync(ctx: AsyncContext, actor: Actor, id: string): Pr
   await ctx.deps.db.transaction().execute(async (trx) => {
     const row = await trx.selectFrom('connector_sync_event').selectAll().where('id', '=', id).executeTakeFirstOrThrow()
     if (row.status !== 'failed' && row.status !== 'partial') {
-      throw errors.conflict('sync_not_retriable', `Only failed or partial syncs can be retried; this one is ${row.status}`, { status: row.status })
+      throw errors.conflict(
+        'sync_not_retriable',
+        `Only failed or partial syncs can be retried; this one is ${row.status}`,
+        { status: row.status },
+      )
     }
-    const busy = await trx.selectFrom('connector_sync_event').select('id').where('target_id', '=', event.target_id).where('status', 'in', ['queued', 'running']).executeTakeFirst()
-    if (busy) throw errors.conflict('sync_in_progress', 'Another sync of this target is queued or running', { syncEventId: busy.id })
+    const busy = await trx
+      .selectFrom('connector_sync_event')
+      .select('id')
+      .where('target_id', '=', event.target_id)
+      .where('status', 'in', ['queued', 'running'])
+      .executeTakeFirst()
+    if (busy)
+      throw errors.conflict('sync_in_progress', 'Another sync of this target is queued or running', {
+        syncEventId: busy.id,
+      })
     // The run is on this caller's behalf now: it must not import into plugins on the rights of
     // whoever started the event before.
-    await trx.updateTable('connector_sync_event').set({ triggered_by_member_id: actor.memberId, triggered_by_user_id: actor.userId, credential_kind: actor.credential, api_key_id: actor.apiKeyId }).where('id', '=', id).execute()
-    const job = row.job_id ? await trx.selectFrom('job').selectAll().where('id', '=', row.job_id).executeTakeFirst() : undefined
+    await trx
+      .updateTable('connector_sync_event')
+      .set({
+        triggered_by_member_id: actor.memberId,
+        triggered_by_user_id: actor.userId,
+        credential_kind: actor.credential,
+        api_key_id: actor.apiKeyId,
+      })
+      .where('id', '=', id)
+      .execute()
+    const job = row.job_id
+      ? await trx.selectFrom('job').selectAll().where('id', '=', row.job_id).executeTakeFirst()
+      : undefined
     if (job && (job.status === 'failed' || job.status === 'canceled')) await retryJobIn(ctx.deps, trx, ctx.jobs, job)
     else {
       await resetForRetry(ctx, trx, id)
       await enqueueSync(ctx, trx, actor.orgId, id)
     }
-    await recordAudit(ctx.deps, trx, actor, 'connector_sync.retried', { type: 'connector_sync_event', id }, { from: row.status })
+    await recordAudit(
+      ctx.deps,
+      trx,
+      actor,
+      'connector_sync.retried',
+      { type: 'connector_sync_event', id },
+      { from: row.status },
+    )
   })
   ctx.jobs.wake()
   return getSyncEvent(ctx, actor, id)
 }
 
 async function resetForRetry(ctx: AsyncContext, trx: Transaction<ControlPlaneDb>, id: string): Promise<void> {
-  await trx.updateTable('connector_sync_event').set({ status: 'queued', event_type: 'retry', error_reason: null, error_message: null, attempt_count: 0, next_attempt_at: null, completed_at: null, updated_at: isoAt(ctx.deps) })
-    .where('id', '=', id).execute()
+  await trx
+    .updateTable('connector_sync_event')
+    .set({
+      status: 'queued',
+      event_type: 'retry',
+      error_reason: null,
+      error_message: null,
+      attempt_count: 0,
+      next_attempt_at: null,
+      completed_at: null,
+      updated_at: isoAt(ctx.deps),
+    })
+    .where('id', '=', id)
+    .execute()
 }
 
 const contentHash = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex')
@@ -206,22 +357,48 @@ async function runSync(ctx: AsyncContext, job: JobContext<{ syncEventId: string 
   const start = await job.commit(async (trx) => {
     const event = await trx.selectFrom('connector_sync_event').selectAll().where('id', '=', eventId).executeTakeFirst()
     if (!event || (event.status !== 'queued' && event.status !== 'running')) return null
-    const target = await trx.selectFrom('connector_target').selectAll().where('id', '=', event.target_id).executeTakeFirstOrThrow()
-    const instance = await trx.selectFrom('connector_instance').selectAll().where('id', '=', event.instance_id).executeTakeFirstOrThrow()
-    const account = await trx.selectFrom('connector_account').selectAll().where('id', '=', instance.connector_account_id).executeTakeFirstOrThrow()
+    const target = await trx
+      .selectFrom('connector_target')
+      .selectAll()
+      .where('id', '=', event.target_id)
+      .executeTakeFirstOrThrow()
+    const instance = await trx
+      .selectFrom('connector_instance')
+      .selectAll()
+      .where('id', '=', event.instance_id)
+      .executeTakeFirstOrThrow()
+    const account = await trx
+      .selectFrom('connector_account')
+      .selectAll()
+      .where('id', '=', instance.connector_account_id)
+      .executeTakeFirstOrThrow()
     const now = isoAt(ctx.deps)
-    await trx.updateTable('connector_sync_event').set({ status: 'running', attempt_count: job.attempt, next_attempt_at: null, started_at: event.started_at ?? now, updated_at: now }).where('id', '=', eventId).execute()
+    await trx
+      .updateTable('connector_sync_event')
+      .set({
+        status: 'running',
+        attempt_count: job.attempt,
+        next_attempt_at: null,
+        started_at: event.started_at ?? now,
+        updated_at: now,
+      })
+      .where('id', '=', eventId)
+      .execute()
     return { event, target, account }
   })
   if (!start) return { skipped: true }
   const { event, target, account } = start
-  const snapshot = await openSnapshot({
-    connectorType: target.connector_type as ConnectorType,
-    remoteId: target.remote_id,
-    branch: (JSON.parse(target.config) as TargetConfig).branch ?? null,
-    token: accountToken(ctx, account),
-    accountRemoteId: account.remote_id,
-  }, ctx.settings.connectors, job.signal)
+  const snapshot = await openSnapshot(
+    {
+      connectorType: target.connector_type as ConnectorType,
+      remoteId: target.remote_id,
+      branch: (JSON.parse(target.config) as TargetConfig).branch ?? null,
+      token: accountToken(ctx, account),
+      accountRemoteId: account.remote_id,
+    },
+    ctx.settings.connectors,
+    job.signal,
+  )
   try {
     return await importSnapshot(ctx, job, event, target, snapshot)
   } finally {
@@ -234,14 +411,32 @@ async function runSync(ctx: AsyncContext, job: JobContext<{ syncEventId: string 
  * the same `requireRole(…, 'plugin', …, 'editor')` as the API, with the member's current role;
  * a member who left cannot edit anything.
  */
-async function deniedMappings(ctx: AsyncContext, event: ConnectorSyncEventTable, mappings: ConnectorMappingTable[]): Promise<Set<string>> {
+async function deniedMappings(
+  ctx: AsyncContext,
+  event: ConnectorSyncEventTable,
+  mappings: ConnectorMappingTable[],
+): Promise<Set<string>> {
   const denied = new Set<string>()
   const pluginIds = [...new Set(mappings.map((m) => m.plugin_id).filter((id): id is string => id !== null))]
   if (pluginIds.length === 0) return denied
   const member = event.triggered_by_member_id
-    ? await ctx.deps.db.selectFrom('member').select(['id', 'user_id', 'role']).where('id', '=', event.triggered_by_member_id).where('org_id', '=', event.org_id).executeTakeFirst()
+    ? await ctx.deps.db
+        .selectFrom('member')
+        .select(['id', 'user_id', 'role'])
+        .where('id', '=', event.triggered_by_member_id)
+        .where('org_id', '=', event.org_id)
+        .executeTakeFirst()
     : undefined
-  const actor: Actor | null = member ? { orgId: event.org_id, userId: member.user_id, memberId: member.id, role: member.role as Role, credential: event.credential_kind as CredentialKind, apiKeyId: event.api_key_id } : null
+  const actor: Actor | null = member
+    ? {
+        orgId: event.org_id,
+        userId: member.user_id,
+        memberId: member.id,
+        role: member.role as Role,
+        credential: event.credential_kind as CredentialKind,
+        apiKeyId: event.api_key_id,
+      }
+    : null
   for (const pluginId of pluginIds) {
     let allowed = false
     if (actor) {
@@ -257,12 +452,25 @@ async function deniedMappings(ctx: AsyncContext, event: ConnectorSyncEventTable,
   return denied
 }
 
-async function importSnapshot(ctx: AsyncContext, job: JobContext<{ syncEventId: string }>, event: ConnectorSyncEventTable, target: ConnectorTargetTable, snapshot: Awaited<ReturnType<typeof openSnapshot>>): Promise<unknown> {
+async function importSnapshot(
+  ctx: AsyncContext,
+  job: JobContext<{ syncEventId: string }>,
+  event: ConnectorSyncEventTable,
+  target: ConnectorTargetTable,
+  snapshot: Awaited<ReturnType<typeof openSnapshot>>,
+): Promise<unknown> {
   const settings = ctx.settings.connectors
-  const mappings = await ctx.deps.db.selectFrom('connector_mapping').selectAll().where('target_id', '=', target.id).orderBy('id').execute()
+  const mappings = await ctx.deps.db
+    .selectFrom('connector_mapping')
+    .selectAll()
+    .where('target_id', '=', target.id)
+    .orderBy('id')
+    .execute()
   const denied = await deniedMappings(ctx, event, mappings)
   const items: Item[] = []
-  const failures = new Map<string, SyncFailure>((event.failures ? (JSON.parse(event.failures) as SyncFailure[]) : []).map((f) => [f.path, f]))
+  const failures = new Map<string, SyncFailure>(
+    (event.failures ? (JSON.parse(event.failures) as SyncFailure[]) : []).map((f) => [f.path, f]),
+  )
   // Every selected path still in the source, including those that fail; the rest were removed.
   const present = new Set<string>()
   for (const mapping of mappings) {
@@ -271,26 +479,55 @@ async function importSnapshot(ctx: AsyncContext, job: JobContext<{ syncEventId: 
       if (!pattern.test(entry.path)) continue
       present.add(`${mapping.id}\0${entry.path}`)
       if (denied.has(mapping.id)) {
-        failures.set(entry.path, { path: entry.path, reason: 'plugin_access_denied', message: `The member who started this sync cannot edit plugin ${mapping.plugin_id}, which mapping ${mapping.id} imports into` })
+        failures.set(entry.path, {
+          path: entry.path,
+          reason: 'plugin_access_denied',
+          message: `The member who started this sync cannot edit plugin ${mapping.plugin_id}, which mapping ${mapping.id} imports into`,
+        })
         continue
       }
       if (entry.size > settings.maxFileBytes) {
-        failures.set(entry.path, { path: entry.path, reason: 'file_too_large', message: `${entry.size} bytes is over the ${settings.maxFileBytes}-byte limit` })
+        failures.set(entry.path, {
+          path: entry.path,
+          reason: 'file_too_large',
+          message: `${entry.size} bytes is over the ${settings.maxFileBytes}-byte limit`,
+        })
         continue
       }
-      items.push({ mappingId: mapping.id, pluginId: mapping.plugin_id, objectType: mapping.object_type as ObjectType, entry })
+      items.push({
+        mappingId: mapping.id,
+        pluginId: mapping.plugin_id,
+        objectType: mapping.object_type as ObjectType,
+        entry,
+      })
     }
   }
-  if (items.length > settings.maxItems) throw new JobFailure('too_many_items', `The mappings select ${items.length} items; at most ${settings.maxItems} may be synced at once`, { retriable: false })
+  if (items.length > settings.maxItems)
+    throw new JobFailure(
+      'too_many_items',
+      `The mappings select ${items.length} items; at most ${settings.maxItems} may be synced at once`,
+      { retriable: false },
+    )
   await job.commit(async (trx) => {
-    await trx.updateTable('connector_sync_event').set({ source_revision: snapshot.revision, total_count: items.length, updated_at: isoAt(ctx.deps) }).where('id', '=', event.id).execute()
+    await trx
+      .updateTable('connector_sync_event')
+      .set({ source_revision: snapshot.revision, total_count: items.length, updated_at: isoAt(ctx.deps) })
+      .where('id', '=', event.id)
+      .execute()
   })
-  const bindings = new Map((await ctx.deps.db.selectFrom('connector_source_binding').selectAll().where('target_id', '=', target.id).execute()).map((b) => [`${b.mapping_id}\0${b.locator}`, b]))
+  const bindings = new Map(
+    (
+      await ctx.deps.db.selectFrom('connector_source_binding').selectAll().where('target_id', '=', target.id).execute()
+    ).map((b) => [`${b.mapping_id}\0${b.locator}`, b]),
+  )
   const writer: Writer = { orgId: event.org_id, memberId: null }
   for (let i = 0; i < items.length; i += BATCH) {
     if (job.signal.aborted) throw job.signal.reason
     const batch = items.slice(i, i + BATCH)
-    const contents = await snapshot.read(batch.map((item) => item.entry), job.signal)
+    const contents = await snapshot.read(
+      batch.map((item) => item.entry),
+      job.signal,
+    )
     await job.commit(async (trx) => {
       const delta = { processed: 0, created: 0, updated: 0, unchanged: 0 }
       for (const item of batch) {
@@ -304,37 +541,107 @@ async function importSnapshot(ctx: AsyncContext, job: JobContext<{ syncEventId: 
         const now = isoAt(ctx.deps)
         try {
           if (binding && binding.content_hash === hash) {
-            await trx.updateTable('connector_source_binding').set({ last_sync_event_id: event.id, source_revision: snapshot.revision, updated_at: now }).where('id', '=', binding.id).execute()
+            await trx
+              .updateTable('connector_source_binding')
+              .set({ last_sync_event_id: event.id, source_revision: snapshot.revision, updated_at: now })
+              .where('id', '=', binding.id)
+              .execute()
             delta.unchanged++
           } else if (binding) {
-            await appendVersionIn(ctx.deps, trx, writer, binding.config_object_id, { rawSourceText: text }, { createdVia: 'connector', connectorSyncEventId: event.id, sourceRevisionRef: snapshot.revision })
-            await trx.updateTable('connector_source_binding').set({ content_hash: hash, last_sync_event_id: event.id, source_revision: snapshot.revision, updated_at: now }).where('id', '=', binding.id).execute()
+            await appendVersionIn(
+              ctx.deps,
+              trx,
+              writer,
+              binding.config_object_id,
+              { rawSourceText: text },
+              { createdVia: 'connector', connectorSyncEventId: event.id, sourceRevisionRef: snapshot.revision },
+            )
+            await trx
+              .updateTable('connector_source_binding')
+              .set({
+                content_hash: hash,
+                last_sync_event_id: event.id,
+                source_revision: snapshot.revision,
+                updated_at: now,
+              })
+              .where('id', '=', binding.id)
+              .execute()
             delta.updated++
           } else {
-            const created = await insertConfigObject(ctx.deps, trx, writer, { type: item.objectType, title: itemTitle(item.entry.path, item.objectType), description: `${target.remote_id}: ${item.entry.path}`.slice(0, 1000), input: { rawSourceText: text } }, {
-              sourceMode: 'connector', connectorInstanceId: event.instance_id, connectorSyncEventId: event.id, sourceRevisionRef: snapshot.revision,
-            })
-            await trx.insertInto('connector_source_binding').values({ id: newId('csb'), org_id: event.org_id, target_id: target.id, mapping_id: item.mappingId, locator: item.entry.path, config_object_id: created.id, content_hash: hash, source_revision: snapshot.revision, last_sync_event_id: event.id, created_at: now, updated_at: now }).execute()
-            if (item.pluginId) await addToPluginIn(ctx.deps, trx, { orgId: event.org_id, memberId: event.triggered_by_member_id } as Pick<Actor, 'orgId' | 'memberId'>, item.pluginId, created.id, 'connector', item.mappingId)
+            const created = await insertConfigObject(
+              ctx.deps,
+              trx,
+              writer,
+              {
+                type: item.objectType,
+                title: itemTitle(item.entry.path, item.objectType),
+                description: `${target.remote_id}: ${item.entry.path}`.slice(0, 1000),
+                input: { rawSourceText: text },
+              },
+              {
+                sourceMode: 'connector',
+                connectorInstanceId: event.instance_id,
+                connectorSyncEventId: event.id,
+                sourceRevisionRef: snapshot.revision,
+              },
+            )
+            await trx
+              .insertInto('connector_source_binding')
+              .values({
+                id: newId('csb'),
+                org_id: event.org_id,
+                target_id: target.id,
+                mapping_id: item.mappingId,
+                locator: item.entry.path,
+                config_object_id: created.id,
+                content_hash: hash,
+                source_revision: snapshot.revision,
+                last_sync_event_id: event.id,
+                created_at: now,
+                updated_at: now,
+              })
+              .execute()
+            if (item.pluginId)
+              await addToPluginIn(
+                ctx.deps,
+                trx,
+                { orgId: event.org_id, memberId: event.triggered_by_member_id } as Pick<Actor, 'orgId' | 'memberId'>,
+                item.pluginId,
+                created.id,
+                'connector',
+                item.mappingId,
+              )
             delta.created++
           }
           failures.delete(item.entry.path)
         } catch (error) {
           if (!(error instanceof ApiError) || error.status >= 500) throw error
           const details = error.details as { reason?: string } | undefined
-          failures.set(item.entry.path, { path: item.entry.path, reason: details?.reason ?? error.code, message: shortMessage(error.message, 300) })
+          failures.set(item.entry.path, {
+            path: item.entry.path,
+            reason: details?.reason ?? error.code,
+            message: shortMessage(error.message, 300),
+          })
         }
       }
-      const row = await trx.selectFrom('connector_sync_event').select(['processed_count', 'created_count', 'updated_count', 'unchanged_count']).where('id', '=', event.id).executeTakeFirstOrThrow()
-      await trx.updateTable('connector_sync_event').set({
-        processed_count: row.processed_count + delta.processed,
-        created_count: row.created_count + delta.created,
-        updated_count: row.updated_count + delta.updated,
-        unchanged_count: row.unchanged_count + delta.unchanged,
-        failed_count: failures.size,
-        failures: failures.size ? JSON.stringify([...failures.values()].slice(0, 200)) : null,
-        updated_at: isoAt(ctx.deps),
-      }).where('id', '=', event.id).execute()
+      const row = await trx
+        .selectFrom('connector_sync_event')
+        .select(['processed_count', 'created_count', 'updated_count', 'unchanged_count'])
+        .where('id', '=', event.id)
+        .executeTakeFirstOrThrow()
+      await trx
+        .updateTable('connector_sync_event')
+        .set({
+          processed_count: row.processed_count + delta.processed,
+          created_count: row.created_count + delta.created,
+          updated_count: row.updated_count + delta.updated,
+          unchanged_count: row.unchanged_count + delta.unchanged,
+          failed_count: failures.size,
+          failures: failures.size ? JSON.stringify([...failures.values()].slice(0, 200)) : null,
+          updated_at: isoAt(ctx.deps),
+        })
+        .where('id', '=', event.id)
+        .execute()
     })
   }
   return job.finish(async (trx) => {
@@ -351,18 +658,53 @@ async function importSnapshot(ctx: AsyncContext, job: JobContext<{ syncEventId: 
       }
       await trx.deleteFrom('connector_source_binding').where('id', '=', binding.id).execute()
     }
-    const before = await trx.selectFrom('connector_sync_event').select('deleted_count').where('id', '=', event.id).executeTakeFirstOrThrow()
-    await trx.updateTable('connector_sync_event').set({ deleted_count: before.deleted_count + deleted }).where('id', '=', event.id).execute()
-    const row = await trx.selectFrom('connector_sync_event').selectAll().where('id', '=', event.id).executeTakeFirstOrThrow()
+    const before = await trx
+      .selectFrom('connector_sync_event')
+      .select('deleted_count')
+      .where('id', '=', event.id)
+      .executeTakeFirstOrThrow()
+    await trx
+      .updateTable('connector_sync_event')
+      .set({ deleted_count: before.deleted_count + deleted })
+      .where('id', '=', event.id)
+      .execute()
+    const row = await trx
+      .selectFrom('connector_sync_event')
+      .selectAll()
+      .where('id', '=', event.id)
+      .executeTakeFirstOrThrow()
     const succeeded = row.created_count + row.updated_count + row.unchanged_count + row.deleted_count
     const status: SyncState = row.failed_count === 0 ? 'completed' : succeeded > 0 ? 'partial' : 'failed'
     const now = isoAt(ctx.deps)
-    await trx.updateTable('connector_sync_event').set({
-      status, completed_at: now, updated_at: now,
-      ...(status === 'failed' ? { error_reason: 'all_items_failed', error_message: `None of the ${row.failed_count} selected items could be imported; see failures` } : { error_reason: null, error_message: null }),
-    }).where('id', '=', event.id).execute()
-    await trx.updateTable('connector_instance').set({ last_synced_at: now, last_sync_status: status, updated_at: now }).where('id', '=', event.instance_id).execute()
-    return { status, revision: snapshot.revision, created: row.created_count, updated: row.updated_count, unchanged: row.unchanged_count, deleted: row.deleted_count, failed: row.failed_count }
+    await trx
+      .updateTable('connector_sync_event')
+      .set({
+        status,
+        completed_at: now,
+        updated_at: now,
+        ...(status === 'failed'
+          ? {
+              error_reason: 'all_items_failed',
+              error_message: `None of the ${row.failed_count} selected items could be imported; see failures`,
+            }
+          : { error_reason: null, error_message: null }),
+      })
+      .where('id', '=', event.id)
+      .execute()
+    await trx
+      .updateTable('connector_instance')
+      .set({ last_synced_at: now, last_sync_status: status, updated_at: now })
+      .where('id', '=', event.instance_id)
+      .execute()
+    return {
+      status,
+      revision: snapshot.revision,
+      created: row.created_count,
+      updated: row.updated_count,
+      unchanged: row.unchanged_count,
+      deleted: row.deleted_count,
+      failed: row.failed_count,
+    }
   })
 }
 
@@ -373,18 +715,31 @@ export function syncJobHandler(ctx: AsyncContext): JobHandler<{ syncEventId: str
     run: (job) => runSync(ctx, job),
     async onFailure(trx, job, failure) {
       const now = isoAt(ctx.deps)
-      await trx.updateTable('connector_sync_event').set({
-        status: failure.final ? 'failed' : 'queued',
-        error_reason: failure.reason,
-        error_message: failure.message,
-        attempt_count: job.attempts,
-        next_attempt_at: failure.nextRunAt,
-        completed_at: failure.final ? now : null,
-        updated_at: now,
-      }).where('id', '=', job.subject_id!).execute()
+      await trx
+        .updateTable('connector_sync_event')
+        .set({
+          status: failure.final ? 'failed' : 'queued',
+          error_reason: failure.reason,
+          error_message: failure.message,
+          attempt_count: job.attempts,
+          next_attempt_at: failure.nextRunAt,
+          completed_at: failure.final ? now : null,
+          updated_at: now,
+        })
+        .where('id', '=', job.subject_id!)
+        .execute()
       if (failure.final) {
-        const event = await trx.selectFrom('connector_sync_event').select('instance_id').where('id', '=', job.subject_id!).executeTakeFirst()
-        if (event) await trx.updateTable('connector_instance').set({ last_sync_status: 'failed', updated_at: now }).where('id', '=', event.instance_id).execute()
+        const event = await trx
+          .selectFrom('connector_sync_event')
+          .select('instance_id')
+          .where('id', '=', job.subject_id!)
+          .executeTakeFirst()
+        if (event)
+          await trx
+            .updateTable('connector_instance')
+            .set({ last_sync_status: 'failed', updated_at: now })
+            .where('id', '=', event.instance_id)
+            .execute()
       }
     },
     onRetry: (trx, job) => resetForRetry(ctx, trx, job.subject_id!),

@@ -73,7 +73,11 @@ const TABLE: Array<[selector: string, path: string, matches: boolean]> = [
 test('selectors keep their meaning: * within a segment, ** across segments, **/ optional leading directories, ? one character', () => {
   for (const [selector, path, expected] of TABLE) {
     assert.is(compileSelector(selector).test(path), expected, `${JSON.stringify(selector)} on ${JSON.stringify(path)}`)
-    assert.is(formerRegExp(selector).test(path), expected, `reference: ${JSON.stringify(selector)} on ${JSON.stringify(path)}`)
+    assert.is(
+      formerRegExp(selector).test(path),
+      expected,
+      `reference: ${JSON.stringify(selector)} on ${JSON.stringify(path)}`,
+    )
   }
 })
 
@@ -123,7 +127,8 @@ test('pathological selectors (runs of ** and *a) match long paths in linear time
 })
 
 test('selector validation is unchanged', () => {
-  for (const ok of ['skills/*/SKILL.md', '**/SKILL.md', 'a?c', 'dir with space/@scope+x/*.md', '**'.repeat(12) + 'Z']) assert.is(checkSelector(ok), null, ok)
+  for (const ok of ['skills/*/SKILL.md', '**/SKILL.md', 'a?c', 'dir with space/@scope+x/*.md', '**'.repeat(12) + 'Z'])
+    assert.is(checkSelector(ok), null, ok)
   assert.is(checkSelector('/abs/*.md'), 'must be a relative path pattern without ..')
   assert.is(checkSelector('a/../b'), 'must be a relative path pattern without ..')
   assert.is(checkSelector('a[bc]'), 'may contain letters, digits, . _ - @ + space, / and the wildcards * ** ?')

@@ -32,16 +32,54 @@ export function classifyPath(entry: SourceEntry): DiscoveredItem | null {
   const { path } = entry
   if (base(path) === 'SKILL.md') {
     const dir = parent(path)
-    return { path, kind: 'skill', objectType: 'skill', name: base(dir) || 'skill', size: entry.size, suggestedSelector: under(parent(dir), '*/SKILL.md') }
+    return {
+      path,
+      kind: 'skill',
+      objectType: 'skill',
+      name: base(dir) || 'skill',
+      size: entry.size,
+      suggestedSelector: under(parent(dir), '*/SKILL.md'),
+    }
   }
   let match = /^(.*?)(?:^|\/)\.opencode\/commands?\/([^/]+)\.md$/.exec(path)
-  if (match) return { path, kind: 'command', objectType: 'command', name: match[2]!, size: entry.size, suggestedSelector: `${parent(path)}/*.md` }
+  if (match)
+    return {
+      path,
+      kind: 'command',
+      objectType: 'command',
+      name: match[2]!,
+      size: entry.size,
+      suggestedSelector: `${parent(path)}/*.md`,
+    }
   match = /^(.*?)(?:^|\/)(?:\.opencode\/)?agents?\/([^/]+)\.md$/.exec(path)
-  if (match) return { path, kind: 'agent', objectType: 'agent', name: match[2]!, size: entry.size, suggestedSelector: `${parent(path)}/*.md` }
+  if (match)
+    return {
+      path,
+      kind: 'agent',
+      objectType: 'agent',
+      name: match[2]!,
+      size: entry.size,
+      suggestedSelector: `${parent(path)}/*.md`,
+    }
   match = /^(.*?)(?:^|\/)\.opencode\/tools?\/([^/]+)\.(ts|js|mjs)$/.exec(path)
-  if (match) return { path, kind: 'tool', objectType: 'tool', name: match[2]!, size: entry.size, suggestedSelector: `${parent(path)}/*.${match[3]}` }
+  if (match)
+    return {
+      path,
+      kind: 'tool',
+      objectType: 'tool',
+      name: match[2]!,
+      size: entry.size,
+      suggestedSelector: `${parent(path)}/*.${match[3]}`,
+    }
   if (/(^|\/)(\.claude-plugin\/plugin\.json|\.opencode\/plugin\.json|plugin\.json|opencode\.jsonc?)$/.test(path)) {
-    return { path, kind: 'plugin_manifest', objectType: null, name: base(parent(path)) || stem(path), size: entry.size, suggestedSelector: path }
+    return {
+      path,
+      kind: 'plugin_manifest',
+      objectType: null,
+      name: base(parent(path)) || stem(path),
+      size: entry.size,
+      suggestedSelector: path,
+    }
   }
   return null
 }
@@ -123,7 +161,10 @@ export function compileSelector(selector: string): SelectorMatcher {
   }
   return {
     test(path: string): boolean {
-      if (stamp >= 0xfffffff0) { seen.fill(0); stamp = 0 }
+      if (stamp >= 0xfffffff0) {
+        seen.fill(0)
+        stamp = 0
+      }
       let current: number[] = []
       stamp++
       enter(0, current)
@@ -143,8 +184,10 @@ export function compileSelector(selector: string): SelectorMatcher {
 
 /** Checks a selector; returns an error message or null. */
 export function checkSelector(selector: string): string | null {
-  if (selector.startsWith('/') || selector.split('/').includes('..')) return 'must be a relative path pattern without ..'
-  if (!/^[\w.*?/@+ -]+$/.test(selector)) return 'may contain letters, digits, . _ - @ + space, / and the wildcards * ** ?'
+  if (selector.startsWith('/') || selector.split('/').includes('..'))
+    return 'must be a relative path pattern without ..'
+  if (!/^[\w.*?/@+ -]+$/.test(selector))
+    return 'may contain letters, digits, . _ - @ + space, / and the wildcards * ** ?'
   return null
 }
 

@@ -23,22 +23,64 @@ test('a sync interrupted by SIGKILL resumes after restart and completes exactly 
     for (let i = 0; i < SKILLS; i++) files[`skills/s${i}/SKILL.md`] = skillText(`s${i}`)
     const repo = createFixtureRepo(join(dir, 'git'), files)
     const config = join(dir, 'cp.json')
-    writeFileSync(config, JSON.stringify({ logRequests: false, openSignUp: true, jobs: { pollIntervalMs: 20, leaseMs: 800 }, connectors: { allowFileUrls: true } }))
-    const start = () => startChild(BUN, [ENTRY, '--mode', 'control-plane', '--config', config, '--data-dir', join(dir, 'data'), '--port', '0'], { cwd: dir, env: { HOME: dir } })
+    writeFileSync(
+      config,
+      JSON.stringify({
+        logRequests: false,
+        openSignUp: true,
+        jobs: { pollIntervalMs: 20, leaseMs: 800 },
+        connectors: { allowFileUrls: true },
+      }),
+    )
+    const start = () =>
+      startChild(
+        BUN,
+        [ENTRY, '--mode', 'control-plane', '--config', config, '--data-dir', join(dir, 'data'), '--port', '0'],
+        { cwd: dir, env: { HOME: dir } },
+      )
     const contract = await startAsyncTestPlane()
     let child: ChildServer | null = await start()
     let current = child
-    const client = contractClient({ contract: contract.app.contract, fetch: (r) => { const u = new URL(r.url); return fetch(`${current.url}${u.pathname}${u.search}`, { method: r.method, headers: r.headers, body: r.body, duplex: 'half' } as RequestInit) } })
+    const client = contractClient({
+      contract: contract.app.contract,
+      fetch: (r) => {
+        const u = new URL(r.url)
+        return fetch(`${current.url}${u.pathname}${u.search}`, {
+          method: r.method,
+          headers: r.headers,
+          body: r.body,
+          duplex: 'half',
+        } as RequestInit)
+      },
+    })
     try {
       const org = await buildFixtureOrg(client, 'crash')
       const token = org.admin.token
-      const account = await client.post('/v1/connector-accounts', { token, json: { connectorType: 'git', remoteId: 'local', displayName: 'Local' } })
-      const instance = await client.post('/v1/connector-instances', { token, json: { connectorAccountId: account.body.item.id, connectorType: 'git', name: 'big' } })
-      const target = await client.post(`/v1/connector-instances/${instance.body.item.id}/targets`, { token, json: { connectorType: 'git', remoteId: repo.url, targetKind: 'repository_branch', config: {} } })
-      await client.post(`/v1/connector-targets/${target.body.item.id}/mappings`, { token, json: { mappingKind: 'path', selector: 'skills/*/SKILL.md', objectType: 'skill' } })
+      const account = await client.post('/v1/connector-accounts', {
+        token,
+        json: { connectorType: 'git', remoteId: 'local', displayName: 'Local' },
+      })
+      const instance = await client.post('/v1/connector-instances', {
+        token,
+        json: { connectorAccountId: account.body.item.id, connectorType: 'git', name: 'big' },
+      })
+      const target = await client.post(`/v1/connector-instances/${instance.body.item.id}/targets`, {
+        token,
+        json: { connectorType: 'git', remoteId: repo.url, targetKind: 'repository_branch', config: {} },
+      })
+      await client.post(`/v1/connector-targets/${target.body.item.id}/mappings`, {
+        token,
+        json: { mappingKind: 'path', selector: 'skills/*/SKILL.md', objectType: 'skill' },
+      })
       const accepted = await client.post(`/v1/connector-targets/${target.body.item.id}/sync`, { token })
       const eventPath = `/v1/connector-sync-events/${accepted.body.item.id}`
-      const mid = await waitFor(() => client.get(eventPath, { token }), (r) => r.body.item.counts.processed > 0 || r.body.item.status !== 'queued' && r.body.item.status !== 'running', 30_000, 5)
+      const mid = await waitFor(
+        () => client.get(eventPath, { token }),
+        (r) =>
+          r.body.item.counts.processed > 0 || (r.body.item.status !== 'queued' && r.body.item.status !== 'running'),
+        30_000,
+        5,
+      )
       assert.is(mid.body.item.status, 'running', 'caught the sync while it ran')
       child.process.kill('SIGKILL')
       await child.stop()
@@ -48,9 +90,22 @@ test('a sync interrupted by SIGKILL resumes after restart and completes exactly 
 
       child = await start()
       current = child
-      const finished = await waitFor(() => client.get(eventPath, { token }), (r) => r.body.item.status !== 'queued' && r.body.item.status !== 'running', 60_000, 100)
+      const finished = await waitFor(
+        () => client.get(eventPath, { token }),
+        (r) => r.body.item.status !== 'queued' && r.body.item.status !== 'running',
+        60_000,
+        100,
+      )
       assert.is(finished.body.item.status, 'completed')
-      assert.equal(finished.body.item.counts, { total: SKILLS, processed: SKILLS, created: SKILLS, updated: 0, unchanged: 0, deleted: 0, failed: 0 })
+      assert.equal(finished.body.item.counts, {
+        total: SKILLS,
+        processed: SKILLS,
+        created: SKILLS,
+        updated: 0,
+        unchanged: 0,
+        deleted: 0,
+        failed: 0,
+      })
       assert.is(finished.body.item.attemptCount, 2, 'the interrupted attempt and the one that resumed')
       const job = await client.get(`/v1/jobs/${finished.body.item.jobId}`, { token })
       assert.equal([job.body.item.status, job.body.item.attempts], ['succeeded', 2])
@@ -58,7 +113,10 @@ test('a sync interrupted by SIGKILL resumes after restart and completes exactly 
       const seen = new Set<string>()
       let cursor: string | null = null
       do {
-        const page = await client.get(`/v1/config-objects?sourceMode=connector&limit=100${cursor ? `&cursor=${cursor}` : ''}`, { token })
+        const page = await client.get(
+          `/v1/config-objects?sourceMode=connector&limit=100${cursor ? `&cursor=${cursor}` : ''}`,
+          { token },
+        )
         for (const item of page.body.items as Array<{ title: string; versionCount: number }>) {
           assert.is(item.versionCount, 1, `${item.title} has one version`)
           assert.not.ok(seen.has(item.title), `${item.title} exists once`)

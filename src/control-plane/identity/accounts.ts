@@ -42,7 +42,11 @@ export interface SignUpGuard {
  * hashed only after these checks pass. With a `guard`, refusals (403, 409) count as failures in
  * the sign-in throttle for the email and the address, and a throttled caller gets 429.
  */
-export async function signUp(deps: Deps, input: { email: string; password: string; name: string; invitationToken?: string }, guard?: SignUpGuard): Promise<SignedIn> {
+export async function signUp(
+  deps: Deps,
+  input: { email: string; password: string; name: string; invitationToken?: string },
+  guard?: SignUpGuard,
+): Promise<SignedIn> {
   const email = normalizeEmail(input.email)
   const address = guard?.address ?? null
   const wait = guard ? guard.throttle.retryAfterSeconds(email, address) : 0
@@ -53,8 +57,11 @@ export async function signUp(deps: Deps, input: { email: string; password: strin
     return signedIn
   } catch (error) {
     // Two sign-ups for one email racing past the existence check: the constraint decides.
-    const refusal = isUniqueViolation(error) ? errors.conflict('email_taken', 'An account with that email already exists') : error
-    if (refusal instanceof ApiError && (refusal.code === 'sign_up_not_allowed' || refusal.code === 'email_taken')) guard?.throttle.recordFailure(email, address)
+    const refusal = isUniqueViolation(error)
+      ? errors.conflict('email_taken', 'An account with that email already exists')
+      : error
+    if (refusal instanceof ApiError && (refusal.code === 'sign_up_not_allowed' || refusal.code === 'email_taken'))
+      guard?.throttle.recordFailure(email, address)
     throw refusal
   }
 }
@@ -63,22 +70,40 @@ export async function signUp(deps: Deps, input: { email: string; password: strin
  * Throws unless this email may sign up now: 403 `sign_up_not_allowed` when it may not, then 409
  * `email_taken` when it may but already has an account. Returns the invitation to accept, if any.
  */
-async function admit(deps: Deps, trx: Transaction<ControlPlaneDb>, email: string, invitationToken: string | undefined): Promise<InvitationTable | null> {
+async function admit(
+  deps: Deps,
+  trx: Transaction<ControlPlaneDb>,
+  email: string,
+  invitationToken: string | undefined,
+): Promise<InvitationTable | null> {
   let invitation: InvitationTable | null = null
   if (invitationToken !== undefined) {
     const found = await findUsableInvitation(deps, trx, invitationToken, email)
-    if ('problem' in found) throw errors.forbidden('The invitation token is not usable for this email', { reason: found.problem }, 'sign_up_not_allowed')
+    if ('problem' in found)
+      throw errors.forbidden(
+        'The invitation token is not usable for this email',
+        { reason: found.problem },
+        'sign_up_not_allowed',
+      )
     invitation = found
   } else if (!deps.settings.openSignUp) {
     const anyone = await trx.selectFrom('app_user').select('id').limit(1).executeTakeFirst()
-    if (anyone) throw errors.forbidden('Sign-up needs an invitation token', { reason: 'invitation_required' }, 'sign_up_not_allowed')
+    if (anyone)
+      throw errors.forbidden(
+        'Sign-up needs an invitation token',
+        { reason: 'invitation_required' },
+        'sign_up_not_allowed',
+      )
   }
   const taken = await trx.selectFrom('app_user').select('id').where('email', '=', email).executeTakeFirst()
   if (taken) throw errors.conflict('email_taken', 'An account with that email already exists')
   return invitation
 }
 
-async function createAccount(deps: Deps, input: { email: string; password: string; name: string; invitationToken?: string }): Promise<SignedIn> {
+async function createAccount(
+  deps: Deps,
+  input: { email: string; password: string; name: string; invitationToken?: string },
+): Promise<SignedIn> {
   const { email } = input
   // Cheap checks before the slow hash, so refused attempts cost no KDF work.
   await deps.db.transaction().execute((trx) => admit(deps, trx, email, input.invitationToken))
@@ -88,7 +113,10 @@ async function createAccount(deps: Deps, input: { email: string; password: strin
   return deps.db.transaction().execute(async (trx) => {
     // Decided again: an invitation or the first-account slot may have gone while hashing.
     const invitation = await admit(deps, trx, email, input.invitationToken)
-    await trx.insertInto('app_user').values({ id: userId, email, name: input.name, password_hash: passwordHash, created_at: now, updated_at: now }).execute()
+    await trx
+      .insertInto('app_user')
+      .values({ id: userId, email, name: input.name, password_hash: passwordHash, created_at: now, updated_at: now })
+      .execute()
     const joined = invitation ? await acceptInto(deps, trx, invitation, userId) : null
     const session = await createSession(deps, trx, userId, joined?.orgId ?? null)
     return { user: { id: userId, email, name: input.name, createdAt: now }, session }
@@ -96,12 +124,18 @@ async function createAccount(deps: Deps, input: { email: string; password: strin
 }
 
 /** Verifies a password and issues a session; throttled per account and address. */
-export async function signIn(deps: Deps, throttle: SignInThrottle, input: { email: string; password: string; address: string | null }): Promise<SignedIn> {
+export async function signIn(
+  deps: Deps,
+  throttle: SignInThrottle,
+  input: { email: string; password: string; address: string | null },
+): Promise<SignedIn> {
   const email = normalizeEmail(input.email)
   const wait = throttle.retryAfterSeconds(email, input.address)
   if (wait > 0) throw errors.tooManyRequests(wait, 'Too many failed sign-in attempts; try again later')
   const row = await deps.db.selectFrom('app_user').selectAll().where('email', '=', email).executeTakeFirst()
-  const ok = row ? await verifyPassword(input.password, row.password_hash) : (await burnPasswordCheck(input.password, deps.settings.scrypt), false)
+  let ok = false
+  if (row) ok = await verifyPassword(input.password, row.password_hash)
+  else await burnPasswordCheck(input.password, deps.settings.scrypt)
   if (!row || !ok) {
     throttle.recordFailure(email, input.address)
     throw errors.unauthorized('Email or password is wrong')
@@ -112,13 +146,21 @@ export async function signIn(deps: Deps, throttle: SignInThrottle, input: { emai
 }
 
 /** Accepts an invitation for the signed-in person and makes its organization their active one. */
-export async function acceptInvitation(deps: Deps, session: ActiveSession, token: string): Promise<{ organization: { id: string; name: string }; memberId: string; role: Role }> {
+export async function acceptInvitation(
+  deps: Deps,
+  session: ActiveSession,
+  token: string,
+): Promise<{ organization: { id: string; name: string }; memberId: string; role: Role }> {
   return deps.db.transaction().execute(async (trx) => {
     const found = await findUsableInvitation(deps, trx, token, session.user.email)
     if ('problem' in found) throw invitationProblemError(found)
     const joined = await acceptInto(deps, trx, found, session.user.id)
     await setActiveOrg(trx, session.id, joined.orgId)
-    const org = await trx.selectFrom('organization').select(['id', 'name']).where('id', '=', joined.orgId).executeTakeFirstOrThrow()
+    const org = await trx
+      .selectFrom('organization')
+      .select(['id', 'name'])
+      .where('id', '=', joined.orgId)
+      .executeTakeFirstOrThrow()
     return { organization: org, memberId: joined.memberId, role: joined.role }
   })
 }

@@ -14,26 +14,49 @@ const HOUR = 3600_000
 test('the first sign-up on an empty database is open; later ones need an invitation unless open sign-up is configured', async () => {
   const t = await startTestControlPlane({ openSignUp: false })
   try {
-    const first = await t.client.post('/v1/auth/sign-up', { json: { email: 'First@Example.test ', password: 'correct horse', name: 'First' } })
+    const first = await t.client.post('/v1/auth/sign-up', {
+      json: { email: 'First@Example.test ', password: 'correct horse', name: 'First' },
+    })
     assert.is(first.status, 201)
     assert.is(first.body.user.email, 'first@example.test')
     assert.match(first.body.session.token, /^sst_/)
-    const second = await t.client.post('/v1/auth/sign-up', { json: { email: 'second@example.test', password: 'correct horse', name: 'Second' } })
+    const second = await t.client.post('/v1/auth/sign-up', {
+      json: { email: 'second@example.test', password: 'correct horse', name: 'Second' },
+    })
     assert.is(second.status, 403)
     assert.is(second.body.code, 'sign_up_not_allowed')
     assert.is(second.body.details.reason, 'invitation_required')
     const org = await t.client.post('/v1/orgs', { token: first.body.session.token, json: { name: 'Acme' } })
-    const invite = await t.client.post('/v1/invitations', { token: first.body.session.token, json: { email: 'second@example.test', role: 'member' } })
+    const invite = await t.client.post('/v1/invitations', {
+      token: first.body.session.token,
+      json: { email: 'second@example.test', role: 'member' },
+    })
     assert.is(invite.status, 201)
-    const wrongEmail = await t.client.post('/v1/auth/sign-up', { json: { email: 'third@example.test', password: 'correct horse', name: 'Third', invitationToken: invite.body.token } })
+    const wrongEmail = await t.client.post('/v1/auth/sign-up', {
+      json: {
+        email: 'third@example.test',
+        password: 'correct horse',
+        name: 'Third',
+        invitationToken: invite.body.token,
+      },
+    })
     assert.is(wrongEmail.status, 403)
     assert.is(wrongEmail.body.details.reason, 'email_mismatch')
-    const invited = await t.client.post('/v1/auth/sign-up', { json: { email: 'second@example.test', password: 'correct horse', name: 'Second', invitationToken: invite.body.token } })
+    const invited = await t.client.post('/v1/auth/sign-up', {
+      json: {
+        email: 'second@example.test',
+        password: 'correct horse',
+        name: 'Second',
+        invitationToken: invite.body.token,
+      },
+    })
     assert.is(invited.status, 201)
     const me = await t.client.get('/v1/me', { token: invited.body.session.token })
     assert.is(me.body.organization.id, org.body.item.id)
     assert.is(me.body.member.role, 'member')
-    const reused = await t.client.post('/v1/auth/sign-up', { json: { email: 'fourth@example.test', password: 'correct horse', name: 'x', invitationToken: invite.body.token } })
+    const reused = await t.client.post('/v1/auth/sign-up', {
+      json: { email: 'fourth@example.test', password: 'correct horse', name: 'x', invitationToken: invite.body.token },
+    })
     assert.is(reused.status, 403)
   } finally {
     await t.close()
@@ -44,9 +67,13 @@ test('open sign-up lets anyone register, but an email can only be used once', as
   const t = await startTestControlPlane({ openSignUp: true })
   try {
     await signUpPerson(t.client, 'a@x.test')
-    const b = await t.client.post('/v1/auth/sign-up', { json: { email: 'b@x.test', password: 'long enough', name: 'B' } })
+    const b = await t.client.post('/v1/auth/sign-up', {
+      json: { email: 'b@x.test', password: 'long enough', name: 'B' },
+    })
     assert.is(b.status, 201)
-    const again = await t.client.post('/v1/auth/sign-up', { json: { email: 'B@X.test', password: 'long enough', name: 'B' } })
+    const again = await t.client.post('/v1/auth/sign-up', {
+      json: { email: 'B@X.test', password: 'long enough', name: 'B' },
+    })
     assert.is(again.status, 409)
     assert.is(again.body.code, 'email_taken')
   } finally {
@@ -58,7 +85,11 @@ test('concurrent sign-ups for one email end as one 201 and one 409, never a 500'
   const t = await startTestControlPlane({ openSignUp: true })
   try {
     const body = { json: { email: 'race@x.test', password: 'long enough', name: 'Racer' } }
-    const results = await Promise.all([t.client.post('/v1/auth/sign-up', body), t.client.post('/v1/auth/sign-up', body), t.client.post('/v1/auth/sign-up', body)])
+    const results = await Promise.all([
+      t.client.post('/v1/auth/sign-up', body),
+      t.client.post('/v1/auth/sign-up', body),
+      t.client.post('/v1/auth/sign-up', body),
+    ])
     assert.equal(results.map((r) => r.status).sort(), [201, 409, 409])
   } finally {
     await t.close()
@@ -68,14 +99,24 @@ test('concurrent sign-ups for one email end as one 201 and one 409, never a 500'
 test('closed sign-up refuses an email with an account exactly like one without, before hashing the password', async () => {
   const t = await startTestControlPlane({ openSignUp: false })
   try {
-    const ceo = await t.client.post('/v1/auth/sign-up', { json: { email: 'ceo@corp.test', password: 'correct horse', name: 'CEO' } })
+    const ceo = await t.client.post('/v1/auth/sign-up', {
+      json: { email: 'ceo@corp.test', password: 'correct horse', name: 'CEO' },
+    })
     assert.is(ceo.status, 201)
     // Every password hash in sign-up reads the KDF parameters: count the reads.
     const settings = t.app.deps.settings
     const params = settings.scrypt
     let hashes = 0
-    Object.defineProperty(settings, 'scrypt', { configurable: true, enumerable: true, get: () => (hashes++, params) })
-    const attempt = (email: string, invitationToken?: string) => t.client.post('/v1/auth/sign-up', { json: { email, password: 'whatever-1', name: 'X', invitationToken } })
+    Object.defineProperty(settings, 'scrypt', {
+      configurable: true,
+      enumerable: true,
+      get: () => {
+        hashes++
+        return params
+      },
+    })
+    const attempt = (email: string, invitationToken?: string) =>
+      t.client.post('/v1/auth/sign-up', { json: { email, password: 'whatever-1', name: 'X', invitationToken } })
     for (const token of [undefined, 'svi_not-a-real-token', 'bogus']) {
       const existing = await attempt('ceo@corp.test', token)
       const unknown = await attempt('nobody@corp.test', token)
@@ -83,18 +124,25 @@ test('closed sign-up refuses an email with an account exactly like one without, 
       assert.is(existing.body.code, 'sign_up_not_allowed')
       assert.is(unknown.status, existing.status)
       assert.equal(unknown.body, existing.body)
-      const headers = (r: typeof existing) => Object.fromEntries([...r.headers].filter(([name]) => name !== 'x-request-id'))
+      const headers = (r: typeof existing) =>
+        Object.fromEntries([...r.headers].filter(([name]) => name !== 'x-request-id'))
       assert.equal(headers(unknown), headers(existing))
     }
     assert.is(hashes, 0, 'a refused sign-up never reaches the password hash')
     // Allowed to sign up with the email (a usable invitation for it): then, and only then, 409.
     await t.client.post('/v1/orgs', { token: ceo.body.session.token, json: { name: 'A' } })
-    const forBob = await t.client.post('/v1/invitations', { token: ceo.body.session.token, json: { email: 'bob@corp.test', role: 'member' } })
+    const forBob = await t.client.post('/v1/invitations', {
+      token: ceo.body.session.token,
+      json: { email: 'bob@corp.test', role: 'member' },
+    })
     const bob = await attempt('bob@corp.test', forBob.body.token)
     assert.is(bob.status, 201)
     assert.is(hashes, 1, 'an allowed sign-up hashes once')
     await t.client.post('/v1/orgs', { token: bob.body.session.token, json: { name: 'B' } })
-    const forCeo = await t.client.post('/v1/invitations', { token: bob.body.session.token, json: { email: 'ceo@corp.test', role: 'member' } })
+    const forCeo = await t.client.post('/v1/invitations', {
+      token: bob.body.session.token,
+      json: { email: 'ceo@corp.test', role: 'member' },
+    })
     assert.is(forCeo.status, 201)
     const taken = await attempt('ceo@corp.test', forCeo.body.token)
     assert.is(taken.status, 409)
@@ -108,15 +156,36 @@ test('closed sign-up refuses an email with an account exactly like one without, 
 test('refused sign-ups count in the sign-in throttle per address and email; past the limit sign-up is 429', async () => {
   const t = await startTestControlPlane({ openSignUp: false })
   try {
-    assert.is((await t.client.post('/v1/auth/sign-up', { json: { email: 'ceo@corp.test', password: 'correct horse', name: 'CEO' } })).status, 201)
-    const throttle = new SignInThrottle({ maxFailuresPerAccount: 100, maxFailuresPerAddress: 3, windowMs: 60_000 }, t.clock.now)
+    assert.is(
+      (
+        await t.client.post('/v1/auth/sign-up', {
+          json: { email: 'ceo@corp.test', password: 'correct horse', name: 'CEO' },
+        })
+      ).status,
+      201,
+    )
+    const throttle = new SignInThrottle(
+      { maxFailuresPerAccount: 100, maxFailuresPerAddress: 3, windowMs: 60_000 },
+      t.clock.now,
+    )
     const status = (email: string, address: string) =>
-      signUp(t.app.deps, { email, password: 'whatever-1', name: 'X' }, { throttle, address }).then(() => 201, (error: ApiError) => error.status)
-    for (const email of ['a@corp.test', 'ceo@corp.test', 'b@corp.test']) assert.is(await status(email, '203.0.113.9'), 403)
+      signUp(t.app.deps, { email, password: 'whatever-1', name: 'X' }, { throttle, address }).then(
+        () => 201,
+        (error: ApiError) => error.status,
+      )
+    for (const email of ['a@corp.test', 'ceo@corp.test', 'b@corp.test'])
+      assert.is(await status(email, '203.0.113.9'), 403)
     assert.is(await status('c@corp.test', '203.0.113.9'), 429)
     assert.is(await status('c@corp.test', '198.51.100.7'), 403, 'other addresses are not affected')
     // The same counters as sign-in: that address is throttled there too.
-    const signInFromThere = await signIn(t.app.deps, throttle, { email: 'ceo@corp.test', password: 'correct horse', address: '203.0.113.9' }).then(() => 200, (error: ApiError) => error.status)
+    const signInFromThere = await signIn(t.app.deps, throttle, {
+      email: 'ceo@corp.test',
+      password: 'correct horse',
+      address: '203.0.113.9',
+    }).then(
+      () => 200,
+      (error: ApiError) => error.status,
+    )
     assert.is(signInFromThere, 429)
     t.clock.advance(60_000)
     assert.is(await status('c@corp.test', '203.0.113.9'), 403)
@@ -128,7 +197,9 @@ test('refused sign-ups count in the sign-in throttle per address and email; past
 test('sign-up bodies are validated with field paths (422)', async () => {
   const t = await startTestControlPlane()
   try {
-    const res = await t.client.post('/v1/auth/sign-up', { json: { email: 'not-an-email', password: 'short', name: '' } })
+    const res = await t.client.post('/v1/auth/sign-up', {
+      json: { email: 'not-an-email', password: 'short', name: '' },
+    })
     assert.is(res.status, 422)
     assert.is(res.body.code, 'validation_failed')
     const paths = res.body.details.issues.map((i: { path: string }) => i.path).sort()
@@ -160,16 +231,27 @@ test('sign-in is throttled per account with 429 and Retry-After, even for the ri
   const t = await startTestControlPlane({ signInThrottle: { maxFailuresPerAccount: 3, windowSeconds: 600 } })
   try {
     const person = await signUpPerson(t.client, 'victim@x.test')
-    for (let i = 0; i < 3; i++) assert.is((await t.client.post('/v1/auth/sign-in', { json: { email: 'victim@x.test', password: `guess-${i}-xx` } })).status, 401)
-    const blocked = await t.client.post('/v1/auth/sign-in', { json: { email: 'victim@x.test', password: person.password } })
+    for (let i = 0; i < 3; i++)
+      assert.is(
+        (await t.client.post('/v1/auth/sign-in', { json: { email: 'victim@x.test', password: `guess-${i}-xx` } }))
+          .status,
+        401,
+      )
+    const blocked = await t.client.post('/v1/auth/sign-in', {
+      json: { email: 'victim@x.test', password: person.password },
+    })
     assert.is(blocked.status, 429)
     assert.is(blocked.body.code, 'rate_limited')
     assert.is(blocked.headers.get('retry-after'), '600')
     t.clock.advance(400_000)
-    const later = await t.client.post('/v1/auth/sign-in', { json: { email: 'victim@x.test', password: person.password } })
+    const later = await t.client.post('/v1/auth/sign-in', {
+      json: { email: 'victim@x.test', password: person.password },
+    })
     assert.is(later.headers.get('retry-after'), '200')
     t.clock.advance(200_000)
-    const open = await t.client.post('/v1/auth/sign-in', { json: { email: 'victim@x.test', password: person.password } })
+    const open = await t.client.post('/v1/auth/sign-in', {
+      json: { email: 'victim@x.test', password: person.password },
+    })
     assert.is(open.status, 200)
   } finally {
     await t.close()
@@ -177,17 +259,34 @@ test('sign-in is throttled per account with 429 and Retry-After, even for the ri
 })
 
 test('sign-in is throttled per client address across accounts when behind a trusted proxy', async () => {
-  const t = await startTestControlPlane({ trustProxy: true, signInThrottle: { maxFailuresPerAccount: 100, maxFailuresPerAddress: 4 } })
+  const t = await startTestControlPlane({
+    trustProxy: true,
+    signInThrottle: { maxFailuresPerAccount: 100, maxFailuresPerAddress: 4 },
+  })
   try {
     const person = await signUpPerson(t.client, 'someone@x.test')
     const from = (ip: string) => ({ 'x-forwarded-for': `${ip}, 10.0.0.1` })
     for (let i = 0; i < 4; i++) {
-      assert.is((await t.client.post('/v1/auth/sign-in', { headers: from('203.0.113.9'), json: { email: `spray${i}@x.test`, password: 'password1' } })).status, 401)
+      assert.is(
+        (
+          await t.client.post('/v1/auth/sign-in', {
+            headers: from('203.0.113.9'),
+            json: { email: `spray${i}@x.test`, password: 'password1' },
+          })
+        ).status,
+        401,
+      )
     }
-    const blocked = await t.client.post('/v1/auth/sign-in', { headers: from('203.0.113.9'), json: { email: 'someone@x.test', password: person.password } })
+    const blocked = await t.client.post('/v1/auth/sign-in', {
+      headers: from('203.0.113.9'),
+      json: { email: 'someone@x.test', password: person.password },
+    })
     assert.is(blocked.status, 429)
     assert.ok(Number(blocked.headers.get('retry-after')) > 0)
-    const elsewhere = await t.client.post('/v1/auth/sign-in', { headers: from('198.51.100.7'), json: { email: 'someone@x.test', password: person.password } })
+    const elsewhere = await t.client.post('/v1/auth/sign-in', {
+      headers: from('198.51.100.7'),
+      json: { email: 'someone@x.test', password: person.password },
+    })
     assert.is(elsewhere.status, 200)
   } finally {
     await t.close()
@@ -195,18 +294,31 @@ test('sign-in is throttled per client address across accounts when behind a trus
 })
 
 test('the sign-up route counts refused attempts per client address and answers 429 past the limit', async () => {
-  const t = await startTestControlPlane({ openSignUp: false, trustProxy: true, signInThrottle: { maxFailuresPerAccount: 100, maxFailuresPerAddress: 3 } })
+  const t = await startTestControlPlane({
+    openSignUp: false,
+    trustProxy: true,
+    signInThrottle: { maxFailuresPerAccount: 100, maxFailuresPerAddress: 3 },
+  })
   try {
     await signUpPerson(t.client, 'first@x.test') // the first account of an installation is always allowed
     const from = { 'x-forwarded-for': '203.0.113.9, 10.0.0.1' }
     for (let i = 0; i < 3; i++) {
-      const refused = await t.client.post('/v1/auth/sign-up', { headers: from, json: { email: `probe${i}@x.test`, password: 'password-123', name: 'P' } })
+      const refused = await t.client.post('/v1/auth/sign-up', {
+        headers: from,
+        json: { email: `probe${i}@x.test`, password: 'password-123', name: 'P' },
+      })
       assert.is(refused.status, 403)
     }
-    const blocked = await t.client.post('/v1/auth/sign-up', { headers: from, json: { email: 'probe9@x.test', password: 'password-123', name: 'P' } })
+    const blocked = await t.client.post('/v1/auth/sign-up', {
+      headers: from,
+      json: { email: 'probe9@x.test', password: 'password-123', name: 'P' },
+    })
     assert.is(blocked.status, 429)
     assert.ok(Number(blocked.headers.get('retry-after')) > 0)
-    const elsewhere = await t.client.post('/v1/auth/sign-up', { headers: { 'x-forwarded-for': '198.51.100.7, 10.0.0.1' }, json: { email: 'probe9@x.test', password: 'password-123', name: 'P' } })
+    const elsewhere = await t.client.post('/v1/auth/sign-up', {
+      headers: { 'x-forwarded-for': '198.51.100.7, 10.0.0.1' },
+      json: { email: 'probe9@x.test', password: 'password-123', name: 'P' },
+    })
     assert.is(elsewhere.status, 403)
   } finally {
     await t.close()
@@ -259,14 +371,29 @@ test('the database file never contains a password, session token, invitation tok
   const t = await startTestControlPlane()
   try {
     const org = await buildFixtureOrg(t.client, 'bytes')
-    const invite = await t.client.post('/v1/invitations', { token: org.owner.token, json: { email: 'late@bytes.test' } })
-    const signIn = await t.client.post('/v1/auth/sign-in', { json: { email: org.member.email, password: org.member.password } })
-    const secrets = [org.owner.password, org.admin.password, org.owner.token, org.member.token, signIn.body.session.token, invite.body.token, org.ownerKey.key, org.adminKey.key]
+    const invite = await t.client.post('/v1/invitations', {
+      token: org.owner.token,
+      json: { email: 'late@bytes.test' },
+    })
+    const signIn = await t.client.post('/v1/auth/sign-in', {
+      json: { email: org.member.email, password: org.member.password },
+    })
+    const secrets = [
+      org.owner.password,
+      org.admin.password,
+      org.owner.token,
+      org.member.token,
+      signIn.body.session.token,
+      invite.body.token,
+      org.ownerKey.key,
+      org.adminKey.key,
+    ]
     const files = [t.databasePath, `${t.databasePath}-wal`, `${t.databasePath}-shm`].filter(existsSync)
     const bytes = Buffer.concat(files.map((f) => readFileSync(f)))
     assert.ok(bytes.length > 0)
     assert.ok(bytes.includes(Buffer.from(org.owner.email)), 'sanity: plain data is visible in the bytes')
-    for (const secret of secrets) assert.not.ok(bytes.includes(Buffer.from(secret)), `found a secret in the database file: ${secret.slice(0, 6)}…`)
+    for (const secret of secrets)
+      assert.not.ok(bytes.includes(Buffer.from(secret)), `found a secret in the database file: ${secret.slice(0, 6)}…`)
   } finally {
     await t.close()
   }

@@ -22,7 +22,13 @@ function derive(password: string, salt: Buffer, params: ScryptParams): Promise<B
   // maxmem must exceed 128 * N * r bytes or node refuses.
   const maxmem = 256 * params.N * params.r
   return new Promise((resolve, reject) => {
-    scrypt(password.normalize('NFKC'), salt, KEY_LENGTH, { N: params.N, r: params.r, p: params.p, maxmem }, (error, key) => (error ? reject(error) : resolve(key)))
+    scrypt(
+      password.normalize('NFKC'),
+      salt,
+      KEY_LENGTH,
+      { N: params.N, r: params.r, p: params.p, maxmem },
+      (error, key) => (error ? reject(error) : resolve(key)),
+    )
   })
 }
 

@@ -45,10 +45,28 @@ const sessionLookup = preparedQuery((db: Kysely<ControlPlaneDb>, tokenHash: stri
   db
     .selectFrom('user_session as s')
     .innerJoin('app_user as u', 'u.id', 's.user_id')
-    .leftJoin('member as m', (join) => join.onRef('m.user_id', '=', 's.user_id').on((eb) => eb('m.org_id', '=', eb.fn.coalesce(eb.val(orgId), eb.ref('s.active_org_id')))))
+    .leftJoin('member as m', (join) =>
+      join
+        .onRef('m.user_id', '=', 's.user_id')
+        .on((eb) => eb('m.org_id', '=', eb.fn.coalesce(eb.val(orgId), eb.ref('s.active_org_id')))),
+    )
     .leftJoin('organization as o', 'o.id', 'm.org_id')
-    .select(['s.id as session_id', 's.active_org_id', 's.expires_at', 's.refreshed_at', 'u.id', 'u.email', 'u.name', 'u.created_at', 'm.id as member_id', 'm.role', 'o.id as org_id', 'o.name as org_name'])
-    .where('s.token_hash', '=', tokenHash))
+    .select([
+      's.id as session_id',
+      's.active_org_id',
+      's.expires_at',
+      's.refreshed_at',
+      'u.id',
+      'u.email',
+      'u.name',
+      'u.created_at',
+      'm.id as member_id',
+      'm.role',
+      'o.id as org_id',
+      'o.name as org_name',
+    ])
+    .where('s.token_hash', '=', tokenHash),
+)
 
 /** How often a session in use has its expiry pushed forward: a day, or the lifetime if shorter. */
 function refreshIntervalMs(ttlMs: number): number {
@@ -56,12 +74,28 @@ function refreshIntervalMs(ttlMs: number): number {
 }
 
 /** Issues a new session for a user. */
-export async function createSession(deps: Deps, db: Db, userId: string, activeOrgId: string | null): Promise<IssuedSession> {
+export async function createSession(
+  deps: Deps,
+  db: Db,
+  userId: string,
+  activeOrgId: string | null,
+): Promise<IssuedSession> {
   const token = generateToken(SESSION_TOKEN_PREFIX)
   const id = newId('ses')
   const now = isoAt(deps)
   const expiresAt = isoAt(deps, deps.settings.sessionTtlMs)
-  await db.insertInto('user_session').values({ id, user_id: userId, token_hash: hashToken(token), active_org_id: activeOrgId, created_at: now, refreshed_at: now, expires_at: expiresAt }).execute()
+  await db
+    .insertInto('user_session')
+    .values({
+      id,
+      user_id: userId,
+      token_hash: hashToken(token),
+      active_org_id: activeOrgId,
+      created_at: now,
+      refreshed_at: now,
+      expires_at: expiresAt,
+    })
+    .execute()
   return { id, token, expiresAt }
 }
 
@@ -71,10 +105,17 @@ export async function createSession(deps: Deps, db: Db, userId: string, activeOr
  * session's active organization), because every authenticated request needs both and one
  * round trip is cheaper than two.
  */
-export async function resolveSession(deps: Deps, token: string, orgId: string | null = null): Promise<(ActiveSession & { membership: SessionMembership | null }) | null> {
+export async function resolveSession(
+  deps: Deps,
+  token: string,
+  orgId: string | null = null,
+): Promise<(ActiveSession & { membership: SessionMembership | null }) | null> {
   const [row] = await sessionLookup(deps.db, hashToken(token), orgId)
   if (!row) return null
-  const membership = row.member_id && row.org_id ? { orgId: row.org_id, orgName: row.org_name ?? '', memberId: row.member_id, role: row.role ?? 'member' } : null
+  const membership =
+    row.member_id && row.org_id
+      ? { orgId: row.org_id, orgName: row.org_name ?? '', memberId: row.member_id, role: row.role ?? 'member' }
+      : null
   const now = deps.now()
   if (Date.parse(row.expires_at) <= now) {
     await deps.db.deleteFrom('user_session').where('id', '=', row.session_id).execute()
@@ -83,7 +124,11 @@ export async function resolveSession(deps: Deps, token: string, orgId: string | 
   let expiresAt = row.expires_at
   if (now - Date.parse(row.refreshed_at) >= refreshIntervalMs(deps.settings.sessionTtlMs)) {
     expiresAt = isoAt(deps, deps.settings.sessionTtlMs)
-    await deps.db.updateTable('user_session').set({ refreshed_at: isoAt(deps), expires_at: expiresAt }).where('id', '=', row.session_id).execute()
+    await deps.db
+      .updateTable('user_session')
+      .set({ refreshed_at: isoAt(deps), expires_at: expiresAt })
+      .where('id', '=', row.session_id)
+      .execute()
   }
   return { id: row.session_id, activeOrgId: row.active_org_id, expiresAt, user: toUserView(row), membership }
 }

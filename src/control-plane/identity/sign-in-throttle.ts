@@ -17,7 +17,11 @@ export interface ThrottleLimits {
 }
 
 /** Default limits: 5 failures per account and 50 per address in 15 minutes. */
-export const DEFAULT_THROTTLE: ThrottleLimits = { maxFailuresPerAccount: 5, maxFailuresPerAddress: 50, windowMs: 15 * 60_000 }
+export const DEFAULT_THROTTLE: ThrottleLimits = {
+  maxFailuresPerAccount: 5,
+  maxFailuresPerAddress: 50,
+  windowMs: 15 * 60_000,
+}
 
 const MAX_ENTRIES = 100_000
 
@@ -30,7 +34,10 @@ interface Window {
 export class SignInThrottle {
   readonly #windows = new Map<string, Window>()
 
-  constructor(readonly limits: ThrottleLimits, private readonly now: () => number) {}
+  constructor(
+    readonly limits: ThrottleLimits,
+    private readonly now: () => number,
+  ) {}
 
   #current(key: string): Window | undefined {
     const entry = this.#windows.get(key)

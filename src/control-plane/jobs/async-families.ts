@@ -18,7 +18,13 @@ import { workerRoutes } from '../routes/worker-routes.ts'
 import { registerConnectorJobs } from '../connectors/connector-jobs.ts'
 import { ProcessProvisioner } from '../workers/process-provisioner.ts'
 import type { Provisioner } from '../workers/provisioner.ts'
-import { provisionJobHandler, recordRuntimeExit, resumeRuntimes, stopRuntimes, sweepWorkers } from '../workers/worker-lifecycle.ts'
+import {
+  provisionJobHandler,
+  recordRuntimeExit,
+  resumeRuntimes,
+  stopRuntimes,
+  sweepWorkers,
+} from '../workers/worker-lifecycle.ts'
 import type { AsyncContext } from './async-context.ts'
 import { resolveAsyncSettings, type AsyncFileKeys } from './async-settings.ts'
 import { JobRunner } from './job-runner.ts'
@@ -36,13 +42,18 @@ export interface AsyncFamilies {
 }
 
 function urlHost(host: string): string {
-  if (host === '0.0.0.0' || host === '' ) return '127.0.0.1'
+  if (host === '0.0.0.0' || host === '') return '127.0.0.1'
   if (host === '::') return '[::1]'
   return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host
 }
 
 /** Builds the families over the domain deps and configuration. */
-export function createAsyncFamilies(deps: Deps, config: ControlPlaneConfig, logger: Logger, routeContext: RouteContext): AsyncFamilies {
+export function createAsyncFamilies(
+  deps: Deps,
+  config: ControlPlaneConfig,
+  logger: Logger,
+  routeContext: RouteContext,
+): AsyncFamilies {
   const settings = resolveAsyncSettings(config.file as AsyncFileKeys, config.env, config.dataDir)
   const box = deps.secrets
   const jobs = new JobRunner({ db: deps.db, now: deps.now, settings: settings.jobs, logger })
@@ -50,12 +61,19 @@ export function createAsyncFamilies(deps: Deps, config: ControlPlaneConfig, logg
   const provisioners = new Map<string, Provisioner>([[processProvisioner.name, processProvisioner]])
   let listeningUrl: string | null = null
   const ctx: AsyncContext = {
-    deps, jobs, box, settings, provisioners, log: logger,
+    deps,
+    jobs,
+    box,
+    settings,
+    provisioners,
+    log: logger,
     controlPlaneUrl: () => settings.workers.publicUrl ?? listeningUrl,
   }
   for (const provisioner of provisioners.values()) {
     provisioner.onExit((workerId, reason) => {
-      recordRuntimeExit(ctx, workerId, reason).catch((error) => logger.warn('recording a runtime exit failed', { workerId, error: (error as Error).message }))
+      recordRuntimeExit(ctx, workerId, reason).catch((error) =>
+        logger.warn('recording a runtime exit failed', { workerId, error: (error as Error).message }),
+      )
     })
   }
   jobs.register(provisionJobHandler(ctx))
@@ -63,7 +81,12 @@ export function createAsyncFamilies(deps: Deps, config: ControlPlaneConfig, logg
   jobs.every('worker-sweep', settings.workers.sweepIntervalMs, () => sweepWorkers(ctx))
   return {
     ctx,
-    routes: [...jobRoutes(ctx), ...workerRoutes(ctx), ...connectorRoutes(ctx, routeContext), ...connectorSyncRoutes(ctx)],
+    routes: [
+      ...jobRoutes(ctx),
+      ...workerRoutes(ctx),
+      ...connectorRoutes(ctx, routeContext),
+      ...connectorSyncRoutes(ctx),
+    ],
     async start() {
       const resumed = await resumeRuntimes(ctx)
       if (resumed > 0) logger.info('restarting Worker runtimes stopped by the last shutdown', { count: resumed })

@@ -9,8 +9,18 @@ import * as v from 'valibot'
 import { ConfigError, envSchemas, envValue, type Env } from '../../core/settings.ts'
 import type { JobRunnerSettings } from './job-runner.ts'
 
-const ms = (min: number) => v.pipe(v.number('must be a number of milliseconds'), v.integer('must be a whole number'), v.minValue(min, `must be at least ${min}`))
-const count = v.pipe(v.number(), v.integer('must be a whole number'), v.minValue(1, 'must be at least 1'), v.maxValue(100, 'must be at most 100'))
+const ms = (min: number) =>
+  v.pipe(
+    v.number('must be a number of milliseconds'),
+    v.integer('must be a whole number'),
+    v.minValue(min, `must be at least ${min}`),
+  )
+const count = v.pipe(
+  v.number(),
+  v.integer('must be a whole number'),
+  v.minValue(1, 'must be at least 1'),
+  v.maxValue(100, 'must be at most 100'),
+)
 const httpUrl = v.pipe(v.string(), v.regex(/^https?:\/\/[^\s]+$/, 'must be an http(s) URL'))
 
 /** `jobs` in the control-plane config file. */
@@ -92,9 +102,11 @@ export function resolveAsyncSettings(file: AsyncFileKeys, env: Env, dataDir: str
   const workers = file.workers ?? {}
   const connectors = file.connectors ?? {}
   const publicUrl = env.SERVICE_CONTROL_PLANE_PUBLIC_URL || workers.publicUrl || null
-  if (publicUrl && !/^https?:\/\/[^\s]+$/.test(publicUrl)) throw new ConfigError('SERVICE_CONTROL_PLANE_PUBLIC_URL', '', 'must be an http(s) URL')
+  if (publicUrl && !/^https?:\/\/[^\s]+$/.test(publicUrl))
+    throw new ConfigError('SERVICE_CONTROL_PLANE_PUBLIC_URL', '', 'must be an http(s) URL')
   const githubApiUrl = env.SERVICE_GITHUB_API_URL || connectors.githubApiUrl || 'https://api.github.com'
-  if (!/^https?:\/\/[^\s]+$/.test(githubApiUrl)) throw new ConfigError('SERVICE_GITHUB_API_URL', '', 'must be an http(s) URL')
+  if (!/^https?:\/\/[^\s]+$/.test(githubApiUrl))
+    throw new ConfigError('SERVICE_GITHUB_API_URL', '', 'must be an http(s) URL')
   const retryBaseMs = jobs.retryBaseMs ?? 2000
   return {
     jobs: {
@@ -115,7 +127,8 @@ export function resolveAsyncSettings(file: AsyncFileKeys, env: Env, dataDir: str
     },
     connectors: {
       githubApiUrl: githubApiUrl.replace(/\/+$/, ''),
-      allowFileUrls: envValue(env, 'SERVICE_CONNECTORS_ALLOW_FILE_URLS', envSchemas.bool) ?? connectors.allowFileUrls ?? false,
+      allowFileUrls:
+        envValue(env, 'SERVICE_CONNECTORS_ALLOW_FILE_URLS', envSchemas.bool) ?? connectors.allowFileUrls ?? false,
       syncDeadlineMs: connectors.syncDeadlineMs ?? 10 * 60_000,
       discoveryDeadlineMs: connectors.discoveryDeadlineMs ?? 2 * 60_000,
       maxAttempts: connectors.maxAttempts ?? 4,

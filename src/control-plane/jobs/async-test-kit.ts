@@ -32,7 +32,9 @@ export interface AsyncTestPlane {
 }
 
 /** Starts a control plane; `file` keys override {@link FAST_ASYNC} per family. */
-export async function startAsyncTestPlane(options: { file?: AsyncFileKeys; listen?: boolean; dir?: string } = {}): Promise<AsyncTestPlane> {
+export async function startAsyncTestPlane(
+  options: { file?: AsyncFileKeys; listen?: boolean; dir?: string } = {},
+): Promise<AsyncTestPlane> {
   const own = options.dir ? null : tempDir('svc-cp-async-')
   const dir = options.dir ?? own!.path
   const base = loadControlPlaneConfig({}, {}, dir)
@@ -41,7 +43,14 @@ export async function startAsyncTestPlane(options: { file?: AsyncFileKeys; liste
     workers: { ...FAST_ASYNC.workers, ...options.file?.workers },
     connectors: { ...FAST_ASYNC.connectors, ...options.file?.connectors },
   }
-  const config: ControlPlaneConfig = { ...base, dataDir: join(dir, 'data'), databasePath: join(dir, 'control-plane.sqlite'), logRequests: false, openSignUp: true, file: { ...base.file, ...file } }
+  const config: ControlPlaneConfig = {
+    ...base,
+    dataDir: join(dir, 'data'),
+    databasePath: join(dir, 'control-plane.sqlite'),
+    logRequests: false,
+    openSignUp: true,
+    file: { ...base.file, ...file },
+  }
   let app: ControlPlaneApp | undefined
   let listener: Listener | undefined
   try {
@@ -73,7 +82,12 @@ export async function startAsyncTestPlane(options: { file?: AsyncFileKeys; liste
 }
 
 /** Polls `read` until `done(value)` or the timeout; returns the last value. */
-export async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 10_000, everyMs = 25): Promise<T> {
+export async function waitFor<T>(
+  read: () => Promise<T>,
+  done: (value: T) => boolean,
+  timeoutMs = 10_000,
+  everyMs = 25,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs
   let value = await read()
   while (!done(value) && Date.now() < deadline) {

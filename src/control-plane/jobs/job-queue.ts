@@ -60,34 +60,46 @@ export function shortMessage(text: string, max = 500): string {
 /** Enqueues a job inside the caller's transaction (so the job exists iff the change commits). */
 export async function enqueueJob(db: Db, now: number, input: EnqueueInput): Promise<string> {
   const id = newId('job', now)
-  await db.insertInto('job').values({
-    id,
-    org_id: input.orgId,
-    kind: input.kind,
-    subject_id: input.subjectId ?? null,
-    payload: JSON.stringify(input.payload ?? {}),
-    status: 'queued',
-    attempts: 0,
-    max_attempts: input.maxAttempts,
-    deadline_ms: input.deadlineMs,
-    run_at: iso(now + (input.delayMs ?? 0)),
-    locked_by: null,
-    lease_until: null,
-    last_error: null,
-    last_reason: null,
-    result: null,
-    created_at: iso(now),
-    updated_at: iso(now),
-    started_at: null,
-    finished_at: null,
-  }).execute()
+  await db
+    .insertInto('job')
+    .values({
+      id,
+      org_id: input.orgId,
+      kind: input.kind,
+      subject_id: input.subjectId ?? null,
+      payload: JSON.stringify(input.payload ?? {}),
+      status: 'queued',
+      attempts: 0,
+      max_attempts: input.maxAttempts,
+      deadline_ms: input.deadlineMs,
+      run_at: iso(now + (input.delayMs ?? 0)),
+      locked_by: null,
+      lease_until: null,
+      last_error: null,
+      last_reason: null,
+      result: null,
+      created_at: iso(now),
+      updated_at: iso(now),
+      started_at: null,
+      finished_at: null,
+    })
+    .execute()
   return id
 }
 
 /** Puts a failed or canceled job back in the queue with a fresh attempt budget. */
 export async function requeueJob(db: Db, now: number, jobId: string): Promise<boolean> {
-  const result = await db.updateTable('job')
-    .set({ status: 'queued', attempts: 0, run_at: iso(now), locked_by: null, lease_until: null, finished_at: null, updated_at: iso(now) })
+  const result = await db
+    .updateTable('job')
+    .set({
+      status: 'queued',
+      attempts: 0,
+      run_at: iso(now),
+      locked_by: null,
+      lease_until: null,
+      finished_at: null,
+      updated_at: iso(now),
+    })
     .where('id', '=', jobId)
     .where('status', 'in', ['failed', 'canceled'])
     .executeTakeFirst()

@@ -195,13 +195,18 @@ export class JobRunner {
     if (kinds.length === 0) return null
     for (let tries = 0; tries < 5; tries++) {
       const now = iso(this.#now())
-      const candidate = await this.#db.selectFrom('job').selectAll()
-        .where((eb) => eb.or([
-          eb.and([eb('status', '=', 'queued'), eb('run_at', '<=', now)]),
-          eb.and([eb('status', '=', 'running'), eb('lease_until', '<', now)]),
-        ]))
+      const candidate = await this.#db
+        .selectFrom('job')
+        .selectAll()
+        .where((eb) =>
+          eb.or([
+            eb.and([eb('status', '=', 'queued'), eb('run_at', '<=', now)]),
+            eb.and([eb('status', '=', 'running'), eb('lease_until', '<', now)]),
+          ]),
+        )
         .where('kind', 'in', kinds)
-        .orderBy('run_at').orderBy('id')
+        .orderBy('run_at')
+        .orderBy('id')
         .limit(1)
         .executeTakeFirst()
       if (!candidate) return null
@@ -212,15 +217,34 @@ export class JobRunner {
         continue
       }
       const leaseUntil = iso(this.#now() + this.#settings.leaseMs)
-      const updated = await this.#db.updateTable('job')
-        .set({ status: 'running', attempts: candidate.attempts + 1, locked_by: this.id, lease_until: leaseUntil, started_at: candidate.started_at ?? now, updated_at: now })
+      const updated = await this.#db
+        .updateTable('job')
+        .set({
+          status: 'running',
+          attempts: candidate.attempts + 1,
+          locked_by: this.id,
+          lease_until: leaseUntil,
+          started_at: candidate.started_at ?? now,
+          updated_at: now,
+        })
         .where('id', '=', candidate.id)
         .where('status', '=', candidate.status)
         .where('attempts', '=', candidate.attempts)
         .executeTakeFirst()
       if (Number(updated.numUpdatedRows) === 1) {
-        if (candidate.status === 'running') this.#log.info('job resumed after a lapsed lease', { jobId: candidate.id, kind: candidate.kind, previousRunner: candidate.locked_by })
-        return { ...candidate, status: 'running', attempts: candidate.attempts + 1, locked_by: this.id, lease_until: leaseUntil }
+        if (candidate.status === 'running')
+          this.#log.info('job resumed after a lapsed lease', {
+            jobId: candidate.id,
+            kind: candidate.kind,
+            previousRunner: candidate.locked_by,
+          })
+        return {
+          ...candidate,
+          status: 'running',
+          attempts: candidate.attempts + 1,
+          locked_by: this.id,
+          lease_until: leaseUntil,
+        }
       }
     }
     return null
@@ -232,8 +256,21 @@ export class JobRunner {
     const now = this.#now()
     const message = `the runner of attempt ${job.attempts} stopped without finishing it (lease lapsed) and no attempts are left`
     await this.#db.transaction().execute(async (trx) => {
-      const moved = await trx.updateTable('job').set({ status: 'failed', locked_by: null, lease_until: null, last_error: message, last_reason: 'lease_lapsed', finished_at: iso(now), updated_at: iso(now) })
-        .where('id', '=', job.id).where('status', '=', 'running').where('attempts', '=', job.attempts).where('lease_until', '=', job.lease_until)
+      const moved = await trx
+        .updateTable('job')
+        .set({
+          status: 'failed',
+          locked_by: null,
+          lease_until: null,
+          last_error: message,
+          last_reason: 'lease_lapsed',
+          finished_at: iso(now),
+          updated_at: iso(now),
+        })
+        .where('id', '=', job.id)
+        .where('status', '=', 'running')
+        .where('attempts', '=', job.attempts)
+        .where('lease_until', '=', job.lease_until)
         .executeTakeFirst()
       if (Number(moved.numUpdatedRows) !== 1) return
       await handler.onFailure?.(trx, job, { reason: 'lease_lapsed', message, final: true, nextRunAt: null })
@@ -243,21 +280,41 @@ export class JobRunner {
 
   /** True inside `trx` when this attempt still holds the job. */
   async #holds(trx: Db, job: JobTable): Promise<boolean> {
-    const row = await trx.selectFrom('job').select(['status', 'locked_by', 'attempts']).where('id', '=', job.id).executeTakeFirst()
+    const row = await trx
+      .selectFrom('job')
+      .select(['status', 'locked_by', 'attempts'])
+      .where('id', '=', job.id)
+      .executeTakeFirst()
     return !!row && row.status === 'running' && row.locked_by === this.id && row.attempts === job.attempts
   }
 
   #execute(job: JobTable): void {
     const handler = this.#handlers.get(job.kind)!
     const controller = new AbortController()
-    const deadline = setTimeout(() => controller.abort(new JobFailure('deadline_exceeded', `the attempt did not finish within ${job.deadline_ms} ms`)), job.deadline_ms)
-    const renew = setInterval(() => {
-      void this.#db.updateTable('job').set({ lease_until: iso(this.#now() + this.#settings.leaseMs) })
-        .where('id', '=', job.id).where('locked_by', '=', this.id).where('attempts', '=', job.attempts).where('status', '=', 'running')
-        .executeTakeFirst()
-        .then((r) => { if (Number(r.numUpdatedRows) === 0) controller.abort(new LeaseLost()) })
-        .catch(() => {})
-    }, Math.max(10, Math.floor(this.#settings.leaseMs / 3)))
+    const deadline = setTimeout(
+      () =>
+        controller.abort(
+          new JobFailure('deadline_exceeded', `the attempt did not finish within ${job.deadline_ms} ms`),
+        ),
+      job.deadline_ms,
+    )
+    const renew = setInterval(
+      () => {
+        void this.#db
+          .updateTable('job')
+          .set({ lease_until: iso(this.#now() + this.#settings.leaseMs) })
+          .where('id', '=', job.id)
+          .where('locked_by', '=', this.id)
+          .where('attempts', '=', job.attempts)
+          .where('status', '=', 'running')
+          .executeTakeFirst()
+          .then((r) => {
+            if (Number(r.numUpdatedRows) === 0) controller.abort(new LeaseLost())
+          })
+          .catch(() => {})
+      },
+      Math.max(10, Math.floor(this.#settings.leaseMs / 3)),
+    )
     const commit = <R>(fn: (trx: Transaction<ControlPlaneDb>) => Promise<R>): Promise<R> =>
       this.#db.transaction().execute(async (trx) => {
         if (controller.signal.aborted || !(await this.#holds(trx, job))) throw new LeaseLost()
@@ -268,9 +325,19 @@ export class JobRunner {
       commit(async (trx) => {
         const result = await fn(trx)
         const now = iso(this.#now())
-        await trx.updateTable('job')
-          .set({ status: 'succeeded', result: result === undefined ? null : JSON.stringify(result), lease_until: null, finished_at: now, updated_at: now, last_error: null, last_reason: null })
-          .where('id', '=', job.id).execute()
+        await trx
+          .updateTable('job')
+          .set({
+            status: 'succeeded',
+            result: result === undefined ? null : JSON.stringify(result),
+            lease_until: null,
+            finished_at: now,
+            updated_at: now,
+            last_error: null,
+            last_reason: null,
+          })
+          .where('id', '=', job.id)
+          .execute()
         finished = true
         return result
       })
@@ -304,17 +371,34 @@ export class JobRunner {
 
   async #succeed(job: JobTable, result: unknown): Promise<void> {
     const now = iso(this.#now())
-    await this.#db.updateTable('job')
-      .set({ status: 'succeeded', result: result === undefined ? null : JSON.stringify(result), lease_until: null, finished_at: now, updated_at: now, last_error: null, last_reason: null })
-      .where('id', '=', job.id).where('locked_by', '=', this.id).where('attempts', '=', job.attempts).where('status', '=', 'running')
+    await this.#db
+      .updateTable('job')
+      .set({
+        status: 'succeeded',
+        result: result === undefined ? null : JSON.stringify(result),
+        lease_until: null,
+        finished_at: now,
+        updated_at: now,
+        last_error: null,
+        last_reason: null,
+      })
+      .where('id', '=', job.id)
+      .where('locked_by', '=', this.id)
+      .where('attempts', '=', job.attempts)
+      .where('status', '=', 'running')
       .execute()
   }
 
   async #fail(job: JobTable, handler: JobHandler<never>, error: unknown): Promise<void> {
-    if (error instanceof LeaseLost || (error instanceof StopAbort)) return
+    if (error instanceof LeaseLost || error instanceof StopAbort) return
     // An unexpected exception's text (SQL errors, file paths, key ids) stays in the server log; the
     // job row, which members read through the job and sync-event routes, gets a fixed message.
-    if (!(error instanceof JobFailure)) this.#log.warn('job attempt threw', { jobId: job.id, kind: job.kind, error: (error as Error)?.message ?? String(error) })
+    if (!(error instanceof JobFailure))
+      this.#log.warn('job attempt threw', {
+        jobId: job.id,
+        kind: job.kind,
+        error: (error as Error)?.message ?? String(error),
+      })
     const failure = error instanceof JobFailure ? error : new JobFailure('internal_error', UNEXPECTED_FAILURE)
     const final = !failure.retriable || job.attempts >= job.max_attempts
     const now = this.#now()
@@ -323,16 +407,20 @@ export class JobRunner {
     try {
       await this.#db.transaction().execute(async (trx) => {
         if (!(await this.#holds(trx, job))) return
-        await trx.updateTable('job').set({
-          status: final ? 'failed' : 'queued',
-          run_at: nextRunAt ?? job.run_at,
-          locked_by: null,
-          lease_until: null,
-          last_error: message,
-          last_reason: failure.reason,
-          finished_at: final ? iso(now) : null,
-          updated_at: iso(now),
-        }).where('id', '=', job.id).execute()
+        await trx
+          .updateTable('job')
+          .set({
+            status: final ? 'failed' : 'queued',
+            run_at: nextRunAt ?? job.run_at,
+            locked_by: null,
+            lease_until: null,
+            last_error: message,
+            last_reason: failure.reason,
+            finished_at: final ? iso(now) : null,
+            updated_at: iso(now),
+          })
+          .where('id', '=', job.id)
+          .execute()
         await handler.onFailure?.(trx, job, { reason: failure.reason, message, final, nextRunAt })
       })
     } catch (writeError) {
@@ -356,9 +444,20 @@ export class JobRunner {
     for (const active of still) active.controller.abort(new StopAbort())
     const now = iso(this.#now())
     for (const active of still) {
-      await this.#db.updateTable('job')
-        .set({ status: 'queued', attempts: Math.max(0, active.job.attempts - 1), run_at: now, locked_by: null, lease_until: null, updated_at: now })
-        .where('id', '=', active.job.id).where('locked_by', '=', this.id).where('attempts', '=', active.job.attempts).where('status', '=', 'running')
+      await this.#db
+        .updateTable('job')
+        .set({
+          status: 'queued',
+          attempts: Math.max(0, active.job.attempts - 1),
+          run_at: now,
+          locked_by: null,
+          lease_until: null,
+          updated_at: now,
+        })
+        .where('id', '=', active.job.id)
+        .where('locked_by', '=', this.id)
+        .where('attempts', '=', active.job.attempts)
+        .where('status', '=', 'running')
         .execute()
         .catch(() => {})
     }

@@ -53,16 +53,31 @@ export function jobView(row: JobTable): JobView {
 const jobNotFound = () => errors.notFound('job_not_found', 'Job not found')
 
 /** The organization's jobs, newest first. */
-export function listJobs(deps: Deps, orgId: string, query: { cursor?: string; limit: number; status?: string; kind?: string }): Promise<Page<JobView>> {
+export function listJobs(
+  deps: Deps,
+  orgId: string,
+  query: { cursor?: string; limit: number; status?: string; kind?: string },
+): Promise<Page<JobView>> {
   let q = deps.db.selectFrom('job').selectAll().where('org_id', '=', orgId)
   if (query.status) q = q.where('status', '=', query.status)
   if (query.kind) q = q.where('kind', '=', query.kind)
-  return keysetPage(q, { scope: 'jobs', cursor: query.cursor, limit: query.limit, order: [{ column: 'id', field: 'id', direction: 'desc' }], map: jobView })
+  return keysetPage(q, {
+    scope: 'jobs',
+    cursor: query.cursor,
+    limit: query.limit,
+    order: [{ column: 'id', field: 'id', direction: 'desc' }],
+    map: jobView,
+  })
 }
 
 /** One job of the organization. */
 export async function getJob(deps: Deps, orgId: string, jobId: string): Promise<JobView> {
-  const row = await deps.db.selectFrom('job').selectAll().where('id', '=', jobId).where('org_id', '=', orgId).executeTakeFirst()
+  const row = await deps.db
+    .selectFrom('job')
+    .selectAll()
+    .where('id', '=', jobId)
+    .where('org_id', '=', orgId)
+    .executeTakeFirst()
   if (!row) throw jobNotFound()
   return jobView(row)
 }
@@ -71,9 +86,18 @@ export async function getJob(deps: Deps, orgId: string, jobId: string): Promise<
  * Puts a failed job back in the queue inside `trx` (409 `job_not_retriable` unless failed or
  * canceled) and lets its handler reset the domain object.
  */
-export async function retryJobIn(deps: Deps, trx: Transaction<ControlPlaneDb>, runner: JobRunner, row: JobTable): Promise<void> {
+export async function retryJobIn(
+  deps: Deps,
+  trx: Transaction<ControlPlaneDb>,
+  runner: JobRunner,
+  row: JobTable,
+): Promise<void> {
   if (!(await requeueJob(trx, deps.now(), row.id))) {
-    throw errors.conflict('job_not_retriable', `Only failed or canceled jobs can be retried; this one is ${row.status}`, { status: row.status })
+    throw errors.conflict(
+      'job_not_retriable',
+      `Only failed or canceled jobs can be retried; this one is ${row.status}`,
+      { status: row.status },
+    )
   }
   await runner.handler(row.kind)?.onRetry?.(trx, row)
 }
@@ -81,7 +105,12 @@ export async function retryJobIn(deps: Deps, trx: Transaction<ControlPlaneDb>, r
 /** `POST /v1/jobs/:id/retry`. */
 export async function retryJob(deps: Deps, runner: JobRunner, actor: Actor, jobId: string): Promise<JobView> {
   await deps.db.transaction().execute(async (trx) => {
-    const row = await trx.selectFrom('job').selectAll().where('id', '=', jobId).where('org_id', '=', actor.orgId).executeTakeFirst()
+    const row = await trx
+      .selectFrom('job')
+      .selectAll()
+      .where('id', '=', jobId)
+      .where('org_id', '=', actor.orgId)
+      .executeTakeFirst()
     if (!row) throw jobNotFound()
     await retryJobIn(deps, trx, runner, row)
     await recordAudit(deps, trx, actor, 'job.retried', { type: 'job', id: jobId }, { kind: row.kind })

@@ -68,26 +68,66 @@ function view(row: Row): LlmProviderView {
 const nameTaken = () => errors.conflict('llm_provider_exists', 'A model provider with that name already exists')
 
 /** Resolves the endpoint and models of an input against the catalog; 422 naming the field. */
-function shape(catalog: ProviderCatalog, input: Pick<ProviderInput, 'catalogProviderId' | 'custom' | 'models'>): { source: 'catalog' | 'custom'; catalogProviderId: string | null; baseUrl: string | null; api: ApiStyle; models: ProviderModel[] } {
+function shape(
+  catalog: ProviderCatalog,
+  input: Pick<ProviderInput, 'catalogProviderId' | 'custom' | 'models'>,
+): {
+  source: 'catalog' | 'custom'
+  catalogProviderId: string | null
+  baseUrl: string | null
+  api: ApiStyle
+  models: ProviderModel[]
+} {
   const ids = input.models.map((m) => (typeof m === 'string' ? { id: m } : m))
-  if (new Set(ids.map((m) => m.id)).size !== ids.length) throw invalidSource('models', 'model ids must be unique', 'duplicate_model')
+  if (new Set(ids.map((m) => m.id)).size !== ids.length)
+    throw invalidSource('models', 'model ids must be unique', 'duplicate_model')
   if (input.catalogProviderId !== undefined) {
     const provider = catalog.find(input.catalogProviderId)
-    if (!provider) throw invalidSource('catalogProviderId', `no provider "${input.catalogProviderId}" in the catalog (GET /v1/llm-provider-catalog)`, 'unknown_catalog_provider')
+    if (!provider)
+      throw invalidSource(
+        'catalogProviderId',
+        `no provider "${input.catalogProviderId}" in the catalog (GET /v1/llm-provider-catalog)`,
+        'unknown_catalog_provider',
+      )
     const models = ids.map((m, i) => {
       const known = provider.models.find((c) => c.id === m.id)
-      if (!known) throw invalidSource(`models.${i}`, `"${m.id}" is not a ${provider.name} model in the catalog`, 'unknown_catalog_model')
+      if (!known)
+        throw invalidSource(
+          `models.${i}`,
+          `"${m.id}" is not a ${provider.name} model in the catalog`,
+          'unknown_catalog_model',
+        )
       return { id: known.id, name: m.name ?? known.name }
     })
     return { source: 'catalog', catalogProviderId: provider.id, baseUrl: provider.baseUrl, api: provider.api, models }
   }
-  return { source: 'custom', catalogProviderId: null, baseUrl: input.custom!.baseUrl, api: input.custom!.api, models: ids.map((m) => ({ id: m.id, name: m.name ?? m.id })) }
+  return {
+    source: 'custom',
+    catalogProviderId: null,
+    baseUrl: input.custom!.baseUrl,
+    api: input.custom!.api,
+    models: ids.map((m) => ({ id: m.id, name: m.name ?? m.id })),
+  }
 }
 
 /** Providers the caller can see, in creation order. */
-export function listProviders(deps: Deps, actor: Actor, page: { cursor?: string; limit: number }): Promise<Page<LlmProviderView>> {
-  const query = deps.db.selectFrom('llm_provider as p').selectAll().where('p.org_id', '=', actor.orgId).where(visibleCondition(deps.db, actor, 'llm_provider', 'p.id'))
-  return keysetPage(query, { scope: 'llm-providers', cursor: page.cursor, limit: page.limit, order: [{ column: 'p.id', field: 'id', direction: 'asc' }], map: view })
+export function listProviders(
+  deps: Deps,
+  actor: Actor,
+  page: { cursor?: string; limit: number },
+): Promise<Page<LlmProviderView>> {
+  const query = deps.db
+    .selectFrom('llm_provider as p')
+    .selectAll()
+    .where('p.org_id', '=', actor.orgId)
+    .where(visibleCondition(deps.db, actor, 'llm_provider', 'p.id'))
+  return keysetPage(query, {
+    scope: 'llm-providers',
+    cursor: page.cursor,
+    limit: page.limit,
+    order: [{ column: 'p.id', field: 'id', direction: 'asc' }],
+    map: view,
+  })
 }
 
 /** One visible provider. */
@@ -97,20 +137,52 @@ export async function getProvider(deps: Deps, actor: Actor, id: string): Promise
 }
 
 /** Creates a provider; its key is sealed; the creator gets a manager grant (and so may read the key). */
-export async function createProvider(deps: Deps, catalog: ProviderCatalog, actor: Actor, input: ProviderInput): Promise<LlmProviderView> {
+export async function createProvider(
+  deps: Deps,
+  catalog: ProviderCatalog,
+  actor: Actor,
+  input: ProviderInput,
+): Promise<LlmProviderView> {
   const endpoint = shape(catalog, input)
   const id = newId('llm')
   const now = isoAt(deps)
   try {
     await deps.db.transaction().execute(async (trx) => {
-      await trx.insertInto('llm_provider').values({
-        id, org_id: actor.orgId, name: input.name, source: endpoint.source, catalog_provider_id: endpoint.catalogProviderId,
-        base_url: endpoint.baseUrl, api: endpoint.api, models: JSON.stringify(endpoint.models),
-        api_key_sealed: input.apiKey ? deps.secrets.seal(input.apiKey, id) : null,
-        created_by_member_id: actor.memberId, created_at: now, updated_at: now,
-      }).execute()
-      await upsertGrant(deps, trx, actor.orgId, 'llm_provider', id, { memberId: actor.memberId }, 'manager', actor.memberId)
-      await recordAudit(deps, trx, actor, 'llm_provider.created', { type: 'llm_provider', id }, { source: endpoint.source, hasApiKey: Boolean(input.apiKey) })
+      await trx
+        .insertInto('llm_provider')
+        .values({
+          id,
+          org_id: actor.orgId,
+          name: input.name,
+          source: endpoint.source,
+          catalog_provider_id: endpoint.catalogProviderId,
+          base_url: endpoint.baseUrl,
+          api: endpoint.api,
+          models: JSON.stringify(endpoint.models),
+          api_key_sealed: input.apiKey ? deps.secrets.seal(input.apiKey, id) : null,
+          created_by_member_id: actor.memberId,
+          created_at: now,
+          updated_at: now,
+        })
+        .execute()
+      await upsertGrant(
+        deps,
+        trx,
+        actor.orgId,
+        'llm_provider',
+        id,
+        { memberId: actor.memberId },
+        'manager',
+        actor.memberId,
+      )
+      await recordAudit(
+        deps,
+        trx,
+        actor,
+        'llm_provider.created',
+        { type: 'llm_provider', id },
+        { source: endpoint.source, hasApiKey: Boolean(input.apiKey) },
+      )
     })
   } catch (error) {
     if (isUniqueViolation(error)) throw nameTaken()
@@ -120,7 +192,13 @@ export async function createProvider(deps: Deps, catalog: ProviderCatalog, actor
 }
 
 /** Changes a provider (manager). `apiKey`: a string replaces it, null removes it, omitted keeps it. */
-export async function updateProvider(deps: Deps, catalog: ProviderCatalog, actor: Actor, id: string, input: Partial<ProviderInput>): Promise<LlmProviderView> {
+export async function updateProvider(
+  deps: Deps,
+  catalog: ProviderCatalog,
+  actor: Actor,
+  id: string,
+  input: Partial<ProviderInput>,
+): Promise<LlmProviderView> {
   try {
     await deps.db.transaction().execute(async (trx) => {
       await requireRole(trx, actor, 'llm_provider', id, 'manager')
@@ -130,15 +208,35 @@ export async function updateProvider(deps: Deps, catalog: ProviderCatalog, actor
       if (input.models !== undefined || input.catalogProviderId !== undefined || input.custom !== undefined) {
         const current = view(row)
         const endpoint = shape(catalog, {
-          catalogProviderId: input.custom ? undefined : (input.catalogProviderId ?? current.catalogProviderId ?? undefined),
-          custom: input.custom ?? (input.catalogProviderId === undefined && current.source === 'custom' ? { baseUrl: current.baseUrl!, api: current.api } : undefined),
+          catalogProviderId: input.custom
+            ? undefined
+            : (input.catalogProviderId ?? current.catalogProviderId ?? undefined),
+          custom:
+            input.custom ??
+            (input.catalogProviderId === undefined && current.source === 'custom'
+              ? { baseUrl: current.baseUrl!, api: current.api }
+              : undefined),
           models: input.models ?? current.models,
         })
-        Object.assign(changes, { source: endpoint.source, catalog_provider_id: endpoint.catalogProviderId, base_url: endpoint.baseUrl, api: endpoint.api, models: JSON.stringify(endpoint.models) })
+        Object.assign(changes, {
+          source: endpoint.source,
+          catalog_provider_id: endpoint.catalogProviderId,
+          base_url: endpoint.baseUrl,
+          api: endpoint.api,
+          models: JSON.stringify(endpoint.models),
+        })
       }
-      if (input.apiKey !== undefined) changes.api_key_sealed = input.apiKey === null ? null : deps.secrets.seal(input.apiKey, id)
+      if (input.apiKey !== undefined)
+        changes.api_key_sealed = input.apiKey === null ? null : deps.secrets.seal(input.apiKey, id)
       await trx.updateTable('llm_provider').set(changes).where('id', '=', id).execute()
-      await recordAudit(deps, trx, actor, 'llm_provider.updated', { type: 'llm_provider', id }, { fields: Object.keys(input).sort().join(',') })
+      await recordAudit(
+        deps,
+        trx,
+        actor,
+        'llm_provider.updated',
+        { type: 'llm_provider', id },
+        { fields: Object.keys(input).sort().join(',') },
+      )
     })
   } catch (error) {
     if (isUniqueViolation(error)) throw nameTaken()
@@ -174,7 +272,11 @@ export async function readCredential(deps: Deps, actor: Actor, id: string): Prom
   return await deps.db.transaction().execute(async (trx) => {
     await requireRole(trx, actor, 'llm_provider', id, 'viewer')
     if (!(await explicitRole(trx, actor, 'llm_provider', id))) {
-      throw errors.forbidden('Reading a provider key needs an explicit grant on the provider (for you, one of your teams, or the organization)', { reason: 'explicit_grant_required' }, 'credential_grant_required')
+      throw errors.forbidden(
+        'Reading a provider key needs an explicit grant on the provider (for you, one of your teams, or the organization)',
+        { reason: 'explicit_grant_required' },
+        'credential_grant_required',
+      )
     }
     const row = await trx.selectFrom('llm_provider').selectAll().where('id', '=', id).executeTakeFirstOrThrow()
     if (!row.api_key_sealed) throw errors.conflict('no_api_key', 'The provider has no API key stored')

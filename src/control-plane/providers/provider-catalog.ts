@@ -11,7 +11,15 @@ import { ConfigError } from '../../core/settings.ts'
 import { EMBEDDED_PROVIDER_CATALOG } from './catalog-data.ts'
 
 /** How a provider is called. */
-export const API_STYLES = ['openai', 'anthropic', 'google', 'openai-compatible', 'mistral', 'bedrock', 'azure-openai'] as const
+export const API_STYLES = [
+  'openai',
+  'anthropic',
+  'google',
+  'openai-compatible',
+  'mistral',
+  'bedrock',
+  'azure-openai',
+] as const
 /** An API style. */
 export type ApiStyle = (typeof API_STYLES)[number]
 

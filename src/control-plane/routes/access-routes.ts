@@ -33,26 +33,48 @@ export function accessRoutes(ctx: RouteContext, spec: AccessRouteSpec) {
   const id = (p: Record<string, string>) => p[spec.param]!
   return [
     route({
-      method: 'GET', path: `${spec.base}/access`, operationId: `list${spec.noun}Access`, tags: [spec.tag],
+      method: 'GET',
+      path: `${spec.base}/access`,
+      operationId: `list${spec.noun}Access`,
+      tags: [spec.tag],
       summary: `Access grants on a ${spec.noun.toLowerCase()} (manager)`,
-      auth: rules.org(spec.read), params, query: v.object(pageQuery()), responses: { 200: AccessGrantPage }, errors: [400],
+      auth: rules.org(spec.read),
+      params,
+      query: v.object(pageQuery()),
+      responses: { 200: AccessGrantPage },
+      errors: [400],
       handler: ({ principal, params, query }) => listGrants(ctx.deps, actorOf(principal), spec.type, id(params), query),
     }),
     route({
-      method: 'POST', path: `${spec.base}/access`, operationId: `grant${spec.noun}Access`, tags: [spec.tag],
+      method: 'POST',
+      path: `${spec.base}/access`,
+      operationId: `grant${spec.noun}Access`,
+      tags: [spec.tag],
       summary: `Grant a member, a team or the organization a role on a ${spec.noun.toLowerCase()} (manager)`,
-      description: 'Exactly one of `memberId`, `teamId` or `orgWide: true`. Granting to a principal that already has a grant changes its role. Only owners and admins may grant org-wide (403). 404 `member_not_found` / `team_not_found` for principals outside the organization.',
-      auth: rules.org(spec.write), params, body: CreateGrantBody, responses: { 201: AccessGrantItem },
+      description:
+        'Exactly one of `memberId`, `teamId` or `orgWide: true`. Granting to a principal that already has a grant changes its role. Only owners and admins may grant org-wide (403). 404 `member_not_found` / `team_not_found` for principals outside the organization.',
+      auth: rules.org(spec.write),
+      params,
+      body: CreateGrantBody,
+      responses: { 201: AccessGrantItem },
       handler: async ({ principal, params, body }) => {
         const grant = body as v.InferOutput<typeof CreateGrantBody>
-        return { item: await grantAccess(ctx.deps, actorOf(principal), spec.type, id(params), principalOf(grant), grant.role) }
+        return {
+          item: await grantAccess(ctx.deps, actorOf(principal), spec.type, id(params), principalOf(grant), grant.role),
+        }
       },
     }),
     route({
-      method: 'DELETE', path: `${spec.base}/access/:grantId`, operationId: `revoke${spec.noun}Access`, tags: [spec.tag],
+      method: 'DELETE',
+      path: `${spec.base}/access/:grantId`,
+      operationId: `revoke${spec.noun}Access`,
+      tags: [spec.tag],
       summary: `Revoke a grant on a ${spec.noun.toLowerCase()} (manager); it stops applying at once`,
-      auth: rules.org(spec.write), params: grantParams, responses: { 204: { description: 'Revoked' } },
-      handler: ({ principal, params }) => revokeAccess(ctx.deps, actorOf(principal), spec.type, id(params), (params as Record<string, string>).grantId!),
+      auth: rules.org(spec.write),
+      params: grantParams,
+      responses: { 204: { description: 'Revoked' } },
+      handler: ({ principal, params }) =>
+        revokeAccess(ctx.deps, actorOf(principal), spec.type, id(params), (params as Record<string, string>).grantId!),
     }),
   ]
 }

@@ -19,25 +19,47 @@ const JobParams = idParams(['jobId', 'job'])
 export function jobRoutes(ctx: AsyncContext) {
   return [
     route({
-      method: 'GET', path: '/v1/jobs', operationId: 'listJobs', tags: ['jobs'],
+      method: 'GET',
+      path: '/v1/jobs',
+      operationId: 'listJobs',
+      tags: ['jobs'],
       summary: "The organization's asynchronous jobs, newest first",
       auth: rules.org('jobs.read'),
-      query: v.object({ ...pageQuery(), status: v.optional(v.picklist(JOB_STATES)), kind: v.optional(v.pipe(v.string(), v.maxLength(64))) }),
-      responses: { 200: JobPage }, errors: [400],
+      query: v.object({
+        ...pageQuery(),
+        status: v.optional(v.picklist(JOB_STATES)),
+        kind: v.optional(v.pipe(v.string(), v.maxLength(64))),
+      }),
+      responses: { 200: JobPage },
+      errors: [400],
       handler: ({ principal, query }) => listJobs(ctx.deps, principal.org!.id, query),
     }),
     route({
-      method: 'GET', path: '/v1/jobs/:jobId', operationId: 'getJob', tags: ['jobs'],
+      method: 'GET',
+      path: '/v1/jobs/:jobId',
+      operationId: 'getJob',
+      tags: ['jobs'],
       summary: 'One job: status, attempts, next run and last failure reason',
-      auth: rules.org('jobs.read'), params: JobParams, responses: { 200: JobItem },
+      auth: rules.org('jobs.read'),
+      params: JobParams,
+      responses: { 200: JobItem },
       handler: async ({ principal, params }) => ({ item: await getJob(ctx.deps, principal.org!.id, params.jobId) }),
     }),
     route({
-      method: 'POST', path: '/v1/jobs/:jobId/retry', operationId: 'retryJob', tags: ['jobs'],
+      method: 'POST',
+      path: '/v1/jobs/:jobId/retry',
+      operationId: 'retryJob',
+      tags: ['jobs'],
       summary: 'Put a failed job back in the queue with a fresh attempt budget',
-      description: '202: accepted; re-read the job (and its subject) by id. 409 `job_not_retriable` unless the job is failed or canceled.',
-      auth: rules.org('jobs.manage'), params: JobParams, responses: { 202: JobItem }, errors: [409],
-      handler: async ({ principal, params }) => ({ item: await retryJob(ctx.deps, ctx.jobs, actorOf(principal), params.jobId) }),
+      description:
+        '202: accepted; re-read the job (and its subject) by id. 409 `job_not_retriable` unless the job is failed or canceled.',
+      auth: rules.org('jobs.manage'),
+      params: JobParams,
+      responses: { 202: JobItem },
+      errors: [409],
+      handler: async ({ principal, params }) => ({
+        item: await retryJob(ctx.deps, ctx.jobs, actorOf(principal), params.jobId),
+      }),
     }),
   ]
 }

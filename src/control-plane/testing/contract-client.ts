@@ -60,15 +60,21 @@ interface Compiled<Rule> {
 }
 
 function pathRegex(path: string): RegExp {
-  const pattern = path.split('/').map((segment) => {
-    if (segment.startsWith(':')) return segment.endsWith('+') ? '.+' : '[^/]+'
-    return segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
-  }).join('/')
+  const pattern = path
+    .split('/')
+    .map((segment) => {
+      if (segment.startsWith(':')) return segment.endsWith('+') ? '.+' : '[^/]+'
+      return segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+    })
+    .join('/')
   return new RegExp(`^${pattern}/?$`)
 }
 
 function describeIssues(issues: ReadonlyArray<v.BaseIssue<unknown>>): string {
-  return issues.slice(0, 5).map((issue) => `${v.getDotPath(issue) ?? '(root)'}: ${issue.message}`).join('; ')
+  return issues
+    .slice(0, 5)
+    .map((issue) => `${v.getDotPath(issue) ?? '(root)'}: ${issue.message}`)
+    .join('; ')
 }
 
 /** A contract-checking client over a surface's fetch handler and route table. */
@@ -76,7 +82,10 @@ export function contractClient<Rule>(source: ContractSource<Rule>) {
   const compiled: Compiled<Rule>[] = source.contract.routes.map((route) => ({
     route,
     regex: pathRegex(route.path),
-    statuses: new Set([...Object.keys(route.responses).map(Number), ...impliedErrorStatuses(route, source.contract.auth, source.contract.validation)]),
+    statuses: new Set([
+      ...Object.keys(route.responses).map(Number),
+      ...impliedErrorStatuses(route, source.contract.auth, source.contract.validation),
+    ]),
   }))
   /** `operationId status` pairs seen, for coverage assertions. */
   const observed = new Set<string>()
@@ -87,19 +96,29 @@ export function contractClient<Rule>(source: ContractSource<Rule>) {
     const match = candidates.find((c) => c.route.method === method)
     const parse = () => {
       if (text === '') return null
-      if (!(headers.get('content-type') ?? '').includes('application/json')) throw new ContractViolation(`${where}: expected JSON, got ${headers.get('content-type')}`)
-      try { return JSON.parse(text) } catch { throw new ContractViolation(`${where}: body is not JSON`) }
+      if (!(headers.get('content-type') ?? '').includes('application/json'))
+        throw new ContractViolation(`${where}: expected JSON, got ${headers.get('content-type')}`)
+      try {
+        return JSON.parse(text)
+      } catch {
+        throw new ContractViolation(`${where}: body is not JSON`)
+      }
     }
     if (!match) {
       const expected = candidates.length > 0 ? 405 : 404
-      if (status !== expected && !(status === 404 && candidates.length > 0)) throw new ContractViolation(`${where}: no route declares this; expected ${expected}`)
+      if (status !== expected && !(status === 404 && candidates.length > 0))
+        throw new ContractViolation(`${where}: no route declares this; expected ${expected}`)
       const body = parse()
       const error = v.safeParse(ErrorBodySchema, body)
-      if (!error.success) throw new ContractViolation(`${where}: error body does not match ErrorBody: ${describeIssues(error.issues)}`)
+      if (!error.success)
+        throw new ContractViolation(`${where}: error body does not match ErrorBody: ${describeIssues(error.issues)}`)
       return { status, headers, body, operationId: null }
     }
     const { route } = match
-    if (!match.statuses.has(status)) throw new ContractViolation(`${where}: ${route.operationId} does not declare status ${status} (declares ${[...match.statuses].sort().join(', ')}); body: ${text.slice(0, 300)}`)
+    if (!match.statuses.has(status))
+      throw new ContractViolation(
+        `${where}: ${route.operationId} does not declare status ${status} (declares ${[...match.statuses].sort().join(', ')}); body: ${text.slice(0, 300)}`,
+      )
     observed.add(`${route.operationId} ${status}`)
     const spec = route.responses[status]
     if (status === 204) {
@@ -110,7 +129,10 @@ export function contractClient<Rule>(source: ContractSource<Rule>) {
     const schema = spec ? describeResponse(spec).schema : ErrorBodySchema
     if (schema) {
       const result = v.safeParse(schema, body)
-      if (!result.success) throw new ContractViolation(`${where}: body does not match the declared schema of ${route.operationId}: ${describeIssues(result.issues)}; body: ${text.slice(0, 300)}`)
+      if (!result.success)
+        throw new ContractViolation(
+          `${where}: body does not match the declared schema of ${route.operationId}: ${describeIssues(result.issues)}; body: ${text.slice(0, 300)}`,
+        )
     }
     return { status, headers, body, operationId: route.operationId }
   }
@@ -128,7 +150,13 @@ export function contractClient<Rule>(source: ContractSource<Rule>) {
     const url = new URL(path, 'http://contract.test')
     const response = await source.fetch(new Request(url, { method, headers, body }))
     const text = await response.text()
-    return check(method === 'HEAD' ? 'GET' : method, url.pathname, response.status, response.headers, method === 'HEAD' ? '' : text)
+    return check(
+      method === 'HEAD' ? 'GET' : method,
+      url.pathname,
+      response.status,
+      response.headers,
+      method === 'HEAD' ? '' : text,
+    )
   }
 
   return {

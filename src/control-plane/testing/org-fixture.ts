@@ -32,9 +32,15 @@ function expect(status: number, got: { status: number; body: unknown }, what: st
 }
 
 /** Signs up a person (open sign-up or with an invitation token). */
-export async function signUpPerson(client: ContractClient, email: string, invitationToken?: string): Promise<{ token: string; userId: string; password: string }> {
+export async function signUpPerson(
+  client: ContractClient,
+  email: string,
+  invitationToken?: string,
+): Promise<{ token: string; userId: string; password: string }> {
   const password = `pw-${email}-secret`
-  const res = await client.post('/v1/auth/sign-up', { json: { email, password, name: email.split('@')[0], ...(invitationToken ? { invitationToken } : {}) } })
+  const res = await client.post('/v1/auth/sign-up', {
+    json: { email, password, name: email.split('@')[0], ...(invitationToken ? { invitationToken } : {}) },
+  })
   expect(201, res, `sign-up ${email}`)
   return { token: res.body.session.token, userId: res.body.user.id, password }
 }
@@ -62,5 +68,12 @@ export async function buildFixtureOrg(client: ContractClient, label: string): Pr
     expect(201, res, 'create api key')
     return { id: res.body.item.id as string, key: res.body.key as string }
   }
-  return { orgId, owner: people.owner!, admin: people.admin!, member: people.member!, ownerKey: await key(owner.token), adminKey: await key(people.admin!.token) }
+  return {
+    orgId,
+    owner: people.owner!,
+    admin: people.admin!,
+    member: people.member!,
+    ownerKey: await key(owner.token),
+    adminKey: await key(people.admin!.token),
+  }
 }

@@ -42,17 +42,27 @@ export interface MatrixWorld {
 export type MatrixRequests = Record<string, (world: MatrixWorld, caller: MatrixCaller) => Promise<MatrixRequest>>
 
 function successStatus(route: AnyRoute): number {
-  return Math.min(...Object.keys(route.responses).map(Number).filter((s) => s >= 200 && s < 300))
+  return Math.min(
+    ...Object.keys(route.responses)
+      .map(Number)
+      .filter((s) => s >= 200 && s < 300),
+  )
 }
 
 function credentialOf(caller: MatrixCaller): { role: Role; kind: CredentialKind } | null {
   switch (caller) {
-    case 'owner': return { role: 'owner', kind: 'session' }
-    case 'admin': return { role: 'admin', kind: 'session' }
-    case 'member': return { role: 'member', kind: 'session' }
-    case 'ownerKey': return { role: 'owner', kind: 'apiKey' }
-    case 'adminKey': return { role: 'admin', kind: 'apiKey' }
-    case 'none': return null
+    case 'owner':
+      return { role: 'owner', kind: 'session' }
+    case 'admin':
+      return { role: 'admin', kind: 'session' }
+    case 'member':
+      return { role: 'member', kind: 'session' }
+    case 'ownerKey':
+      return { role: 'owner', kind: 'apiKey' }
+    case 'adminKey':
+      return { role: 'admin', kind: 'apiKey' }
+    case 'none':
+      return null
   }
 }
 
@@ -76,8 +86,14 @@ let counter = 0
 export async function makeMatrixWorld(client: ContractClient, label = `w${++worlds}`): Promise<MatrixWorld> {
   const org = await buildFixtureOrg(client, label)
   const other = await buildFixtureOrg(client, `${label}-other`)
-  const team = await client.post('/v1/teams', { token: org.owner.token, json: { name: 'standing team', memberIds: [org.member.memberId] } })
-  const invitation = await client.post('/v1/invitations', { token: org.owner.token, json: { email: `standing@${label}.test` } })
+  const team = await client.post('/v1/teams', {
+    token: org.owner.token,
+    json: { name: 'standing team', memberIds: [org.member.memberId] },
+  })
+  const invitation = await client.post('/v1/invitations', {
+    token: org.owner.token,
+    json: { email: `standing@${label}.test` },
+  })
   return { client, org, other, teamId: team.body.item.id, invitationId: invitation.body.item.id, seq: () => ++counter }
 }
 
@@ -91,7 +107,10 @@ export interface RoleMatrixOptions {
 }
 
 /** Runs the matrix; returns failures (empty when all statuses match), missing entries and the count. */
-export async function runRoleMatrix(t: TestControlPlane, options: RoleMatrixOptions): Promise<{ failures: string[]; missing: string[]; checked: number }> {
+export async function runRoleMatrix(
+  t: TestControlPlane,
+  options: RoleMatrixOptions,
+): Promise<{ failures: string[]; missing: string[]; checked: number }> {
   const routes = t.app.contract.routes.filter((r) => (r.tags ?? []).some((tag) => options.tags.includes(tag)))
   const missing = routes.map((r) => r.operationId).filter((id) => !options.requests[id])
   const shared = await makeMatrixWorld(t.client)
@@ -106,17 +125,24 @@ export async function runRoleMatrix(t: TestControlPlane, options: RoleMatrixOpti
       const { org } = world
       const req = await build(world, caller)
       const call: CallOptions = req.json !== undefined ? { json: req.json } : {}
-      const person = caller === 'owner' ? org.owner : caller === 'admin' ? org.admin : caller === 'member' ? org.member : null
+      const person =
+        caller === 'owner' ? org.owner : caller === 'admin' ? org.admin : caller === 'member' ? org.member : null
       if (person) {
         call.token = person.token
-        if (req.freshSession) call.token = (await t.client.post('/v1/auth/sign-in', { json: { email: person.email, password: person.password } })).body.session.token
+        if (req.freshSession)
+          call.token = (
+            await t.client.post('/v1/auth/sign-in', { json: { email: person.email, password: person.password } })
+          ).body.session.token
       }
       if (caller === 'ownerKey') call.apiKey = org.ownerKey.key
       if (caller === 'adminKey') call.apiKey = org.adminKey.key
       const res = await t.client.call(route.method, req.path, call)
       const expected = expectedStatus(route, caller)
       checked++
-      if (res.status !== expected) failures.push(`${route.operationId} as ${caller}: expected ${expected}, got ${res.status} ${JSON.stringify(res.body)}`)
+      if (res.status !== expected)
+        failures.push(
+          `${route.operationId} as ${caller}: expected ${expected}, got ${res.status} ${JSON.stringify(res.body)}`,
+        )
     }
   }
   return { failures, missing, checked }

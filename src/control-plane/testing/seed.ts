@@ -10,7 +10,12 @@ import { newId } from '../../core/ids.ts'
 import type { ControlPlaneDb } from '../schema.ts'
 
 /** Inserts `count` users, each a `member` of `orgId`, in one transaction; returns the member ids. */
-export async function seedMembers(db: Kysely<ControlPlaneDb>, orgId: string, count: number, label = 'seed'): Promise<string[]> {
+export async function seedMembers(
+  db: Kysely<ControlPlaneDb>,
+  orgId: string,
+  count: number,
+  label = 'seed',
+): Promise<string[]> {
   const ids: string[] = []
   const now = new Date().toISOString()
   await db.transaction().execute(async (trx) => {
@@ -20,7 +25,14 @@ export async function seedMembers(db: Kysely<ControlPlaneDb>, orgId: string, cou
       for (let i = start; i < Math.min(count, start + 200); i++) {
         const userId = newId('usr')
         const memberId = newId('mem')
-        users.push({ id: userId, email: `${label}-${i}@seed.test`, name: `${label} ${i}`, password_hash: 'seeded$no-sign-in', created_at: now, updated_at: now })
+        users.push({
+          id: userId,
+          email: `${label}-${i}@seed.test`,
+          name: `${label} ${i}`,
+          password_hash: 'seeded$no-sign-in',
+          created_at: now,
+          updated_at: now,
+        })
         members.push({ id: memberId, org_id: orgId, user_id: userId, role: 'member', created_at: now, updated_at: now })
         ids.push(memberId)
       }

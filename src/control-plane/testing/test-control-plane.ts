@@ -36,7 +36,12 @@ export interface TestControlPlane {
 export async function startTestControlPlane(options: TestControlPlaneOptions = {}): Promise<TestControlPlane> {
   const dir = tempDir('svc-cp-')
   let time = options.startAt ?? Date.now()
-  const clock = { now: () => time, advance: (ms: number) => { time += ms } }
+  const clock = {
+    now: () => time,
+    advance: (ms: number) => {
+      time += ms
+    },
+  }
   const base = loadControlPlaneConfig({}, {}, dir.path)
   const config: ControlPlaneConfig = {
     ...base,
@@ -50,7 +55,11 @@ export async function startTestControlPlane(options: TestControlPlaneOptions = {
     signInThrottle: { ...base.signInThrottle, ...options.signInThrottle },
   }
   try {
-    const app = await createControlPlaneApp(config, { logger: silentLogger, now: clock.now, scrypt: { N: 2 ** 10, r: 8, p: 1 } })
+    const app = await createControlPlaneApp(config, {
+      logger: silentLogger,
+      now: clock.now,
+      scrypt: { N: 2 ** 10, r: 8, p: 1 },
+    })
     return {
       app,
       client: contractClient(app),

@@ -9,7 +9,10 @@ import { ASSIGNABLE_ROLES, PERMISSIONS, ROLES } from '../policy.ts'
 import { EmailField, idOf, itemOf, nameField, pageOf, Timestamp } from './common.ts'
 
 /** An organization. */
-export const Organization = v.pipe(v.strictObject({ id: idOf('org'), name: v.string(), createdAt: Timestamp, updatedAt: Timestamp }), v.title('Organization'))
+export const Organization = v.pipe(
+  v.strictObject({ id: idOf('org'), name: v.string(), createdAt: Timestamp, updatedAt: Timestamp }),
+  v.title('Organization'),
+)
 /** `{item: Organization}`. */
 export const OrganizationItem = itemOf(Organization, 'OrganizationItem')
 /** `POST /v1/orgs` body. */
@@ -22,7 +25,15 @@ export const UpdateOrganizationBody = v.pipe(
 
 /** A member. */
 export const Member = v.pipe(
-  v.strictObject({ id: idOf('mem'), userId: idOf('usr'), email: v.string(), name: v.string(), role: v.picklist(ROLES), createdAt: Timestamp, updatedAt: Timestamp }),
+  v.strictObject({
+    id: idOf('mem'),
+    userId: idOf('usr'),
+    email: v.string(),
+    name: v.string(),
+    role: v.picklist(ROLES),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  }),
   v.title('Member'),
 )
 /** A page of members. */
@@ -52,20 +63,39 @@ export const InvitationPage = pageOf(Invitation, 'InvitationPage')
 /** `{item: Invitation}`. */
 export const InvitationItem = itemOf(Invitation, 'InvitationItem')
 /** Invitation create body. */
-export const CreateInvitationBody = v.strictObject({ email: EmailField, role: v.optional(v.picklist(ASSIGNABLE_ROLES, 'must be admin or member'), 'member') })
+export const CreateInvitationBody = v.strictObject({
+  email: EmailField,
+  role: v.optional(v.picklist(ASSIGNABLE_ROLES, 'must be admin or member'), 'member'),
+})
 /** Invitation create response: the token is shown only here. */
-export const CreatedInvitation = v.pipe(v.strictObject({ item: Invitation, token: v.pipe(v.string(), v.startsWith('svi_')) }), v.title('CreatedInvitation'))
+export const CreatedInvitation = v.pipe(
+  v.strictObject({ item: Invitation, token: v.pipe(v.string(), v.startsWith('svi_')) }),
+  v.title('CreatedInvitation'),
+)
 /** Accept body. */
 export const AcceptInvitationBody = v.strictObject({ token: v.pipe(v.string(), v.minLength(1), v.maxLength(256)) })
 /** Accept response. */
 export const AcceptedInvitation = v.pipe(
-  v.strictObject({ item: v.strictObject({ organization: v.strictObject({ id: idOf('org'), name: v.string() }), memberId: idOf('mem'), role: v.picklist(ROLES) }) }),
+  v.strictObject({
+    item: v.strictObject({
+      organization: v.strictObject({ id: idOf('org'), name: v.string() }),
+      memberId: idOf('mem'),
+      role: v.picklist(ROLES),
+    }),
+  }),
   v.title('AcceptedInvitation'),
 )
 
 /** A team. */
 export const Team = v.pipe(
-  v.strictObject({ id: idOf('team'), name: v.string(), description: v.nullable(v.string()), memberCount: v.number(), createdAt: Timestamp, updatedAt: Timestamp }),
+  v.strictObject({
+    id: idOf('team'),
+    name: v.string(),
+    description: v.nullable(v.string()),
+    memberCount: v.number(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  }),
   v.title('Team'),
 )
 /** A page of teams. */
@@ -74,7 +104,11 @@ export const TeamPage = pageOf(Team, 'TeamPage')
 export const TeamItem = itemOf(Team, 'TeamItem')
 const Description = v.nullable(v.pipe(v.string(), v.maxLength(1000, 'must be at most 1000 characters')))
 /** Team create body. */
-export const CreateTeamBody = v.strictObject({ name: nameField(120), description: v.optional(Description), memberIds: v.optional(v.pipe(v.array(idOf('mem')), v.maxLength(500))) })
+export const CreateTeamBody = v.strictObject({
+  name: nameField(120),
+  description: v.optional(Description),
+  memberIds: v.optional(v.pipe(v.array(idOf('mem')), v.maxLength(500))),
+})
 /** Team update body. */
 export const UpdateTeamBody = v.pipe(
   v.strictObject({ name: v.optional(nameField(120)), description: v.optional(Description) }),
@@ -117,16 +151,29 @@ export const ApiKey = v.pipe(
 /** A page of API keys. */
 export const ApiKeyPage = pageOf(ApiKey, 'ApiKeyPage')
 /** Create body. */
-export const CreateApiKeyBody = v.strictObject({ name: nameField(64), expiresAt: v.optional(v.pipe(v.string(), v.isoTimestamp('must be an ISO-8601 timestamp like 2030-01-01T00:00:00.000Z'))) })
+export const CreateApiKeyBody = v.strictObject({
+  name: nameField(64),
+  expiresAt: v.optional(
+    v.pipe(v.string(), v.isoTimestamp('must be an ISO-8601 timestamp like 2030-01-01T00:00:00.000Z')),
+  ),
+})
 /** Create response: the key is shown only here. */
-export const CreatedApiKey = v.pipe(v.strictObject({ item: ApiKey, key: v.pipe(v.string(), v.startsWith('svc_')) }), v.title('CreatedApiKey'))
+export const CreatedApiKey = v.pipe(
+  v.strictObject({ item: ApiKey, key: v.pipe(v.string(), v.startsWith('svc_')) }),
+  v.title('CreatedApiKey'),
+)
 
 /** An audit event. */
 export const AuditEvent = v.pipe(
   v.strictObject({
     id: idOf('aev'),
     action: v.string(),
-    actor: v.strictObject({ userId: v.nullable(idOf('usr')), memberId: v.nullable(idOf('mem')), credential: v.picklist(['session', 'apiKey']), apiKeyId: v.nullable(idOf('key')) }),
+    actor: v.strictObject({
+      userId: v.nullable(idOf('usr')),
+      memberId: v.nullable(idOf('mem')),
+      credential: v.picklist(['session', 'apiKey']),
+      apiKeyId: v.nullable(idOf('key')),
+    }),
     target: v.strictObject({ type: v.string(), id: v.string() }),
     data: v.nullable(v.record(v.string(), v.union([v.string(), v.number(), v.boolean(), v.null()]))),
     createdAt: Timestamp,

@@ -6,7 +6,13 @@ import * as v from 'valibot'
 import { CONTAINER_STATES } from '../catalog/containers.ts'
 import { pageQuery } from '../pagination.ts'
 import { idOf, itemOf, nameField, pageOf, Timestamp } from './common.ts'
-import { ConfigObject, DescriptionField, exactlyOnePrincipal, PrincipalFields, ResolvedConfigObject } from './config-objects.ts'
+import {
+  ConfigObject,
+  DescriptionField,
+  exactlyOnePrincipal,
+  PrincipalFields,
+  ResolvedConfigObject,
+} from './config-objects.ts'
 
 function container(prefix: string, title: string, countDescription: string) {
   return v.pipe(
@@ -46,11 +52,27 @@ export const UpdateContainerBody = v.pipe(
   v.check((body) => Object.keys(body).length > 0, 'give at least one field to change'),
 )
 /** List query with a status filter. */
-export const ContainerListQuery = v.object({ ...pageQuery(), status: v.optional(v.picklist(CONTAINER_STATES, 'must be active or archived')) })
+export const ContainerListQuery = v.object({
+  ...pageQuery(),
+  status: v.optional(v.picklist(CONTAINER_STATES, 'must be active or archived')),
+})
 
-const Membership = { membershipSource: v.picklist(['manual', 'api', 'connector', 'system']), createdByMemberId: v.nullable(idOf('mem')), createdAt: Timestamp }
+const Membership = {
+  membershipSource: v.picklist(['manual', 'api', 'connector', 'system']),
+  createdByMemberId: v.nullable(idOf('mem')),
+  createdAt: Timestamp,
+}
 /** A config object in a plugin. */
-export const PluginMember = v.pipe(v.strictObject({ id: idOf('pco'), pluginId: idOf('plg'), configObjectId: idOf('cob'), ...Membership, configObject: ConfigObject }), v.title('PluginMember'))
+export const PluginMember = v.pipe(
+  v.strictObject({
+    id: idOf('pco'),
+    pluginId: idOf('plg'),
+    configObjectId: idOf('cob'),
+    ...Membership,
+    configObject: ConfigObject,
+  }),
+  v.title('PluginMember'),
+)
 /** A page of PluginMember. */
 export const PluginMemberPage = pageOf(PluginMember, 'PluginMemberPage')
 /** `{item}` with one PluginMember. */
@@ -58,7 +80,16 @@ export const PluginMemberItem = itemOf(PluginMember, 'PluginMemberItem')
 /** Body adding a config object to a plugin. */
 export const AddPluginObjectBody = v.strictObject({ configObjectId: idOf('cob') })
 /** A plugin containing a config object, seen from the object. */
-export const ObjectPlugin = v.pipe(v.strictObject({ id: idOf('pco'), pluginId: idOf('plg'), configObjectId: idOf('cob'), ...Membership, plugin: Plugin }), v.title('ObjectPlugin'))
+export const ObjectPlugin = v.pipe(
+  v.strictObject({
+    id: idOf('pco'),
+    pluginId: idOf('plg'),
+    configObjectId: idOf('cob'),
+    ...Membership,
+    plugin: Plugin,
+  }),
+  v.title('ObjectPlugin'),
+)
 /** A page of ObjectPlugin. */
 export const ObjectPluginPage = pageOf(ObjectPlugin, 'ObjectPluginPage')
 /** `{item}` with one ObjectPlugin. */
@@ -69,7 +100,10 @@ export const AddObjectPluginBody = v.strictObject({ pluginId: idOf('plg') })
 export const ResolvedPluginPage = pageOf(ResolvedConfigObject, 'ResolvedPluginPage')
 
 /** A plugin in a marketplace. */
-export const MarketplaceEntry = v.pipe(v.strictObject({ id: idOf('mkp'), marketplaceId: idOf('mkt'), pluginId: idOf('plg'), ...Membership, plugin: Plugin }), v.title('MarketplaceEntry'))
+export const MarketplaceEntry = v.pipe(
+  v.strictObject({ id: idOf('mkp'), marketplaceId: idOf('mkt'), pluginId: idOf('plg'), ...Membership, plugin: Plugin }),
+  v.title('MarketplaceEntry'),
+)
 /** A page of MarketplaceEntry. */
 export const MarketplaceEntryPage = pageOf(MarketplaceEntry, 'MarketplaceEntryPage')
 /** `{item}` with one MarketplaceEntry. */
@@ -78,7 +112,13 @@ export const MarketplaceEntryItem = itemOf(MarketplaceEntry, 'MarketplaceEntryIt
 export const AddMarketplacePluginBody = v.strictObject({ pluginId: idOf('plg') })
 /** A marketplace's plugins with their component counts. */
 export const ResolvedMarketplacePage = pageOf(
-  v.pipe(v.strictObject({ plugin: Plugin, componentCounts: v.pipe(v.record(v.string(), v.number()), v.description('Active config objects per type')) }), v.title('ResolvedMarketplaceEntry')),
+  v.pipe(
+    v.strictObject({
+      plugin: Plugin,
+      componentCounts: v.pipe(v.record(v.string(), v.number()), v.description('Active config objects per type')),
+    }),
+    v.title('ResolvedMarketplaceEntry'),
+  ),
   'ResolvedMarketplacePage',
 )
 
@@ -103,13 +143,25 @@ export const SkillPage = pageOf(Skill, 'SkillPage')
 export const SkillItem = itemOf(Skill, 'SkillItem')
 /** `POST /v1/skills`: a SKILL.md. */
 export const CreateSkillBody = v.strictObject({
-  skillMd: v.pipe(v.string(), v.maxLength(1024 * 1024), v.description('The full SKILL.md: frontmatter with name and description, then the body')),
+  skillMd: v.pipe(
+    v.string(),
+    v.maxLength(1024 * 1024),
+    v.description('The full SKILL.md: frontmatter with name and description, then the body'),
+  ),
   title: v.optional(nameField(255)),
 })
 
 /** A skill hub. */
 export const SkillHub = v.pipe(
-  v.strictObject({ id: idOf('shub'), name: v.string(), description: v.nullable(v.string()), skillCount: v.number(), createdByMemberId: v.nullable(idOf('mem')), createdAt: Timestamp, updatedAt: Timestamp }),
+  v.strictObject({
+    id: idOf('shub'),
+    name: v.string(),
+    description: v.nullable(v.string()),
+    skillCount: v.number(),
+    createdByMemberId: v.nullable(idOf('mem')),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  }),
   v.title('SkillHub'),
 )
 /** A page of SkillHub. */
@@ -120,7 +172,15 @@ export const SkillHubItem = itemOf(SkillHub, 'SkillHubItem')
 export const AddHubSkillBody = v.strictObject({ skillId: idOf('cob') })
 /** An assignment of a hub to a member, a team or the organization. */
 export const HubAssignment = v.pipe(
-  v.strictObject({ id: idOf('sha'), hubId: idOf('shub'), memberId: v.nullable(idOf('mem')), teamId: v.nullable(idOf('team')), orgWide: v.boolean(), createdByMemberId: v.nullable(idOf('mem')), createdAt: Timestamp }),
+  v.strictObject({
+    id: idOf('sha'),
+    hubId: idOf('shub'),
+    memberId: v.nullable(idOf('mem')),
+    teamId: v.nullable(idOf('team')),
+    orgWide: v.boolean(),
+    createdByMemberId: v.nullable(idOf('mem')),
+    createdAt: Timestamp,
+  }),
   v.title('SkillHubAssignment'),
 )
 /** A page of HubAssignment. */
@@ -128,7 +188,10 @@ export const HubAssignmentPage = pageOf(HubAssignment, 'SkillHubAssignmentPage')
 /** `{item}` with one HubAssignment. */
 export const HubAssignmentItem = itemOf(HubAssignment, 'SkillHubAssignmentItem')
 /** Assignment body: exactly one of memberId, teamId or orgWide: true. */
-export const AssignHubBody = v.pipe(v.strictObject(PrincipalFields), v.check((b) => exactlyOnePrincipal(b), 'give exactly one of memberId, teamId or orgWide: true'))
+export const AssignHubBody = v.pipe(
+  v.strictObject(PrincipalFields),
+  v.check((b) => exactlyOnePrincipal(b), 'give exactly one of memberId, teamId or orgWide: true'),
+)
 
 /** How a skill reaches the caller. */
 export const SkillPath = v.strictObject({
@@ -139,6 +202,9 @@ export const SkillPath = v.strictObject({
   teamId: v.nullable(idOf('team')),
 })
 /** A skill the caller receives, with every path that grants it. */
-export const ReceivedSkill = v.pipe(v.strictObject({ skill: Skill, paths: v.array(SkillPath) }), v.title('ReceivedSkill'))
+export const ReceivedSkill = v.pipe(
+  v.strictObject({ skill: Skill, paths: v.array(SkillPath) }),
+  v.title('ReceivedSkill'),
+)
 /** A page of ReceivedSkill. */
 export const ReceivedSkillPage = pageOf(ReceivedSkill, 'ReceivedSkillPage')

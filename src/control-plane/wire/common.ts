@@ -8,12 +8,18 @@ import * as v from 'valibot'
 
 /** A prefixed, time-sortable id as `newId(prefix)` makes it. */
 export function idOf(prefix: string) {
-  return v.pipe(v.string(), v.regex(new RegExp(`^${prefix}_[0-9a-hjkmnp-tv-z]{26}$`), `must be a ${prefix}_ id`), v.description(`${prefix}_ id (sorts by creation time)`))
+  return v.pipe(
+    v.string(),
+    v.regex(new RegExp(`^${prefix}_[0-9a-hjkmnp-tv-z]{26}$`), `must be a ${prefix}_ id`),
+    v.description(`${prefix}_ id (sorts by creation time)`),
+  )
 }
 
 /** Path parameter schema for one id; a malformed id is a 404 like an unknown one. */
 export function idParams<K extends string>(...entries: Array<[K, string]>) {
-  return v.object(Object.fromEntries(entries.map(([name, prefix]) => [name, idOf(prefix)])) as Record<K, ReturnType<typeof idOf>>)
+  return v.object(
+    Object.fromEntries(entries.map(([name, prefix]) => [name, idOf(prefix)])) as Record<K, ReturnType<typeof idOf>>,
+  )
 }
 
 /** An ISO-8601 UTC timestamp. */
@@ -22,7 +28,13 @@ export const Timestamp = v.pipe(v.string(), v.isoTimestamp(), v.description('ISO
 /** `{items, nextCursor}`: a key-set page. */
 export function pageOf<T extends v.GenericSchema>(item: T, title: string) {
   return v.pipe(
-    v.strictObject({ items: v.array(item), nextCursor: v.pipe(v.nullable(v.string()), v.description('Pass back as `cursor` for the next page; null on the last page')) }),
+    v.strictObject({
+      items: v.array(item),
+      nextCursor: v.pipe(
+        v.nullable(v.string()),
+        v.description('Pass back as `cursor` for the next page; null on the last page'),
+      ),
+    }),
     v.title(title),
   )
 }
@@ -34,7 +46,12 @@ export function itemOf<T extends v.GenericSchema>(item: T, title: string) {
 
 /** A trimmed display name. */
 export function nameField(max: number) {
-  return v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(max, `must be at most ${max} characters`))
+  return v.pipe(
+    v.string(),
+    v.trim(),
+    v.minLength(1, 'must not be empty'),
+    v.maxLength(max, `must be at most ${max} characters`),
+  )
 }
 
 /** An email address, trimmed and bounded. */

@@ -19,20 +19,36 @@ export const DescriptionField = v.nullable(v.pipe(v.string(), v.maxLength(4000, 
 /** A version's content: exactly one of raw source text or a normalized payload (each ≤ 1 MiB). */
 export const VersionInputSchema = v.pipe(
   v.strictObject({
-    rawSourceText: v.optional(v.pipe(v.string(), v.maxLength(MIB, 'must be at most 1 MiB'), v.description('The source as written: a SKILL.md, a command or agent markdown file, MCP server JSON, a tool or hook module, context markdown, or custom JSON'))),
-    normalizedPayload: v.optional(v.pipe(
-      v.record(v.string(), v.unknown()),
-      v.check((p) => JSON.stringify(p).length <= MIB, 'must be at most 1 MiB as JSON'),
-      v.description('The already-normalized payload for the type (see the resolved form)'),
-    )),
+    rawSourceText: v.optional(
+      v.pipe(
+        v.string(),
+        v.maxLength(MIB, 'must be at most 1 MiB'),
+        v.description(
+          'The source as written: a SKILL.md, a command or agent markdown file, MCP server JSON, a tool or hook module, context markdown, or custom JSON',
+        ),
+      ),
+    ),
+    normalizedPayload: v.optional(
+      v.pipe(
+        v.record(v.string(), v.unknown()),
+        v.check((p) => JSON.stringify(p).length <= MIB, 'must be at most 1 MiB as JSON'),
+        v.description('The already-normalized payload for the type (see the resolved form)'),
+      ),
+    ),
   }),
-  v.check((input) => (input.rawSourceText === undefined) !== (input.normalizedPayload === undefined), 'give exactly one of rawSourceText or normalizedPayload'),
+  v.check(
+    (input) => (input.rawSourceText === undefined) !== (input.normalizedPayload === undefined),
+    'give exactly one of rawSourceText or normalizedPayload',
+  ),
 )
 
 /** `POST /v1/config-objects` body. */
 export const CreateConfigObjectBody = v.strictObject({
   type: ObjectTypeField,
-  sourceMode: v.picklist(['cloud', 'import'], 'must be cloud or import (connector objects come only from connector sync)'),
+  sourceMode: v.picklist(
+    ['cloud', 'import'],
+    'must be cloud or import (connector objects come only from connector sync)',
+  ),
   title: nameField(255),
   description: v.optional(DescriptionField),
   input: VersionInputSchema,
@@ -42,7 +58,12 @@ export const CreateConfigObjectBody = v.strictObject({
 /** `POST /v1/config-objects/:id/versions` body. */
 export const AddVersionBody = v.strictObject({
   input: VersionInputSchema,
-  baseVersionId: v.optional(v.pipe(idOf('cov'), v.description('The version this edit starts from; 409 version_conflict if it is no longer the latest'))),
+  baseVersionId: v.optional(
+    v.pipe(
+      idOf('cov'),
+      v.description('The version this edit starts from; 409 version_conflict if it is no longer the latest'),
+    ),
+  ),
   reason: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(255))),
 })
 
@@ -113,8 +134,14 @@ export const ResolvedConfigObject = v.pipe(
     title: v.string(),
     version: v.strictObject({ id: idOf('cov'), number: v.number(), createdAt: Timestamp }),
     normalizedPayload: v.record(v.string(), v.unknown()),
-    files: v.pipe(v.array(ResolvedFile), v.description('Files in OpenCode project layout, e.g. .opencode/skills/<name>/SKILL.md')),
-    config: v.pipe(v.nullable(v.record(v.string(), v.unknown())), v.description('Fragment to merge into opencode.json (MCP servers, instructions), or null')),
+    files: v.pipe(
+      v.array(ResolvedFile),
+      v.description('Files in OpenCode project layout, e.g. .opencode/skills/<name>/SKILL.md'),
+    ),
+    config: v.pipe(
+      v.nullable(v.record(v.string(), v.unknown())),
+      v.description('Fragment to merge into opencode.json (MCP servers, instructions), or null'),
+    ),
   }),
   v.title('ResolvedConfigObject'),
 )
@@ -128,9 +155,23 @@ export const ConfigObjectListQuery = v.object({
   status: v.optional(v.picklist(OBJECT_STATES, `must be one of ${OBJECT_STATES.join(', ')}`)),
   sourceMode: v.optional(v.picklist(SOURCE_MODES, `must be one of ${SOURCE_MODES.join(', ')}`)),
   plugin: v.optional(v.pipe(idOf('plg'), v.description('Only objects in this plugin'))),
-  connectorInstance: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(64), v.description('Only objects owned by this connector instance'))),
-  deleted: v.optional(v.pipe(v.picklist(['exclude', 'include', 'only'], 'must be exclude, include or only'), v.description('Deleted objects: exclude (default unless status is given), include, or only'))),
-  q: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(255), v.description('Words, each matched as a prefix of a word in the title, description or latest content'))),
+  connectorInstance: v.optional(
+    v.pipe(v.string(), v.minLength(1), v.maxLength(64), v.description('Only objects owned by this connector instance')),
+  ),
+  deleted: v.optional(
+    v.pipe(
+      v.picklist(['exclude', 'include', 'only'], 'must be exclude, include or only'),
+      v.description('Deleted objects: exclude (default unless status is given), include, or only'),
+    ),
+  ),
+  q: v.optional(
+    v.pipe(
+      v.string(),
+      v.minLength(1),
+      v.maxLength(255),
+      v.description('Words, each matched as a prefix of a word in the title, description or latest content'),
+    ),
+  ),
 })
 
 /** An access grant. */
@@ -171,7 +212,11 @@ export const CreateGrantBody = v.pipe(
 )
 
 /** Converts a validated principal body to the domain shape. */
-export function principalOf(body: { memberId?: string; teamId?: string; orgWide?: true }): { memberId: string } | { teamId: string } | { orgWide: true } {
+export function principalOf(body: {
+  memberId?: string
+  teamId?: string
+  orgWide?: true
+}): { memberId: string } | { teamId: string } | { orgWide: true } {
   if (body.memberId) return { memberId: body.memberId }
   if (body.teamId) return { teamId: body.teamId }
   return { orgWide: true }

@@ -7,10 +7,17 @@ import { PERMISSIONS, ROLES } from '../policy.ts'
 import { EmailField, idOf, itemOf, nameField, pageOf, Timestamp } from './common.ts'
 
 /** A user. */
-export const User = v.pipe(v.strictObject({ id: idOf('usr'), email: v.string(), name: v.string(), createdAt: Timestamp }), v.title('User'))
+export const User = v.pipe(
+  v.strictObject({ id: idOf('usr'), email: v.string(), name: v.string(), createdAt: Timestamp }),
+  v.title('User'),
+)
 
 /** The password rule: long enough to resist guessing, bounded so hashing cannot be abused. */
-export const PasswordField = v.pipe(v.string(), v.minLength(8, 'must be at least 8 characters'), v.maxLength(256, 'must be at most 256 characters'))
+export const PasswordField = v.pipe(
+  v.string(),
+  v.minLength(8, 'must be at least 8 characters'),
+  v.maxLength(256, 'must be at most 256 characters'),
+)
 
 /** `POST /v1/auth/sign-up` body. */
 export const SignUpBody = v.strictObject({
@@ -21,7 +28,10 @@ export const SignUpBody = v.strictObject({
 })
 
 /** `POST /v1/auth/sign-in` body. */
-export const SignInBody = v.strictObject({ email: EmailField, password: v.pipe(v.string(), v.minLength(1), v.maxLength(256)) })
+export const SignInBody = v.strictObject({
+  email: EmailField,
+  password: v.pipe(v.string(), v.minLength(1), v.maxLength(256)),
+})
 
 /** Sign-up / sign-in response: the session token appears only here. */
 export const SignedInResponse = v.pipe(
@@ -41,14 +51,22 @@ export const MeResponse = v.pipe(
       v.strictObject({ kind: v.literal('apiKey'), apiKeyId: idOf('key') }),
     ]),
     organization: v.nullable(v.strictObject({ id: idOf('org'), name: v.string() })),
-    member: v.nullable(v.strictObject({ id: idOf('mem'), role: v.picklist(ROLES), permissions: v.array(v.picklist(PERMISSIONS)) })),
+    member: v.nullable(
+      v.strictObject({ id: idOf('mem'), role: v.picklist(ROLES), permissions: v.array(v.picklist(PERMISSIONS)) }),
+    ),
   }),
   v.title('Me'),
 )
 
 /** One of the caller's organizations. */
 export const MyOrganization = v.pipe(
-  v.strictObject({ id: idOf('org'), name: v.string(), memberId: idOf('mem'), role: v.picklist(ROLES), isActive: v.boolean() }),
+  v.strictObject({
+    id: idOf('org'),
+    name: v.string(),
+    memberId: idOf('mem'),
+    role: v.picklist(ROLES),
+    isActive: v.boolean(),
+  }),
   v.title('MyOrganization'),
 )
 

@@ -8,7 +8,10 @@ import { idOf, itemOf, pageOf, Timestamp } from './common.ts'
 
 /** A failure reason and its message, kept on the object that failed. */
 export const FailureReason = v.pipe(
-  v.strictObject({ reason: v.pipe(v.string(), v.description('Stable code, e.g. deadline_exceeded, git_fetch_failed')), message: v.string() }),
+  v.strictObject({
+    reason: v.pipe(v.string(), v.description('Stable code, e.g. deadline_exceeded, git_fetch_failed')),
+    message: v.string(),
+  }),
   v.title('FailureReason'),
 )
 
@@ -17,7 +20,10 @@ export const Job = v.pipe(
   v.strictObject({
     id: idOf('job'),
     kind: v.pipe(v.string(), v.description('connector.sync, connector.discovery, worker.provision')),
-    subjectId: v.pipe(v.nullable(v.string()), v.description('The object the job acts on: a sync event, a discovery or a Worker')),
+    subjectId: v.pipe(
+      v.nullable(v.string()),
+      v.description('The object the job acts on: a sync event, a discovery or a Worker'),
+    ),
     status: v.picklist(JOB_STATES),
     attempts: v.number(),
     maxAttempts: v.number(),

@@ -39,13 +39,26 @@ export const LlmProviderItem = itemOf(LlmProvider, 'LlmProviderItem')
 
 const ModelInput = v.union([
   v.pipe(v.string(), v.minLength(1), v.maxLength(200)),
-  v.strictObject({ id: v.pipe(v.string(), v.minLength(1), v.maxLength(200)), name: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(200))) }),
+  v.strictObject({
+    id: v.pipe(v.string(), v.minLength(1), v.maxLength(200)),
+    name: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(200))),
+  }),
 ])
 const Custom = v.strictObject({
-  baseUrl: v.pipe(v.string(), v.url('must be a URL'), v.regex(/^https?:\/\//, 'must be an http(s) URL'), v.maxLength(1024)),
+  baseUrl: v.pipe(
+    v.string(),
+    v.url('must be a URL'),
+    v.regex(/^https?:\/\//, 'must be an http(s) URL'),
+    v.maxLength(1024),
+  ),
   api: v.picklist(API_STYLES, `must be one of ${API_STYLES.join(', ')}`),
 })
-const ApiKeyField = v.pipe(v.string(), v.minLength(1), v.maxLength(8192), v.description('Stored encrypted; never returned except by the credential route'))
+const ApiKeyField = v.pipe(
+  v.string(),
+  v.minLength(1),
+  v.maxLength(8192),
+  v.description('Stored encrypted; never returned except by the credential route'),
+)
 const Fields = {
   name: nameField(255),
   catalogProviderId: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(64))),
@@ -55,16 +68,35 @@ const Fields = {
 /** Create body: exactly one of `catalogProviderId` or `custom`. */
 export const CreateLlmProviderBody = v.pipe(
   v.strictObject({ ...Fields, apiKey: v.optional(ApiKeyField) }),
-  v.check((b) => (b.catalogProviderId === undefined) !== (b.custom === undefined), 'give exactly one of catalogProviderId or custom'),
+  v.check(
+    (b) => (b.catalogProviderId === undefined) !== (b.custom === undefined),
+    'give exactly one of catalogProviderId or custom',
+  ),
 )
 /** Update body: any field; `apiKey: null` removes the key, omitted keeps it. */
 export const UpdateLlmProviderBody = v.pipe(
-  v.strictObject({ name: v.optional(Fields.name), catalogProviderId: Fields.catalogProviderId, custom: Fields.custom, models: v.optional(Fields.models), apiKey: v.optional(v.nullable(ApiKeyField)) }),
+  v.strictObject({
+    name: v.optional(Fields.name),
+    catalogProviderId: Fields.catalogProviderId,
+    custom: Fields.custom,
+    models: v.optional(Fields.models),
+    apiKey: v.optional(v.nullable(ApiKeyField)),
+  }),
   v.check((b) => Object.keys(b).length > 0, 'give at least one field to change'),
-  v.check((b) => b.catalogProviderId === undefined || b.custom === undefined, 'give at most one of catalogProviderId or custom'),
+  v.check(
+    (b) => b.catalogProviderId === undefined || b.custom === undefined,
+    'give at most one of catalogProviderId or custom',
+  ),
 )
 /** The credential: shown only to explicit grantees, audited. */
 export const LlmProviderCredential = v.pipe(
-  v.strictObject({ item: v.strictObject({ llmProviderId: idOf('llm'), api: v.picklist(API_STYLES), baseUrl: v.nullable(v.string()), apiKey: v.string() }) }),
+  v.strictObject({
+    item: v.strictObject({
+      llmProviderId: idOf('llm'),
+      api: v.picklist(API_STYLES),
+      baseUrl: v.nullable(v.string()),
+      apiKey: v.string(),
+    }),
+  }),
   v.title('LlmProviderCredential'),
 )

@@ -6,7 +6,12 @@ import * as v from 'valibot'
 import { WORKER_STATES, WORKER_TOKEN_SCOPES } from '../workers/workers.ts'
 import { idOf, itemOf, nameField, pageOf, Timestamp } from './common.ts'
 
-const Reason = v.pipe(v.nullable(v.string()), v.description('Why the Worker is in its state, e.g. created, heartbeat, heartbeat_stale, provisioning_deadline_exceeded, provisioner_error, tokens_revoked'))
+const Reason = v.pipe(
+  v.nullable(v.string()),
+  v.description(
+    'Why the Worker is in its state, e.g. created, heartbeat, heartbeat_stale, provisioning_deadline_exceeded, provisioner_error, tokens_revoked',
+  ),
+)
 
 /** A Worker. */
 export const Worker = v.pipe(
@@ -35,7 +40,12 @@ export const WorkerItem = itemOf(Worker, 'WorkerItem')
 export const CreateWorkerBody = v.strictObject({
   name: nameField(255),
   description: v.optional(v.nullable(v.pipe(v.string(), v.maxLength(1024, 'must be at most 1024 characters')))),
-  provisioner: v.pipe(v.string(), v.minLength(1), v.maxLength(64), v.description('How the Worker runs: `process` (a child process on the control-plane host)')),
+  provisioner: v.pipe(
+    v.string(),
+    v.minLength(1),
+    v.maxLength(64),
+    v.description('How the Worker runs: `process` (a child process on the control-plane host)'),
+  ),
 })
 
 /** Runtime status. */
@@ -50,7 +60,10 @@ export const WorkerRuntime = v.pipe(
     lastHeartbeatAt: v.nullable(Timestamp),
     lastActiveAt: v.nullable(Timestamp),
     openSessionCount: v.nullable(v.number()),
-    staleAfterMs: v.pipe(v.number(), v.description('A healthy Worker without a heartbeat for this long becomes unreachable')),
+    staleAfterMs: v.pipe(
+      v.number(),
+      v.description('A healthy Worker without a heartbeat for this long becomes unreachable'),
+    ),
     provisioningDeadlineAt: v.nullable(Timestamp),
     lastError: v.nullable(v.strictObject({ reason: v.string(), message: v.string(), at: Timestamp })),
   }),
@@ -61,7 +74,13 @@ export const WorkerRuntimeItem = itemOf(WorkerRuntime, 'WorkerRuntimeItem')
 
 /** A stored Worker token (never its value). */
 export const WorkerToken = v.pipe(
-  v.strictObject({ id: idOf('wkt'), scope: v.picklist(WORKER_TOKEN_SCOPES), generation: v.number(), createdAt: Timestamp, revokedAt: v.nullable(Timestamp) }),
+  v.strictObject({
+    id: idOf('wkt'),
+    scope: v.picklist(WORKER_TOKEN_SCOPES),
+    generation: v.number(),
+    createdAt: Timestamp,
+    revokedAt: v.nullable(Timestamp),
+  }),
   v.title('WorkerToken'),
 )
 /** A page of Worker tokens. */
@@ -74,8 +93,16 @@ export const IssuedWorkerTokens = v.pipe(
       worker: Worker,
       generation: v.number(),
       tokens: v.strictObject({
-        client: v.pipe(v.string(), v.startsWith('wkc_'), v.description('Authorization: Bearer for clients of the runtime')),
-        host: v.pipe(v.string(), v.startsWith('wkh_'), v.description('X-Service-Host-Token for the runtime\'s host routes')),
+        client: v.pipe(
+          v.string(),
+          v.startsWith('wkc_'),
+          v.description('Authorization: Bearer for clients of the runtime'),
+        ),
+        host: v.pipe(
+          v.string(),
+          v.startsWith('wkh_'),
+          v.description("X-Service-Host-Token for the runtime's host routes"),
+        ),
         activity: v.pipe(v.string(), v.startsWith('wka_'), v.description('What the runtime sends with heartbeats')),
       }),
     }),
@@ -93,6 +120,14 @@ export const HeartbeatBody = v.strictObject({
 })
 /** Heartbeat answer. */
 export const HeartbeatItem = itemOf(
-  v.pipe(v.strictObject({ workerId: idOf('wrk'), state: v.picklist(WORKER_STATES), lastHeartbeatAt: Timestamp, nextHeartbeatInMs: v.number() }), v.title('HeartbeatAck')),
+  v.pipe(
+    v.strictObject({
+      workerId: idOf('wrk'),
+      state: v.picklist(WORKER_STATES),
+      lastHeartbeatAt: Timestamp,
+      nextHeartbeatInMs: v.number(),
+    }),
+    v.title('HeartbeatAck'),
+  ),
   'HeartbeatItem',
 )

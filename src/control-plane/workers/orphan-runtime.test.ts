@@ -31,30 +31,68 @@ function alive(pid: number): boolean {
 test('a runtime orphaned by a control-plane crash is stopped when its Worker is deleted after restart; a graceful stop stops runtimes and the next start restarts them', async () => {
   await withTempDir(async (dir) => {
     const config = join(dir, 'cp.json')
-    writeFileSync(config, JSON.stringify({ logRequests: false, openSignUp: true, jobs: { pollIntervalMs: 20 }, workers: { heartbeatIntervalMs: 200, staleAfterMs: 1000, sweepIntervalMs: 50 } }))
-    const start = () => startChild(BUN, [ENTRY, '--mode', 'control-plane', '--config', config, '--data-dir', join(dir, 'data'), '--port', '0'], { cwd: dir, env: { HOME: dir } })
+    writeFileSync(
+      config,
+      JSON.stringify({
+        logRequests: false,
+        openSignUp: true,
+        jobs: { pollIntervalMs: 20 },
+        workers: { heartbeatIntervalMs: 200, staleAfterMs: 1000, sweepIntervalMs: 50 },
+      }),
+    )
+    const start = () =>
+      startChild(
+        BUN,
+        [ENTRY, '--mode', 'control-plane', '--config', config, '--data-dir', join(dir, 'data'), '--port', '0'],
+        { cwd: dir, env: { HOME: dir } },
+      )
     const contract = await startAsyncTestPlane()
     const pids: number[] = []
     let child: ChildServer | null = await start()
     let current = child
-    const client = contractClient({ contract: contract.app.contract, fetch: (r) => { const u = new URL(r.url); return fetch(`${current.url}${u.pathname}${u.search}`, { method: r.method, headers: r.headers, body: r.body, duplex: 'half' } as RequestInit) } })
+    const client = contractClient({
+      contract: contract.app.contract,
+      fetch: (r) => {
+        const u = new URL(r.url)
+        return fetch(`${current.url}${u.pathname}${u.search}`, {
+          method: r.method,
+          headers: r.headers,
+          body: r.body,
+          duplex: 'half',
+        } as RequestInit)
+      },
+    })
     try {
       const org = await buildFixtureOrg(client, 'orphan')
       const token = org.owner.token
       const ids: string[] = []
-      for (const name of ['first', 'second']) ids.push((await client.post('/v1/workers', { token, json: { name, provisioner: 'process' } })).body.item.id)
+      for (const name of ['first', 'second'])
+        ids.push((await client.post('/v1/workers', { token, json: { name, provisioner: 'process' } })).body.item.id)
       for (const id of ids) {
-        const ready = await waitFor(() => client.get(`/v1/workers/${id}`, { token }), (r) => r.body.item.state !== 'provisioning', 15_000, 50)
+        const ready = await waitFor(
+          () => client.get(`/v1/workers/${id}`, { token }),
+          (r) => r.body.item.state !== 'provisioning',
+          15_000,
+          50,
+        )
         assert.is(ready.body.item.state, 'healthy')
       }
       // The pid file is written just after the runtime listens, so it may trail the first heartbeat.
-      const pidOf = async (id: string) => Number(await waitFor(async () => {
-        try {
-          return readFileSync(join(dir, 'data', 'workers', id, 'runtime.pid'), 'utf8')
-        } catch {
-          return ''
-        }
-      }, (text) => text !== '', 5000, 20))
+      const pidOf = async (id: string) =>
+        Number(
+          await waitFor(
+            async () => {
+              try {
+                return readFileSync(join(dir, 'data', 'workers', id, 'runtime.pid'), 'utf8')
+              } catch {
+                return ''
+              }
+            },
+            (text) => text !== '',
+            5000,
+            20,
+          ),
+        )
       const [first, second] = [await pidOf(ids[0]!), await pidOf(ids[1]!)]
       pids.push(first, second)
       child.process.kill('SIGKILL')
@@ -68,12 +106,23 @@ test('a runtime orphaned by a control-plane crash is stopped when its Worker is 
       assert.not.ok(alive(first), 'the orphaned runtime was stopped by the delete')
       assert.ok(alive(second), 'the other runtime is untouched')
       // The surviving runtime reports to the old address; after the staleness window it is unreachable.
-      const stale = await waitFor(() => client.get(`/v1/workers/${ids[1]}`, { token }), (r) => r.body.item.state === 'unreachable', 10_000, 100)
+      const stale = await waitFor(
+        () => client.get(`/v1/workers/${ids[1]}`, { token }),
+        (r) => r.body.item.state === 'unreachable',
+        10_000,
+        100,
+      )
       assert.equal([stale.body.item.state, stale.body.item.stateReason], ['unreachable', 'heartbeat_stale'])
 
       // A runtime started by this control plane stops with it.
-      const third = (await client.post('/v1/workers', { token, json: { name: 'third', provisioner: 'process' } })).body.item.id
-      await waitFor(() => client.get(`/v1/workers/${third}`, { token }), (r) => r.body.item.state !== 'provisioning', 15_000, 50)
+      const third = (await client.post('/v1/workers', { token, json: { name: 'third', provisioner: 'process' } })).body
+        .item.id
+      await waitFor(
+        () => client.get(`/v1/workers/${third}`, { token }),
+        (r) => r.body.item.state !== 'provisioning',
+        15_000,
+        50,
+      )
       const thirdPid = await pidOf(third)
       pids.push(thirdPid)
       assert.is(await child.stop('SIGTERM'), 0)
@@ -83,7 +132,12 @@ test('a runtime orphaned by a control-plane crash is stopped when its Worker is 
       // ...and the next start brings them back with the same tokens.
       child = await start()
       current = child
-      const back = await waitFor(() => client.get(`/v1/workers/${third}`, { token }), (r) => r.body.item.state === 'healthy', 15_000, 50)
+      const back = await waitFor(
+        () => client.get(`/v1/workers/${third}`, { token }),
+        (r) => r.body.item.state === 'healthy',
+        15_000,
+        50,
+      )
       assert.is(back.body.item.state, 'healthy')
       const restartedPid = await pidOf(third)
       pids.push(restartedPid)
@@ -99,7 +153,16 @@ test('a runtime orphaned by a control-plane crash is stopped when its Worker is 
         }
       }
       // Only runtimes of this test (recognised by their environment), never a reused pid.
-      const ours = (pid: number) => { try { return readFileSync(`/proc/${pid}/environ`, 'utf8').includes('SERVICE_WORKER_ID=wrk_') && readFileSync(`/proc/${pid}/environ`, 'utf8').includes(dir) } catch { return false } }
+      const ours = (pid: number) => {
+        try {
+          return (
+            readFileSync(`/proc/${pid}/environ`, 'utf8').includes('SERVICE_WORKER_ID=wrk_') &&
+            readFileSync(`/proc/${pid}/environ`, 'utf8').includes(dir)
+          )
+        } catch {
+          return false
+        }
+      }
       for (const pid of pids) if (alive(pid) && ours(pid)) process.kill(pid, 'SIGKILL')
       await contract.close()
     }

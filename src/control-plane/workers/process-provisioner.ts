@@ -85,7 +85,11 @@ export class ProcessProvisioner implements Provisioner {
     }
     const ours = (): boolean => {
       try {
-        return Number.isInteger(pid) && pid > 1 && readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`SERVICE_WORKER_ID=${workerId}`)
+        return (
+          Number.isInteger(pid) &&
+          pid > 1 &&
+          readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`SERVICE_WORKER_ID=${workerId}`)
+        )
       } catch {
         return false
       }
@@ -120,7 +124,19 @@ export class ProcessProvisioner implements Provisioner {
       SERVICE_WORKER_ACTIVITY_TOKEN: request.credentials.activity,
       SERVICE_WORKER_HEARTBEAT_INTERVAL_MS: String(request.heartbeatIntervalMs),
     })
-    const args = [...prefix, '--mode', 'workspace', '--host', '127.0.0.1', '--port', '0', '--data-dir', join(root, 'data'), '--workspace', workspaceDir]
+    const args = [
+      ...prefix,
+      '--mode',
+      'workspace',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '0',
+      '--data-dir',
+      join(root, 'data'),
+      '--workspace',
+      workspaceDir,
+    ]
     const child = spawn(command!, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
     let stderr = ''
     child.stderr!.on('data', (chunk) => {
@@ -134,7 +150,11 @@ export class ProcessProvisioner implements Provisioner {
       if (running.stopping) return
       const how = signal ? `signal ${signal}` : `code ${code}`
       const tail = stderr.trim().split('\n').slice(-1)[0] ?? ''
-      for (const listener of this.#listeners) listener(request.workerId, { reason: 'process_exited', message: `the runtime exited with ${how}${tail ? `: ${tail.slice(0, 300)}` : ''}` })
+      for (const listener of this.#listeners)
+        listener(request.workerId, {
+          reason: 'process_exited',
+          message: `the runtime exited with ${how}${tail ? `: ${tail.slice(0, 300)}` : ''}`,
+        })
     })
     try {
       const url = await new Promise<string>((resolve, reject) => {
@@ -142,7 +162,13 @@ export class ProcessProvisioner implements Provisioner {
         const onAbort = () => reject(request.signal.reason ?? new Error('provisioning aborted'))
         request.signal.addEventListener('abort', onAbort, { once: true })
         child.once('error', (error) => reject(new Error(`cannot start the runtime: ${error.message}`)))
-        child.once('exit', (code, signal) => reject(new Error(`the runtime exited before listening (${signal ? `signal ${signal}` : `code ${code}`}): ${stderr.trim().split('\n').slice(-2).join(' ').slice(0, 400)}`)))
+        child.once('exit', (code, signal) =>
+          reject(
+            new Error(
+              `the runtime exited before listening (${signal ? `signal ${signal}` : `code ${code}`}): ${stderr.trim().split('\n').slice(-2).join(' ').slice(0, 400)}`,
+            ),
+          ),
+        )
         child.stdout!.on('data', (chunk) => {
           buffered += chunk.toString()
           const match = /listening on (http:\/\/\S+)/.exec(buffered)

@@ -18,25 +18,55 @@ export function provisionJobHandler(ctx: AsyncContext): JobHandler<{ generation:
   return {
     kind: PROVISION_JOB,
     async run(job) {
-      const row = await ctx.deps.db.selectFrom('worker').selectAll().where('id', '=', job.job.subject_id!).executeTakeFirst()
-      if (!row || row.state !== 'provisioning' || row.token_generation !== job.payload.generation) return { skipped: true }
+      const row = await ctx.deps.db
+        .selectFrom('worker')
+        .selectAll()
+        .where('id', '=', job.job.subject_id!)
+        .executeTakeFirst()
+      if (row?.state !== 'provisioning' || row.token_generation !== job.payload.generation) return { skipped: true }
       const provisioner = ctx.provisioners.get(row.provisioner)
-      if (!provisioner) throw new JobFailure('provisioner_unavailable', `No provisioner named ${row.provisioner} on this control plane`, { retriable: false })
+      if (!provisioner)
+        throw new JobFailure(
+          'provisioner_unavailable',
+          `No provisioner named ${row.provisioner} on this control plane`,
+          { retriable: false },
+        )
       const controlPlaneUrl = ctx.controlPlaneUrl()
-      if (!controlPlaneUrl) throw new JobFailure('control_plane_url_unknown', 'The control plane does not know its own URL yet (set workers.publicUrl)')
+      if (!controlPlaneUrl)
+        throw new JobFailure(
+          'control_plane_url_unknown',
+          'The control plane does not know its own URL yet (set workers.publicUrl)',
+        )
       const credentials = openCredentials(ctx, row)
       if (!credentials) throw new JobFailure('tokens_revoked', 'The Worker has no token set', { retriable: false })
       let runtime
       try {
-        runtime = await provisioner.start({ workerId: row.id, orgId: row.org_id, name: row.name, credentials, controlPlaneUrl, heartbeatIntervalMs: ctx.settings.workers.heartbeatIntervalMs, signal: job.signal })
+        runtime = await provisioner.start({
+          workerId: row.id,
+          orgId: row.org_id,
+          name: row.name,
+          credentials,
+          controlPlaneUrl,
+          heartbeatIntervalMs: ctx.settings.workers.heartbeatIntervalMs,
+          signal: job.signal,
+        })
       } catch (error) {
         if (error instanceof JobFailure) throw error
         throw new JobFailure('provisioner_error', (error as Error).message)
       }
       try {
         await job.commit(async (trx) => {
-          await trx.updateTable('worker').set({ runtime_url: runtime.url, runtime_pid: runtime.pid, workspace_dir: runtime.workspaceDir, updated_at: isoAt(ctx.deps) })
-            .where('id', '=', row.id).where('token_generation', '=', job.payload.generation).execute()
+          await trx
+            .updateTable('worker')
+            .set({
+              runtime_url: runtime.url,
+              runtime_pid: runtime.pid,
+              workspace_dir: runtime.workspaceDir,
+              updated_at: isoAt(ctx.deps),
+            })
+            .where('id', '=', row.id)
+            .where('token_generation', '=', job.payload.generation)
+            .execute()
         })
       } catch (error) {
         // Superseded (deleted, tokens rotated or revoked) while starting: do not leave it running.
@@ -50,17 +80,41 @@ export function provisionJobHandler(ctx: AsyncContext): JobHandler<{ generation:
       const changes = failure.final
         ? { state: 'failed', state_reason: failure.reason, state_message: failure.message }
         : {}
-      await trx.updateTable('worker').set({ ...changes, last_error_reason: failure.reason, last_error_message: failure.message, last_error_at: now, updated_at: now })
-        .where('id', '=', job.subject_id!).where('state', '=', 'provisioning').execute()
+      await trx
+        .updateTable('worker')
+        .set({
+          ...changes,
+          last_error_reason: failure.reason,
+          last_error_message: failure.message,
+          last_error_at: now,
+          updated_at: now,
+        })
+        .where('id', '=', job.subject_id!)
+        .where('state', '=', 'provisioning')
+        .execute()
       if (failure.final) {
-        const row = await trx.selectFrom('worker').select('provisioner').where('id', '=', job.subject_id!).executeTakeFirst()
+        const row = await trx
+          .selectFrom('worker')
+          .select('provisioner')
+          .where('id', '=', job.subject_id!)
+          .executeTakeFirst()
         if (row) void ctx.provisioners.get(row.provisioner)?.stop(job.subject_id!)
       }
     },
     async onRetry(trx, job) {
       const now = isoAt(ctx.deps)
-      await trx.updateTable('worker').set({ state: 'provisioning', state_reason: 'retried', state_message: null, provisioning_deadline_at: isoAt(ctx.deps, ctx.settings.workers.provisioningDeadlineMs), updated_at: now })
-        .where('id', '=', job.subject_id!).where('state', '=', 'failed').execute()
+      await trx
+        .updateTable('worker')
+        .set({
+          state: 'provisioning',
+          state_reason: 'retried',
+          state_message: null,
+          provisioning_deadline_at: isoAt(ctx.deps, ctx.settings.workers.provisioningDeadlineMs),
+          updated_at: now,
+        })
+        .where('id', '=', job.subject_id!)
+        .where('state', '=', 'failed')
+        .execute()
     },
   }
 }
@@ -89,61 +143,127 @@ const laterOf = (a: string | null, b: string | null): string | null => (!a ? b :
  * for anything else, including another Worker's token). Moves `provisioning` and `unreachable`
  * to `healthy`; timestamps only move forward.
  */
-export async function recordHeartbeat(ctx: AsyncContext, workerId: string, authorization: string | null, input: HeartbeatInput): Promise<HeartbeatView> {
+export async function recordHeartbeat(
+  ctx: AsyncContext,
+  workerId: string,
+  authorization: string | null,
+  input: HeartbeatInput,
+): Promise<HeartbeatView> {
   const token = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')?.[1]
   if (!token) throw errors.unauthorized('Send the Worker activity token as Authorization: Bearer <token>')
   const hash = hashToken(token)
-  const stored = await ctx.deps.db.selectFrom('worker_token').select(['worker_id', 'token_hash']).where('token_hash', '=', hash).where('scope', '=', 'activity').where('revoked_at', 'is', null).executeTakeFirst()
-  if (!stored || stored.worker_id !== workerId || !secretsEqual(stored.token_hash, hash)) throw errors.unauthorized('Invalid activity token for this Worker')
+  const stored = await ctx.deps.db
+    .selectFrom('worker_token')
+    .select(['worker_id', 'token_hash'])
+    .where('token_hash', '=', hash)
+    .where('scope', '=', 'activity')
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst()
+  if (!stored || stored.worker_id !== workerId || !secretsEqual(stored.token_hash, hash))
+    throw errors.unauthorized('Invalid activity token for this Worker')
   const now = isoAt(ctx.deps)
   const row = await ctx.deps.db.selectFrom('worker').selectAll().where('id', '=', workerId).executeTakeFirst()
   if (!row) throw errors.unauthorized('Invalid activity token for this Worker')
   if (row.state === 'stopped' || row.state === 'failed') {
-    throw errors.conflict('worker_not_running', `The Worker is ${row.state}; its runtime should stop`, { state: row.state, reason: row.state_reason })
+    throw errors.conflict('worker_not_running', `The Worker is ${row.state}; its runtime should stop`, {
+      state: row.state,
+      reason: row.state_reason,
+    })
   }
   const becomesHealthy = row.state === 'provisioning' || row.state === 'unreachable'
-  const lastActive = input.isActiveRecently ? laterOf(row.last_active_at, input.lastActivityAt ?? now) : row.last_active_at
-  await ctx.deps.db.updateTable('worker').set({
-    last_heartbeat_at: laterOf(row.last_heartbeat_at, now)!,
-    last_active_at: lastActive,
-    open_session_count: input.openSessionCount ?? row.open_session_count,
-    version: input.version ?? row.version,
-    ...(becomesHealthy ? { state: 'healthy', state_reason: 'heartbeat', state_message: null, provisioning_deadline_at: null } : {}),
-    updated_at: now,
-  }).where('id', '=', workerId).where('state', '=', row.state).execute()
-  return { workerId, state: becomesHealthy ? 'healthy' : (row.state as WorkerState), lastHeartbeatAt: laterOf(row.last_heartbeat_at, now)!, nextHeartbeatInMs: ctx.settings.workers.heartbeatIntervalMs }
+  const lastActive = input.isActiveRecently
+    ? laterOf(row.last_active_at, input.lastActivityAt ?? now)
+    : row.last_active_at
+  await ctx.deps.db
+    .updateTable('worker')
+    .set({
+      last_heartbeat_at: laterOf(row.last_heartbeat_at, now)!,
+      last_active_at: lastActive,
+      open_session_count: input.openSessionCount ?? row.open_session_count,
+      version: input.version ?? row.version,
+      ...(becomesHealthy
+        ? { state: 'healthy', state_reason: 'heartbeat', state_message: null, provisioning_deadline_at: null }
+        : {}),
+      updated_at: now,
+    })
+    .where('id', '=', workerId)
+    .where('state', '=', row.state)
+    .execute()
+  return {
+    workerId,
+    state: becomesHealthy ? 'healthy' : (row.state as WorkerState),
+    lastHeartbeatAt: laterOf(row.last_heartbeat_at, now)!,
+    nextHeartbeatInMs: ctx.settings.workers.heartbeatIntervalMs,
+  }
 }
 
 /** Marks overdue provisioning `failed` and stale healthy Workers `unreachable`. */
 export async function sweepWorkers(ctx: AsyncContext): Promise<void> {
   const now = isoAt(ctx.deps)
-  const overdue = await ctx.deps.db.selectFrom('worker').select(['id', 'provisioner', 'last_error_reason', 'last_error_message'])
-    .where('state', '=', 'provisioning').where('provisioning_deadline_at', '<', now).execute()
+  const overdue = await ctx.deps.db
+    .selectFrom('worker')
+    .select(['id', 'provisioner', 'last_error_reason', 'last_error_message'])
+    .where('state', '=', 'provisioning')
+    .where('provisioning_deadline_at', '<', now)
+    .execute()
   for (const row of overdue) {
     const cause = row.last_error_reason ? ` (last error ${row.last_error_reason}: ${row.last_error_message ?? ''})` : ''
     await ctx.deps.db.transaction().execute(async (trx) => {
-      const moved = await trx.updateTable('worker').set({
-        state: 'failed', state_reason: 'provisioning_deadline_exceeded',
-        state_message: shortMessage(`The runtime did not report a heartbeat within ${ctx.settings.workers.provisioningDeadlineMs} ms${cause}`), updated_at: now,
-      }).where('id', '=', row.id).where('state', '=', 'provisioning').executeTakeFirst()
+      const moved = await trx
+        .updateTable('worker')
+        .set({
+          state: 'failed',
+          state_reason: 'provisioning_deadline_exceeded',
+          state_message: shortMessage(
+            `The runtime did not report a heartbeat within ${ctx.settings.workers.provisioningDeadlineMs} ms${cause}`,
+          ),
+          updated_at: now,
+        })
+        .where('id', '=', row.id)
+        .where('state', '=', 'provisioning')
+        .executeTakeFirst()
       if (Number(moved.numUpdatedRows) === 0) return
-      await trx.updateTable('job').set({ status: 'canceled', finished_at: now, updated_at: now, locked_by: null, lease_until: null })
-        .where('subject_id', '=', row.id).where('status', 'in', ['queued', 'running']).execute()
+      await trx
+        .updateTable('job')
+        .set({ status: 'canceled', finished_at: now, updated_at: now, locked_by: null, lease_until: null })
+        .where('subject_id', '=', row.id)
+        .where('status', 'in', ['queued', 'running'])
+        .execute()
     })
     await ctx.provisioners.get(row.provisioner)?.stop(row.id)
   }
   const staleBefore = isoAt(ctx.deps, -ctx.settings.workers.staleAfterMs)
-  await ctx.deps.db.updateTable('worker').set({
-    state: 'unreachable', state_reason: 'heartbeat_stale',
-    state_message: `No heartbeat for more than ${ctx.settings.workers.staleAfterMs} ms`, updated_at: now,
-  }).where('state', '=', 'healthy').where('last_heartbeat_at', '<', staleBefore).execute()
+  await ctx.deps.db
+    .updateTable('worker')
+    .set({
+      state: 'unreachable',
+      state_reason: 'heartbeat_stale',
+      state_message: `No heartbeat for more than ${ctx.settings.workers.staleAfterMs} ms`,
+      updated_at: now,
+    })
+    .where('state', '=', 'healthy')
+    .where('last_heartbeat_at', '<', staleBefore)
+    .execute()
 }
 
 /** Keeps a runtime's own exit (crash, kill) as the Worker's last error. */
-export async function recordRuntimeExit(ctx: AsyncContext, workerId: string, reason: { reason: string; message: string }): Promise<void> {
+export async function recordRuntimeExit(
+  ctx: AsyncContext,
+  workerId: string,
+  reason: { reason: string; message: string },
+): Promise<void> {
   const now = isoAt(ctx.deps)
-  await ctx.deps.db.updateTable('worker').set({ last_error_reason: reason.reason, last_error_message: shortMessage(reason.message), last_error_at: now, runtime_pid: null, updated_at: now })
-    .where('id', '=', workerId).execute()
+  await ctx.deps.db
+    .updateTable('worker')
+    .set({
+      last_error_reason: reason.reason,
+      last_error_message: shortMessage(reason.message),
+      last_error_at: now,
+      runtime_pid: null,
+      updated_at: now,
+    })
+    .where('id', '=', workerId)
+    .execute()
 }
 
 /** On shutdown: runtimes started by this control plane stop with it; their Workers say so. */
@@ -152,8 +272,18 @@ export async function stopRuntimes(ctx: AsyncContext): Promise<void> {
     const ids = await provisioner.close()
     if (ids.length === 0) continue
     const now = isoAt(ctx.deps)
-    await ctx.deps.db.updateTable('worker').set({ state: 'stopped', state_reason: 'control_plane_stopped', state_message: 'The control plane that ran this runtime stopped', runtime_pid: null, updated_at: now })
-      .where('id', 'in', ids).where('state', 'in', ['provisioning', 'healthy', 'unreachable']).execute()
+    await ctx.deps.db
+      .updateTable('worker')
+      .set({
+        state: 'stopped',
+        state_reason: 'control_plane_stopped',
+        state_message: 'The control plane that ran this runtime stopped',
+        runtime_pid: null,
+        updated_at: now,
+      })
+      .where('id', 'in', ids)
+      .where('state', 'in', ['provisioning', 'healthy', 'unreachable'])
+      .execute()
   }
 }
 
@@ -162,17 +292,38 @@ export async function stopRuntimes(ctx: AsyncContext): Promise<void> {
  * the same token set, so clients keep working across a control-plane restart or upgrade.
  */
 export async function resumeRuntimes(ctx: AsyncContext): Promise<number> {
-  const rows = await ctx.deps.db.selectFrom('worker').select(['id', 'org_id', 'token_generation'])
-    .where('state', '=', 'stopped').where('state_reason', '=', 'control_plane_stopped').where('credentials_sealed', 'is not', null).execute()
+  const rows = await ctx.deps.db
+    .selectFrom('worker')
+    .select(['id', 'org_id', 'token_generation'])
+    .where('state', '=', 'stopped')
+    .where('state_reason', '=', 'control_plane_stopped')
+    .where('credentials_sealed', 'is not', null)
+    .execute()
   for (const row of rows) {
     await ctx.deps.db.transaction().execute(async (trx) => {
       const now = isoAt(ctx.deps)
-      const moved = await trx.updateTable('worker').set({
-        state: 'provisioning', state_reason: 'control_plane_restarted', state_message: null, runtime_url: null,
-        provisioning_deadline_at: isoAt(ctx.deps, ctx.settings.workers.provisioningDeadlineMs), updated_at: now,
-      }).where('id', '=', row.id).where('state', '=', 'stopped').executeTakeFirst()
+      const moved = await trx
+        .updateTable('worker')
+        .set({
+          state: 'provisioning',
+          state_reason: 'control_plane_restarted',
+          state_message: null,
+          runtime_url: null,
+          provisioning_deadline_at: isoAt(ctx.deps, ctx.settings.workers.provisioningDeadlineMs),
+          updated_at: now,
+        })
+        .where('id', '=', row.id)
+        .where('state', '=', 'stopped')
+        .executeTakeFirst()
       if (Number(moved.numUpdatedRows) !== 1) return
-      await enqueueJob(trx, ctx.deps.now(), { kind: PROVISION_JOB, orgId: row.org_id, subjectId: row.id, payload: { generation: row.token_generation }, maxAttempts: ctx.settings.workers.maxAttempts, deadlineMs: ctx.settings.workers.provisioningDeadlineMs })
+      await enqueueJob(trx, ctx.deps.now(), {
+        kind: PROVISION_JOB,
+        orgId: row.org_id,
+        subjectId: row.id,
+        payload: { generation: row.token_generation },
+        maxAttempts: ctx.settings.workers.maxAttempts,
+        deadlineMs: ctx.settings.workers.provisioningDeadlineMs,
+      })
     })
   }
   return rows.length

@@ -101,7 +101,12 @@ export function workerView(row: WorkerTable): WorkerView {
 }
 
 async function workerRow(ctx: AsyncContext, orgId: string, workerId: string): Promise<WorkerTable> {
-  const row = await ctx.deps.db.selectFrom('worker').selectAll().where('id', '=', workerId).where('org_id', '=', orgId).executeTakeFirst()
+  const row = await ctx.deps.db
+    .selectFrom('worker')
+    .selectAll()
+    .where('id', '=', workerId)
+    .where('org_id', '=', orgId)
+    .executeTakeFirst()
   if (!row) throw workerNotFound()
   return row
 }
@@ -112,62 +117,151 @@ function newCredentials(): RuntimeCredentials {
 }
 
 /** Stores a new token set (revoking earlier ones), seals it on the Worker and queues provisioning. */
-async function installCredentials(ctx: AsyncContext, trx: Transaction<ControlPlaneDb>, row: Pick<WorkerTable, 'id' | 'org_id' | 'token_generation'>, credentials: RuntimeCredentials): Promise<number> {
+async function installCredentials(
+  ctx: AsyncContext,
+  trx: Transaction<ControlPlaneDb>,
+  row: Pick<WorkerTable, 'id' | 'org_id' | 'token_generation'>,
+  credentials: RuntimeCredentials,
+): Promise<number> {
   const now = isoAt(ctx.deps)
   const generation = row.token_generation + 1
-  await trx.updateTable('worker_token').set({ revoked_at: now }).where('worker_id', '=', row.id).where('revoked_at', 'is', null).execute()
+  await trx
+    .updateTable('worker_token')
+    .set({ revoked_at: now })
+    .where('worker_id', '=', row.id)
+    .where('revoked_at', 'is', null)
+    .execute()
   for (const scope of WORKER_TOKEN_SCOPES) {
-    await trx.insertInto('worker_token').values({ id: newId('wkt'), worker_id: row.id, org_id: row.org_id, scope, token_hash: hashToken(credentials[scope]), generation, created_at: now, revoked_at: null }).execute()
+    await trx
+      .insertInto('worker_token')
+      .values({
+        id: newId('wkt'),
+        worker_id: row.id,
+        org_id: row.org_id,
+        scope,
+        token_hash: hashToken(credentials[scope]),
+        generation,
+        created_at: now,
+        revoked_at: null,
+      })
+      .execute()
   }
-  await trx.updateTable('worker').set({
-    credentials_sealed: ctx.box.seal(JSON.stringify(credentials), row.id),
-    token_generation: generation,
-    state: 'provisioning',
-    state_reason: generation === 1 ? 'created' : 'tokens_rotated',
-    state_message: null,
-    // The runtime restarts; its new address is known once it listens.
-    runtime_url: null,
-    provisioning_deadline_at: isoAt(ctx.deps, ctx.settings.workers.provisioningDeadlineMs),
-    updated_at: now,
-  }).where('id', '=', row.id).execute()
+  await trx
+    .updateTable('worker')
+    .set({
+      credentials_sealed: ctx.box.seal(JSON.stringify(credentials), row.id),
+      token_generation: generation,
+      state: 'provisioning',
+      state_reason: generation === 1 ? 'created' : 'tokens_rotated',
+      state_message: null,
+      // The runtime restarts; its new address is known once it listens.
+      runtime_url: null,
+      provisioning_deadline_at: isoAt(ctx.deps, ctx.settings.workers.provisioningDeadlineMs),
+      updated_at: now,
+    })
+    .where('id', '=', row.id)
+    .execute()
   // Earlier provisioning attempts are superseded by this one.
-  await trx.updateTable('job').set({ status: 'canceled', finished_at: now, updated_at: now, locked_by: null, lease_until: null })
-    .where('subject_id', '=', row.id).where('kind', '=', PROVISION_JOB).where('status', 'in', ['queued', 'running']).execute()
-  await enqueueJob(trx, ctx.deps.now(), { kind: PROVISION_JOB, orgId: row.org_id, subjectId: row.id, payload: { generation }, maxAttempts: ctx.settings.workers.maxAttempts, deadlineMs: ctx.settings.workers.provisioningDeadlineMs })
+  await trx
+    .updateTable('job')
+    .set({ status: 'canceled', finished_at: now, updated_at: now, locked_by: null, lease_until: null })
+    .where('subject_id', '=', row.id)
+    .where('kind', '=', PROVISION_JOB)
+    .where('status', 'in', ['queued', 'running'])
+    .execute()
+  await enqueueJob(trx, ctx.deps.now(), {
+    kind: PROVISION_JOB,
+    orgId: row.org_id,
+    subjectId: row.id,
+    payload: { generation },
+    maxAttempts: ctx.settings.workers.maxAttempts,
+    deadlineMs: ctx.settings.workers.provisioningDeadlineMs,
+  })
   return generation
 }
 
 /** Opens the sealed token set of a Worker. */
-export function openCredentials(ctx: AsyncContext, row: Pick<WorkerTable, 'id' | 'credentials_sealed'>): RuntimeCredentials | null {
-  return row.credentials_sealed ? (JSON.parse(ctx.box.open(row.credentials_sealed, row.id)) as RuntimeCredentials) : null
+export function openCredentials(
+  ctx: AsyncContext,
+  row: Pick<WorkerTable, 'id' | 'credentials_sealed'>,
+): RuntimeCredentials | null {
+  return row.credentials_sealed
+    ? (JSON.parse(ctx.box.open(row.credentials_sealed, row.id)) as RuntimeCredentials)
+    : null
 }
 
 /** `POST /v1/workers`: records the Worker and queues provisioning. */
-export async function createWorker(ctx: AsyncContext, actor: Actor, input: { name: string; description?: string | null; provisioner: string }): Promise<WorkerView> {
+export async function createWorker(
+  ctx: AsyncContext,
+  actor: Actor,
+  input: { name: string; description?: string | null; provisioner: string },
+): Promise<WorkerView> {
   if (!ctx.provisioners.has(input.provisioner)) {
-    throw errors.unprocessable('validation_failed', 'Unknown provisioner', { issues: [{ path: 'provisioner', message: `must be one of: ${[...ctx.provisioners.keys()].join(', ')}` }] })
+    throw errors.unprocessable('validation_failed', 'Unknown provisioner', {
+      issues: [{ path: 'provisioner', message: `must be one of: ${[...ctx.provisioners.keys()].join(', ')}` }],
+    })
   }
   const id = newId('wrk')
   const now = isoAt(ctx.deps)
   await ctx.deps.db.transaction().execute(async (trx) => {
-    await trx.insertInto('worker').values({
-      id, org_id: actor.orgId, name: input.name, description: input.description ?? null, provisioner: input.provisioner,
-      state: 'provisioning', state_reason: 'created', state_message: null, version: null, runtime_url: null, runtime_pid: null, workspace_dir: null,
-      last_heartbeat_at: null, last_active_at: null, open_session_count: null, last_error_reason: null, last_error_message: null, last_error_at: null,
-      provisioning_deadline_at: null, credentials_sealed: null, token_generation: 0, created_by_member_id: actor.memberId, created_at: now, updated_at: now,
-    }).execute()
+    await trx
+      .insertInto('worker')
+      .values({
+        id,
+        org_id: actor.orgId,
+        name: input.name,
+        description: input.description ?? null,
+        provisioner: input.provisioner,
+        state: 'provisioning',
+        state_reason: 'created',
+        state_message: null,
+        version: null,
+        runtime_url: null,
+        runtime_pid: null,
+        workspace_dir: null,
+        last_heartbeat_at: null,
+        last_active_at: null,
+        open_session_count: null,
+        last_error_reason: null,
+        last_error_message: null,
+        last_error_at: null,
+        provisioning_deadline_at: null,
+        credentials_sealed: null,
+        token_generation: 0,
+        created_by_member_id: actor.memberId,
+        created_at: now,
+        updated_at: now,
+      })
+      .execute()
     await installCredentials(ctx, trx, { id, org_id: actor.orgId, token_generation: 0 }, newCredentials())
-    await recordAudit(ctx.deps, trx, actor, 'worker.created', { type: 'worker', id }, { provisioner: input.provisioner })
+    await recordAudit(
+      ctx.deps,
+      trx,
+      actor,
+      'worker.created',
+      { type: 'worker', id },
+      { provisioner: input.provisioner },
+    )
   })
   ctx.jobs.wake()
   return getWorker(ctx, actor.orgId, id)
 }
 
 /** Workers of the organization, newest first. */
-export function listWorkers(ctx: AsyncContext, orgId: string, query: { cursor?: string; limit: number; state?: string }): Promise<Page<WorkerView>> {
+export function listWorkers(
+  ctx: AsyncContext,
+  orgId: string,
+  query: { cursor?: string; limit: number; state?: string },
+): Promise<Page<WorkerView>> {
   let q = ctx.deps.db.selectFrom('worker').selectAll().where('org_id', '=', orgId)
   if (query.state) q = q.where('state', '=', query.state)
-  return keysetPage(q, { scope: 'workers', cursor: query.cursor, limit: query.limit, order: [{ column: 'id', field: 'id', direction: 'desc' }], map: workerView })
+  return keysetPage(q, {
+    scope: 'workers',
+    cursor: query.cursor,
+    limit: query.limit,
+    order: [{ column: 'id', field: 'id', direction: 'desc' }],
+    map: workerView,
+  })
 }
 
 /** One Worker. */
@@ -190,7 +284,13 @@ export async function getWorkerRuntime(ctx: AsyncContext, orgId: string, workerI
     openSessionCount: row.open_session_count,
     staleAfterMs: ctx.settings.workers.staleAfterMs,
     provisioningDeadlineAt: row.state === 'provisioning' ? row.provisioning_deadline_at : null,
-    lastError: row.last_error_reason ? { reason: row.last_error_reason, message: row.last_error_message ?? '', at: row.last_error_at ?? row.updated_at } : null,
+    lastError: row.last_error_reason
+      ? {
+          reason: row.last_error_reason,
+          message: row.last_error_message ?? '',
+          at: row.last_error_at ?? row.updated_at,
+        }
+      : null,
   }
 }
 
@@ -200,19 +300,32 @@ export async function deleteWorker(ctx: AsyncContext, actor: Actor, workerId: st
   await ctx.provisioners.get(row.provisioner)?.stop(row.id)
   await ctx.deps.db.transaction().execute(async (trx) => {
     const now = isoAt(ctx.deps)
-    await trx.updateTable('job').set({ status: 'canceled', finished_at: now, updated_at: now, locked_by: null, lease_until: null })
-      .where('subject_id', '=', row.id).where('status', 'in', ['queued', 'running']).execute()
+    await trx
+      .updateTable('job')
+      .set({ status: 'canceled', finished_at: now, updated_at: now, locked_by: null, lease_until: null })
+      .where('subject_id', '=', row.id)
+      .where('status', 'in', ['queued', 'running'])
+      .execute()
     await trx.deleteFrom('worker').where('id', '=', row.id).execute()
     await recordAudit(ctx.deps, trx, actor, 'worker.deleted', { type: 'worker', id: row.id })
   })
 }
 
 /** `POST /v1/workers/:id/tokens`: a new token set (shown once); the runtime restarts with it. */
-export async function issueWorkerTokens(ctx: AsyncContext, actor: Actor, workerId: string): Promise<{ worker: WorkerView; generation: number; tokens: RuntimeCredentials }> {
+export async function issueWorkerTokens(
+  ctx: AsyncContext,
+  actor: Actor,
+  workerId: string,
+): Promise<{ worker: WorkerView; generation: number; tokens: RuntimeCredentials }> {
   const credentials = newCredentials()
   let generation = 0
   await ctx.deps.db.transaction().execute(async (trx) => {
-    const row = await trx.selectFrom('worker').selectAll().where('id', '=', workerId).where('org_id', '=', actor.orgId).executeTakeFirst()
+    const row = await trx
+      .selectFrom('worker')
+      .selectAll()
+      .where('id', '=', workerId)
+      .where('org_id', '=', actor.orgId)
+      .executeTakeFirst()
     if (!row) throw workerNotFound()
     generation = await installCredentials(ctx, trx, row, credentials)
     await recordAudit(ctx.deps, trx, actor, 'worker.tokens_issued', { type: 'worker', id: row.id }, { generation })
@@ -227,21 +340,55 @@ export async function revokeWorkerTokens(ctx: AsyncContext, actor: Actor, worker
   await ctx.provisioners.get(row.provisioner)?.stop(row.id)
   await ctx.deps.db.transaction().execute(async (trx) => {
     const now = isoAt(ctx.deps)
-    await trx.updateTable('worker_token').set({ revoked_at: now }).where('worker_id', '=', row.id).where('revoked_at', 'is', null).execute()
-    await trx.updateTable('job').set({ status: 'canceled', finished_at: now, updated_at: now, locked_by: null, lease_until: null })
-      .where('subject_id', '=', row.id).where('status', 'in', ['queued', 'running']).execute()
-    await trx.updateTable('worker').set({ state: 'stopped', state_reason: 'tokens_revoked', state_message: 'The token set was revoked; issue a new one to start the runtime again', credentials_sealed: null, runtime_url: null, runtime_pid: null, updated_at: now })
-      .where('id', '=', row.id).execute()
+    await trx
+      .updateTable('worker_token')
+      .set({ revoked_at: now })
+      .where('worker_id', '=', row.id)
+      .where('revoked_at', 'is', null)
+      .execute()
+    await trx
+      .updateTable('job')
+      .set({ status: 'canceled', finished_at: now, updated_at: now, locked_by: null, lease_until: null })
+      .where('subject_id', '=', row.id)
+      .where('status', 'in', ['queued', 'running'])
+      .execute()
+    await trx
+      .updateTable('worker')
+      .set({
+        state: 'stopped',
+        state_reason: 'tokens_revoked',
+        state_message: 'The token set was revoked; issue a new one to start the runtime again',
+        credentials_sealed: null,
+        runtime_url: null,
+        runtime_pid: null,
+        updated_at: now,
+      })
+      .where('id', '=', row.id)
+      .execute()
     await recordAudit(ctx.deps, trx, actor, 'worker.tokens_revoked', { type: 'worker', id: row.id })
   })
 }
 
 /** The Worker's tokens (values never shown), newest first. */
-export async function listWorkerTokens(ctx: AsyncContext, orgId: string, workerId: string, query: { cursor?: string; limit: number }): Promise<Page<WorkerTokenView>> {
+export async function listWorkerTokens(
+  ctx: AsyncContext,
+  orgId: string,
+  workerId: string,
+  query: { cursor?: string; limit: number },
+): Promise<Page<WorkerTokenView>> {
   await workerRow(ctx, orgId, workerId)
   const q = ctx.deps.db.selectFrom('worker_token').selectAll().where('worker_id', '=', workerId)
   return keysetPage(q, {
-    scope: `worker-tokens:${workerId}`, cursor: query.cursor, limit: query.limit, order: [{ column: 'id', field: 'id', direction: 'desc' }],
-    map: (r) => ({ id: r.id, scope: r.scope, generation: r.generation, createdAt: r.created_at, revokedAt: r.revoked_at }),
+    scope: `worker-tokens:${workerId}`,
+    cursor: query.cursor,
+    limit: query.limit,
+    order: [{ column: 'id', field: 'id', direction: 'desc' }],
+    map: (r) => ({
+      id: r.id,
+      scope: r.scope,
+      generation: r.generation,
+      createdAt: r.created_at,
+      revokedAt: r.revoked_at,
+    }),
   })
 }

@@ -58,14 +58,19 @@ export async function listFolder(root: string, folder: string): Promise<DropItem
   const items: DropItem[] = []
   const visit = async (abs: string, rel: string): Promise<void> => {
     let entries: import('node:fs').Dirent[]
-    try { entries = await fsp.readdir(abs, { withFileTypes: true }) } catch { return }
+    try {
+      entries = await fsp.readdir(abs, { withFileTypes: true })
+    } catch {
+      return
+    }
     for (const entry of entries) {
       if (isTempName(entry.name)) continue
       const childRel = rel ? `${rel}/${entry.name}` : entry.name
       if (entry.isDirectory()) await visit(join(abs, entry.name), childRel)
       else if (entry.isFile()) {
         const st = await fsp.lstat(join(abs, entry.name)).catch(() => null)
-        if (st?.isFile()) items.push({ id: itemId(childRel), path: childRel, name: entry.name, size: st.size, updatedAt: st.mtimeMs })
+        if (st?.isFile())
+          items.push({ id: itemId(childRel), path: childRel, name: entry.name, size: st.size, updatedAt: st.mtimeMs })
       }
     }
   }

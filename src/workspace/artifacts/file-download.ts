@@ -38,7 +38,10 @@ export function parseRange(header: string | null, size: number): { start: number
 }
 
 function unsatisfiable(size: number): ApiError {
-  return new ApiError(416, 'range_not_satisfiable', 'Requested range is not satisfiable', { details: { size }, headers: { 'content-range': `bytes */${size}` } })
+  return new ApiError(416, 'range_not_satisfiable', 'Requested range is not satisfiable', {
+    details: { size },
+    headers: { 'content-range': `bytes */${size}` },
+  })
 }
 
 /** A download response over an open handle; the handle is closed when the stream ends or is cancelled. */
@@ -54,14 +57,27 @@ export function downloadResponse(handle: FileHandle, size: number, name: string,
   const end = range ? range.end : size - 1
   let position = start
   let closed = false
-  const close = () => { if (!closed) { closed = true; void handle.close().catch(() => {}) } }
+  const close = () => {
+    if (!closed) {
+      closed = true
+      void handle.close().catch(() => {})
+    }
+  }
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
       const want = Math.min(CHUNK, end - position + 1)
-      if (want <= 0) { close(); controller.close(); return }
+      if (want <= 0) {
+        close()
+        controller.close()
+        return
+      }
       const buffer = new Uint8Array(want)
       const { bytesRead } = await handle.read(buffer, 0, want, position)
-      if (bytesRead === 0) { close(); controller.close(); return }
+      if (bytesRead === 0) {
+        close()
+        controller.close()
+        return
+      }
       position += bytesRead
       controller.enqueue(bytesRead === want ? buffer : buffer.subarray(0, bytesRead))
     },
@@ -75,6 +91,9 @@ export function downloadResponse(handle: FileHandle, size: number, name: string,
     'cache-control': 'no-store',
   }
   if (range) headers['content-range'] = `bytes ${start}-${end}/${size}`
-  if (size === 0) { close(); return new Response(null, { status: 200, headers }) }
+  if (size === 0) {
+    close()
+    return new Response(null, { status: 200, headers })
+  }
   return new Response(body, { status: range ? 206 : 200, headers })
 }

@@ -36,7 +36,11 @@ export interface TempOptions {
  * later: revisions are `floor(mtimeMs):size` and the kernel's clock is coarse, so two same-size
  * writes in one tick would share a revision and a stale `ifMatchRevision` would pass.
  */
-export async function writeTemp(path: string, data: Uint8Array | string | AsyncIterable<Uint8Array>, options: TempOptions = {}): Promise<number> {
+export async function writeTemp(
+  path: string,
+  data: Uint8Array | string | AsyncIterable<Uint8Array>,
+  options: TempOptions = {},
+): Promise<number> {
   const handle = await fsp.open(path, 'wx', 0o644)
   try {
     const mode = options.mode ?? (options.replacing ? options.replacing.mode & 0o777 : undefined)
@@ -70,7 +74,12 @@ export async function placeInto(dir: PinnedDir, from: string, name: string): Pro
 }
 
 /** Writes `data` to workspace path `rel` atomically; parents are made (pushed to `created`). */
-export async function writeContained(root: string, rel: string, data: Uint8Array | string, created?: string[]): Promise<void> {
+export async function writeContained(
+  root: string,
+  rel: string,
+  data: Uint8Array | string,
+  created?: string[],
+): Promise<void> {
   const { dir, name } = await writeSlot(root, rel, { created })
   try {
     const temp = `${dir.path}/${tempName(name)}`

@@ -69,7 +69,14 @@ export class CatalogEventLog {
   #timer: ReturnType<typeof setTimeout> | undefined
   #flushing: Promise<void> = Promise.resolve()
 
-  constructor(options: { workspaceId: string; root: string; retention: number; debounceMs: number; now: () => number; logger: Logger }) {
+  constructor(options: {
+    workspaceId: string
+    root: string
+    retention: number
+    debounceMs: number
+    now: () => number
+    logger: Logger
+  }) {
     this.workspaceId = options.workspaceId
     this.#root = options.root
     this.#retention = options.retention
@@ -86,9 +93,21 @@ export class CatalogEventLog {
   }
 
   /** Appends an event and notifies live streams. */
-  append(input: { type: CatalogEventType; path: string; toPath?: string; revision?: string; source: 'server' | 'disk' }): CatalogEvent {
+  append(input: {
+    type: CatalogEventType
+    path: string
+    toPath?: string
+    revision?: string
+    source: 'server' | 'disk'
+  }): CatalogEvent {
     const timestamp = this.#now()
-    const event: CatalogEvent = { id: newId('fev', timestamp), seq: ++this.#seq, workspaceId: this.workspaceId, ...input, timestamp }
+    const event: CatalogEvent = {
+      id: newId('fev', timestamp),
+      seq: ++this.#seq,
+      workspaceId: this.workspaceId,
+      ...input,
+      timestamp,
+    }
     this.#ring.push(event)
     if (this.#ring.length > this.#retention) this.#ring.splice(0, this.#ring.length - this.#retention)
     if (input.type === 'delete') this.#remember(input.path, 'gone')
@@ -99,7 +118,11 @@ export class CatalogEventLog {
       if (input.toPath) this.#remember(input.toPath, input.revision ?? 'dir')
     }
     for (const listener of [...this.#listeners]) {
-      try { listener(event) } catch { /* a failing stream must not break the writer */ }
+      try {
+        listener(event)
+      } catch {
+        /* a failing stream must not break the writer */
+      }
     }
     return event
   }
@@ -117,7 +140,9 @@ export class CatalogEventLog {
   /** Subscribes to new events. */
   subscribe(listener: (e: CatalogEvent) => void): () => void {
     this.#listeners.add(listener)
-    return () => { this.#listeners.delete(listener) }
+    return () => {
+      this.#listeners.delete(listener)
+    }
   }
 
   #remember(path: string, state: Known): void {
@@ -141,10 +166,16 @@ export class CatalogEventLog {
         if (rel.split('/').some(isTempName)) return
         this.#pending.add(rel)
         if (this.#timer) clearTimeout(this.#timer)
-        this.#timer = setTimeout(() => { this.#timer = undefined; void this.flush() }, this.#debounceMs)
+        this.#timer = setTimeout(() => {
+          this.#timer = undefined
+          void this.flush()
+        }, this.#debounceMs)
       })
       this.#watcher.on('error', (error) => {
-        this.#log.warn('catalog watcher failed; clients will need a new snapshot', { workspaceId: this.workspaceId, error })
+        this.#log.warn('catalog watcher failed; clients will need a new snapshot', {
+          workspaceId: this.workspaceId,
+          error,
+        })
         this.stopWatching()
       })
     } catch (error) {
@@ -164,7 +195,9 @@ export class CatalogEventLog {
   /** Turns pending notifications into events now (the debounce timer calls this). */
   flush(): Promise<void> {
     const run = this.#flushing.then(() => this.#flushOnce())
-    this.#flushing = run.catch((error) => { this.#log.warn('catalog watcher scan failed', { workspaceId: this.workspaceId, error }) })
+    this.#flushing = run.catch((error) => {
+      this.#log.warn('catalog watcher scan failed', { workspaceId: this.workspaceId, error })
+    })
     return run
   }
 

@@ -64,7 +64,13 @@ export async function catalogSnapshot(root: string, options: SnapshotOptions): P
   const items: CatalogItem[] = []
   const skipped: string[] = []
   const want = options.limit + 1
-  const item = (rel: string, st: Stats, dir: boolean): CatalogItem => ({ path: rel, kind: dir ? 'dir' : 'file', size: dir ? 0 : st.size, mtimeMs: st.mtimeMs, revision: revisionOf({ mtimeMs: st.mtimeMs, size: dir ? 0 : st.size }) })
+  const item = (rel: string, st: Stats, dir: boolean): CatalogItem => ({
+    path: rel,
+    kind: dir ? 'dir' : 'file',
+    size: dir ? 0 : st.size,
+    mtimeMs: st.mtimeMs,
+    revision: revisionOf({ mtimeMs: st.mtimeMs, size: dir ? 0 : st.size }),
+  })
 
   let start = root
   if (options.prefix) {
@@ -73,7 +79,12 @@ export async function catalogSnapshot(root: string, options: SnapshotOptions): P
     const st = await fsp.lstat(real)
     if (st.isFile()) {
       const inRange = !options.after || comparePaths(options.prefix, options.after) > 0
-      return { items: inRange ? [item(options.prefix, st, false)] : [], truncated: false, incomplete: false, skippedDirectories: [] }
+      return {
+        items: inRange ? [item(options.prefix, st, false)] : [],
+        truncated: false,
+        incomplete: false,
+        skippedDirectories: [],
+      }
     }
     if (!st.isDirectory()) return { items, truncated: false, incomplete: false, skippedDirectories: [] }
     start = real
@@ -82,8 +93,10 @@ export async function catalogSnapshot(root: string, options: SnapshotOptions): P
   let afterParts: string[] | null = null
   if (options.after) {
     const p = options.prefix
-    if (!p || options.after === p || options.after.startsWith(p + '/')) afterParts = (p ? options.after.slice(p.length + 1) : options.after).split('/').filter(Boolean)
-    else if (comparePaths(options.after, p) > 0) return { items, truncated: false, incomplete: false, skippedDirectories: [] }
+    if (!p || options.after === p || options.after.startsWith(p + '/'))
+      afterParts = (p ? options.after.slice(p.length + 1) : options.after).split('/').filter(Boolean)
+    else if (comparePaths(options.after, p) > 0)
+      return { items, truncated: false, incomplete: false, skippedDirectories: [] }
     if (afterParts && afterParts.length === 0) afterParts = null
   }
 
@@ -94,7 +107,10 @@ export async function catalogSnapshot(root: string, options: SnapshotOptions): P
       // served from the dentry cache cost less than the thread hop an async call adds per entry.
       entries = readdirSync(abs, { withFileTypes: true })
     } catch (error) {
-      if (rel === options.prefix) throw new ApiError(403, 'workspace_permission_denied', 'The requested directory cannot be read', { details: { code: (error as NodeJS.ErrnoException).code } })
+      if (rel === options.prefix)
+        throw new ApiError(403, 'workspace_permission_denied', 'The requested directory cannot be read', {
+          details: { code: (error as NodeJS.ErrnoException).code },
+        })
       skipped.push(rel)
       return
     }
@@ -107,7 +123,11 @@ export async function catalogSnapshot(root: string, options: SnapshotOptions): P
       if (hit && hit.name === first) {
         // The `after` entry itself was on an earlier page; resume inside it, then continue.
         if (hit.isDirectory() && !(options.excludeHeavyDirectories && HEAVY_DIRECTORIES.has(hit.name))) {
-          await walkDir(join(abs, hit.name), rel ? `${rel}/${hit.name}` : hit.name, after.length > 1 ? after.slice(1) : null)
+          await walkDir(
+            join(abs, hit.name),
+            rel ? `${rel}/${hit.name}` : hit.name,
+            after.length > 1 ? after.slice(1) : null,
+          )
         }
         i++
       }

@@ -13,7 +13,16 @@ import { ApiError } from '../../core/errors.ts'
 import { writeContained } from './atomic-write.ts'
 import { revisionOf } from './catalog-events.ts'
 import type { FileContentCache } from './file-content-cache.ts'
-import { assertNotTemp, entryInParent, ensureDirectory, normalizeRelPath, openForRead, PathError, pinDirectory, splitRel } from './workspace-path.ts'
+import {
+  assertNotTemp,
+  entryInParent,
+  ensureDirectory,
+  normalizeRelPath,
+  openForRead,
+  PathError,
+  pinDirectory,
+  splitRel,
+} from './workspace-path.ts'
 
 /** A failed item. */
 export interface ItemError {
@@ -36,10 +45,19 @@ export interface ReadOk {
 }
 
 function fail(path: string, error: unknown, fallback: string): ItemError {
-  if (error instanceof ApiError) return { ok: false, path, code: error.code, message: error.message, ...(error.details && typeof error.details === 'object' ? error.details as Record<string, unknown> : {}) }
+  if (error instanceof ApiError)
+    return {
+      ok: false,
+      path,
+      code: error.code,
+      message: error.message,
+      ...(error.details && typeof error.details === 'object' ? (error.details as Record<string, unknown>) : {}),
+    }
   const code = (error as NodeJS.ErrnoException)?.code
-  if (code === 'ENOENT' || code === 'ENOTDIR') return { ok: false, path, code: 'file_not_found', message: 'File not found' }
-  if (code === 'ELOOP') return { ok: false, path, code: 'invalid_path', message: 'path resolves through a symlink loop' }
+  if (code === 'ENOENT' || code === 'ENOTDIR')
+    return { ok: false, path, code: 'file_not_found', message: 'File not found' }
+  if (code === 'ELOOP')
+    return { ok: false, path, code: 'invalid_path', message: 'path resolves through a symlink loop' }
   return { ok: false, path, code: fallback, message: code ? `Operation failed (${code})` : 'Operation failed' }
 }
 
@@ -60,7 +78,13 @@ const PROC_FD = process.platform === 'linux'
  * (`/proc/self/fd`, which catches a swap after the check), fstat, read, close; no thread hops. Returns undefined to fall back to the general path (a final
  * symlink, a large file, or no `/proc`).
  */
-function readSmallSync(root: string, rel: string, maxBytes: number, parents: Map<string, string>, cache?: FileContentCache): ReadOk | ItemError | undefined {
+function readSmallSync(
+  root: string,
+  rel: string,
+  maxBytes: number,
+  parents: Map<string, string>,
+  cache?: FileContentCache,
+): ReadOk | ItemError | undefined {
   if (!PROC_FD) return undefined
   let fd: number
   let full: string
@@ -80,21 +104,39 @@ function readSmallSync(root: string, rel: string, maxBytes: number, parents: Map
       const st = lstatSync(full, { throwIfNoEntry: false })
       if (st?.isFile() && st.size <= maxBytes) {
         const hit = cache.get(full, st)
-        if (hit !== undefined) return { ok: true, path: rel, kind: 'file', bytes: st.size, updatedAt: st.mtimeMs, revision: revisionOf({ mtimeMs: st.mtimeMs, size: st.size }), contentBase64: hit }
+        if (hit !== undefined)
+          return {
+            ok: true,
+            path: rel,
+            kind: 'file',
+            bytes: st.size,
+            updatedAt: st.mtimeMs,
+            revision: revisionOf({ mtimeMs: st.mtimeMs, size: st.size }),
+            contentBase64: hit,
+          }
       }
     }
     fd = openSync(full, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
   } catch (error) {
     if (error instanceof PathError) return { ok: false, path: rel, code: error.code, message: error.message }
     const code = (error as NodeJS.ErrnoException).code
-    if (code === 'ENOENT' || code === 'ENOTDIR') return { ok: false, path: rel, code: 'file_not_found', message: 'File not found' }
+    if (code === 'ENOENT' || code === 'ENOTDIR')
+      return { ok: false, path: rel, code: 'file_not_found', message: 'File not found' }
     return undefined
   }
   try {
     if (!isInside(root, readlinkSync(`/proc/self/fd/${fd}`))) throw new PathError('path resolves outside the workspace')
     const st = fstatSync(fd)
     if (!st.isFile()) return { ok: false, path: rel, code: 'file_not_found', message: 'Not a regular file' }
-    if (st.size > maxBytes) return { ok: false, path: rel, code: 'file_too_large', message: `File is larger than ${maxBytes} bytes`, maxBytes, size: st.size }
+    if (st.size > maxBytes)
+      return {
+        ok: false,
+        path: rel,
+        code: 'file_too_large',
+        message: `File is larger than ${maxBytes} bytes`,
+        maxBytes,
+        size: st.size,
+      }
     if (st.size > SYNC_READ_MAX) return undefined
     const data = Buffer.allocUnsafe(st.size)
     let read = 0
@@ -105,7 +147,15 @@ function readSmallSync(root: string, rel: string, maxBytes: number, parents: Map
     }
     const contentBase64 = data.subarray(0, read).toString('base64')
     if (cache?.enabled && read === st.size) cache.set(full, st, contentBase64)
-    return { ok: true, path: rel, kind: 'file', bytes: read, updatedAt: st.mtimeMs, revision: revisionOf({ mtimeMs: st.mtimeMs, size: read }), contentBase64 }
+    return {
+      ok: true,
+      path: rel,
+      kind: 'file',
+      bytes: read,
+      updatedAt: st.mtimeMs,
+      revision: revisionOf({ mtimeMs: st.mtimeMs, size: read }),
+      contentBase64,
+    }
   } finally {
     closeSync(fd)
   }
@@ -116,7 +166,13 @@ function readSmallSync(root: string, rel: string, maxBytes: number, parents: Map
  * checked relative path (a string) for {@link readCheckedItem}. Lets a batch loop without a promise
  * per file.
  */
-export function readItemSync(root: string, raw: unknown, maxBytes: number, parents: Map<string, string>, cache?: FileContentCache): ReadOk | ItemError | string {
+export function readItemSync(
+  root: string,
+  raw: unknown,
+  maxBytes: number,
+  parents: Map<string, string>,
+  cache?: FileContentCache,
+): ReadOk | ItemError | string {
   let rel: string
   try {
     rel = checkPath(raw)
@@ -138,9 +194,25 @@ export async function readCheckedItem(root: string, rel: string, maxBytes: numbe
     try {
       const st = await opened.handle.stat()
       if (!st.isFile()) return { ok: false, path: rel, code: 'file_not_found', message: 'Not a regular file' }
-      if (st.size > maxBytes) return { ok: false, path: rel, code: 'file_too_large', message: `File is larger than ${maxBytes} bytes`, maxBytes, size: st.size }
+      if (st.size > maxBytes)
+        return {
+          ok: false,
+          path: rel,
+          code: 'file_too_large',
+          message: `File is larger than ${maxBytes} bytes`,
+          maxBytes,
+          size: st.size,
+        }
       const data = await opened.handle.readFile()
-      return { ok: true, path: rel, kind: 'file', bytes: data.byteLength, updatedAt: st.mtimeMs, revision: revisionOf(st), contentBase64: data.toString('base64') }
+      return {
+        ok: true,
+        path: rel,
+        kind: 'file',
+        bytes: data.byteLength,
+        updatedAt: st.mtimeMs,
+        revision: revisionOf(st),
+        contentBase64: data.toString('base64'),
+      }
     } finally {
       await opened.handle.close()
     }
@@ -182,7 +254,10 @@ export function readResultsBody(items: Array<ReadOk | ItemError>): Uint8Array {
 }
 
 /** The current revision of a file, null when it does not exist; throws for non-files. */
-export async function currentRevision(root: string, rel: string): Promise<{ revision: string; size: number; mtimeMs: number } | null> {
+export async function currentRevision(
+  root: string,
+  rel: string,
+): Promise<{ revision: string; size: number; mtimeMs: number } | null> {
   const opened = await openForRead(root, rel)
   if (!opened) return null
   try {
@@ -228,7 +303,11 @@ export interface PlannedWrite {
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
 
 /** Pre-checks writes: path, size, base64, not-a-file, and `ifMatchRevision` conflicts. */
-export async function planWrites(root: string, writes: WriteRequest[], maxBytes: number): Promise<{ results: Array<ItemError | null>; planned: PlannedWrite[] }> {
+export async function planWrites(
+  root: string,
+  writes: WriteRequest[],
+  maxBytes: number,
+): Promise<{ results: Array<ItemError | null>; planned: PlannedWrite[] }> {
   const results: Array<ItemError | null> = []
   const planned: PlannedWrite[] = []
   const seenPaths = new Set<string>()
@@ -240,18 +319,56 @@ export async function planWrites(root: string, writes: WriteRequest[], maxBytes:
       results.push(fail(String(w.path), error, 'invalid_path'))
       continue
     }
-    if (seenPaths.has(rel)) { results.push({ ok: false, path: rel, code: 'invalid_operation', message: 'The same path appears twice in this batch' }); continue }
+    if (seenPaths.has(rel)) {
+      results.push({
+        ok: false,
+        path: rel,
+        code: 'invalid_operation',
+        message: 'The same path appears twice in this batch',
+      })
+      continue
+    }
     seenPaths.add(rel)
     const clean = w.contentBase64.replace(/\s+/g, '')
-    if (!BASE64.test(clean) || clean.length % 4 === 1) { results.push({ ok: false, path: rel, code: 'invalid_payload', message: 'contentBase64 is not valid base64' }); continue }
-    if (Math.floor((clean.length * 3) / 4) > maxBytes + 2) { results.push({ ok: false, path: rel, code: 'file_too_large', message: `File is larger than ${maxBytes} bytes`, maxBytes, size: Math.floor((clean.length * 3) / 4) }); continue }
+    if (!BASE64.test(clean) || clean.length % 4 === 1) {
+      results.push({ ok: false, path: rel, code: 'invalid_payload', message: 'contentBase64 is not valid base64' })
+      continue
+    }
+    if (Math.floor((clean.length * 3) / 4) > maxBytes + 2) {
+      results.push({
+        ok: false,
+        path: rel,
+        code: 'file_too_large',
+        message: `File is larger than ${maxBytes} bytes`,
+        maxBytes,
+        size: Math.floor((clean.length * 3) / 4),
+      })
+      continue
+    }
     const data = Buffer.from(clean, 'base64')
-    if (data.byteLength > maxBytes) { results.push({ ok: false, path: rel, code: 'file_too_large', message: `File is larger than ${maxBytes} bytes`, maxBytes, size: data.byteLength }); continue }
+    if (data.byteLength > maxBytes) {
+      results.push({
+        ok: false,
+        path: rel,
+        code: 'file_too_large',
+        message: `File is larger than ${maxBytes} bytes`,
+        maxBytes,
+        size: data.byteLength,
+      })
+      continue
+    }
     try {
       const current = await currentRevision(root, rel)
       const force = w.force === true
       if (!force && w.ifMatchRevision !== undefined && w.ifMatchRevision !== (current?.revision ?? null)) {
-        results.push({ ok: false, path: rel, code: 'conflict', message: 'The file changed since that revision', expectedRevision: w.ifMatchRevision, currentRevision: current?.revision ?? null })
+        results.push({
+          ok: false,
+          path: rel,
+          code: 'conflict',
+          message: 'The file changed since that revision',
+          expectedRevision: w.ifMatchRevision,
+          currentRevision: current?.revision ?? null,
+        })
         continue
       }
       const unchanged = current !== null && current.size === data.byteLength && (await sameContent(root, rel, data))
@@ -274,19 +391,32 @@ export interface WriteOk {
   previousRevision: string | null
 }
 
-
-
 /** Applies one planned write after approval, failing with `conflict` if the file changed meanwhile. */
 export async function applyWrite(root: string, w: PlannedWrite, created: string[] = []): Promise<WriteOk | ItemError> {
   try {
     const now = await currentRevision(root, w.rel)
     if (!w.force && (now?.revision ?? null) !== w.seen) {
-      return { ok: false, path: w.rel, code: 'conflict', message: 'The file changed while the write awaited approval', expectedRevision: w.seen, currentRevision: now?.revision ?? null }
+      return {
+        ok: false,
+        path: w.rel,
+        code: 'conflict',
+        message: 'The file changed while the write awaited approval',
+        expectedRevision: w.seen,
+        currentRevision: now?.revision ?? null,
+      }
     }
     if (!w.unchanged) await writeContained(root, w.rel, w.data, created)
     const after = await currentRevision(root, w.rel)
-    if (!after) return { ok: false, path: w.rel, code: 'write_failed', message: 'The file vanished right after the write' }
-    return { ok: true, path: w.rel, bytes: w.data.byteLength, updatedAt: after.mtimeMs, revision: after.revision, previousRevision: w.seen }
+    if (!after)
+      return { ok: false, path: w.rel, code: 'write_failed', message: 'The file vanished right after the write' }
+    return {
+      ok: true,
+      path: w.rel,
+      bytes: w.data.byteLength,
+      updatedAt: after.mtimeMs,
+      revision: after.revision,
+      previousRevision: w.seen,
+    }
   } catch (error) {
     return fail(w.rel, error, 'write_failed')
   }
@@ -305,7 +435,15 @@ export type PlannedOperation =
   | { type: 'rename'; from: string; to: string }
 
 /** An operation's result. */
-export type OperationResult = { ok: boolean; type: string; path?: string; from?: string; to?: string; code?: string; message?: string }
+export type OperationResult = {
+  ok: boolean
+  type: string
+  path?: string
+  from?: string
+  to?: string
+  code?: string
+  message?: string
+}
 
 /** Validates the paths of an operation. */
 export function planOperation(op: OperationRequest): PlannedOperation | OperationResult {
@@ -315,12 +453,18 @@ export function planOperation(op: OperationRequest): PlannedOperation | Operatio
     return { type: 'mkdir', path: checkPath(op.path) }
   } catch (error) {
     const e = fail('', error, 'invalid_path')
-    return op.type === 'rename' ? { ok: false, type: op.type, from: String(op.from), to: String(op.to), code: e.code, message: e.message } : { ok: false, type: op.type, path: String(op.path), code: e.code, message: e.message }
+    return op.type === 'rename'
+      ? { ok: false, type: op.type, from: String(op.from), to: String(op.to), code: e.code, message: e.message }
+      : { ok: false, type: op.type, path: String(op.path), code: e.code, message: e.message }
   }
 }
 
 /** Applies one operation; the entry itself is changed, never what a symlink points to. */
-export async function applyOperation(root: string, op: PlannedOperation, created: string[] = []): Promise<OperationResult> {
+export async function applyOperation(
+  root: string,
+  op: PlannedOperation,
+  created: string[] = [],
+): Promise<OperationResult> {
   const where = op.type === 'rename' ? { from: op.from, to: op.to } : { path: op.path }
   try {
     if (op.type === 'mkdir') {
@@ -328,7 +472,8 @@ export async function applyOperation(root: string, op: PlannedOperation, created
     } else if (op.type === 'delete') {
       const entry = await entryInParent(root, op.path)
       try {
-        if (!entry.stat) return { ok: false, type: op.type, ...where, code: 'file_not_found', message: 'Nothing at that path' }
+        if (!entry.stat)
+          return { ok: false, type: op.type, ...where, code: 'file_not_found', message: 'Nothing at that path' }
         if (entry.stat.isDirectory()) {
           if (op.recursive) await fsp.rm(entry.abs, { recursive: true, force: false })
           else await fsp.rmdir(entry.abs)
@@ -340,14 +485,34 @@ export async function applyOperation(root: string, op: PlannedOperation, created
         await entry.dir.close()
       }
     } else {
-      if (op.to === op.from || op.to.startsWith(op.from + '/')) return { ok: false, type: op.type, ...where, code: 'invalid_operation', message: 'Cannot move a path into itself' }
+      if (op.to === op.from || op.to.startsWith(op.from + '/'))
+        return {
+          ok: false,
+          type: op.type,
+          ...where,
+          code: 'invalid_operation',
+          message: 'Cannot move a path into itself',
+        }
       const from = await entryInParent(root, op.from)
       try {
-        if (!from.stat) return { ok: false, type: op.type, ...where, code: 'file_not_found', message: 'Nothing at the source path' }
+        if (!from.stat)
+          return { ok: false, type: op.type, ...where, code: 'file_not_found', message: 'Nothing at the source path' }
         const { parent, name } = splitRel(op.to)
         const dir = await pinDirectory(root, parent, true, created)
         try {
-          if (await fsp.lstat(`${dir.path}/${name}`).then(() => true, () => false)) return { ok: false, type: op.type, ...where, code: 'invalid_operation', message: 'The target path already exists' }
+          if (
+            await fsp.lstat(`${dir.path}/${name}`).then(
+              () => true,
+              () => false,
+            )
+          )
+            return {
+              ok: false,
+              type: op.type,
+              ...where,
+              code: 'invalid_operation',
+              message: 'The target path already exists',
+            }
           await fsp.rename(from.abs, `${dir.path}/${name}`)
           await dir.sync()
           await from.dir.sync()
@@ -360,10 +525,25 @@ export async function applyOperation(root: string, op: PlannedOperation, created
     }
     return { ok: true, type: op.type, ...where }
   } catch (error) {
-    if (error instanceof PathError) return { ok: false, type: op.type, ...where, code: error.code, message: error.message }
+    if (error instanceof PathError)
+      return { ok: false, type: op.type, ...where, code: error.code, message: error.message }
     const code = (error as NodeJS.ErrnoException)?.code
-    if (error instanceof ApiError) return { ok: false, type: op.type, ...where, code: error.code, message: error.message }
-    if (code === 'ENOTEMPTY' || code === 'EEXIST') return { ok: false, type: op.type, ...where, code: 'invalid_operation', message: 'Directory is not empty (use recursive)' }
-    return { ok: false, type: op.type, ...where, code: 'operation_failed', message: code ? `Operation failed (${code})` : 'Operation failed' }
+    if (error instanceof ApiError)
+      return { ok: false, type: op.type, ...where, code: error.code, message: error.message }
+    if (code === 'ENOTEMPTY' || code === 'EEXIST')
+      return {
+        ok: false,
+        type: op.type,
+        ...where,
+        code: 'invalid_operation',
+        message: 'Directory is not empty (use recursive)',
+      }
+    return {
+      ok: false,
+      type: op.type,
+      ...where,
+      code: 'operation_failed',
+      message: code ? `Operation failed (${code})` : 'Operation failed',
+    }
   }
 }

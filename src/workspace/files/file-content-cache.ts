@@ -61,7 +61,13 @@ export class FileContentCache {
   get(realPath: string, st: Stats): string | undefined {
     const entry = this.#entries.get(realPath)
     if (!entry) return undefined
-    if (entry.ino !== st.ino || entry.dev !== st.dev || entry.size !== st.size || entry.mtimeMs !== st.mtimeMs || entry.ctimeMs !== st.ctimeMs) {
+    if (
+      entry.ino !== st.ino ||
+      entry.dev !== st.dev ||
+      entry.size !== st.size ||
+      entry.mtimeMs !== st.mtimeMs ||
+      entry.ctimeMs !== st.ctimeMs
+    ) {
       this.#drop(realPath, entry)
       return undefined
     }
@@ -76,7 +82,14 @@ export class FileContentCache {
     if (cost(realPath, base64) > this.#maxEntryChars || this.#now() - st.ctimeMs < SETTLE_MS) return
     const old = this.#entries.get(realPath)
     if (old) this.#drop(realPath, old)
-    this.#entries.set(realPath, { dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, base64 })
+    this.#entries.set(realPath, {
+      dev: st.dev,
+      ino: st.ino,
+      size: st.size,
+      mtimeMs: st.mtimeMs,
+      ctimeMs: st.ctimeMs,
+      base64,
+    })
     this.#chars += cost(realPath, base64)
     for (const [key, entry] of this.#entries) {
       if (this.#chars <= this.#maxChars) break

@@ -16,7 +16,21 @@ import type { WorkspaceRuntime } from '../workspace-registry.ts'
 import type { WorkspaceServices } from '../workspace-services.ts'
 import { catalogSnapshot, type SnapshotOptions } from './catalog.ts'
 import { CatalogEventLog, revisionOf } from './catalog-events.ts'
-import { applyOperation, applyWrite, planOperation, planWrites, readCheckedItem, readItemSync, readResultsBody, type ItemError, type OperationRequest, type OperationResult, type PlannedOperation, type WriteOk, type WriteRequest } from './file-batches.ts'
+import {
+  applyOperation,
+  applyWrite,
+  planOperation,
+  planWrites,
+  readCheckedItem,
+  readItemSync,
+  readResultsBody,
+  type ItemError,
+  type OperationRequest,
+  type OperationResult,
+  type PlannedOperation,
+  type WriteOk,
+  type WriteRequest,
+} from './file-batches.ts'
 import { FileContentCache } from './file-content-cache.ts'
 import { FileSessionStore, type FileSession } from './file-sessions.ts'
 import type { FilesSettings } from './files-settings.ts'
@@ -48,7 +62,14 @@ export class FileService {
   events(ws: WorkspaceRuntime): CatalogEventLog {
     let log = this.#logs.get(ws.entry.id)
     if (!log) {
-      log = new CatalogEventLog({ workspaceId: ws.entry.id, root: ws.entry.path, retention: this.settings.catalogEventRetention, debounceMs: this.settings.watchDebounceMs, now: this.#s.now, logger: this.#logger })
+      log = new CatalogEventLog({
+        workspaceId: ws.entry.id,
+        root: ws.entry.path,
+        retention: this.settings.catalogEventRetention,
+        debounceMs: this.settings.watchDebounceMs,
+        now: this.#s.now,
+        logger: this.#logger,
+      })
       this.#logs.set(ws.entry.id, log)
     }
     return log
@@ -56,8 +77,14 @@ export class FileService {
 
   /** Opens a session; writable only for a collaborator or owner on a writable server that asked for it. */
   create(ws: WorkspaceRuntime, principal: Principal, input: { ttlSeconds?: number; write?: boolean }): FileSession {
-    const canWrite = input.write !== false && !this.#s.gate.readOnly && scopeRank(principal.scope) >= scopeRank('collaborator')
-    const session = this.sessions.create({ workspaceId: ws.entry.id, tokenHash: principal.tokenHash ?? '', canWrite, ttlSeconds: input.ttlSeconds })
+    const canWrite =
+      input.write !== false && !this.#s.gate.readOnly && scopeRank(principal.scope) >= scopeRank('collaborator')
+    const session = this.sessions.create({
+      workspaceId: ws.entry.id,
+      tokenHash: principal.tokenHash ?? '',
+      canWrite,
+      ttlSeconds: input.ttlSeconds,
+    })
     // Events are promised from session creation on; the watcher runs while any session is open.
     this.events(ws).startWatching()
     return session
@@ -88,20 +115,52 @@ export class FileService {
     if (!session.canWrite) throw new ApiError(403, 'file_session_read_only', 'File session is read-only')
   }
 
-  async #approve(ws: WorkspaceRuntime, principal: Principal, action: string, summary: string, paths: string[], signal?: AbortSignal): Promise<void> {
-    const outcome = await this.#s.approvals.request({ workspaceId: ws.entry.id, action, summary, paths: paths.map((p) => join(ws.entry.path, p)), actor: actorOf(principal) }, signal)
-    if (!outcome.allowed) throw new ApiError(403, 'write_denied', 'Write request denied', { details: { requestId: outcome.id, reason: outcome.reason } })
+  async #approve(
+    ws: WorkspaceRuntime,
+    principal: Principal,
+    action: string,
+    summary: string,
+    paths: string[],
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const outcome = await this.#s.approvals.request(
+      {
+        workspaceId: ws.entry.id,
+        action,
+        summary,
+        paths: paths.map((p) => join(ws.entry.path, p)),
+        actor: actorOf(principal),
+      },
+      signal,
+    )
+    if (!outcome.allowed)
+      throw new ApiError(403, 'write_denied', 'Write request denied', {
+        details: { requestId: outcome.id, reason: outcome.reason },
+      })
   }
 
   /** Writes a batch: pre-check, one approval for every changing item, re-check, atomic writes. */
-  async writeBatch(session: FileSession, ws: WorkspaceRuntime, principal: Principal, writes: WriteRequest[], signal?: AbortSignal) {
+  async writeBatch(
+    session: FileSession,
+    ws: WorkspaceRuntime,
+    principal: Principal,
+    writes: WriteRequest[],
+    signal?: AbortSignal,
+  ) {
     this.#writable(session)
     const root = ws.entry.path
     const { results, planned } = await planWrites(root, writes, this.settings.maxFileBytes)
     const changing = planned.filter((w) => !w.unchanged)
     if (changing.length) {
       const names = changing.map((w) => w.rel)
-      await this.#approve(ws, principal, 'workspace.files.session.write', `Write ${names.length} file${names.length === 1 ? '' : 's'}: ${names.slice(0, 5).join(', ')}${names.length > 5 ? ', …' : ''}`, names, signal)
+      await this.#approve(
+        ws,
+        principal,
+        'workspace.files.session.write',
+        `Write ${names.length} file${names.length === 1 ? '' : 's'}: ${names.slice(0, 5).join(', ')}${names.length > 5 ? ', …' : ''}`,
+        names,
+        signal,
+      )
     }
     const log = this.events(ws)
     const out: Array<WriteOk | ItemError | null> = [...results]
@@ -111,16 +170,30 @@ export class FileService {
         const result = await applyWrite(root, w, created)
         out[w.index] = result
         for (const dir of created) log.append({ type: 'mkdir', path: dir, source: 'server' })
-        if (result.ok && !w.unchanged) log.append({ type: 'write', path: w.rel, revision: result.revision, source: 'server' })
+        if (result.ok && !w.unchanged)
+          log.append({ type: 'write', path: w.rel, revision: result.revision, source: 'server' })
       }
     })
     const written = planned.filter((w) => !w.unchanged && out[w.index]?.ok)
-    if (written.length) await this.#afterWrite(ws, principal, 'workspace.files.session.write', written.map((w) => w.rel), `Wrote ${written.length} file${written.length === 1 ? '' : 's'}`)
+    if (written.length)
+      await this.#afterWrite(
+        ws,
+        principal,
+        'workspace.files.session.write',
+        written.map((w) => w.rel),
+        `Wrote ${written.length} file${written.length === 1 ? '' : 's'}`,
+      )
     return { items: out as Array<WriteOk | ItemError>, cursor: log.cursor }
   }
 
   /** Runs a batch of operations in order after one approval. */
-  async operations(session: FileSession, ws: WorkspaceRuntime, principal: Principal, ops: OperationRequest[], signal?: AbortSignal) {
+  async operations(
+    session: FileSession,
+    ws: WorkspaceRuntime,
+    principal: Principal,
+    ops: OperationRequest[],
+    signal?: AbortSignal,
+  ) {
     this.#writable(session)
     const root = ws.entry.path
     const planned = ops.map(planOperation)
@@ -128,33 +201,69 @@ export class FileService {
     if (valid.length) {
       const paths = valid.flatMap((p) => (p.type === 'rename' ? [p.from, p.to] : [p.path]))
       const label = valid.map((p) => (p.type === 'rename' ? `rename ${p.from} → ${p.to}` : `${p.type} ${p.path}`))
-      await this.#approve(ws, principal, 'workspace.files.session.ops', `${label.slice(0, 5).join('; ')}${label.length > 5 ? '; …' : ''}`, paths, signal)
+      await this.#approve(
+        ws,
+        principal,
+        'workspace.files.session.ops',
+        `${label.slice(0, 5).join('; ')}${label.length > 5 ? '; …' : ''}`,
+        paths,
+        signal,
+      )
     }
     const log = this.events(ws)
     const items: OperationResult[] = []
     await ws.lock.run(async () => {
       for (const p of planned) {
-        if ('ok' in p) { items.push(p); continue }
+        if ('ok' in p) {
+          items.push(p)
+          continue
+        }
         const created: string[] = []
         const result = await applyOperation(root, p, created)
         items.push(result)
-        for (const dir of created) if (!(p.type === 'mkdir' && dir === p.path)) log.append({ type: 'mkdir', path: dir, source: 'server' })
+        for (const dir of created)
+          if (!(p.type === 'mkdir' && dir === p.path)) log.append({ type: 'mkdir', path: dir, source: 'server' })
         if (!result.ok) continue
         if (p.type === 'rename') {
           const st = await lstat(join(root, p.to)).catch(() => null)
-          log.append({ type: 'rename', path: p.from, toPath: p.to, revision: st?.isFile() ? revisionOf(st) : undefined, source: 'server' })
+          log.append({
+            type: 'rename',
+            path: p.from,
+            toPath: p.to,
+            revision: st?.isFile() ? revisionOf(st) : undefined,
+            source: 'server',
+          })
         } else {
           log.append({ type: p.type, path: p.path, source: 'server' })
         }
       }
     })
     const done = items.filter((i) => i.ok)
-    if (done.length) await this.#afterWrite(ws, principal, 'workspace.files.session.ops', done.map((i) => i.path ?? `${i.from} → ${i.to}`), `Ran ${done.length} file operation${done.length === 1 ? '' : 's'}`)
+    if (done.length)
+      await this.#afterWrite(
+        ws,
+        principal,
+        'workspace.files.session.ops',
+        done.map((i) => i.path ?? `${i.from} → ${i.to}`),
+        `Ran ${done.length} file operation${done.length === 1 ? '' : 's'}`,
+      )
     return { items, cursor: log.cursor }
   }
 
-  async #afterWrite(ws: WorkspaceRuntime, principal: Principal, action: string, targets: string[], summary: string): Promise<void> {
-    await this.#s.audit.record({ workspaceId: ws.entry.id, actor: actorOf(principal), action, target: targets.slice(0, 20).join(', '), summary: `${summary}: ${targets.slice(0, 5).join(', ')}${targets.length > 5 ? ', …' : ''}` })
+  async #afterWrite(
+    ws: WorkspaceRuntime,
+    principal: Principal,
+    action: string,
+    targets: string[],
+    summary: string,
+  ): Promise<void> {
+    await this.#s.audit.record({
+      workspaceId: ws.entry.id,
+      actor: actorOf(principal),
+      action,
+      target: targets.slice(0, 20).join(', '),
+      summary: `${summary}: ${targets.slice(0, 5).join(', ')}${targets.length > 5 ? ', …' : ''}`,
+    })
     // A batch may touch config or extension files; the config watcher decides and emits reload events.
     ws.cache.invalidate()
     void ws.tracker.rescan()

@@ -1,4 +1,14 @@
-import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, existsSync } from 'node:fs'
+import {
+  chmodSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  existsSync,
+} from 'node:fs'
 import { join } from 'node:path'
 import { assert, suite, takeSse } from '../../../tests/harness.ts'
 import { CLIENT_TOKEN, eventually, HOST_TOKEN, startTestServer, type TestServer } from '../test-kit.ts'
@@ -7,16 +17,27 @@ const test = suite('workspace/files sessions and batches', { timeoutMs: 60_000 }
 const b64 = (s: string) => Buffer.from(s).toString('base64')
 
 async function openSession(s: TestServer, init: { token?: string; write?: boolean; ttlSeconds?: number } = {}) {
-  const res = await s.req(`/workspace/${s.wsId}/files/sessions`, { method: 'POST', token: init.token ?? CLIENT_TOKEN, json: { write: init.write, ttlSeconds: init.ttlSeconds } })
+  const res = await s.req(`/workspace/${s.wsId}/files/sessions`, {
+    method: 'POST',
+    token: init.token ?? CLIENT_TOKEN,
+    json: { write: init.write, ttlSeconds: init.ttlSeconds },
+  })
   assert.is(res.status, 200)
-  return (await res.json()).session as { id: string; canWrite: boolean; ttlMs: number; expiresAt: number; createdAt: number }
+  return (await res.json()).session as {
+    id: string
+    canWrite: boolean
+    ttlMs: number
+    expiresAt: number
+    createdAt: number
+  }
 }
 
 async function issue(s: TestServer, scope: string): Promise<string> {
   return (await (await s.req('/tokens', { method: 'POST', hostToken: HOST_TOKEN, json: { scope } })).json()).token
 }
 
-const post = (s: TestServer, path: string, json: unknown, token = CLIENT_TOKEN) => s.req(path, { method: 'POST', token, json })
+const post = (s: TestServer, path: string, json: unknown, token = CLIENT_TOKEN) =>
+  s.req(path, { method: 'POST', token, json })
 
 test('a session has the default TTL, clamps requested TTLs, renews and closes', async () => {
   const s = await startTestServer()
@@ -73,17 +94,33 @@ test('viewer sessions, write:false sessions and a read-only server cannot write 
     const viewer = await issue(s, 'viewer')
     const vs = await openSession(s, { token: viewer })
     assert.is(vs.canWrite, false)
-    const read = await (await post(s, `/files/sessions/${vs.id}/read-batch`, { paths: ['opencode.jsonc'] }, viewer)).json()
+    const read = await (
+      await post(s, `/files/sessions/${vs.id}/read-batch`, { paths: ['opencode.jsonc'] }, viewer)
+    ).json()
     assert.is(read.items[0].ok, true)
-    assert.is((await post(s, `/files/sessions/${vs.id}/write-batch`, { writes: [{ path: 'v.txt', contentBase64: b64('x') }] }, viewer)).status, 403)
+    assert.is(
+      (
+        await post(
+          s,
+          `/files/sessions/${vs.id}/write-batch`,
+          { writes: [{ path: 'v.txt', contentBase64: b64('x') }] },
+          viewer,
+        )
+      ).status,
+      403,
+    )
     const noWrite = await openSession(s, { write: false })
     assert.is(noWrite.canWrite, false)
-    const denied = await post(s, `/files/sessions/${noWrite.id}/write-batch`, { writes: [{ path: 'v.txt', contentBase64: b64('x') }] })
+    const denied = await post(s, `/files/sessions/${noWrite.id}/write-batch`, {
+      writes: [{ path: 'v.txt', contentBase64: b64('x') }],
+    })
     assert.is(denied.status, 403)
     assert.is((await denied.json()).code, 'file_session_read_only')
     const roSession = await openSession(ro)
     assert.is(roSession.canWrite, false)
-    const roWrite = await post(ro, `/files/sessions/${roSession.id}/ops`, { operations: [{ type: 'mkdir', path: 'x' }] })
+    const roWrite = await post(ro, `/files/sessions/${roSession.id}/ops`, {
+      operations: [{ type: 'mkdir', path: 'x' }],
+    })
     assert.is(roWrite.status, 403)
     assert.is((await roWrite.json()).code, 'read_only')
     assert.not.ok(existsSync(join(s.root, 'v.txt')))
@@ -99,29 +136,55 @@ test('read-batch and write-batch round-trip bytes with revisions, per-item error
   try {
     const session = await openSession(s)
     const bytes = Buffer.from([0, 1, 2, 255, 10, 13])
-    const write = await (await post(s, `/files/sessions/${session.id}/write-batch`, { writes: [
-      { path: 'docs/new/a.bin', contentBase64: bytes.toString('base64') },
-      { path: '../escape.txt', contentBase64: b64('x') },
-      { path: 'docs/b.md', contentBase64: b64('# b\n') },
-    ] })).json()
-    assert.equal(write.items.map((i: { ok: boolean }) => i.ok), [true, false, true])
+    const write = await (
+      await post(s, `/files/sessions/${session.id}/write-batch`, {
+        writes: [
+          { path: 'docs/new/a.bin', contentBase64: bytes.toString('base64') },
+          { path: '../escape.txt', contentBase64: b64('x') },
+          { path: 'docs/b.md', contentBase64: b64('# b\n') },
+        ],
+      })
+    ).json()
+    assert.equal(
+      write.items.map((i: { ok: boolean }) => i.ok),
+      [true, false, true],
+    )
     assert.is(write.items[1].code, 'invalid_path')
     assert.ok(Buffer.from(readFileSync(join(s.root, 'docs/new/a.bin'))).equals(bytes))
     const rev = write.items[0].revision as string
     assert.match(rev, /^\d+:6$/)
-    const read = await (await post(s, `/files/sessions/${session.id}/read-batch`, { paths: ['docs/new/a.bin', 'missing.txt', 'docs'] })).json()
+    const read = await (
+      await post(s, `/files/sessions/${session.id}/read-batch`, { paths: ['docs/new/a.bin', 'missing.txt', 'docs'] })
+    ).json()
     assert.is(read.items[0].contentBase64, bytes.toString('base64'))
     assert.is(read.items[0].revision, rev)
     assert.equal([read.items[1].code, read.items[2].code], ['file_not_found', 'file_not_found'])
-    const stale = await (await post(s, `/files/sessions/${session.id}/write-batch`, { writes: [{ path: 'docs/new/a.bin', contentBase64: b64('new'), ifMatchRevision: '1:1' }] })).json()
-    assert.equal([stale.items[0].code, stale.items[0].expectedRevision, stale.items[0].currentRevision], ['conflict', '1:1', rev])
+    const stale = await (
+      await post(s, `/files/sessions/${session.id}/write-batch`, {
+        writes: [{ path: 'docs/new/a.bin', contentBase64: b64('new'), ifMatchRevision: '1:1' }],
+      })
+    ).json()
+    assert.equal(
+      [stale.items[0].code, stale.items[0].expectedRevision, stale.items[0].currentRevision],
+      ['conflict', '1:1', rev],
+    )
     assert.ok(Buffer.from(readFileSync(join(s.root, 'docs/new/a.bin'))).equals(bytes), 'a conflict writes nothing')
-    const forced = await (await post(s, `/files/sessions/${session.id}/write-batch`, { writes: [{ path: 'docs/new/a.bin', contentBase64: b64('new'), ifMatchRevision: '1:1', force: true }] })).json()
+    const forced = await (
+      await post(s, `/files/sessions/${session.id}/write-batch`, {
+        writes: [{ path: 'docs/new/a.bin', contentBase64: b64('new'), ifMatchRevision: '1:1', force: true }],
+      })
+    ).json()
     assert.is(forced.items[0].ok, true)
     assert.is(forced.items[0].previousRevision, rev)
-    const big = await (await post(s, `/files/sessions/${session.id}/write-batch`, { writes: [{ path: 'big.bin', contentBase64: Buffer.alloc(5_000_001).toString('base64') }] })).json()
+    const big = await (
+      await post(s, `/files/sessions/${session.id}/write-batch`, {
+        writes: [{ path: 'big.bin', contentBase64: Buffer.alloc(5_000_001).toString('base64') }],
+      })
+    ).json()
     assert.equal([big.items[0].code, big.items[0].maxBytes], ['file_too_large', 5_000_000])
-    const tooMany = await post(s, `/files/sessions/${session.id}/read-batch`, { paths: Array.from({ length: 65 }, (_, i) => `f${i}`) })
+    const tooMany = await post(s, `/files/sessions/${session.id}/read-batch`, {
+      paths: Array.from({ length: 65 }, (_, i) => `f${i}`),
+    })
     assert.is(tooMany.status, 400)
     const audit = await (await s.req(`/workspace/${s.wsId}/audit`, { token: CLIENT_TOKEN })).json()
     assert.ok(audit.items.some((e: { action: string }) => e.action === 'workspace.files.session.write'))
@@ -136,7 +199,8 @@ test('read-batch reuses settled content but never serves a file changed outside 
     writeFileSync(join(s.root, 'cached.txt'), 'version-1')
     s.clock.advance(5_000) // past the settle window, so the first read is cached
     const session = await openSession(s)
-    const read = async () => (await (await post(s, `/files/sessions/${session.id}/read-batch`, { paths: ['cached.txt'] })).json()).items[0]
+    const read = async () =>
+      (await (await post(s, `/files/sessions/${session.id}/read-batch`, { paths: ['cached.txt'] })).json()).items[0]
     assert.is((await read()).contentBase64, b64('version-1'))
     assert.is(s.app.data.files.contentCache.size.entries, 1)
     assert.is((await read()).contentBase64, b64('version-1'), 'a hit serves the same bytes')
@@ -148,7 +212,9 @@ test('read-batch reuses settled content but never serves a file changed outside 
     // Files above the synchronous read size take the threaded path and come back whole.
     const large = Buffer.alloc(300 * 1024, 0x5a)
     writeFileSync(join(s.root, 'large.bin'), large)
-    const read2 = await (await post(s, `/files/sessions/${session.id}/read-batch`, { paths: ['large.bin', 'cached.txt'] })).json()
+    const read2 = await (
+      await post(s, `/files/sessions/${session.id}/read-batch`, { paths: ['large.bin', 'cached.txt'] })
+    ).json()
     assert.equal([read2.items[0].ok, read2.items[0].bytes, read2.items[1].ok], [true, large.length, true])
     assert.ok(Buffer.from(read2.items[0].contentBase64, 'base64').equals(large))
   } finally {
@@ -164,11 +230,18 @@ test('write-batch keeps the permission bits of the files it replaces', async () 
     writeFileSync(join(s.root, 'run.sh'), '#!/bin/sh\necho hi\n')
     chmodSync(join(s.root, 'run.sh'), 0o755)
     const session = await openSession(s)
-    const write = await (await post(s, `/files/sessions/${session.id}/write-batch`, { writes: [
-      { path: 'secrets.env', contentBase64: b64('KEY=2\n') },
-      { path: 'run.sh', contentBase64: b64('#!/bin/sh\necho bye\n') },
-    ] })).json()
-    assert.equal(write.items.map((i: { ok: boolean }) => i.ok), [true, true])
+    const write = await (
+      await post(s, `/files/sessions/${session.id}/write-batch`, {
+        writes: [
+          { path: 'secrets.env', contentBase64: b64('KEY=2\n') },
+          { path: 'run.sh', contentBase64: b64('#!/bin/sh\necho bye\n') },
+        ],
+      })
+    ).json()
+    assert.equal(
+      write.items.map((i: { ok: boolean }) => i.ok),
+      [true, true],
+    )
     assert.is(readFileSync(join(s.root, 'secrets.env'), 'utf8'), 'KEY=2\n')
     assert.is(statSync(join(s.root, 'secrets.env')).mode & 0o777, 0o600)
     assert.is(statSync(join(s.root, 'run.sh')).mode & 0o777, 0o755)
@@ -182,7 +255,8 @@ test('two same-size writes in one clock tick still get different revisions, so a
   try {
     const a = await openSession(s)
     const b = await openSession(s)
-    const write = async (session: { id: string }, item: object) => (await (await post(s, `/files/sessions/${session.id}/write-batch`, { writes: [item] })).json()).items[0]
+    const write = async (session: { id: string }, item: object) =>
+      (await (await post(s, `/files/sessions/${session.id}/write-batch`, { writes: [item] })).json()).items[0]
     // The kernel stamps mtime with a coarse clock; 40 back-to-back rounds hit the same tick often
     // (the reviewer's run without the fix lost B's write in a third of them).
     for (let i = 0; i < 40; i++) {
@@ -205,8 +279,15 @@ test('one manual approval covers a batch; a denied batch writes nothing; a file 
   try {
     writeFileSync(join(s.root, 'keep.txt'), 'old')
     const session = await openSession(s)
-    const pending = post(s, `/files/sessions/${session.id}/write-batch`, { writes: [{ path: 'keep.txt', contentBase64: b64('new') }, { path: 'fresh/one.txt', contentBase64: b64('1') }] })
-    const approval = await eventually(async () => (await (await s.req('/approvals', { hostToken: HOST_TOKEN })).json()).items[0])
+    const pending = post(s, `/files/sessions/${session.id}/write-batch`, {
+      writes: [
+        { path: 'keep.txt', contentBase64: b64('new') },
+        { path: 'fresh/one.txt', contentBase64: b64('1') },
+      ],
+    })
+    const approval = await eventually(
+      async () => (await (await s.req('/approvals', { hostToken: HOST_TOKEN })).json()).items[0],
+    )
     assert.is(approval.action, 'workspace.files.session.write')
     assert.equal(approval.paths, [join(s.root, 'keep.txt'), join(s.root, 'fresh/one.txt')])
     await s.req(`/approvals/${approval.id}`, { method: 'POST', hostToken: HOST_TOKEN, json: { reply: 'deny' } })
@@ -216,8 +297,15 @@ test('one manual approval covers a batch; a denied batch writes nothing; a file 
     assert.is(readFileSync(join(s.root, 'keep.txt'), 'utf8'), 'old')
     assert.not.ok(existsSync(join(s.root, 'fresh')))
 
-    const second = post(s, `/files/sessions/${session.id}/write-batch`, { writes: [{ path: 'keep.txt', contentBase64: b64('new') }, { path: 'other.txt', contentBase64: b64('2') }] })
-    const next = await eventually(async () => (await (await s.req('/approvals', { hostToken: HOST_TOKEN })).json()).items[0])
+    const second = post(s, `/files/sessions/${session.id}/write-batch`, {
+      writes: [
+        { path: 'keep.txt', contentBase64: b64('new') },
+        { path: 'other.txt', contentBase64: b64('2') },
+      ],
+    })
+    const next = await eventually(
+      async () => (await (await s.req('/approvals', { hostToken: HOST_TOKEN })).json()).items[0],
+    )
     writeFileSync(join(s.root, 'keep.txt'), 'changed meanwhile!')
     await s.req(`/approvals/${next.id}`, { method: 'POST', hostToken: HOST_TOKEN, json: { reply: 'allow' } })
     const result = await (await second).json()
@@ -225,7 +313,9 @@ test('one manual approval covers a batch; a denied batch writes nothing; a file 
     assert.is(result.items[1].ok, true)
     assert.is(readFileSync(join(s.root, 'keep.txt'), 'utf8'), 'changed meanwhile!')
 
-    const same = await post(s, `/files/sessions/${session.id}/write-batch`, { writes: [{ path: 'other.txt', contentBase64: b64('2') }] })
+    const same = await post(s, `/files/sessions/${session.id}/write-batch`, {
+      writes: [{ path: 'other.txt', contentBase64: b64('2') }],
+    })
     assert.is((await same.json()).items[0].ok, true, 'an unchanged write needs no approval')
   } finally {
     await s.dispose()
@@ -238,17 +328,28 @@ test('ops create directories, rename and delete, refusing to overwrite or to del
     const session = await openSession(s)
     writeFileSync(join(s.root, 'a.txt'), 'a')
     writeFileSync(join(s.root, 'b.txt'), 'b')
-    const res = await (await post(s, `/files/sessions/${session.id}/ops`, { operations: [
-      { type: 'mkdir', path: 'dir/sub' },
-      { type: 'rename', from: 'a.txt', to: 'dir/sub/a.txt' },
-      { type: 'rename', from: 'b.txt', to: 'dir/sub/a.txt' },
-      { type: 'delete', path: 'dir' },
-      { type: 'delete', path: 'nothing' },
-      { type: 'delete', path: '../x' },
-    ] })).json()
-    assert.equal(res.items.map((i: { ok: boolean; code?: string }) => i.code ?? 'ok'), ['ok', 'ok', 'invalid_operation', 'invalid_operation', 'file_not_found', 'invalid_path'])
+    const res = await (
+      await post(s, `/files/sessions/${session.id}/ops`, {
+        operations: [
+          { type: 'mkdir', path: 'dir/sub' },
+          { type: 'rename', from: 'a.txt', to: 'dir/sub/a.txt' },
+          { type: 'rename', from: 'b.txt', to: 'dir/sub/a.txt' },
+          { type: 'delete', path: 'dir' },
+          { type: 'delete', path: 'nothing' },
+          { type: 'delete', path: '../x' },
+        ],
+      })
+    ).json()
+    assert.equal(
+      res.items.map((i: { ok: boolean; code?: string }) => i.code ?? 'ok'),
+      ['ok', 'ok', 'invalid_operation', 'invalid_operation', 'file_not_found', 'invalid_path'],
+    )
     assert.is(readFileSync(join(s.root, 'dir/sub/a.txt'), 'utf8'), 'a')
-    const rec = await (await post(s, `/files/sessions/${session.id}/ops`, { operations: [{ type: 'delete', path: 'dir', recursive: true }] })).json()
+    const rec = await (
+      await post(s, `/files/sessions/${session.id}/ops`, {
+        operations: [{ type: 'delete', path: 'dir', recursive: true }],
+      })
+    ).json()
     assert.is(rec.items[0].ok, true)
     assert.not.ok(existsSync(join(s.root, 'dir')))
   } finally {
@@ -275,7 +376,12 @@ test('catalog snapshot pages through 10,000 files in order without gaps or dupli
     let after = ''
     let pages = 0
     for (;;) {
-      const page = await (await s.req(`/files/sessions/${session.id}/catalog/snapshot?limit=3000${after ? `&after=${encodeURIComponent(after)}` : ''}`, { token: CLIENT_TOKEN })).json()
+      const page = await (
+        await s.req(
+          `/files/sessions/${session.id}/catalog/snapshot?limit=3000${after ? `&after=${encodeURIComponent(after)}` : ''}`,
+          { token: CLIENT_TOKEN },
+        )
+      ).json()
       pages++
       seen.push(...page.items.map((i: { path: string }) => i.path))
       if (!page.truncated) break
@@ -283,10 +389,22 @@ test('catalog snapshot pages through 10,000 files in order without gaps or dupli
     }
     assert.is(pages, 4)
     assert.equal(seen, expected)
-    const dirs = await (await s.req(`/files/sessions/${session.id}/catalog/snapshot?prefix=d01&includeDirs=true&limit=3`, { token: CLIENT_TOKEN })).json()
-    assert.equal(dirs.items.map((i: { path: string }) => i.path), ['d01/f000.txt', 'd01/f001.txt', 'd01/f002.txt'])
-    const withDirs = await (await s.req(`/files/sessions/${session.id}/catalog/snapshot?includeDirs=true&limit=2`, { token: CLIENT_TOKEN })).json()
-    assert.equal(withDirs.items.map((i: { path: string; kind: string }) => `${i.kind}:${i.path}`), ['dir:d00', 'file:d00/f000.txt'])
+    const dirs = await (
+      await s.req(`/files/sessions/${session.id}/catalog/snapshot?prefix=d01&includeDirs=true&limit=3`, {
+        token: CLIENT_TOKEN,
+      })
+    ).json()
+    assert.equal(
+      dirs.items.map((i: { path: string }) => i.path),
+      ['d01/f000.txt', 'd01/f001.txt', 'd01/f002.txt'],
+    )
+    const withDirs = await (
+      await s.req(`/files/sessions/${session.id}/catalog/snapshot?includeDirs=true&limit=2`, { token: CLIENT_TOKEN })
+    ).json()
+    assert.equal(
+      withDirs.items.map((i: { path: string; kind: string }) => `${i.kind}:${i.path}`),
+      ['dir:d00', 'file:d00/f000.txt'],
+    )
   } finally {
     await s.dispose()
   }
@@ -297,9 +415,14 @@ test('catalog events report server writes and external touch, mv and rm, by poll
   try {
     const session = await openSession(s)
     const snap = await (await s.req(`/files/sessions/${session.id}/catalog/snapshot`, { token: CLIENT_TOKEN })).json()
-    const sse = await s.req(`/files/sessions/${session.id}/catalog/events?since=${snap.cursor}`, { token: CLIENT_TOKEN, headers: { accept: 'text/event-stream' } })
+    const sse = await s.req(`/files/sessions/${session.id}/catalog/events?since=${snap.cursor}`, {
+      token: CLIENT_TOKEN,
+      headers: { accept: 'text/event-stream' },
+    })
     const frames = takeSse(sse, 6, 8000)
-    await post(s, `/files/sessions/${session.id}/write-batch`, { writes: [{ path: 'notes/a.md', contentBase64: b64('a') }] })
+    await post(s, `/files/sessions/${session.id}/write-batch`, {
+      writes: [{ path: 'notes/a.md', contentBase64: b64('a') }],
+    })
     await new Promise((r) => setTimeout(r, 150))
     writeFileSync(join(s.root, 'outside-touch.txt'), 'touched')
     await new Promise((r) => setTimeout(r, 150))
@@ -307,16 +430,37 @@ test('catalog events report server writes and external touch, mv and rm, by poll
     await new Promise((r) => setTimeout(r, 150))
     rmSync(join(s.root, 'outside-touch.txt'))
     mkdirSync(join(s.root, 'made'))
-    const polled = await eventually(async () => {
-      const page = await (await s.req(`/files/sessions/${session.id}/catalog/events?since=${snap.cursor}`, { token: CLIENT_TOKEN })).json()
-      return page.items.length >= 6 ? page : false
-    }, 5000, 'six catalog events')
-    const summary = polled.items.map((e: { type: string; path: string; toPath?: string; source: string }) => `${e.source}:${e.type}:${e.path}${e.toPath ? `>${e.toPath}` : ''}`)
-    assert.equal(summary, ['server:mkdir:notes', 'server:write:notes/a.md', 'disk:write:outside-touch.txt', 'disk:rename:notes/a.md>notes/b.md', 'disk:delete:outside-touch.txt', 'disk:mkdir:made'])
+    const polled = await eventually(
+      async () => {
+        const page = await (
+          await s.req(`/files/sessions/${session.id}/catalog/events?since=${snap.cursor}`, { token: CLIENT_TOKEN })
+        ).json()
+        return page.items.length >= 6 ? page : false
+      },
+      5000,
+      'six catalog events',
+    )
+    const summary = polled.items.map(
+      (e: { type: string; path: string; toPath?: string; source: string }) =>
+        `${e.source}:${e.type}:${e.path}${e.toPath ? `>${e.toPath}` : ''}`,
+    )
+    assert.equal(summary, [
+      'server:mkdir:notes',
+      'server:write:notes/a.md',
+      'disk:write:outside-touch.txt',
+      'disk:rename:notes/a.md>notes/b.md',
+      'disk:delete:outside-touch.txt',
+      'disk:mkdir:made',
+    ])
     const streamed = await frames
-    assert.equal(streamed.map((f) => f.event), ['mkdir', 'write', 'write', 'rename', 'delete', 'mkdir'])
+    assert.equal(
+      streamed.map((f) => f.event),
+      ['mkdir', 'write', 'write', 'rename', 'delete', 'mkdir'],
+    )
     assert.is(Number(streamed[5]!.id), polled.cursor)
-    const old = await (await s.req(`/files/sessions/${session.id}/catalog/events?since=5`, { token: CLIENT_TOKEN })).json()
+    const old = await (
+      await s.req(`/files/sessions/${session.id}/catalog/events?since=5`, { token: CLIENT_TOKEN })
+    ).json()
     assert.is(old.resync, true, 'a cursor from before this process asks for a new snapshot')
     assert.not.ok(readdirSync(s.root).some((n) => n.startsWith('.svc-tmp-')))
   } finally {

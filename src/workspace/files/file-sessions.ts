@@ -53,10 +53,22 @@ export class FileSessionStore {
   create(input: { workspaceId: string; tokenHash: string; canWrite: boolean; ttlSeconds?: number }): FileSession {
     this.sweep()
     if (this.#sessions.size >= this.#settings.maxSessions) {
-      throw new ApiError(429, 'too_many_file_sessions', `${this.#settings.maxSessions} file sessions are already open; close one or wait for expiry`, { headers: { 'retry-after': '30' } })
+      throw new ApiError(
+        429,
+        'too_many_file_sessions',
+        `${this.#settings.maxSessions} file sessions are already open; close one or wait for expiry`,
+        { headers: { 'retry-after': '30' } },
+      )
     }
     const now = this.#now()
-    const session: FileSession = { id: newId('fs', now), workspaceId: input.workspaceId, tokenHash: input.tokenHash, createdAt: now, expiresAt: now + this.ttlMs(input.ttlSeconds), canWrite: input.canWrite }
+    const session: FileSession = {
+      id: newId('fs', now),
+      workspaceId: input.workspaceId,
+      tokenHash: input.tokenHash,
+      createdAt: now,
+      expiresAt: now + this.ttlMs(input.ttlSeconds),
+      canWrite: input.canWrite,
+    }
     this.#sessions.set(session.id, session)
     return session
   }
@@ -68,7 +80,8 @@ export class FileSessionStore {
       if (session) this.#drop(session)
       throw errors.notFound('file_session_not_found', 'File session not found or expired')
     }
-    if (!tokenHash || session.tokenHash !== tokenHash) throw errors.forbidden('File session does not belong to this token', { required: 'session owner' })
+    if (!tokenHash || session.tokenHash !== tokenHash)
+      throw errors.forbidden('File session does not belong to this token', { required: 'session owner' })
     return session
   }
 

@@ -21,13 +21,26 @@ const content = (file: number, gen: number) => `[f${file}-g${gen}]`.repeat(REPEA
 
 function writeConfig(dir: string, extra: Record<string, unknown> = {}): string {
   const config = join(dir, 'server.json')
-  writeFileSync(config, JSON.stringify({ token: CLIENT, hostToken: HOST, workspaces: [{ path: 'ws' }], dataDir: 'data', approval: { mode: 'auto' }, logRequests: false, ...extra }))
+  writeFileSync(
+    config,
+    JSON.stringify({
+      token: CLIENT,
+      hostToken: HOST,
+      workspaces: [{ path: 'ws' }],
+      dataDir: 'data',
+      approval: { mode: 'auto' },
+      logRequests: false,
+      ...extra,
+    }),
+  )
   return config
 }
 
 async function session(url: string): Promise<{ id: string; wsId: string }> {
   const wsId = (await (await fetch(`${url}/workspaces`, { headers: auth })).json()).items[0].id
-  const created = await (await fetch(`${url}/workspace/${wsId}/files/sessions`, { method: 'POST', headers: auth, body: '{}' })).json()
+  const created = await (
+    await fetch(`${url}/workspace/${wsId}/files/sessions`, { method: 'POST', headers: auth, body: '{}' })
+  ).json()
   return { id: created.session.id, wsId }
 }
 
@@ -42,7 +55,10 @@ test('a server killed with SIGKILL during concurrent write-batches leaves every 
     mkdirSync(join(ws, 'data'), { recursive: true })
     for (let f = 0; f < FILES; f++) writeFileSync(join(ws, 'data', `f${f}.txt`), content(f, 0))
     const config = writeConfig(dir)
-    let server: ChildServer = await startChild(BUN, [ENTRY, '--config', config, '--port', '0'], { cwd: dir, env: { HOME: dir } })
+    let server: ChildServer = await startChild(BUN, [ENTRY, '--config', config, '--port', '0'], {
+      cwd: dir,
+      env: { HOME: dir },
+    })
     let generation = 0
     let completed = 0
     try {
@@ -50,9 +66,17 @@ test('a server killed with SIGKILL during concurrent write-batches leaves every 
       const writer = async (lane: number) => {
         for (;;) {
           const gen = ++generation
-          const writes = Array.from({ length: 6 }, (_, k) => (lane * 6 + k + gen) % FILES).map((f) => ({ path: `data/f${f}.txt`, contentBase64: Buffer.from(content(f, gen)).toString('base64'), force: true }))
+          const writes = Array.from({ length: 6 }, (_, k) => (lane * 6 + k + gen) % FILES).map((f) => ({
+            path: `data/f${f}.txt`,
+            contentBase64: Buffer.from(content(f, gen)).toString('base64'),
+            force: true,
+          }))
           try {
-            const res = await fetch(`${server.url}/files/sessions/${id}/write-batch`, { method: 'POST', headers: auth, body: JSON.stringify({ writes }) })
+            const res = await fetch(`${server.url}/files/sessions/${id}/write-batch`, {
+              method: 'POST',
+              headers: auth,
+              body: JSON.stringify({ writes }),
+            })
             if (res.status === 200) completed++
             await res.arrayBuffer()
           } catch {
@@ -82,12 +106,26 @@ test('a server killed with SIGKILL during concurrent write-batches leaves every 
     server = await startChild(BUN, [ENTRY, '--config', config, '--port', '0'], { cwd: dir, env: { HOME: dir } })
     try {
       const { id } = await session(server.url)
-      const page = await (await fetch(`${server.url}/files/sessions/${id}/catalog/snapshot?limit=10000`, { headers: auth })).json()
+      const page = await (
+        await fetch(`${server.url}/files/sessions/${id}/catalog/snapshot?limit=10000`, { headers: auth })
+      ).json()
       const paths = page.items.map((i: { path: string }) => i.path)
       assert.is(paths.length, FILES)
-      assert.not.ok(paths.some((p: string) => p.includes('.svc-tmp-')), 'no temp file is listed')
-      const read = await (await fetch(`${server.url}/files/sessions/${id}/read-batch`, { method: 'POST', headers: auth, body: JSON.stringify({ paths: ['data/f0.txt'] }) })).json()
-      assert.is(Buffer.from(read.items[0].contentBase64, 'base64').toString('utf8'), readFileSync(join(ws, 'data/f0.txt'), 'utf8'))
+      assert.not.ok(
+        paths.some((p: string) => p.includes('.svc-tmp-')),
+        'no temp file is listed',
+      )
+      const read = await (
+        await fetch(`${server.url}/files/sessions/${id}/read-batch`, {
+          method: 'POST',
+          headers: auth,
+          body: JSON.stringify({ paths: ['data/f0.txt'] }),
+        })
+      ).json()
+      assert.is(
+        Buffer.from(read.items[0].contentBase64, 'base64').toString('utf8'),
+        readFileSync(join(ws, 'data/f0.txt'), 'utf8'),
+      )
       const temp = readdirSync(join(ws, 'data')).filter((n) => n.startsWith('.svc-tmp-'))
       for (const name of temp) assert.not.ok(paths.includes(`data/${name}`))
     } finally {
@@ -97,25 +135,46 @@ test('a server killed with SIGKILL during concurrent write-batches leaves every 
 })
 
 /** Uploads `size` bytes as a streamed multipart body and samples the child's RSS meanwhile. */
-async function uploadMeasured(server: ChildServer, wsId: string, size: number): Promise<{ status: number; body: unknown; idleKb: number; peakKb: number }> {
+async function uploadMeasured(
+  server: ChildServer,
+  wsId: string,
+  size: number,
+): Promise<{ status: number; body: unknown; idleKb: number; peakKb: number }> {
   const pid = server.process.pid!
-  for (let i = 0; i < 5; i++) await (await fetch(`${server.url}/workspace/${wsId}/inbox`, { headers: auth })).arrayBuffer()
+  for (let i = 0; i < 5; i++)
+    await (await fetch(`${server.url}/workspace/${wsId}/inbox`, { headers: auth })).arrayBuffer()
   await new Promise((r) => setTimeout(r, 300))
   const idleKb = rssKb(pid)
   let peakKb = idleKb
-  const sampler = setInterval(() => { try { peakKb = Math.max(peakKb, rssKb(pid)) } catch { /* exited */ } }, 25)
+  const sampler = setInterval(() => {
+    try {
+      peakKb = Math.max(peakKb, rssKb(pid))
+    } catch {
+      /* exited */
+    }
+  }, 25)
   const boundary = 'svcUploadBoundary'
-  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`)
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+  )
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`)
   const chunk = Buffer.alloc(256 * 1024, 0x61)
   let sent = 0
   let stage = 0
   const body = new ReadableStream<Uint8Array>({
     pull(c) {
-      if (stage === 0) { c.enqueue(head); stage = 1; return }
+      if (stage === 0) {
+        c.enqueue(head)
+        stage = 1
+        return
+      }
       if (stage === 1) {
         const n = Math.min(chunk.length, size - sent)
-        if (n > 0) { c.enqueue(n === chunk.length ? chunk : chunk.subarray(0, n)); sent += n; return }
+        if (n > 0) {
+          c.enqueue(n === chunk.length ? chunk : chunk.subarray(0, n))
+          sent += n
+          return
+        }
         stage = 2
       }
       c.enqueue(tail)
@@ -123,7 +182,12 @@ async function uploadMeasured(server: ChildServer, wsId: string, size: number): 
     },
   })
   try {
-    const res = await fetch(`${server.url}/workspace/${wsId}/inbox?path=big.bin`, { method: 'POST', headers: { authorization: auth.authorization, 'content-type': `multipart/form-data; boundary=${boundary}` }, body, duplex: 'half' } as RequestInit)
+    const res = await fetch(`${server.url}/workspace/${wsId}/inbox?path=big.bin`, {
+      method: 'POST',
+      headers: { authorization: auth.authorization, 'content-type': `multipart/form-data; boundary=${boundary}` },
+      body,
+      duplex: 'half',
+    } as RequestInit)
     return { status: res.status, body: await res.json(), idleKb, peakKb }
   } finally {
     clearInterval(sampler)
@@ -135,7 +199,11 @@ async function uploadStaysBounded(label: string, command: string, args: string[]
   await withTempDir(async (dir) => {
     mkdirSync(join(dir, 'ws'))
     const config = writeConfig(dir, { inbox: { maxBytes: 300_000_000, requireApproval: false } })
-    const server = await startChild(command, [...args, ENTRY, '--config', config, '--port', '0'], { cwd: cwd ?? dir, env: { HOME: dir }, timeoutMs: 90_000 })
+    const server = await startChild(command, [...args, ENTRY, '--config', config, '--port', '0'], {
+      cwd: cwd ?? dir,
+      env: { HOME: dir },
+      timeoutMs: 90_000,
+    })
     try {
       const wsId = (await (await fetch(`${server.url}/workspaces`, { headers: auth })).json()).items[0].id
       const size = 200_000_000
@@ -143,7 +211,9 @@ async function uploadStaysBounded(label: string, command: string, args: string[]
       assert.equal([r.status, r.body], [200, { ok: true, path: 'big.bin', bytes: size }])
       assert.is(statSync(join(dir, 'ws/.opencode/service/inbox/big.bin')).size, size)
       const growthMb = (r.peakKb - r.idleKb) / 1024
-      console.log(`    ${label}: idle ${Math.round(r.idleKb / 1024)} MB, peak ${Math.round(r.peakKb / 1024)} MB, growth ${growthMb.toFixed(1)} MB for ${size / 1e6} MB`)
+      console.log(
+        `    ${label}: idle ${Math.round(r.idleKb / 1024)} MB, peak ${Math.round(r.peakKb / 1024)} MB, growth ${growthMb.toFixed(1)} MB for ${size / 1e6} MB`,
+      )
       assert.ok(growthMb < 100, `RSS grew by ${growthMb.toFixed(1)} MB`)
     } finally {
       await server.stop()
@@ -151,7 +221,8 @@ async function uploadStaysBounded(label: string, command: string, args: string[]
   })
 }
 
-test('a 200 MB inbox upload to the Bun server is streamed to disk with resident memory under 100 MB above idle', () => uploadStaysBounded('bun', BUN, []))
+test('a 200 MB inbox upload to the Bun server is streamed to disk with resident memory under 100 MB above idle', () =>
+  uploadStaysBounded('bun', BUN, []))
 
 const hasDeno = spawnSync('deno', ['--version'], { stdio: 'ignore' }).status === 0
 if (hasDeno) {

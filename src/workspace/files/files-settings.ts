@@ -7,24 +7,40 @@
 import * as v from 'valibot'
 import { ConfigError, envSchemas, envValue, type Env } from '../../core/settings.ts'
 
-const Int = (min: number, max: number) => v.pipe(v.number('must be a number'), v.integer('must be a whole number'), v.minValue(min, `must be at least ${min}`), v.maxValue(max, `must be at most ${max}`))
+const Int = (min: number, max: number) =>
+  v.pipe(
+    v.number('must be a number'),
+    v.integer('must be a whole number'),
+    v.minValue(min, `must be at least ${min}`),
+    v.maxValue(max, `must be at most ${max}`),
+  )
 
 /** `files`, `inbox` and `outbox` in the config file. */
 export const FilesFileSchema = {
-  files: v.optional(v.object({
-    maxBatchItems: v.optional(Int(1, 1000)),
-    maxFileBytes: v.optional(Int(1, 1024 * 1024 * 1024)),
-    maxSessions: v.optional(Int(1, 100_000)),
-    defaultTtlSeconds: v.optional(Int(30, 86_400)),
-    catalogEventRetention: v.optional(Int(100, 1_000_000)),
-    watchDebounceMs: v.optional(Int(10, 60_000)),
-    readCacheBytes: v.optional(Int(0, 1024 * 1024 * 1024)),
-  }, 'must be an object')),
-  inbox: v.optional(v.object({
-    enabled: v.optional(v.boolean('must be true or false')),
-    maxBytes: v.optional(Int(1, Number.MAX_SAFE_INTEGER)),
-    requireApproval: v.optional(v.boolean('must be true or false')),
-  }, 'must be an object')),
+  files: v.optional(
+    v.object(
+      {
+        maxBatchItems: v.optional(Int(1, 1000)),
+        maxFileBytes: v.optional(Int(1, 1024 * 1024 * 1024)),
+        maxSessions: v.optional(Int(1, 100_000)),
+        defaultTtlSeconds: v.optional(Int(30, 86_400)),
+        catalogEventRetention: v.optional(Int(100, 1_000_000)),
+        watchDebounceMs: v.optional(Int(10, 60_000)),
+        readCacheBytes: v.optional(Int(0, 1024 * 1024 * 1024)),
+      },
+      'must be an object',
+    ),
+  ),
+  inbox: v.optional(
+    v.object(
+      {
+        enabled: v.optional(v.boolean('must be true or false')),
+        maxBytes: v.optional(Int(1, Number.MAX_SAFE_INTEGER)),
+        requireApproval: v.optional(v.boolean('must be true or false')),
+      },
+      'must be an object',
+    ),
+  ),
   outbox: v.optional(v.object({ enabled: v.optional(v.boolean('must be true or false')) }, 'must be an object')),
 }
 
@@ -59,7 +75,11 @@ export const FILES_DEFAULTS: FilesSettings = {
   outbox: { enabled: true },
 }
 
-type FileKeys = { files?: Record<string, number | undefined>; inbox?: { enabled?: boolean; maxBytes?: number; requireApproval?: boolean }; outbox?: { enabled?: boolean } }
+type FileKeys = {
+  files?: Record<string, number | undefined>
+  inbox?: { enabled?: boolean; maxBytes?: number; requireApproval?: boolean }
+  outbox?: { enabled?: boolean }
+}
 
 /** Resolves the settings: env > file > default. */
 export function resolveFilesSettings(file: FileKeys, env: Env): FilesSettings {
@@ -76,12 +96,19 @@ export function resolveFilesSettings(file: FileKeys, env: Env): FilesSettings {
     watchDebounceMs: f.watchDebounceMs ?? FILES_DEFAULTS.watchDebounceMs,
     readCacheBytes: f.readCacheBytes ?? FILES_DEFAULTS.readCacheBytes,
     inbox: {
-      enabled: envValue(env, 'SERVICE_INBOX_ENABLED', envSchemas.bool) ?? file.inbox?.enabled ?? FILES_DEFAULTS.inbox.enabled,
+      enabled:
+        envValue(env, 'SERVICE_INBOX_ENABLED', envSchemas.bool) ?? file.inbox?.enabled ?? FILES_DEFAULTS.inbox.enabled,
       maxBytes: maxBytesEnv ?? file.inbox?.maxBytes ?? FILES_DEFAULTS.inbox.maxBytes,
       requireApproval: file.inbox?.requireApproval ?? FILES_DEFAULTS.inbox.requireApproval,
     },
-    outbox: { enabled: envValue(env, 'SERVICE_OUTBOX_ENABLED', envSchemas.bool) ?? file.outbox?.enabled ?? FILES_DEFAULTS.outbox.enabled },
+    outbox: {
+      enabled:
+        envValue(env, 'SERVICE_OUTBOX_ENABLED', envSchemas.bool) ??
+        file.outbox?.enabled ??
+        FILES_DEFAULTS.outbox.enabled,
+    },
   }
-  if (!Number.isSafeInteger(settings.inbox.maxBytes) || settings.inbox.maxBytes < 1) throw new ConfigError('SERVICE_INBOX_MAX_BYTES', '', 'must be a positive whole number')
+  if (!Number.isSafeInteger(settings.inbox.maxBytes) || settings.inbox.maxBytes < 1)
+    throw new ConfigError('SERVICE_INBOX_MAX_BYTES', '', 'must be a positive whole number')
   return settings
 }

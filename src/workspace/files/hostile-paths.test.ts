@@ -7,19 +7,42 @@
  */
 import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { join, resolve } from 'node:path'
 import { assert, suite } from '../../../tests/harness.ts'
 import { CLIENT_TOKEN, startTestServer, type TestServer } from '../test-kit.ts'
 
 const test = suite('workspace/files hostile paths', { timeoutMs: 120_000 })
-const CORPUS = resolve(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '../../../fixtures/hostile-paths/cases.json')
+const CORPUS = resolve(
+  import.meta.dirname ?? new URL('.', import.meta.url).pathname,
+  '../../../fixtures/hostile-paths/cases.json',
+)
 const CANARY = 'CANARY-4242-do-not-leak'
 const CANARY_DEEP = 'CANARY-DEEP-4242-do-not-leak'
-const FORBIDDEN = [CANARY, CANARY_DEEP, Buffer.from(CANARY).toString('base64'), Buffer.from(CANARY_DEEP).toString('base64')]
+const FORBIDDEN = [
+  CANARY,
+  CANARY_DEEP,
+  Buffer.from(CANARY).toString('base64'),
+  Buffer.from(CANARY_DEEP).toString('base64'),
+]
 const b64 = (s: string) => Buffer.from(s).toString('base64')
 
-interface Env { s: TestServer; outside: string; session: string }
+interface Env {
+  s: TestServer
+  outside: string
+  session: string
+}
 
 function tree(dir: string, prefix = ''): string[] {
   const out: string[] = []
@@ -27,14 +50,25 @@ function tree(dir: string, prefix = ''): string[] {
     const abs = join(dir, name)
     const st = lstatSync(abs)
     if (st.isDirectory()) out.push(`${prefix}${name}/`, ...tree(abs, `${prefix}${name}/`))
-    else out.push(`${prefix}${name}:${st.isFile() ? createHash('sha256').update(readFileSync(abs)).digest('hex') : 'link'}`)
+    else
+      out.push(
+        `${prefix}${name}:${st.isFile() ? createHash('sha256').update(readFileSync(abs)).digest('hex') : 'link'}`,
+      )
   }
   return out
 }
 
 function link(target: string, path: string): void {
-  try { unlinkSync(path) } catch { /* absent */ }
-  try { rmSync(path, { recursive: true, force: true }) } catch { /* absent */ }
+  try {
+    unlinkSync(path)
+  } catch {
+    /* absent */
+  }
+  try {
+    rmSync(path, { recursive: true, force: true })
+  } catch {
+    /* absent */
+  }
   symlinkSync(target, path)
 }
 
@@ -43,7 +77,8 @@ function plant(root: string, outside: string): void {
   mkdirSync(join(outside, 'sub'), { recursive: true })
   writeFileSync(join(outside, 'canary.txt'), CANARY)
   writeFileSync(join(outside, 'sub/deep.txt'), CANARY_DEEP)
-  for (const dir of ['inner', '.opencode/service/inbox', '.opencode/service/outbox']) mkdirSync(join(root, dir), { recursive: true })
+  for (const dir of ['inner', '.opencode/service/inbox', '.opencode/service/outbox'])
+    mkdirSync(join(root, dir), { recursive: true })
   link('../outside', join(root, 'link-out'))
   link('../outside/canary.txt', join(root, 'file-link-out'))
   link(join(outside, 'canary.txt'), join(root, 'abs-link'))
@@ -61,10 +96,16 @@ function plant(root: string, outside: string): void {
 
 function cases(s: TestServer, outside: string): Array<{ category: string; path: string }> {
   const doc = JSON.parse(readFileSync(CORPUS, 'utf8')) as { cases: Array<{ category: string; path: string }> }
-  return doc.cases.map((c) => ({ ...c, path: c.path.replaceAll('{OUTSIDE}', outside).replaceAll('{WORKSPACE}', s.root) }))
+  return doc.cases.map((c) => ({
+    ...c,
+    path: c.path.replaceAll('{OUTSIDE}', outside).replaceAll('{WORKSPACE}', s.root),
+  }))
 }
 
-function multipart(fields: Array<{ name: string; value: string; filename?: string }>): { body: Uint8Array; type: string } {
+function multipart(fields: Array<{ name: string; value: string; filename?: string }>): {
+  body: Uint8Array
+  type: string
+} {
   const boundary = 'hostileBoundary'
   let text = ''
   for (const f of fields) {
@@ -79,7 +120,12 @@ type Probe = (env: Env, p: string) => Promise<Response>
 const post = (env: Env, path: string, json: unknown) => env.s.req(path, { method: 'POST', token: CLIENT_TOKEN, json })
 const upload = (env: Env, query: string, fields: Parameters<typeof multipart>[0]) => {
   const { body, type } = multipart(fields)
-  return env.s.req(`/workspace/${env.s.wsId}/inbox${query}`, { method: 'POST', token: CLIENT_TOKEN, body: body as BodyInit, headers: { 'content-type': type } })
+  return env.s.req(`/workspace/${env.s.wsId}/inbox${query}`, {
+    method: 'POST',
+    token: CLIENT_TOKEN,
+    body: body as BodyInit,
+    headers: { 'content-type': type },
+  })
 }
 
 /**
@@ -87,26 +133,55 @@ const upload = (env: Env, query: string, fields: Parameters<typeof multipart>[0]
  * inbox, where the corpus's symlink names do not exist, so those cases are legitimate new files
  * inside the inbox; everything else refuses nearly the whole corpus.
  */
-const MIN_REFUSED: Record<string, number> = { 'inbox upload ?path': 80, 'inbox upload path field': 80, 'inbox upload file name': 80, 'catalog after': 80 }
+const MIN_REFUSED: Record<string, number> = {
+  'inbox upload ?path': 80,
+  'inbox upload path field': 80,
+  'inbox upload file name': 80,
+  'catalog after': 80,
+}
 
 const PROBES: Record<string, Probe> = {
   'read-batch': (e, p) => post(e, `/files/sessions/${e.session}/read-batch`, { paths: [p] }),
-  'write-batch': (e, p) => post(e, `/files/sessions/${e.session}/write-batch`, { writes: [{ path: p, contentBase64: b64('HOSTILE') }] }),
+  'write-batch': (e, p) =>
+    post(e, `/files/sessions/${e.session}/write-batch`, { writes: [{ path: p, contentBase64: b64('HOSTILE') }] }),
   'ops mkdir': (e, p) => post(e, `/files/sessions/${e.session}/ops`, { operations: [{ type: 'mkdir', path: p }] }),
-  'ops delete': (e, p) => post(e, `/files/sessions/${e.session}/ops`, { operations: [{ type: 'delete', path: p, recursive: true }] }),
-  'ops rename from': (e, p) => post(e, `/files/sessions/${e.session}/ops`, { operations: [{ type: 'rename', from: p, to: 'renamed-away' }] }),
-  'ops rename to': (e, p) => post(e, `/files/sessions/${e.session}/ops`, { operations: [{ type: 'rename', from: 'rename-src.txt', to: p }] }),
-  'catalog prefix': (e, p) => e.s.req(`/files/sessions/${e.session}/catalog/snapshot?includeDirs=true&prefix=${encodeURIComponent(p)}`, { token: CLIENT_TOKEN }),
-  'catalog after': (e, p) => e.s.req(`/files/sessions/${e.session}/catalog/snapshot?includeDirs=true&after=${encodeURIComponent(p)}`, { token: CLIENT_TOKEN }),
-  'inbox upload ?path': (e, p) => upload(e, `?path=${encodeURIComponent(p)}`, [{ name: 'file', value: 'HOSTILE', filename: 'ok.txt' }]),
-  'inbox upload path field': (e, p) => upload(e, '', [{ name: 'path', value: p }, { name: 'file', value: 'HOSTILE', filename: 'ok.txt' }]),
+  'ops delete': (e, p) =>
+    post(e, `/files/sessions/${e.session}/ops`, { operations: [{ type: 'delete', path: p, recursive: true }] }),
+  'ops rename from': (e, p) =>
+    post(e, `/files/sessions/${e.session}/ops`, { operations: [{ type: 'rename', from: p, to: 'renamed-away' }] }),
+  'ops rename to': (e, p) =>
+    post(e, `/files/sessions/${e.session}/ops`, { operations: [{ type: 'rename', from: 'rename-src.txt', to: p }] }),
+  'catalog prefix': (e, p) =>
+    e.s.req(`/files/sessions/${e.session}/catalog/snapshot?includeDirs=true&prefix=${encodeURIComponent(p)}`, {
+      token: CLIENT_TOKEN,
+    }),
+  'catalog after': (e, p) =>
+    e.s.req(`/files/sessions/${e.session}/catalog/snapshot?includeDirs=true&after=${encodeURIComponent(p)}`, {
+      token: CLIENT_TOKEN,
+    }),
+  'inbox upload ?path': (e, p) =>
+    upload(e, `?path=${encodeURIComponent(p)}`, [{ name: 'file', value: 'HOSTILE', filename: 'ok.txt' }]),
+  'inbox upload path field': (e, p) =>
+    upload(e, '', [
+      { name: 'path', value: p },
+      { name: 'file', value: 'HOSTILE', filename: 'ok.txt' },
+    ]),
   'inbox upload file name': (e, p) => upload(e, '', [{ name: 'file', value: 'HOSTILE', filename: p }]),
-  'inbox id': (e, p) => e.s.req(`/workspace/${e.s.wsId}/inbox/${Buffer.from(p).toString('base64url') || 'x'}`, { token: CLIENT_TOKEN }),
-  'inbox raw id': (e, p) => e.s.req(`/workspace/${e.s.wsId}/inbox/${encodeURIComponent(p) || 'x'}`, { token: CLIENT_TOKEN }),
-  'artifact id': (e, p) => e.s.req(`/workspace/${e.s.wsId}/artifacts/${Buffer.from(p).toString('base64url') || 'x'}`, { token: CLIENT_TOKEN }),
-  'artifact raw id': (e, p) => e.s.req(`/workspace/${e.s.wsId}/artifacts/${encodeURIComponent(p) || 'x'}`, { token: CLIENT_TOKEN }),
+  'inbox id': (e, p) =>
+    e.s.req(`/workspace/${e.s.wsId}/inbox/${Buffer.from(p).toString('base64url') || 'x'}`, { token: CLIENT_TOKEN }),
+  'inbox raw id': (e, p) =>
+    e.s.req(`/workspace/${e.s.wsId}/inbox/${encodeURIComponent(p) || 'x'}`, { token: CLIENT_TOKEN }),
+  'artifact id': (e, p) =>
+    e.s.req(`/workspace/${e.s.wsId}/artifacts/${Buffer.from(p).toString('base64url') || 'x'}`, { token: CLIENT_TOKEN }),
+  'artifact raw id': (e, p) =>
+    e.s.req(`/workspace/${e.s.wsId}/artifacts/${encodeURIComponent(p) || 'x'}`, { token: CLIENT_TOKEN }),
   'import files': async (e, p) => {
-    const body = { files: [{ path: p, content: 'HOSTILE' }, { path: `.opencode/agents/${p}`, content: 'HOSTILE' }] }
+    const body = {
+      files: [
+        { path: p, content: 'HOSTILE' },
+        { path: `.opencode/agents/${p}`, content: 'HOSTILE' },
+      ],
+    }
     const preview = await post(e, `/workspace/${e.s.wsId}/import/preview`, body)
     if (preview.status !== 200) return preview
     const fingerprint = (await preview.json()).fingerprint
@@ -129,7 +204,11 @@ async function withEnv(fn: (env: Env) => Promise<void>): Promise<void> {
   try {
     const outside = join(s.dir, 'outside')
     plant(s.root, outside)
-    const session = (await (await s.req(`/workspace/${s.wsId}/files/sessions`, { method: 'POST', token: CLIENT_TOKEN, json: {} })).json()).session.id
+    const session = (
+      await (
+        await s.req(`/workspace/${s.wsId}/files/sessions`, { method: 'POST', token: CLIENT_TOKEN, json: {} })
+      ).json()
+    ).session.id
     await fn({ s, outside, session })
   } finally {
     await s.dispose()
@@ -140,7 +219,19 @@ test('the corpus has at least 100 cases across every category the issue names', 
   const doc = JSON.parse(readFileSync(CORPUS, 'utf8')) as { cases: Array<{ category: string }> }
   assert.ok(doc.cases.length >= 100, `${doc.cases.length} cases`)
   const categories = new Set(doc.cases.map((c) => c.category))
-  for (const c of ['traversal', 'percent-encoding', 'unicode', 'control-characters', 'backslash', 'absolute', 'drive-letter', 'device-name', 'over-long', 'symlink']) assert.ok(categories.has(c), c)
+  for (const c of [
+    'traversal',
+    'percent-encoding',
+    'unicode',
+    'control-characters',
+    'backslash',
+    'absolute',
+    'drive-letter',
+    'device-name',
+    'over-long',
+    'symlink',
+  ])
+    assert.ok(categories.has(c), c)
 })
 
 for (const [route, probe] of Object.entries(PROBES)) {
@@ -155,7 +246,10 @@ for (const [route, probe] of Object.entries(PROBES)) {
         const text = await res.text()
         const label = `${route} ${c.category} ${JSON.stringify(c.path).slice(0, 80)}`
         for (const secret of FORBIDDEN) assert.not.ok(text.includes(secret), `${label}: response leaks the canary`)
-        assert.ok(res.status < 500 || text.includes('import_failed'), `${label}: status ${res.status} ${text.slice(0, 200)}`)
+        assert.ok(
+          res.status < 500 || text.includes('import_failed'),
+          `${label}: status ${res.status} ${text.slice(0, 200)}`,
+        )
         assert.equal(tree(env.outside), before, `${label}: the outside tree changed`)
         assert.equal(readdirSync(env.s.dir).sort(), beside, `${label}: a new entry appeared next to the workspace`)
         if (res.status >= 400 || /"ok":false|"code":"(invalid_path|file_not_found)"/.test(text)) refused++
@@ -174,9 +268,20 @@ test('a symlinked inbox or outbox folder is never written through or read throug
     symlinkSync(env.outside, join(env.s.root, '.opencode/service/outbox'))
     const res = await upload(env, '?path=new.txt', [{ name: 'file', value: 'HOSTILE', filename: 'ok.txt' }])
     assert.equal([res.status, (await res.json()).code], [400, 'invalid_path'])
-    assert.equal(await (await env.s.req(`/workspace/${env.s.wsId}/inbox`, { token: CLIENT_TOKEN })).json(), { items: [] })
-    assert.equal(await (await env.s.req(`/workspace/${env.s.wsId}/artifacts`, { token: CLIENT_TOKEN })).json(), { items: [] })
-    assert.is((await env.s.req(`/workspace/${env.s.wsId}/artifacts/${Buffer.from('canary.txt').toString('base64url')}`, { token: CLIENT_TOKEN })).status, 404)
+    assert.equal(await (await env.s.req(`/workspace/${env.s.wsId}/inbox`, { token: CLIENT_TOKEN })).json(), {
+      items: [],
+    })
+    assert.equal(await (await env.s.req(`/workspace/${env.s.wsId}/artifacts`, { token: CLIENT_TOKEN })).json(), {
+      items: [],
+    })
+    assert.is(
+      (
+        await env.s.req(`/workspace/${env.s.wsId}/artifacts/${Buffer.from('canary.txt').toString('base64url')}`, {
+          token: CLIENT_TOKEN,
+        })
+      ).status,
+      404,
+    )
     assert.equal(tree(env.outside), before)
   })
 })
@@ -186,11 +291,15 @@ test('reads racing a file being swapped for a symlink to the canary never return
     const target = join(env.s.root, 'race.txt')
     writeFileSync(target, 'inside content')
     const q = (p: string) => `'${p}'`
-    const stop = swapLoop(`mv -f ${q(target)} ${q(target + '.real')}; ln -s ${q(join(env.outside, 'canary.txt'))} ${q(target)}; rm -f ${q(target)}; mv -f ${q(target + '.real')} ${q(target)}`)
+    const stop = swapLoop(
+      `mv -f ${q(target)} ${q(target + '.real')}; ln -s ${q(join(env.outside, 'canary.txt'))} ${q(target)}; rm -f ${q(target)}; mv -f ${q(target + '.real')} ${q(target)}`,
+    )
     let ok = 0
     try {
       for (let i = 0; i < 400; i++) {
-        const text = await (await post(env, `/files/sessions/${env.session}/read-batch`, { paths: ['race.txt', 'race.txt', 'race.txt'] })).text()
+        const text = await (
+          await post(env, `/files/sessions/${env.session}/read-batch`, { paths: ['race.txt', 'race.txt', 'race.txt'] })
+        ).text()
         for (const secret of FORBIDDEN) assert.not.ok(text.includes(secret), 'a racing read returned the canary')
         ok += (text.match(/"ok":true/g) ?? []).length
       }
@@ -207,11 +316,20 @@ test('writes racing a parent directory being swapped for a symlink out never lan
     const dir = join(env.s.root, 'swap')
     mkdirSync(dir)
     const q = (p: string) => `'${p}'`
-    const stop = swapLoop(`mv ${q(dir)} ${q(dir + '-real')} && ln -s ${q(env.outside)} ${q(dir)}; rm -f ${q(dir)}; [ -d ${q(dir + '-real')} ] && mv ${q(dir + '-real')} ${q(dir)}`)
+    const stop = swapLoop(
+      `mv ${q(dir)} ${q(dir + '-real')} && ln -s ${q(env.outside)} ${q(dir)}; rm -f ${q(dir)}; [ -d ${q(dir + '-real')} ] && mv ${q(dir + '-real')} ${q(dir)}`,
+    )
     let written = 0
     try {
       for (let i = 0; i < 150; i++) {
-        const res = await (await post(env, `/files/sessions/${env.session}/write-batch`, { writes: [{ path: `swap/f${i % 5}.txt`, contentBase64: b64(`HOSTILE ${i}`), force: true }, { path: `swap/new/g${i}.txt`, contentBase64: b64('HOSTILE'), force: true }] })).json()
+        const res = await (
+          await post(env, `/files/sessions/${env.session}/write-batch`, {
+            writes: [
+              { path: `swap/f${i % 5}.txt`, contentBase64: b64(`HOSTILE ${i}`), force: true },
+              { path: `swap/new/g${i}.txt`, contentBase64: b64('HOSTILE'), force: true },
+            ],
+          })
+        ).json()
         written += res.items.filter((x: { ok: boolean }) => x.ok).length
         assert.equal(tree(env.outside), before, `iteration ${i}: the outside tree changed`)
       }

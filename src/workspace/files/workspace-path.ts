@@ -43,7 +43,8 @@ export function normalizeRelPath(input: unknown, what = 'path'): string {
   const unified = input.replace(/\\/g, '/')
   if (unified.startsWith('/')) throw new PathError(`${what} must be relative to the workspace`)
   if (/^[A-Za-z]:/.test(unified)) throw new PathError(`${what} must not start with a drive letter`)
-  if (encoder.encode(unified).length > MAX_PATH_BYTES) throw new PathError(`${what} is longer than ${MAX_PATH_BYTES} bytes`)
+  if (encoder.encode(unified).length > MAX_PATH_BYTES)
+    throw new PathError(`${what} is longer than ${MAX_PATH_BYTES} bytes`)
   const parts = unified.split('/').filter((p) => p !== '')
   if (parts.length === 0) throw new PathError(`${what} must name something inside the workspace`)
   for (const part of parts) {
@@ -51,7 +52,8 @@ export function normalizeRelPath(input: unknown, what = 'path'): string {
     if (part.includes(':')) throw new PathError(`${what} must not contain ":"`)
     if (/[. ]$/.test(part)) throw new PathError(`${what} components must not end with a dot or space`)
     if (DEVICE_NAMES.test(part)) throw new PathError(`${what} must not use a reserved device name`)
-    if (encoder.encode(part).length > MAX_COMPONENT_BYTES) throw new PathError(`${what} component is longer than ${MAX_COMPONENT_BYTES} bytes`)
+    if (encoder.encode(part).length > MAX_COMPONENT_BYTES)
+      throw new PathError(`${what} component is longer than ${MAX_COMPONENT_BYTES} bytes`)
   }
   return parts.join('/')
 }
@@ -111,7 +113,8 @@ export async function openForRead(root: string, rel: string): Promise<{ handle: 
     handle = await fsp.open(real, constants.O_RDONLY | constants.O_NOFOLLOW | (constants.O_NONBLOCK ?? 0))
   } catch (error) {
     if (isNotFound(error)) return null
-    if ((error as NodeJS.ErrnoException).code === 'ELOOP') throw new PathError('path changed to a symlink while opening')
+    if ((error as NodeJS.ErrnoException).code === 'ELOOP')
+      throw new PathError('path changed to a symlink while opening')
     throw error
   }
   try {
@@ -149,7 +152,13 @@ function pinned(handle: fsp.FileHandle, real: string): PinnedDir {
   return {
     path: PROC_FD ? `/proc/self/fd/${handle.fd}` : real,
     real,
-    sync: async () => { try { await handle.sync() } catch { /* not supported for directories here */ } },
+    sync: async () => {
+      try {
+        await handle.sync()
+      } catch {
+        /* not supported for directories here */
+      }
+    },
     close: () => handle.close().catch(() => {}),
   }
 }
@@ -160,7 +169,12 @@ function pinned(handle: fsp.FileHandle, real: string): PinnedDir {
  * symlink nor a swap leads outside the root. Missing components are made when `create` is set
  * (their paths are pushed to `created`); otherwise 404 `file_not_found`.
  */
-export async function pinDirectory(root: string, relDir: string, create: boolean, created?: string[]): Promise<PinnedDir> {
+export async function pinDirectory(
+  root: string,
+  relDir: string,
+  create: boolean,
+  created?: string[],
+): Promise<PinnedDir> {
   let handle = await fsp.open(root, DIR_FLAGS)
   let real = root
   try {
@@ -213,7 +227,12 @@ export async function pinDirectory(root: string, relDir: string, create: boolean
 }
 
 /** The real path of directory `relDir`, made when `create` is set (see {@link pinDirectory}). */
-export async function ensureDirectory(root: string, relDir: string, create: boolean, created?: string[]): Promise<string> {
+export async function ensureDirectory(
+  root: string,
+  relDir: string,
+  create: boolean,
+  created?: string[],
+): Promise<string> {
   const dir = await pinDirectory(root, relDir, create, created)
   await dir.close()
   return dir.real
@@ -231,7 +250,11 @@ export function splitRel(rel: string): { parent: string; name: string } {
  * target, as a read would follow it; a link leading outside or nowhere is refused. The caller
  * closes `dir`.
  */
-export async function writeSlot(root: string, rel: string, options: { create?: boolean; created?: string[] } = {}): Promise<{ dir: PinnedDir; name: string }> {
+export async function writeSlot(
+  root: string,
+  rel: string,
+  options: { create?: boolean; created?: string[] } = {},
+): Promise<{ dir: PinnedDir; name: string }> {
   const { parent, name } = splitRel(rel)
   const dir = await pinDirectory(root, parent, options.create !== false, options.created)
   try {
@@ -254,7 +277,10 @@ export async function writeSlot(root: string, rel: string, options: { create?: b
  * The entry `rel` itself (not what a final symlink points to) in its pinned parent: for
  * deleting or renaming an entry, which changes only the parent directory. The caller closes `dir`.
  */
-export async function entryInParent(root: string, rel: string): Promise<{ dir: PinnedDir; abs: string; stat: import('node:fs').Stats | null }> {
+export async function entryInParent(
+  root: string,
+  rel: string,
+): Promise<{ dir: PinnedDir; abs: string; stat: import('node:fs').Stats | null }> {
   const { parent, name } = splitRel(rel)
   const dir = await pinDirectory(root, parent, false)
   const abs = `${dir.path}/${name}`

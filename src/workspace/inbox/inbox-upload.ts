@@ -12,7 +12,14 @@
 import * as fsp from 'node:fs/promises'
 import { ApiError } from '../../core/errors.ts'
 import { placeInto, tempName, writeTemp } from '../files/atomic-write.ts'
-import { assertNotTemp, normalizeRelPath, PathError, pinDirectory, splitRel, type PinnedDir } from '../files/workspace-path.ts'
+import {
+  assertNotTemp,
+  normalizeRelPath,
+  PathError,
+  pinDirectory,
+  splitRel,
+  type PinnedDir,
+} from '../files/workspace-path.ts'
 import { INBOX_DIR } from '../artifacts/drop-folder.ts'
 import { multipartBoundary, readMultipart } from './multipart-stream.ts'
 
@@ -27,7 +34,11 @@ export interface StagedUpload {
   bytes: number
 }
 
-async function* limited(data: AsyncIterable<Uint8Array>, maxBytes: number, declared: number | null): AsyncGenerator<Uint8Array> {
+async function* limited(
+  data: AsyncIterable<Uint8Array>,
+  maxBytes: number,
+  declared: number | null,
+): AsyncGenerator<Uint8Array> {
   let total = 0
   for await (const chunk of data) {
     total += chunk.byteLength
@@ -48,7 +59,12 @@ export function tooLarge(maxBytes: number, size: number): ApiError {
 }
 
 /** Reads the request and stages the file; the caller commits or discards it. */
-export async function receiveUpload(root: string, request: Request, queryPath: string | undefined, maxBytes: number): Promise<StagedUpload> {
+export async function receiveUpload(
+  root: string,
+  request: Request,
+  queryPath: string | undefined,
+  maxBytes: number,
+): Promise<StagedUpload> {
   const boundary = multipartBoundary(request.headers.get('content-type'))
   if (!boundary) throw new ApiError(400, 'invalid_payload', 'Expected multipart/form-data')
   const declared = Number(request.headers.get('content-length') ?? NaN)
@@ -63,16 +79,29 @@ export async function receiveUpload(root: string, request: Request, queryPath: s
   let filename: string | undefined
   let fieldPath: string | undefined
   try {
-    await readMultipart(request.body, boundary, {
-      onField: (name, value) => { if (name === 'path') fieldPath = value },
-      onFile: async (info, data) => {
-        if (info.name !== 'file' || temp !== null) return
-        filename = info.filename
-        const staging = tempName('upload', 'in-')
-        bytes = await writeTemp(`${inbox.path}/${staging}`, limited(data, maxBytes, Number.isFinite(declared) ? declared : null))
-        temp = staging
+    await readMultipart(
+      request.body,
+      boundary,
+      {
+        onField: (name, value) => {
+          if (name === 'path') fieldPath = value
+        },
+        onFile: async (info, data) => {
+          if (info.name !== 'file' || temp !== null) return
+          filename = info.filename
+          const staging = tempName('upload', 'in-')
+          bytes = await writeTemp(
+            `${inbox.path}/${staging}`,
+            limited(data, maxBytes, Number.isFinite(declared) ? declared : null),
+          )
+          temp = staging
+        },
       },
-    }, { bytes: bodyLimit, error: (read) => tooLarge(maxBytes, Math.max(read, Number.isFinite(declared) ? declared : 0)) })
+      {
+        bytes: bodyLimit,
+        error: (read) => tooLarge(maxBytes, Math.max(read, Number.isFinite(declared) ? declared : 0)),
+      },
+    )
     if (temp === null) throw new ApiError(400, 'file_required', 'Form field "file" is required')
     const raw = queryPath ?? fieldPath ?? filename
     const rel = normalizeRelPath(raw ?? '', 'path')
@@ -98,7 +127,8 @@ async function inboxParent(inbox: PinnedDir, rel: string): Promise<{ dir: Pinned
   try {
     return { dir: await pinDirectory(inbox.real, parent, true), name }
   } catch (error) {
-    if (error instanceof PathError && error.message === 'path resolves outside the workspace') throw new PathError('path resolves outside the inbox')
+    if (error instanceof PathError && error.message === 'path resolves outside the workspace')
+      throw new PathError('path resolves outside the inbox')
     throw error
   }
 }
@@ -118,7 +148,11 @@ export async function commitUpload(root: string, upload: StagedUpload): Promise<
       if (entry?.isDirectory()) throw new ApiError(409, 'invalid_path', 'A directory exists at that path')
       if (entry && !entry.isFile()) {
         const what = entry.isSymbolicLink() ? 'a symlink' : 'a special file'
-        throw new ApiError(409, 'inbox_target_not_regular', `The inbox holds ${what} at that path; uploads only create or replace regular files`)
+        throw new ApiError(
+          409,
+          'inbox_target_not_regular',
+          `The inbox holds ${what} at that path; uploads only create or replace regular files`,
+        )
       }
       await placeInto(dir, `${inbox.path}/${upload.temp}`, name)
     } finally {

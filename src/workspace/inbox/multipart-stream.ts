@@ -47,7 +47,11 @@ export function multipartBoundary(contentType: string | null): string | null {
 function dispositionParam(header: string, key: string): string | undefined {
   const star = new RegExp(`;\\s*${key}\\*=(?:UTF-8|utf-8)''([^;]+)`).exec(header)
   if (star) {
-    try { return decodeURIComponent(star[1]!.trim()) } catch { /* fall back to the plain form */ }
+    try {
+      return decodeURIComponent(star[1]!.trim())
+    } catch {
+      /* fall back to the plain form */
+    }
   }
   const quoted = new RegExp(`;\\s*${key}="((?:[^"\\\\]|\\\\.)*)"`).exec(header)
   if (quoted) return quoted[1]!.replace(/\\(.)/g, '$1')
@@ -97,7 +101,10 @@ class BodyReader {
   async #next(): Promise<Buffer | null> {
     if (this.#done) return null
     const { value, done } = await this.#reader.read()
-    if (done) { this.#done = true; return null }
+    if (done) {
+      this.#done = true
+      return null
+    }
     this.#read += value.byteLength
     if (this.#limit && this.#read > this.#limit.bytes) throw this.#limit.error(this.#read)
     return Buffer.from(value.buffer, value.byteOffset, value.byteLength)
@@ -150,7 +157,12 @@ class BodyReader {
  * Reads a multipart body, calling the handlers in part order. Throws 400 `invalid_payload` when
  * malformed, and `limit.error` as soon as the body grows past `limit.bytes`.
  */
-export async function readMultipart(body: ReadableStream<Uint8Array> | null, boundary: string, handlers: MultipartHandlers, limit?: BodyLimit): Promise<void> {
+export async function readMultipart(
+  body: ReadableStream<Uint8Array> | null,
+  boundary: string,
+  handlers: MultipartHandlers,
+  limit?: BodyLimit,
+): Promise<void> {
   if (!body) throw malformed('empty body')
   // Reading as if the body began with CRLF lets the first boundary match the part delimiter.
   const reader = new BodyReader(body, Buffer.from('\r\n'), limit)
@@ -175,7 +187,9 @@ export async function readMultipart(body: ReadableStream<Uint8Array> | null, bou
         const data = reader.data(delimiter)
         await handlers.onFile({ name, filename, contentType: headers.get('content-type') }, data)
         // Drain whatever the consumer left (it may ignore a part).
-        for await (const _ of data) { /* discard */ }
+        for await (const _ of data) {
+          /* discard */
+        }
       } else {
         let size = 0
         const chunks: Uint8Array[] = []

@@ -49,13 +49,18 @@ export async function applyImport(root: string, changes: PlannedChange[]): Promi
     }
     for (const change of work) {
       // A removed skill takes its whole directory (scripts and all), as the skills route does.
-      const slot = staged.get(change)?.slot ?? splitRel(change.kind === 'skill' && change.after === null ? change.path.replace(/\/SKILL\.md$/, '') : change.path)
+      const slot =
+        staged.get(change)?.slot ??
+        splitRel(
+          change.kind === 'skill' && change.after === null ? change.path.replace(/\/SKILL\.md$/, '') : change.path,
+        )
       const wholeSkill = change.kind === 'skill' && change.after === null
       await inDir(root, slot.parent, async (dir) => {
         const existing = await fsp.lstat(`${dir}/${slot.name}`).catch(() => null)
         // Only a removed skill replaces a directory; anything else found there since planning
         // would be deleted with the backup, so it stops (and rolls back) the import.
-        if (existing?.isDirectory() && !wholeSkill) throw Object.assign(new Error(`${change.path} is a directory`), { code: 'EISDIR' })
+        if (existing?.isDirectory() && !wholeSkill)
+          throw Object.assign(new Error(`${change.path} is a directory`), { code: 'EISDIR' })
         if (existing) {
           const backup = tempName(slot.name, 'bak-')
           await fsp.rename(`${dir}/${slot.name}`, `${dir}/${backup}`)
@@ -76,14 +81,22 @@ export async function applyImport(root: string, changes: PlannedChange[]): Promi
         else await fsp.rename(`${dir}/${step.backup}`, `${dir}/${step.slot.name}`)
       }).catch(() => {})
     }
-    for (const { slot, temp } of staged.values()) await inDir(root, slot.parent, (dir) => fsp.rm(`${dir}/${temp}`, { force: true })).catch(() => {})
+    for (const { slot, temp } of staged.values())
+      await inDir(root, slot.parent, (dir) => fsp.rm(`${dir}/${temp}`, { force: true })).catch(() => {})
     for (const rel of createdDirs.reverse()) {
       const { parent, name } = splitRel(rel)
       await inDir(root, parent, (dir) => fsp.rmdir(`${dir}/${name}`)).catch(() => {})
     }
-    throw new ApiError(500, 'import_failed', `Import failed and was rolled back; nothing was changed (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`)
+    throw new ApiError(
+      500,
+      'import_failed',
+      `Import failed and was rolled back; nothing was changed (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+    )
   }
   for (const step of steps) {
-    if (step.kind === 'backup') await inDir(root, step.slot.parent, (dir) => fsp.rm(`${dir}/${step.backup}`, { recursive: true, force: true })).catch(() => {})
+    if (step.kind === 'backup')
+      await inDir(root, step.slot.parent, (dir) =>
+        fsp.rm(`${dir}/${step.backup}`, { recursive: true, force: true }),
+      ).catch(() => {})
   }
 }

@@ -23,11 +23,25 @@ export type ImportMode = 'merge' | 'replace'
 
 /** A validated import payload. */
 export interface ImportPayload {
-  mode?: { opencode?: ImportMode; workspace?: ImportMode; skills?: ImportMode; commands?: ImportMode; files?: ImportMode }
+  mode?: {
+    opencode?: ImportMode
+    workspace?: ImportMode
+    skills?: ImportMode
+    commands?: ImportMode
+    files?: ImportMode
+  }
   opencode?: Record<string, unknown>
   workspace?: Record<string, unknown>
   skills?: Array<{ name: string; content: string; description?: string }>
-  commands?: Array<{ name?: string; template?: string; content?: string; description?: string; agent?: string; model?: string | null; subtask?: boolean }>
+  commands?: Array<{
+    name?: string
+    template?: string
+    content?: string
+    description?: string
+    agent?: string
+    model?: string | null
+    subtask?: boolean
+  }>
   files?: Array<{ path: string; content: string }>
 }
 
@@ -59,7 +73,10 @@ async function textOrNull(root: string, rel: string): Promise<string | null> {
   if (!opened) return null
   try {
     if (!(await opened.handle.stat()).isFile()) {
-      throw errors.badRequest('invalid_workspace_import_payload', `${rel} exists and is not a regular file; an import only writes files`)
+      throw errors.badRequest(
+        'invalid_workspace_import_payload',
+        `${rel} exists and is not a regular file; an import only writes files`,
+      )
     }
     return await opened.handle.readFile('utf8')
   } finally {
@@ -67,27 +84,69 @@ async function textOrNull(root: string, rel: string): Promise<string | null> {
   }
 }
 
-function fileChange(kind: PlannedChange['kind'], label: string, path: string, before: string | null, after: string | null, replaceAction = false): PlannedChange {
-  const action = after === null ? 'delete' : before === null ? 'create' : before === after ? 'unchanged' : replaceAction ? 'replace' : 'update'
+function fileChange(
+  kind: PlannedChange['kind'],
+  label: string,
+  path: string,
+  before: string | null,
+  after: string | null,
+  replaceAction = false,
+): PlannedChange {
+  const action =
+    after === null
+      ? 'delete'
+      : before === null
+        ? 'create'
+        : before === after
+          ? 'unchanged'
+          : replaceAction
+            ? 'replace'
+            : 'update'
   return { kind, action, label, path, before, after }
 }
 
 /** Skill file text: the payload content verbatim when it is already a valid skill file, else rebuilt. */
-async function skillText(input: { name: string; content: string; description?: string }): Promise<{ name: string; rel: string; text: string }> {
+async function skillText(input: {
+  name: string
+  content: string
+  description?: string
+}): Promise<{ name: string; rel: string; text: string }> {
   const prepared = await prepareSkill(input)
   const doc = await splitFrontmatter(input.content).catch(() => null)
-  const verbatim = doc && doc.data.name === prepared.name && typeof doc.data.description === 'string' && doc.data.description.trim() === prepared.description
+  const verbatim =
+    doc &&
+    doc.data.name === prepared.name &&
+    typeof doc.data.description === 'string' &&
+    doc.data.description.trim() === prepared.description
   return { name: prepared.name, rel: prepared.rel, text: verbatim ? input.content : prepared.text }
 }
 
-async function commandText(input: NonNullable<ImportPayload['commands']>[number]): Promise<{ name: string; rel: string; text: string }> {
+async function commandText(
+  input: NonNullable<ImportPayload['commands']>[number],
+): Promise<{ name: string; rel: string; text: string }> {
   if (input.content !== undefined && input.template === undefined) {
-    const doc = await splitFrontmatter(input.content).catch(() => { throw errors.badRequest('invalid_command', 'Command content frontmatter is not valid YAML') })
+    const doc = await splitFrontmatter(input.content).catch(() => {
+      throw errors.badRequest('invalid_command', 'Command content frontmatter is not valid YAML')
+    })
     const name = input.name ?? (typeof doc.data.name === 'string' ? doc.data.name : '')
     const str = (v: unknown) => (typeof v === 'string' ? v : undefined)
-    return prepareCommand({ name, template: doc.body, description: input.description ?? str(doc.data.description), agent: str(doc.data.agent), model: str(doc.data.model), subtask: typeof doc.data.subtask === 'boolean' ? doc.data.subtask : undefined })
+    return prepareCommand({
+      name,
+      template: doc.body,
+      description: input.description ?? str(doc.data.description),
+      agent: str(doc.data.agent),
+      model: str(doc.data.model),
+      subtask: typeof doc.data.subtask === 'boolean' ? doc.data.subtask : undefined,
+    })
   }
-  return prepareCommand({ name: input.name ?? '', template: input.template ?? '', description: input.description, agent: input.agent, model: input.model, subtask: input.subtask })
+  return prepareCommand({
+    name: input.name ?? '',
+    template: input.template ?? '',
+    description: input.description,
+    agent: input.agent,
+    model: input.model,
+    subtask: input.subtask,
+  })
 }
 
 /** Plans an import against the workspace as it is now. Throws 400 for invalid items. */
@@ -97,13 +156,26 @@ export async function planImport(root: string, payload: ImportPayload): Promise<
 
   if (payload.opencode) {
     const bad = Object.keys(payload.opencode).filter((k) => !(PORTABLE_OPENCODE_KEYS as readonly string[]).includes(k))
-    if (bad.length) throw errors.badRequest('invalid_workspace_import_payload', `Not portable project config keys: ${bad.join(', ')}`)
+    if (bad.length)
+      throw errors.badRequest('invalid_workspace_import_payload', `Not portable project config keys: ${bad.join(', ')}`)
     const current = await readOpencodeConfig(root)
     const updates: Record<string, unknown> = {}
-    for (const [key, value] of Object.entries(payload.opencode)) if (!sameJson(current.data[key], value)) updates[key] = value
-    if (mode.opencode === 'replace') for (const key of PORTABLE_OPENCODE_KEYS) if (key in current.data && !(key in payload.opencode)) updates[key] = null
+    for (const [key, value] of Object.entries(payload.opencode))
+      if (!sameJson(current.data[key], value)) updates[key] = value
+    if (mode.opencode === 'replace')
+      for (const key of PORTABLE_OPENCODE_KEYS)
+        if (key in current.data && !(key in payload.opencode)) updates[key] = null
     const after = Object.keys(updates).length ? await setTopLevelKeys(current.text, updates) : current.text
-    changes.push(fileChange('opencode', current.rel, current.rel, current.exists ? current.text : null, current.exists || Object.keys(updates).length ? after : null, mode.opencode === 'replace'))
+    changes.push(
+      fileChange(
+        'opencode',
+        current.rel,
+        current.rel,
+        current.exists ? current.text : null,
+        current.exists || Object.keys(updates).length ? after : null,
+        mode.opencode === 'replace',
+      ),
+    )
     if (!current.exists && !Object.keys(updates).length) changes.pop()
   }
 
@@ -116,7 +188,9 @@ export async function planImport(root: string, payload: ImportPayload): Promise<
       else merged[key] = value
     }
     const after = sameJson(current, merged) && before !== null ? before : JSON.stringify(merged, null, 2) + '\n'
-    changes.push(fileChange('workspace', 'service.json', SERVICE_CONFIG_FILE, before, after, mode.workspace === 'replace'))
+    changes.push(
+      fileChange('workspace', 'service.json', SERVICE_CONFIG_FILE, before, after, mode.workspace === 'replace'),
+    )
   }
 
   if (payload.skills) {
@@ -129,7 +203,8 @@ export async function planImport(root: string, payload: ImportPayload): Promise<
     }
     if (mode.skills === 'replace') {
       for (const { item, content } of await loadSkills(root)) {
-        if (!incoming.has(item.name)) changes.push(fileChange('skill', item.name, `${SKILLS_DIR}/${item.name}/SKILL.md`, content, null))
+        if (!incoming.has(item.name))
+          changes.push(fileChange('skill', item.name, `${SKILLS_DIR}/${item.name}/SKILL.md`, content, null))
       }
     }
   }
@@ -138,14 +213,16 @@ export async function planImport(root: string, payload: ImportPayload): Promise<
     const incoming = new Set<string>()
     for (const command of payload.commands) {
       const { name, rel, text } = await commandText(command)
-      if (incoming.has(name)) throw errors.badRequest('invalid_workspace_import_payload', `Command ${name} appears twice`)
+      if (incoming.has(name))
+        throw errors.badRequest('invalid_workspace_import_payload', `Command ${name} appears twice`)
       incoming.add(name)
       changes.push(fileChange('command', name, rel, await textOrNull(root, rel), text))
     }
     if (mode.commands === 'replace') {
       for (const item of await loadCommands(root)) {
         const name = sanitizeCommandName(item.name)
-        if (!incoming.has(name)) changes.push(fileChange('command', name, commandFile(name), await textOrNull(root, commandFile(name)), null))
+        if (!incoming.has(name))
+          changes.push(fileChange('command', name, commandFile(name), await textOrNull(root, commandFile(name)), null))
       }
     }
   }
@@ -160,7 +237,8 @@ export async function planImport(root: string, payload: ImportPayload): Promise<
     }
     if (mode.files === 'replace') {
       for (const existing of await listPortableFiles(root)) {
-        if (!incoming.has(existing.path)) changes.push(fileChange('file', existing.path, existing.path, existing.content, null))
+        if (!incoming.has(existing.path))
+          changes.push(fileChange('file', existing.path, existing.path, existing.content, null))
       }
     }
   }
@@ -173,13 +251,23 @@ const digest = (text: string | null) => (text === null ? null : createHash('sha2
 export function previewOf(changes: PlannedChange[]): ImportPreview {
   const summary = { total: changes.length, create: 0, update: 0, replace: 0, delete: 0, unchanged: 0 }
   for (const c of changes) summary[c.action]++
-  const fingerprint = createHash('sha256').update(JSON.stringify(changes.map((c) => [c.kind, c.action, c.path, digest(c.before), digest(c.after)]))).digest('hex')
-  return { fingerprint, summary, changes: changes.map(({ kind, action, label, path }) => ({ kind, action, label, path })) }
+  const fingerprint = createHash('sha256')
+    .update(JSON.stringify(changes.map((c) => [c.kind, c.action, c.path, digest(c.before), digest(c.after)])))
+    .digest('hex')
+  return {
+    fingerprint,
+    summary,
+    changes: changes.map(({ kind, action, label, path }) => ({ kind, action, label, path })),
+  }
 }
 
 /** "add N, update N, remove N" for approval and audit summaries. */
 export function describeChanges(preview: ImportPreview): string {
   const { create, update, replace, delete: remove } = preview.summary
-  const parts = [create && `add ${create}`, update + replace && `update ${update + replace}`, remove && `remove ${remove}`].filter(Boolean)
+  const parts = [
+    create && `add ${create}`,
+    update + replace && `update ${update + replace}`,
+    remove && `remove ${remove}`,
+  ].filter(Boolean)
   return parts.length ? parts.join(', ') : 'no changes'
 }

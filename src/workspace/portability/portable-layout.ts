@@ -10,7 +10,25 @@ import { ApiError } from '../../core/errors.ts'
 import { assertNotTemp, isTempName, normalizeRelPath, resolveExisting } from '../files/workspace-path.ts'
 
 /** Project config keys that describe behaviour rather than a machine or a person. */
-export const PORTABLE_OPENCODE_KEYS = ['$schema', 'agent', 'command', 'default_agent', 'instructions', 'mcp', 'model', 'small_model', 'permission', 'plugin', 'provider', 'share', 'tools', 'watcher', 'formatter', 'lsp', 'mode'] as const
+export const PORTABLE_OPENCODE_KEYS = [
+  '$schema',
+  'agent',
+  'command',
+  'default_agent',
+  'instructions',
+  'mcp',
+  'model',
+  'small_model',
+  'permission',
+  'plugin',
+  'provider',
+  'share',
+  'tools',
+  'watcher',
+  'formatter',
+  'lsp',
+  'mode',
+] as const
 
 /** Folders whose files travel with an export. */
 export const PORTABLE_DIRS = ['.opencode/agents', '.opencode/plugins', '.opencode/tools'] as const
@@ -26,7 +44,11 @@ export function portablePath(raw: unknown): string {
     rel = normalizeRelPath(raw)
     assertNotTemp(rel)
   } catch (error) {
-    throw new ApiError(400, 'invalid_portable_file_path', `Portable file path is not allowed: ${(error as Error).message}`)
+    throw new ApiError(
+      400,
+      'invalid_portable_file_path',
+      `Portable file path is not allowed: ${(error as Error).message}`,
+    )
   }
   const allowed = PORTABLE_DIRS.some((dir) => rel.startsWith(dir + '/'))
   if (!allowed || rel.split('/').some((part) => EXCLUDED_SEGMENT.test(part))) {
@@ -49,7 +71,11 @@ export async function listPortableFiles(root: string): Promise<Array<{ path: str
     const real = await resolveExisting(root, rel).catch(() => null)
     if (!real) return
     let entries: import('node:fs').Dirent[]
-    try { entries = await fsp.readdir(real, { withFileTypes: true }) } catch { return }
+    try {
+      entries = await fsp.readdir(real, { withFileTypes: true })
+    } catch {
+      return
+    }
     for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : 1))) {
       if (isTempName(entry.name) || EXCLUDED_SEGMENT.test(entry.name)) continue
       const child = `${rel}/${entry.name}`

@@ -8,7 +8,8 @@
  * @module
  */
 
-const SECRET_KEY = /(api[-_]?key|apikey|token|secret|passw(or)?d|passwd|credential|private[-_]?key|authorization|bearer|client[-_]?secret|access[-_]?key|session[-_]?key|cookie)/i
+const SECRET_KEY =
+  /(api[-_]?key|apikey|token|secret|passw(or)?d|passwd|credential|private[-_]?key|authorization|bearer|client[-_]?secret|access[-_]?key|session[-_]?key|cookie)/i
 const SECRET_VALUES = [
   /\bBearer\s+[A-Za-z0-9._~+/=-]{8,}/i,
   /\b(ghp|gho|ghs|ghu|ghr|github_pat)_[A-Za-z0-9_]{16,}/,
@@ -21,7 +22,8 @@ const SECRET_VALUES = [
   /\b[a-z][a-z0-9+.-]*:\/\/[^\s/:@]+:[^\s/@]+@/i,
 ]
 /** A credential-named assignment with a literal value in source text: `apiKey = "…"`, `TOKEN: '…'`. */
-const ASSIGNMENT = /(api[-_]?key|apikey|token|secret|passw(or)?d|client[-_]?secret|access[-_]?key|private[-_]?key)["']?\s*[:=]\s*["'`][^"'`\s]{8,}["'`]/i
+const ASSIGNMENT =
+  /(api[-_]?key|apikey|token|secret|passw(or)?d|client[-_]?secret|access[-_]?key|private[-_]?key)["']?\s*[:=]\s*["'`][^"'`\s]{8,}["'`]/i
 const REFERENCE = /^\s*(\{env:[^}]+\}|\{file:[^}]+\}|\$\{[^}]+\}|\$[A-Z_][A-Z0-9_]*)\s*$/
 
 /** True when a string value looks like a credential by itself. */
@@ -37,13 +39,15 @@ function leafIsSecret(key: string | null, value: unknown): boolean {
 /** JSON paths (dot-joined) of secret-looking leaves in a config value. */
 export function findSecrets(value: unknown, path: string[] = [], key: string | null = null): string[] {
   if (Array.isArray(value)) return value.flatMap((item, i) => findSecrets(item, [...path, String(i)], key))
-  if (value && typeof value === 'object') return Object.entries(value).flatMap(([k, v]) => findSecrets(v, [...path, k], k))
+  if (value && typeof value === 'object')
+    return Object.entries(value).flatMap(([k, v]) => findSecrets(v, [...path, k], k))
   return leafIsSecret(key, value) ? [path.join('.')] : []
 }
 
 /** A copy of `value` without its secret-looking leaves (array items are dropped, object keys removed). */
 export function stripSecrets<T>(value: T, key: string | null = null): T | undefined {
-  if (Array.isArray(value)) return value.map((item) => stripSecrets(item, key)).filter((item) => item !== undefined) as T
+  if (Array.isArray(value))
+    return value.map((item) => stripSecrets(item, key)).filter((item) => item !== undefined) as T
   if (value && typeof value === 'object') {
     const out: Record<string, unknown> = {}
     for (const [k, v] of Object.entries(value)) {

@@ -28,7 +28,14 @@ export interface WorkspaceExport {
   opencode: Record<string, unknown>
   workspace: Record<string, unknown>
   skills: Array<{ name: string; description: string; content: string }>
-  commands: Array<{ name: string; description?: string; template: string; agent?: string; model?: string; subtask?: boolean }>
+  commands: Array<{
+    name: string
+    description?: string
+    template: string
+    agent?: string
+    model?: string
+    subtask?: boolean
+  }>
   files: Array<{ path: string; content: string }>
 }
 
@@ -42,7 +49,11 @@ const SECTIONS: Array<{ key: string; id: string; label: string }> = [
 export async function buildExport(root: string, mode: SensitiveMode): Promise<WorkspaceExport> {
   const opencode = portableOpencode((await readOpencodeConfig(root)).data)
   let workspace = await readServiceConfig(root)
-  const skills = (await loadSkills(root)).map((s) => ({ name: s.item.name, description: s.item.description, content: s.content }))
+  const skills = (await loadSkills(root)).map((s) => ({
+    name: s.item.name,
+    description: s.item.description,
+    content: s.content,
+  }))
   const commands = (await loadCommands(root)).map((c) => {
     const out: WorkspaceExport['commands'][number] = { name: c.name, template: c.template }
     if (c.description !== undefined) out.description = c.description
@@ -58,18 +69,47 @@ export async function buildExport(root: string, mode: SensitiveMode): Promise<Wo
     const found = findSecrets(opencode[section.key])
     if (found.length) {
       flaggedKeys.add(section.key)
-      warnings.push({ id: section.id, label: section.label, detail: `Secret-looking values at ${found.map((p) => `${section.key}.${p}`).slice(0, 10).join(', ')}` })
+      warnings.push({
+        id: section.id,
+        label: section.label,
+        detail: `Secret-looking values at ${found
+          .map((p) => `${section.key}.${p}`)
+          .slice(0, 10)
+          .join(', ')}`,
+      })
     }
   }
-  const other = Object.keys(opencode).filter((k) => !SECTIONS.some((s) => s.key === k)).flatMap((k) => findSecrets(opencode[k]).map((p) => `${k}.${p}`))
-  if (other.length) warnings.push({ id: 'opencode-config', label: 'Project config', detail: `Secret-looking values at ${other.slice(0, 10).join(', ')}` })
+  const other = Object.keys(opencode)
+    .filter((k) => !SECTIONS.some((s) => s.key === k))
+    .flatMap((k) => findSecrets(opencode[k]).map((p) => `${k}.${p}`))
+  if (other.length)
+    warnings.push({
+      id: 'opencode-config',
+      label: 'Project config',
+      detail: `Secret-looking values at ${other.slice(0, 10).join(', ')}`,
+    })
   const workspaceSecrets = findSecrets(workspace)
-  if (workspaceSecrets.length) warnings.push({ id: 'workspace-config', label: 'Workspace settings', detail: `Secret-looking values at ${workspaceSecrets.slice(0, 10).join(', ')}` })
+  if (workspaceSecrets.length)
+    warnings.push({
+      id: 'workspace-config',
+      label: 'Workspace settings',
+      detail: `Secret-looking values at ${workspaceSecrets.slice(0, 10).join(', ')}`,
+    })
   const flaggedFiles = new Set(files.filter((f) => textHasSecret(f.content)).map((f) => f.path))
-  for (const path of flaggedFiles) warnings.push({ id: `portable-file:${path}`, label: 'Portable file', detail: `${path} contains a literal credential` })
+  for (const path of flaggedFiles)
+    warnings.push({
+      id: `portable-file:${path}`,
+      label: 'Portable file',
+      detail: `${path} contains a literal credential`,
+    })
 
   if (mode === 'auto' && warnings.length) {
-    throw new ApiError(409, 'workspace_export_requires_decision', 'The export contains secrets; choose sensitive=include or sensitive=exclude', { details: { warnings } })
+    throw new ApiError(
+      409,
+      'workspace_export_requires_decision',
+      'The export contains secrets; choose sensitive=include or sensitive=exclude',
+      { details: { warnings } },
+    )
   }
   let exportedOpencode = opencode
   if (mode === 'exclude') {

@@ -19,33 +19,50 @@ const APPROVAL_TYPES = ['approval.requested', 'approval.decided'] as const
 export function approvalRoutes(s: WorkspaceServices, streams: StreamRegistry) {
   return [
     route({
-      method: 'GET', path: '/approvals', operationId: 'listApprovals', summary: 'Pending approvals', tags: ['approvals'],
+      method: 'GET',
+      path: '/approvals',
+      operationId: 'listApprovals',
+      summary: 'Pending approvals',
+      tags: ['approvals'],
       auth: rules.host,
       responses: { 200: v.object({ items: v.array(ApprovalSchema) }) },
       handler: () => ({ items: s.approvals.list() }),
     }),
     route({
-      method: 'GET', path: '/approvals/events', operationId: 'streamApprovals', summary: 'Approval requests and decisions (SSE)', tags: ['approvals'],
-      description: 'Server-Sent Events `approval.requested` and `approval.decided` for every workspace; `id:` is the event seq, so `Last-Event-ID` resumes without loss. Without it the stream starts with the current pending requests.',
+      method: 'GET',
+      path: '/approvals/events',
+      operationId: 'streamApprovals',
+      summary: 'Approval requests and decisions (SSE)',
+      tags: ['approvals'],
+      description:
+        'Server-Sent Events `approval.requested` and `approval.decided` for every workspace; `id:` is the event seq, so `Last-Event-ID` resumes without loss. Without it the stream starts with the current pending requests.',
       auth: rules.host,
       responses: { 200: eventStreamResponse('SSE stream of approval events') },
       handler: async ({ request, url }) => {
         const resume = Number(lastEventId(request, url))
-        const cursor = Number.isFinite(resume) && resume >= 0 && lastEventId(request, url) !== null ? resume : await s.events.latestSeq()
+        const cursor =
+          Number.isFinite(resume) && resume >= 0 && lastEventId(request, url) !== null
+            ? resume
+            : await s.events.latestSeq()
         const pendingIds = new Set(s.approvals.list().map((a) => a.id))
         return sseResponse({
           registry: streams,
           start: async (sink) => {
             if (lastEventId(request, url) === null) {
               // A fresh subscriber learns what is already waiting, replayed from the log.
-              const waiting = (await s.events.list({ after: 0, types: ['approval.requested'], limit: 100_000 })).filter((e) => pendingIds.has(String(e.approval?.id)) && e.seq <= cursor)
+              const waiting = (await s.events.list({ after: 0, types: ['approval.requested'], limit: 100_000 })).filter(
+                (e) => pendingIds.has(String(e.approval?.id)) && e.seq <= cursor,
+              )
               for (const e of waiting) sink.send({ id: e.seq, event: e.type, data: e })
             }
             return replayThenFollow<WorkspaceEvent>({
               sink,
               after: cursor,
               backlog: (after) => s.events.list({ after, types: [...APPROVAL_TYPES] }),
-              subscribe: (listener) => s.events.subscribe((e) => { if ((APPROVAL_TYPES as readonly string[]).includes(e.type)) listener(e) }),
+              subscribe: (listener) =>
+                s.events.subscribe((e) => {
+                  if ((APPROVAL_TYPES as readonly string[]).includes(e.type)) listener(e)
+                }),
               toEvent: (e) => ({ id: e.seq, event: e.type, data: e }),
             })
           },
@@ -53,7 +70,11 @@ export function approvalRoutes(s: WorkspaceServices, streams: StreamRegistry) {
       },
     }),
     route({
-      method: 'POST', path: '/approvals/:approvalId', operationId: 'replyApproval', summary: 'Allow or deny a pending write', tags: ['approvals'],
+      method: 'POST',
+      path: '/approvals/:approvalId',
+      operationId: 'replyApproval',
+      summary: 'Allow or deny a pending write',
+      tags: ['approvals'],
       auth: rules.host,
       params: v.object({ approvalId: v.pipe(v.string(), v.maxLength(128)) }),
       body: v.object({ reply: v.picklist(['allow', 'deny']) }),

@@ -20,8 +20,13 @@ const route = routeFactory<WorkspaceRule, Principal>()
 export function configRoutes(s: WorkspaceServices) {
   return [
     route({
-      method: 'GET', path: '/workspace/:id/config', operationId: 'getWorkspaceConfig', summary: 'Read workspace config', tags: ['config'],
-      description: '`opencode` from `opencode.jsonc` (else `opencode.json`), `workspace` from `.opencode/service.json`, `updatedAt` = time of the last audited write (epoch ms) or null.',
+      method: 'GET',
+      path: '/workspace/:id/config',
+      operationId: 'getWorkspaceConfig',
+      summary: 'Read workspace config',
+      tags: ['config'],
+      description:
+        '`opencode` from `opencode.jsonc` (else `opencode.json`), `workspace` from `.opencode/service.json`, `updatedAt` = time of the last audited write (epoch ms) or null.',
       auth: rules.viewer,
       params: WorkspaceParams,
       responses: { 200: v.object({ opencode: JsonObject, workspace: JsonObject, updatedAt: v.nullable(v.number()) }) },
@@ -29,14 +34,22 @@ export function configRoutes(s: WorkspaceServices) {
       handler: ({ params }) => {
         const ws = s.workspaces.get(params.id)
         return ws.cache.jsonBody('config', async () => {
-          const [config, updatedAt] = await Promise.all([readWorkspaceConfig(ws.entry.path, ws.cache), s.audit.latestTimestamp(ws.entry.id)])
+          const [config, updatedAt] = await Promise.all([
+            readWorkspaceConfig(ws.entry.path, ws.cache),
+            s.audit.latestTimestamp(ws.entry.id),
+          ])
           return { ...config, updatedAt }
         })
       },
     }),
     route({
-      method: 'PATCH', path: '/workspace/:id/config', operationId: 'patchWorkspaceConfig', summary: 'Update workspace config', tags: ['config'],
-      description: 'Replaces the given top-level `opencode` keys in place (comments and formatting kept; null removes a key; arrays are replaced) and shallow-merges `workspace` into `.opencode/service.json`. Approval-gated.',
+      method: 'PATCH',
+      path: '/workspace/:id/config',
+      operationId: 'patchWorkspaceConfig',
+      summary: 'Update workspace config',
+      tags: ['config'],
+      description:
+        'Replaces the given top-level `opencode` keys in place (comments and formatting kept; null removes a key; arrays are replaced) and shallow-merges `workspace` into `.opencode/service.json`. Approval-gated.',
       auth: rules.collaborator,
       params: WorkspaceParams,
       body: v.object({ opencode: v.optional(JsonObject), workspace: v.optional(JsonObject) }),
@@ -45,17 +58,33 @@ export function configRoutes(s: WorkspaceServices) {
       handler: async ({ request, params, body, principal }) => {
         s.gate.ensureWritable()
         const ws = s.workspaces.get(params.id)
-        if (!body.opencode && !body.workspace) throw errors.badRequest('invalid_payload', 'opencode or workspace updates required')
+        if (!body.opencode && !body.workspace)
+          throw errors.badRequest('invalid_payload', 'opencode or workspace updates required')
         // A file that does not parse fails the patch now (422), not after the host approved it.
         const opencode = body.opencode ? (await readOpencodeConfig(ws.entry.path)).data : {}
         const service = body.workspace ? await readServiceConfig(ws.entry.path) : {}
         const same = (current: Record<string, unknown>, patch: Record<string, unknown> = {}) =>
-          Object.entries(patch).every(([key, value]) => (value === null ? !(key in current) : sameJson(current[key], value)))
-        const paths = [...(body.opencode ? [await opencodeConfigRel(ws.entry.path)] : []), ...(body.workspace ? [SERVICE_CONFIG_FILE] : [])]
-        const keys = [...Object.keys(body.opencode ?? {}), ...Object.keys(body.workspace ?? {}).map((k) => `workspace.${k}`)]
+          Object.entries(patch).every(([key, value]) =>
+            value === null ? !(key in current) : sameJson(current[key], value),
+          )
+        const paths = [
+          ...(body.opencode ? [await opencodeConfigRel(ws.entry.path)] : []),
+          ...(body.workspace ? [SERVICE_CONFIG_FILE] : []),
+        ]
+        const keys = [
+          ...Object.keys(body.opencode ?? {}),
+          ...Object.keys(body.workspace ?? {}).map((k) => `workspace.${k}`),
+        ]
         await s.gate.run({
-          workspace: ws, principal, signal: request.signal, action: 'config.patch', summary: `Patch workspace config (${keys.join(', ') || 'no keys'})`, target: paths.join(', '),
-          paths, reason: 'config', trigger: { type: 'config', name: paths[0], action: 'updated', path: paths[0] },
+          workspace: ws,
+          principal,
+          signal: request.signal,
+          action: 'config.patch',
+          summary: `Patch workspace config (${keys.join(', ') || 'no keys'})`,
+          target: paths.join(', '),
+          paths,
+          reason: 'config',
+          trigger: { type: 'config', name: paths[0], action: 'updated', path: paths[0] },
           apply: () => applyConfigPatch(ws.entry.path, body),
           unchanged: async () => same(opencode, body.opencode) && same(service, body.workspace),
         })
@@ -63,10 +92,16 @@ export function configRoutes(s: WorkspaceServices) {
       },
     }),
     route({
-      method: 'GET', path: '/workspace/:id/audit', operationId: 'listAudit', summary: 'Audit log, newest first', tags: ['audit'],
+      method: 'GET',
+      path: '/workspace/:id/audit',
+      operationId: 'listAudit',
+      summary: 'Audit log, newest first',
+      tags: ['audit'],
       auth: rules.viewer,
       params: WorkspaceParams,
-      query: v.object({ limit: queryInt({ min: 1, max: 200, default: 50, description: 'Entries to return (1-200, default 50)' }) }),
+      query: v.object({
+        limit: queryInt({ min: 1, max: 200, default: 50, description: 'Entries to return (1-200, default 50)' }),
+      }),
       responses: { 200: v.object({ items: v.array(AuditEntrySchema) }) },
       handler: async ({ params, query }) => {
         const ws = s.workspaces.get(params.id)

@@ -14,7 +14,11 @@ import { inboxRoutes } from './inbox-routes.ts'
 import { portabilityRoutes } from './portability-routes.ts'
 
 /** Builds the data-plane service and its routes; `close` stops its watchers. */
-export function dataPlane(s: WorkspaceServices, streams: StreamRegistry, logger: Logger): { routes: AnyRoute<WorkspaceRule, Principal>[]; files: FileService; close(): void } {
+export function dataPlane(
+  s: WorkspaceServices,
+  streams: StreamRegistry,
+  logger: Logger,
+): { routes: AnyRoute<WorkspaceRule, Principal>[]; files: FileService; close(): void } {
   const files = new FileService(s, s.config.files, logger)
   return {
     files,

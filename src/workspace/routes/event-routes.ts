@@ -19,12 +19,21 @@ const route = routeFactory<WorkspaceRule, Principal>()
 export function eventRoutes(s: WorkspaceServices, streams: StreamRegistry) {
   return [
     route({
-      method: 'GET', path: '/workspace/:id/events', operationId: 'workspaceEvents', summary: 'Workspace events (JSON page or SSE)', tags: ['events'],
-      description: 'Reload events (config and extension changes made through the server or on disk) and approval events. With `Accept: text/event-stream` an SSE stream (`id:` = seq, `event:` = type; resume with `Last-Event-ID` or `?since=`); otherwise `{items, cursor}` after `since`.',
+      method: 'GET',
+      path: '/workspace/:id/events',
+      operationId: 'workspaceEvents',
+      summary: 'Workspace events (JSON page or SSE)',
+      tags: ['events'],
+      description:
+        'Reload events (config and extension changes made through the server or on disk) and approval events. With `Accept: text/event-stream` an SSE stream (`id:` = seq, `event:` = type; resume with `Last-Event-ID` or `?since=`); otherwise `{items, cursor}` after `since`.',
       auth: rules.viewer,
       params: WorkspaceParams,
       query: v.object({
-        since: queryInt({ min: 0, max: Number.MAX_SAFE_INTEGER, description: 'Return events with seq greater than this' }),
+        since: queryInt({
+          min: 0,
+          max: Number.MAX_SAFE_INTEGER,
+          description: 'Return events with seq greater than this',
+        }),
         limit: queryInt({ min: 1, max: 1000, default: 200, description: 'Page size for JSON (1-1000, default 200)' }),
       }),
       responses: {
@@ -39,16 +48,21 @@ export function eventRoutes(s: WorkspaceServices, streams: StreamRegistry) {
         const workspaceId = ws.entry.id
         if (wantsEventStream(request)) {
           const resume = lastEventId(request, url)
-          const after = resume !== null && /^\d+$/.test(resume) ? Number(resume) : query.since ?? (await s.events.latestSeq())
+          const after =
+            resume !== null && /^\d+$/.test(resume) ? Number(resume) : (query.since ?? (await s.events.latestSeq()))
           return sseResponse({
             registry: streams,
-            start: (sink) => replayThenFollow<WorkspaceEvent>({
-              sink,
-              after,
-              backlog: (from) => s.events.list({ after: from, workspaceId, limit: 100_000 }),
-              subscribe: (listener) => s.events.subscribe((e) => { if (e.workspaceId === workspaceId) listener(e) }),
-              toEvent: (e) => ({ id: e.seq, event: e.type, data: e }),
-            }),
+            start: (sink) =>
+              replayThenFollow<WorkspaceEvent>({
+                sink,
+                after,
+                backlog: (from) => s.events.list({ after: from, workspaceId, limit: 100_000 }),
+                subscribe: (listener) =>
+                  s.events.subscribe((e) => {
+                    if (e.workspaceId === workspaceId) listener(e)
+                  }),
+                toEvent: (e) => ({ id: e.seq, event: e.type, data: e }),
+              }),
           })
         }
         const since = query.since ?? 0

@@ -19,10 +19,32 @@ import { WorkspaceParams } from './schemas.ts'
 const route = routeFactory<WorkspaceRule, Principal>()
 
 const SessionParams = v.object({ sessionId: v.pipe(v.string(), v.minLength(1), v.maxLength(128)) })
-const SessionSchema = v.object({ id: v.string(), workspaceId: v.string(), createdAt: v.number(), expiresAt: v.number(), ttlMs: v.number(), canWrite: v.boolean() })
+const SessionSchema = v.object({
+  id: v.string(),
+  workspaceId: v.string(),
+  createdAt: v.number(),
+  expiresAt: v.number(),
+  ttlMs: v.number(),
+  canWrite: v.boolean(),
+})
 const TtlBody = v.object({ ttlSeconds: v.optional(v.number()) })
-const ItemResult = v.looseObject({ ok: v.boolean(), path: v.optional(v.string()), code: v.optional(v.string()), message: v.optional(v.string()) })
-const CatalogEventSchema = v.object({ id: v.string(), seq: v.number(), workspaceId: v.string(), type: v.picklist(['write', 'delete', 'rename', 'mkdir']), path: v.string(), toPath: v.optional(v.string()), revision: v.optional(v.string()), source: v.picklist(['server', 'disk']), timestamp: v.number() })
+const ItemResult = v.looseObject({
+  ok: v.boolean(),
+  path: v.optional(v.string()),
+  code: v.optional(v.string()),
+  message: v.optional(v.string()),
+})
+const CatalogEventSchema = v.object({
+  id: v.string(),
+  seq: v.number(),
+  workspaceId: v.string(),
+  type: v.picklist(['write', 'delete', 'rename', 'mkdir']),
+  path: v.string(),
+  toPath: v.optional(v.string()),
+  revision: v.optional(v.string()),
+  source: v.picklist(['server', 'disk']),
+  timestamp: v.number(),
+})
 const PathString = v.pipe(v.string(), v.maxLength(8192))
 
 /** `/workspace/:id/files/sessions` and `/files/sessions/:sessionId/...`. */
@@ -36,27 +58,49 @@ export function fileRoutes(s: WorkspaceServices, files: FileService, streams: St
   }
   return [
     route({
-      method: 'POST', path: '/workspace/:id/files/sessions', operationId: 'createFileSession', summary: 'Open a file session', tags: ['files'],
-      description: 'TTL default 15 min, clamped to 30 s-24 h. The session can write only when `write` is not false, the caller is a collaborator or owner and the server is writable. Bound to the calling token.',
-      auth: rules.viewer, params: WorkspaceParams,
+      method: 'POST',
+      path: '/workspace/:id/files/sessions',
+      operationId: 'createFileSession',
+      summary: 'Open a file session',
+      tags: ['files'],
+      description:
+        'TTL default 15 min, clamped to 30 s-24 h. The session can write only when `write` is not false, the caller is a collaborator or owner and the server is writable. Bound to the calling token.',
+      auth: rules.viewer,
+      params: WorkspaceParams,
       body: v.object({ ttlSeconds: v.optional(v.number()), write: v.optional(v.boolean()) }),
-      responses: { 200: v.object({ session: SessionSchema }) }, errors: [429],
+      responses: { 200: v.object({ session: SessionSchema }) },
+      errors: [429],
       handler: ({ params, body, principal }) => {
         const ws = s.workspaces.get(params.id)
         return { session: files.sessions.view(files.create(ws, principal, body)) }
       },
     }),
     route({
-      method: 'POST', path: '/files/sessions/:sessionId/renew', operationId: 'renewFileSession', summary: 'Extend a file session', tags: ['files'],
-      auth: rules.viewer, params: SessionParams, body: TtlBody, responses: { 200: v.object({ session: SessionSchema }) }, errors: [403],
+      method: 'POST',
+      path: '/files/sessions/:sessionId/renew',
+      operationId: 'renewFileSession',
+      summary: 'Extend a file session',
+      tags: ['files'],
+      auth: rules.viewer,
+      params: SessionParams,
+      body: TtlBody,
+      responses: { 200: v.object({ session: SessionSchema }) },
+      errors: [403],
       handler: ({ params, body, principal }) => {
         const { session } = files.open(params.sessionId, principal)
         return { session: files.sessions.view(files.sessions.renew(session, body.ttlSeconds)) }
       },
     }),
     route({
-      method: 'DELETE', path: '/files/sessions/:sessionId', operationId: 'closeFileSession', summary: 'Close a file session', tags: ['files'],
-      auth: rules.viewer, params: SessionParams, responses: { 200: v.object({ ok: v.literal(true) }) }, errors: [403],
+      method: 'DELETE',
+      path: '/files/sessions/:sessionId',
+      operationId: 'closeFileSession',
+      summary: 'Close a file session',
+      tags: ['files'],
+      auth: rules.viewer,
+      params: SessionParams,
+      responses: { 200: v.object({ ok: v.literal(true) }) },
+      errors: [403],
       handler: ({ params, principal }) => {
         const { session } = files.open(params.sessionId, principal)
         files.sessions.close(session)
@@ -64,21 +108,46 @@ export function fileRoutes(s: WorkspaceServices, files: FileService, streams: St
       },
     }),
     route({
-      method: 'GET', path: '/files/sessions/:sessionId/catalog/snapshot', operationId: 'fileCatalogSnapshot', summary: 'A page of the file catalog', tags: ['files'],
-      description: 'Files (and with `includeDirs` directories) under `prefix`, in component-wise path order, after the exclusive `after`. `truncated` with `nextAfter` when more follow. `cursor` is the catalog event seq taken before the walk: follow `catalog/events?since=cursor` to stay exact. Symlinks and server temp files are not listed.',
-      auth: rules.viewer, params: SessionParams,
+      method: 'GET',
+      path: '/files/sessions/:sessionId/catalog/snapshot',
+      operationId: 'fileCatalogSnapshot',
+      summary: 'A page of the file catalog',
+      tags: ['files'],
+      description:
+        'Files (and with `includeDirs` directories) under `prefix`, in component-wise path order, after the exclusive `after`. `truncated` with `nextAfter` when more follow. `cursor` is the catalog event seq taken before the walk: follow `catalog/events?since=cursor` to stay exact. Symlinks and server temp files are not listed.',
+      auth: rules.viewer,
+      params: SessionParams,
       query: v.object({
         prefix: queryString({ maxLength: 8192 }),
         after: queryString({ maxLength: 8192 }),
-        limit: queryInt({ min: 1, max: 10_000, default: 2000, description: 'Entries per page (1-10000, default 2000)' }),
+        limit: queryInt({
+          min: 1,
+          max: 10_000,
+          default: 2000,
+          description: 'Entries per page (1-10000, default 2000)',
+        }),
         includeDirs: queryBool(false),
         excludeHeavyDirectories: queryBool(false),
       }),
       responses: {
         200: v.object({
-          sessionId: v.string(), workspaceId: v.string(), generatedAt: v.number(), cursor: v.number(), truncated: v.boolean(), nextAfter: v.optional(v.string()),
-          incomplete: v.boolean(), skippedDirectories: v.array(v.string()),
-          items: v.array(v.object({ path: v.string(), kind: v.picklist(['file', 'dir']), size: v.number(), mtimeMs: v.number(), revision: v.string() })),
+          sessionId: v.string(),
+          workspaceId: v.string(),
+          generatedAt: v.number(),
+          cursor: v.number(),
+          truncated: v.boolean(),
+          nextAfter: v.optional(v.string()),
+          incomplete: v.boolean(),
+          skippedDirectories: v.array(v.string()),
+          items: v.array(
+            v.object({
+              path: v.string(),
+              kind: v.picklist(['file', 'dir']),
+              size: v.number(),
+              mtimeMs: v.number(),
+              revision: v.string(),
+            }),
+          ),
         }),
       },
       errors: [400, 403],
@@ -86,32 +155,60 @@ export function fileRoutes(s: WorkspaceServices, files: FileService, streams: St
         const { session, ws } = files.open(params.sessionId, principal)
         const prefix = optionalPath(query.prefix, 'prefix') ?? ''
         const after = optionalPath(query.after, 'after')
-        const page = await files.snapshot(ws, { prefix, after, limit: query.limit ?? 2000, includeDirs: query.includeDirs ?? false, excludeHeavyDirectories: query.excludeHeavyDirectories ?? false })
+        const page = await files.snapshot(ws, {
+          prefix,
+          after,
+          limit: query.limit ?? 2000,
+          includeDirs: query.includeDirs ?? false,
+          excludeHeavyDirectories: query.excludeHeavyDirectories ?? false,
+        })
         return { sessionId: session.id, workspaceId: ws.entry.id, generatedAt: s.now(), ...page }
       },
     }),
     route({
-      method: 'GET', path: '/files/sessions/:sessionId/catalog/events', operationId: 'fileCatalogEvents', summary: 'File catalog events (JSON page or SSE)', tags: ['files'],
-      description: '`write | delete | rename | mkdir` events, from writes through the server and from changes other programs make on disk. With `Accept: text/event-stream` an SSE stream (`id:` = seq; resume with `Last-Event-ID` or `?since=`); otherwise `{items, cursor, resync}`. `resync: true` means events after `since` were dropped (restart or overflow): take a new snapshot.',
-      auth: rules.viewer, params: SessionParams,
+      method: 'GET',
+      path: '/files/sessions/:sessionId/catalog/events',
+      operationId: 'fileCatalogEvents',
+      summary: 'File catalog events (JSON page or SSE)',
+      tags: ['files'],
+      description:
+        '`write | delete | rename | mkdir` events, from writes through the server and from changes other programs make on disk. With `Accept: text/event-stream` an SSE stream (`id:` = seq; resume with `Last-Event-ID` or `?since=`); otherwise `{items, cursor, resync}`. `resync: true` means events after `since` were dropped (restart or overflow): take a new snapshot.',
+      auth: rules.viewer,
+      params: SessionParams,
       query: v.object({
-        since: queryInt({ min: 0, max: Number.MAX_SAFE_INTEGER, description: 'Return events with seq greater than this' }),
-        limit: queryInt({ min: 1, max: 10_000, default: 1000, description: 'Page size for JSON (1-10000, default 1000)' }),
+        since: queryInt({
+          min: 0,
+          max: Number.MAX_SAFE_INTEGER,
+          description: 'Return events with seq greater than this',
+        }),
+        limit: queryInt({
+          min: 1,
+          max: 10_000,
+          default: 1000,
+          description: 'Page size for JSON (1-10000, default 1000)',
+        }),
       }),
-      responses: { 200: { description: 'A page of events, or an SSE stream when requested', schema: v.object({ items: v.array(CatalogEventSchema), cursor: v.number(), resync: v.boolean() }) } },
+      responses: {
+        200: {
+          description: 'A page of events, or an SSE stream when requested',
+          schema: v.object({ items: v.array(CatalogEventSchema), cursor: v.number(), resync: v.boolean() }),
+        },
+      },
       errors: [403],
       handler: ({ request, url, params, query, principal }) => {
         const { ws } = files.open(params.sessionId, principal)
         const log = files.events(ws)
         if (wantsEventStream(request)) {
           const resume = lastEventId(request, url)
-          const after = resume !== null && /^\d+$/.test(resume) ? Number(resume) : query.since ?? log.cursor
+          const after = resume !== null && /^\d+$/.test(resume) ? Number(resume) : (query.since ?? log.cursor)
           return sseResponse({
             registry: streams,
             start: (sink) => {
-              if (log.list(after, 1).resync) sink.send({ id: log.cursor, event: 'resync', data: { resync: true, cursor: log.cursor } })
+              if (log.list(after, 1).resync)
+                sink.send({ id: log.cursor, event: 'resync', data: { resync: true, cursor: log.cursor } })
               return replayThenFollow<CatalogEvent>({
-                sink, after,
+                sink,
+                after,
                 backlog: (from) => log.list(from, 1_000_000).items,
                 subscribe: (listener) => log.subscribe(listener),
                 toEvent: (e) => ({ id: e.seq, event: e.type, data: e }),
@@ -123,39 +220,78 @@ export function fileRoutes(s: WorkspaceServices, files: FileService, streams: St
       },
     }),
     route({
-      method: 'POST', path: '/files/sessions/:sessionId/read-batch', operationId: 'fileReadBatch', summary: 'Read files', tags: ['files'],
+      method: 'POST',
+      path: '/files/sessions/:sessionId/read-batch',
+      operationId: 'fileReadBatch',
+      summary: 'Read files',
+      tags: ['files'],
       description: `Up to ${max} paths; per item \`{ok:true, path, kind, bytes, updatedAt, revision, contentBase64}\` or \`{ok:false, path, code, message}\`.`,
-      auth: rules.viewer, params: SessionParams,
+      auth: rules.viewer,
+      params: SessionParams,
       body: v.object({ paths: v.pipe(v.array(PathString), v.minLength(1), v.maxLength(max)) }),
-      responses: { 200: v.object({ items: v.array(ItemResult) }) }, errors: [403],
+      responses: { 200: v.object({ items: v.array(ItemResult) }) },
+      errors: [403],
       handler: async ({ params, body, principal }) => {
         const { ws } = files.open(params.sessionId, principal)
         return new PreEncodedJson(await files.readBatch(ws, body.paths))
       },
     }),
     route({
-      method: 'POST', path: '/files/sessions/:sessionId/write-batch', operationId: 'fileWriteBatch', summary: 'Write files atomically', tags: ['files'],
+      method: 'POST',
+      path: '/files/sessions/:sessionId/write-batch',
+      operationId: 'fileWriteBatch',
+      summary: 'Write files atomically',
+      tags: ['files'],
       description: `Up to ${max} writes, one approval for the batch (action \`workspace.files.session.write\`). \`ifMatchRevision\` guards against lost updates (\`conflict\` with expected and current revision); revisions are checked again after approval. Each file is written to a temp file, fsynced and renamed.`,
-      auth: rules.collaborator, params: SessionParams,
-      body: v.object({ writes: v.pipe(v.array(v.object({ path: PathString, contentBase64: v.string(), ifMatchRevision: v.optional(v.string()), force: v.optional(v.boolean()) })), v.minLength(1), v.maxLength(max)) }),
-      responses: { 200: v.object({ items: v.array(ItemResult), cursor: v.number() }) }, errors: [403, 503],
+      auth: rules.collaborator,
+      params: SessionParams,
+      body: v.object({
+        writes: v.pipe(
+          v.array(
+            v.object({
+              path: PathString,
+              contentBase64: v.string(),
+              ifMatchRevision: v.optional(v.string()),
+              force: v.optional(v.boolean()),
+            }),
+          ),
+          v.minLength(1),
+          v.maxLength(max),
+        ),
+      }),
+      responses: { 200: v.object({ items: v.array(ItemResult), cursor: v.number() }) },
+      errors: [403, 503],
       handler: ({ request, params, body, principal }) => {
         const { session, ws } = files.open(params.sessionId, principal)
         return files.writeBatch(session, ws, principal, body.writes, request.signal)
       },
     }),
     route({
-      method: 'POST', path: '/files/sessions/:sessionId/ops', operationId: 'fileOperations', summary: 'mkdir, delete and rename', tags: ['files'],
+      method: 'POST',
+      path: '/files/sessions/:sessionId/ops',
+      operationId: 'fileOperations',
+      summary: 'mkdir, delete and rename',
+      tags: ['files'],
       description: `Up to ${max} operations in order, one approval (action \`workspace.files.session.ops\`). Delete removes the entry itself (a symlink, not its target); \`recursive\` is needed for non-empty directories. Rename refuses an existing target.`,
-      auth: rules.collaborator, params: SessionParams,
+      auth: rules.collaborator,
+      params: SessionParams,
       body: v.object({
-        operations: v.pipe(v.array(v.variant('type', [
-          v.object({ type: v.literal('mkdir'), path: PathString }),
-          v.object({ type: v.literal('delete'), path: PathString, recursive: v.optional(v.boolean()) }),
-          v.object({ type: v.literal('rename'), from: PathString, to: PathString }),
-        ])), v.minLength(1), v.maxLength(max)),
+        operations: v.pipe(
+          v.array(
+            v.variant('type', [
+              v.object({ type: v.literal('mkdir'), path: PathString }),
+              v.object({ type: v.literal('delete'), path: PathString, recursive: v.optional(v.boolean()) }),
+              v.object({ type: v.literal('rename'), from: PathString, to: PathString }),
+            ]),
+          ),
+          v.minLength(1),
+          v.maxLength(max),
+        ),
       }),
-      responses: { 200: v.object({ items: v.array(v.looseObject({ ok: v.boolean(), type: v.string() })), cursor: v.number() }) }, errors: [403, 503],
+      responses: {
+        200: v.object({ items: v.array(v.looseObject({ ok: v.boolean(), type: v.string() })), cursor: v.number() }),
+      },
+      errors: [403, 503],
       handler: ({ request, params, body, principal }) => {
         const { session, ws } = files.open(params.sessionId, principal)
         return files.operations(session, ws, principal, body.operations, request.signal)

@@ -19,7 +19,12 @@ import { skillRoutes } from './skill-routes.ts'
 import { tokenRoutes } from './token-routes.ts'
 
 /** The control-layer routes, built over the services. */
-export function controlRoutes(s: WorkspaceServices, streams: StreamRegistry, startedAt: number, sidecar?: SidecarReporter): AnyRoute<WorkspaceRule, Principal>[] {
+export function controlRoutes(
+  s: WorkspaceServices,
+  streams: StreamRegistry,
+  startedAt: number,
+  sidecar?: SidecarReporter,
+): AnyRoute<WorkspaceRule, Principal>[] {
   return [
     ...discoveryRoutes(s, startedAt, sidecar),
     ...tokenRoutes(s),

@@ -27,20 +27,34 @@ function cachedItems(ws: WorkspaceRuntime) {
 export function mcpRoutes(s: WorkspaceServices) {
   return [
     route({
-      method: 'GET', path: '/workspace/:id/mcp', operationId: 'listMcp', summary: 'List MCP servers', tags: ['mcp'],
-      description: 'Entries of the config `mcp` map. Header and environment values, OAuth secrets and URL credentials are masked.',
-      auth: rules.viewer, params: WorkspaceParams, responses: { 200: v.object({ items: McpItems }) }, errors: [422],
+      method: 'GET',
+      path: '/workspace/:id/mcp',
+      operationId: 'listMcp',
+      summary: 'List MCP servers',
+      tags: ['mcp'],
+      description:
+        'Entries of the config `mcp` map. Header and environment values, OAuth secrets and URL credentials are masked.',
+      auth: rules.viewer,
+      params: WorkspaceParams,
+      responses: { 200: v.object({ items: McpItems }) },
+      errors: [422],
       handler: ({ params }) => {
         const ws = s.workspaces.get(params.id)
         return ws.cache.jsonBody('mcp', async () => ({ items: await cachedItems(ws) }))
       },
     }),
     route({
-      method: 'POST', path: '/workspace/:id/mcp', operationId: 'addMcp', summary: 'Add or replace an MCP server', tags: ['mcp'],
+      method: 'POST',
+      path: '/workspace/:id/mcp',
+      operationId: 'addMcp',
+      summary: 'Add or replace an MCP server',
+      tags: ['mcp'],
       description: '`local` needs a non-empty `command` array of strings; `remote` an http(s) `url`. Approval-gated.',
-      auth: rules.collaborator, params: WorkspaceParams,
+      auth: rules.collaborator,
+      params: WorkspaceParams,
       body: v.object({ name: v.string(), config: v.optional(JsonObject) }),
-      responses: { 200: v.object({ items: McpItems }) }, errors: WRITE_ERRORS,
+      responses: { 200: v.object({ items: McpItems }) },
+      errors: WRITE_ERRORS,
       handler: async ({ request, params, body, principal }) => {
         s.gate.ensureWritable()
         const ws = s.workspaces.get(params.id)
@@ -50,8 +64,15 @@ export function mcpRoutes(s: WorkspaceServices) {
         const current = mcpEntries((await readOpencodeConfig(ws.entry.path)).data)[name]
         const exists = Boolean(current)
         await s.gate.run({
-          workspace: ws, principal, signal: request.signal, action: 'mcp.add', summary: `${exists ? 'Updated' : 'Added'} MCP ${name}`, target: name, paths: [await opencodeConfigRel(ws.entry.path)],
-          reason: 'mcp', trigger: { type: 'mcp', name, action: exists ? 'updated' : 'added' },
+          workspace: ws,
+          principal,
+          signal: request.signal,
+          action: 'mcp.add',
+          summary: `${exists ? 'Updated' : 'Added'} MCP ${name}`,
+          target: name,
+          paths: [await opencodeConfigRel(ws.entry.path)],
+          reason: 'mcp',
+          trigger: { type: 'mcp', name, action: exists ? 'updated' : 'added' },
           apply: () => upsertMcp(ws.entry.path, name, config),
           unchanged: async () => sameJson(current, config),
         })
@@ -59,10 +80,17 @@ export function mcpRoutes(s: WorkspaceServices) {
       },
     }),
     route({
-      method: 'PATCH', path: '/workspace/:id/mcp/:name', operationId: 'updateMcp', summary: 'Enable or disable an MCP server', tags: ['mcp'],
+      method: 'PATCH',
+      path: '/workspace/:id/mcp/:name',
+      operationId: 'updateMcp',
+      summary: 'Enable or disable an MCP server',
+      tags: ['mcp'],
       description: 'A no-op (already in that state) answers `changed:false` and records nothing. Approval-gated.',
-      auth: rules.collaborator, params: NamedParams, body: v.object({ enabled: v.boolean() }),
-      responses: { 200: v.object({ changed: v.boolean(), enabled: v.boolean(), items: McpItems }) }, errors: WRITE_ERRORS,
+      auth: rules.collaborator,
+      params: NamedParams,
+      body: v.object({ enabled: v.boolean() }),
+      responses: { 200: v.object({ changed: v.boolean(), enabled: v.boolean(), items: McpItems }) },
+      errors: WRITE_ERRORS,
       handler: async ({ request, params, body, principal }) => {
         s.gate.ensureWritable()
         const ws = s.workspaces.get(params.id)
@@ -72,24 +100,46 @@ export function mcpRoutes(s: WorkspaceServices) {
         const current = entry.enabled !== false
         if (current === body.enabled) return { changed: false, enabled: current, items: await cachedItems(ws) }
         await s.gate.run({
-          workspace: ws, principal, signal: request.signal, action: 'mcp.update', summary: `${body.enabled ? 'Enabled' : 'Paused'} MCP ${name}`, target: name, paths: [await opencodeConfigRel(ws.entry.path)],
-          reason: 'mcp', trigger: { type: 'mcp', name, action: 'updated' },
+          workspace: ws,
+          principal,
+          signal: request.signal,
+          action: 'mcp.update',
+          summary: `${body.enabled ? 'Enabled' : 'Paused'} MCP ${name}`,
+          target: name,
+          paths: [await opencodeConfigRel(ws.entry.path)],
+          reason: 'mcp',
+          trigger: { type: 'mcp', name, action: 'updated' },
           apply: () => setMcpEnabled(ws.entry.path, name, body.enabled),
         })
         return { changed: true, enabled: body.enabled, items: await cachedItems(ws) }
       },
     }),
     route({
-      method: 'DELETE', path: '/workspace/:id/mcp/:name', operationId: 'removeMcp', summary: 'Remove an MCP server', tags: ['mcp'],
-      auth: rules.collaborator, params: NamedParams, responses: { 200: v.object({ items: McpItems }) }, errors: [400, ...WRITE_ERRORS],
+      method: 'DELETE',
+      path: '/workspace/:id/mcp/:name',
+      operationId: 'removeMcp',
+      summary: 'Remove an MCP server',
+      tags: ['mcp'],
+      auth: rules.collaborator,
+      params: NamedParams,
+      responses: { 200: v.object({ items: McpItems }) },
+      errors: [400, ...WRITE_ERRORS],
       handler: async ({ request, params, principal }) => {
         s.gate.ensureWritable()
         const ws = s.workspaces.get(params.id)
         const name = validateMcpName(params.name)
-        if (!mcpEntries((await readOpencodeConfig(ws.entry.path)).data)[name]) throw errors.notFound('mcp_not_found', `MCP ${name} not found`)
+        if (!mcpEntries((await readOpencodeConfig(ws.entry.path)).data)[name])
+          throw errors.notFound('mcp_not_found', `MCP ${name} not found`)
         await s.gate.run({
-          workspace: ws, principal, signal: request.signal, action: 'mcp.remove', summary: `Removed MCP ${name}`, target: name, paths: [await opencodeConfigRel(ws.entry.path)],
-          reason: 'mcp', trigger: { type: 'mcp', name, action: 'removed' },
+          workspace: ws,
+          principal,
+          signal: request.signal,
+          action: 'mcp.remove',
+          summary: `Removed MCP ${name}`,
+          target: name,
+          paths: [await opencodeConfigRel(ws.entry.path)],
+          reason: 'mcp',
+          trigger: { type: 'mcp', name, action: 'removed' },
           apply: () => removeMcp(ws.entry.path, name),
         })
         return { items: await cachedItems(ws) }

@@ -6,7 +6,15 @@ import * as v from 'valibot'
 import { routeFactory } from '../../core/route.ts'
 import { rules, type Principal, type WorkspaceRule } from '../auth.ts'
 import { opencodeConfigRel, readOpencodeConfig } from '../opencode-config-file.ts'
-import { addPlugin, hasPlugin, listPlugins, pluginName, pluginRemovalPlan, removePlugin, validatePluginSpec } from '../plugins.ts'
+import {
+  addPlugin,
+  hasPlugin,
+  listPlugins,
+  pluginName,
+  pluginRemovalPlan,
+  removePlugin,
+  validatePluginSpec,
+} from '../plugins.ts'
 import { cachedOpencodeConfig } from '../workspace-config.ts'
 import type { WorkspaceRuntime } from '../workspace-registry.ts'
 import type { WorkspaceServices } from '../workspace-services.ts'
@@ -15,30 +23,55 @@ import { NamedParams, WorkspaceParams, WRITE_ERRORS } from './schemas.ts'
 const route = routeFactory<WorkspaceRule, Principal>()
 
 const PluginListSchema = v.object({
-  items: v.array(v.object({ spec: v.string(), source: v.picklist(['config', 'dir.project']), scope: v.literal('project'), path: v.optional(v.string()) })),
+  items: v.array(
+    v.object({
+      spec: v.string(),
+      source: v.picklist(['config', 'dir.project']),
+      scope: v.literal('project'),
+      path: v.optional(v.string()),
+    }),
+  ),
   loadOrder: v.array(v.string()),
 })
 
 function cachedList(ws: WorkspaceRuntime) {
-  return ws.cache.get('plugins', async () => listPlugins(ws.entry.path, (await cachedOpencodeConfig(ws.entry.path, ws.cache)).data))
+  return ws.cache.get('plugins', async () =>
+    listPlugins(ws.entry.path, (await cachedOpencodeConfig(ws.entry.path, ws.cache)).data),
+  )
 }
 
 /** `/workspace/:id/plugins` routes. */
 export function pluginRoutes(s: WorkspaceServices) {
   return [
     route({
-      method: 'GET', path: '/workspace/:id/plugins', operationId: 'listPlugins', summary: 'List plugins', tags: ['plugins'],
+      method: 'GET',
+      path: '/workspace/:id/plugins',
+      operationId: 'listPlugins',
+      summary: 'List plugins',
+      tags: ['plugins'],
       description: 'The config `plugin` specs plus `.opencode/plugins/*.{js,ts}`, de-duplicated by package name.',
-      auth: rules.viewer, params: WorkspaceParams, responses: { 200: PluginListSchema }, errors: [422],
+      auth: rules.viewer,
+      params: WorkspaceParams,
+      responses: { 200: PluginListSchema },
+      errors: [422],
       handler: ({ params }) => {
         const ws = s.workspaces.get(params.id)
         return ws.cache.jsonBody('plugins', () => cachedList(ws))
       },
     }),
     route({
-      method: 'POST', path: '/workspace/:id/plugins', operationId: 'addPlugin', summary: 'Add a plugin spec', tags: ['plugins'],
-      description: 'Appends to the config `plugin` array; a spec whose package name is already there is a no-op. Approval-gated.',
-      auth: rules.collaborator, params: WorkspaceParams, body: v.object({ spec: v.string() }), responses: { 200: PluginListSchema }, errors: WRITE_ERRORS,
+      method: 'POST',
+      path: '/workspace/:id/plugins',
+      operationId: 'addPlugin',
+      summary: 'Add a plugin spec',
+      tags: ['plugins'],
+      description:
+        'Appends to the config `plugin` array; a spec whose package name is already there is a no-op. Approval-gated.',
+      auth: rules.collaborator,
+      params: WorkspaceParams,
+      body: v.object({ spec: v.string() }),
+      responses: { 200: PluginListSchema },
+      errors: WRITE_ERRORS,
       handler: async ({ request, params, body, principal }) => {
         s.gate.ensureWritable()
         const ws = s.workspaces.get(params.id)
@@ -46,25 +79,47 @@ export function pluginRoutes(s: WorkspaceServices) {
         if (hasPlugin((await readOpencodeConfig(ws.entry.path)).data, spec)) return cachedList(ws)
         const rel = await opencodeConfigRel(ws.entry.path)
         await s.gate.run({
-          workspace: ws, principal, signal: request.signal, action: 'plugins.add', summary: `Added ${spec}`, target: pluginName(spec), paths: [rel],
-          reason: 'plugins', trigger: { type: 'plugin', name: pluginName(spec), action: 'added' },
+          workspace: ws,
+          principal,
+          signal: request.signal,
+          action: 'plugins.add',
+          summary: `Added ${spec}`,
+          target: pluginName(spec),
+          paths: [rel],
+          reason: 'plugins',
+          trigger: { type: 'plugin', name: pluginName(spec), action: 'added' },
           apply: () => addPlugin(ws.entry.path, spec),
         })
         return cachedList(ws)
       },
     }),
     route({
-      method: 'DELETE', path: '/workspace/:id/plugins/:name', operationId: 'removePlugin', summary: 'Remove a plugin by name', tags: ['plugins'],
-      description: 'Removes config specs with that package name and a matching `.opencode/plugins/<name>.{js,ts}` file. Approval-gated.',
-      auth: rules.collaborator, params: NamedParams, responses: { 200: PluginListSchema }, errors: WRITE_ERRORS,
+      method: 'DELETE',
+      path: '/workspace/:id/plugins/:name',
+      operationId: 'removePlugin',
+      summary: 'Remove a plugin by name',
+      tags: ['plugins'],
+      description:
+        'Removes config specs with that package name and a matching `.opencode/plugins/<name>.{js,ts}` file. Approval-gated.',
+      auth: rules.collaborator,
+      params: NamedParams,
+      responses: { 200: PluginListSchema },
+      errors: WRITE_ERRORS,
       handler: async ({ request, params, principal }) => {
         s.gate.ensureWritable()
         const ws = s.workspaces.get(params.id)
         const plan = await pluginRemovalPlan(ws.entry.path, (await readOpencodeConfig(ws.entry.path)).data, params.name)
         const paths = [...(plan.specs.length ? [await opencodeConfigRel(ws.entry.path)] : []), ...plan.files]
         await s.gate.run({
-          workspace: ws, principal, signal: request.signal, action: 'plugins.remove', summary: `Removed ${params.name}`, target: params.name, paths,
-          reason: 'plugins', trigger: { type: 'plugin', name: params.name, action: 'removed' },
+          workspace: ws,
+          principal,
+          signal: request.signal,
+          action: 'plugins.remove',
+          summary: `Removed ${params.name}`,
+          target: params.name,
+          paths,
+          reason: 'plugins',
+          trigger: { type: 'plugin', name: params.name, action: 'removed' },
           apply: () => removePlugin(ws.entry.path, params.name),
         })
         return cachedList(ws)

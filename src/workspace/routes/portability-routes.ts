@@ -13,7 +13,13 @@ import { actorOf } from '../audit-log.ts'
 import { rules, type Principal, type WorkspaceRule } from '../auth.ts'
 import type { FileService } from '../files/file-service.ts'
 import { applyImport } from '../portability/import-apply.ts'
-import { describeChanges, planImport, previewOf, type ImportPayload, type ImportPreview } from '../portability/import-plan.ts'
+import {
+  describeChanges,
+  planImport,
+  previewOf,
+  type ImportPayload,
+  type ImportPreview,
+} from '../portability/import-plan.ts'
 import { buildExport, type SensitiveMode } from '../portability/workspace-export.ts'
 import type { WorkspaceServices } from '../workspace-services.ts'
 import { JsonObject, WorkspaceParams, WRITE_ERRORS } from './schemas.ts'
@@ -26,17 +32,39 @@ const ImportBody = v.object({
   opencode: v.optional(JsonObject),
   workspace: v.optional(JsonObject),
   skills: v.optional(v.array(v.object({ name: v.string(), content: v.string(), description: v.optional(v.string()) }))),
-  commands: v.optional(v.array(v.object({ name: v.optional(v.string()), template: v.optional(v.string()), content: v.optional(v.string()), description: v.optional(v.string()), agent: v.optional(v.string()), model: v.optional(v.nullable(v.string())), subtask: v.optional(v.boolean()) }))),
+  commands: v.optional(
+    v.array(
+      v.object({
+        name: v.optional(v.string()),
+        template: v.optional(v.string()),
+        content: v.optional(v.string()),
+        description: v.optional(v.string()),
+        agent: v.optional(v.string()),
+        model: v.optional(v.nullable(v.string())),
+        subtask: v.optional(v.boolean()),
+      }),
+    ),
+  ),
   files: v.optional(v.array(v.object({ path: v.string(), content: v.string() }))),
   previewFingerprint: v.optional(v.unknown()),
 })
 const PreviewSchema = v.object({
   fingerprint: v.string(),
-  summary: v.object({ total: v.number(), create: v.number(), update: v.number(), replace: v.number(), delete: v.number(), unchanged: v.number() }),
+  summary: v.object({
+    total: v.number(),
+    create: v.number(),
+    update: v.number(),
+    replace: v.number(),
+    delete: v.number(),
+    unchanged: v.number(),
+  }),
   changes: v.array(v.object({ kind: v.string(), action: v.string(), label: v.string(), path: v.string() })),
 })
 const ExportSchema = v.object({
-  workspaceId: v.string(), exportedAt: v.number(), opencode: JsonObject, workspace: JsonObject,
+  workspaceId: v.string(),
+  exportedAt: v.number(),
+  opencode: JsonObject,
+  workspace: JsonObject,
   skills: v.array(v.object({ name: v.string(), description: v.string(), content: v.string() })),
   commands: v.array(v.looseObject({ name: v.string(), template: v.string() })),
   files: v.array(v.object({ path: v.string(), content: v.string() })),
@@ -50,60 +78,134 @@ function previewConflict(code: string, message: string, preview: ImportPreview):
 export function portabilityRoutes(s: WorkspaceServices, files: FileService) {
   return [
     route({
-      method: 'GET', path: '/workspace/:id/export', operationId: 'exportWorkspace', summary: 'Export portable workspace configuration', tags: ['portability'],
-      description: 'Portable project-config keys, `.opencode/service.json`, skills, commands and files under `.opencode/agents|plugins|tools`. `sensitive=auto` (default) answers 409 `workspace_export_requires_decision` with `details.warnings` when secrets are found; `exclude` strips them; `include` keeps them.',
-      auth: rules.viewer, params: WorkspaceParams,
+      method: 'GET',
+      path: '/workspace/:id/export',
+      operationId: 'exportWorkspace',
+      summary: 'Export portable workspace configuration',
+      tags: ['portability'],
+      description:
+        'Portable project-config keys, `.opencode/service.json`, skills, commands and files under `.opencode/agents|plugins|tools`. `sensitive=auto` (default) answers 409 `workspace_export_requires_decision` with `details.warnings` when secrets are found; `exclude` strips them; `include` keeps them.',
+      auth: rules.viewer,
+      params: WorkspaceParams,
       query: v.object({ sensitive: queryString({ maxLength: 16 }) }),
-      responses: { 200: ExportSchema }, errors: [409, 422],
+      responses: { 200: ExportSchema },
+      errors: [409, 422],
       handler: async ({ params, query }) => {
         const ws = s.workspaces.get(params.id)
         const mode = query.sensitive ?? 'auto'
-        if (!['auto', 'include', 'exclude'].includes(mode)) throw new ApiError(400, 'invalid_workspace_export_sensitive_mode', 'sensitive must be auto, include or exclude')
+        if (!['auto', 'include', 'exclude'].includes(mode))
+          throw new ApiError(
+            400,
+            'invalid_workspace_export_sensitive_mode',
+            'sensitive must be auto, include or exclude',
+          )
         const doc = await buildExport(ws.entry.path, mode as SensitiveMode)
         return { workspaceId: ws.entry.id, exportedAt: s.now(), ...doc }
       },
     }),
     route({
-      method: 'POST', path: '/workspace/:id/import/preview', operationId: 'previewWorkspaceImport', summary: 'Preview an import (writes nothing)', tags: ['portability'],
-      description: 'Body: `{mode?:{opencode,workspace,skills,commands,files: "merge"|"replace"}, opencode?, workspace?, skills?, commands?, files?}`. Returns the fingerprint to pass to `POST …/import`.',
-      auth: rules.viewer, params: WorkspaceParams, body: ImportBody,
-      responses: { 200: PreviewSchema }, errors: [422],
+      method: 'POST',
+      path: '/workspace/:id/import/preview',
+      operationId: 'previewWorkspaceImport',
+      summary: 'Preview an import (writes nothing)',
+      tags: ['portability'],
+      description:
+        'Body: `{mode?:{opencode,workspace,skills,commands,files: "merge"|"replace"}, opencode?, workspace?, skills?, commands?, files?}`. Returns the fingerprint to pass to `POST …/import`.',
+      auth: rules.viewer,
+      params: WorkspaceParams,
+      body: ImportBody,
+      responses: { 200: PreviewSchema },
+      errors: [422],
       handler: async ({ params, body }) => {
         const ws = s.workspaces.get(params.id)
         return previewOf(await planImport(ws.entry.path, body as ImportPayload))
       },
     }),
     route({
-      method: 'POST', path: '/workspace/:id/import', operationId: 'importWorkspace', summary: 'Import workspace configuration', tags: ['portability'],
-      description: 'Same body as the preview plus `previewFingerprint`. No changes → `{ok:true, preview}`. Changes without a fingerprint → 409 `workspace_import_preview_required`; a different fingerprint → 409 `workspace_import_preview_stale` (both carry `preview`). Approval action `config.import`; the plan is rebuilt after approval and must still match; applied all-or-nothing (500 `import_failed` leaves the workspace unchanged).',
-      auth: rules.collaborator, params: WorkspaceParams, body: ImportBody,
-      responses: { 200: v.object({ ok: v.literal(true), preview: PreviewSchema }) }, errors: [...WRITE_ERRORS],
+      method: 'POST',
+      path: '/workspace/:id/import',
+      operationId: 'importWorkspace',
+      summary: 'Import workspace configuration',
+      tags: ['portability'],
+      description:
+        'Same body as the preview plus `previewFingerprint`. No changes → `{ok:true, preview}`. Changes without a fingerprint → 409 `workspace_import_preview_required`; a different fingerprint → 409 `workspace_import_preview_stale` (both carry `preview`). Approval action `config.import`; the plan is rebuilt after approval and must still match; applied all-or-nothing (500 `import_failed` leaves the workspace unchanged).',
+      auth: rules.collaborator,
+      params: WorkspaceParams,
+      body: ImportBody,
+      responses: { 200: v.object({ ok: v.literal(true), preview: PreviewSchema }) },
+      errors: [...WRITE_ERRORS],
       handler: async ({ request, params, body, principal }) => {
         s.gate.ensureWritable()
         const ws = s.workspaces.get(params.id)
         const fingerprint = body.previewFingerprint
-        if (fingerprint !== undefined && typeof fingerprint !== 'string') throw new ApiError(400, 'invalid_workspace_import_preview_fingerprint', 'previewFingerprint must be a string')
+        if (fingerprint !== undefined && typeof fingerprint !== 'string')
+          throw new ApiError(400, 'invalid_workspace_import_preview_fingerprint', 'previewFingerprint must be a string')
         const payload = body as ImportPayload
         const plan = await planImport(ws.entry.path, payload)
         const preview = previewOf(plan)
-        if (fingerprint !== undefined && fingerprint !== preview.fingerprint) throw previewConflict('workspace_import_preview_stale', 'The workspace changed since the preview; review the new preview', preview)
+        if (fingerprint !== undefined && fingerprint !== preview.fingerprint)
+          throw previewConflict(
+            'workspace_import_preview_stale',
+            'The workspace changed since the preview; review the new preview',
+            preview,
+          )
         const changed = plan.filter((c) => c.action !== 'unchanged')
         if (!changed.length) return { ok: true as const, preview }
-        if (fingerprint === undefined) throw previewConflict('workspace_import_preview_required', 'Preview the import and pass its fingerprint', preview)
+        if (fingerprint === undefined)
+          throw previewConflict(
+            'workspace_import_preview_required',
+            'Preview the import and pass its fingerprint',
+            preview,
+          )
         const summary = `Import workspace config (${describeChanges(preview)})`
-        const outcome = await s.approvals.request({ workspaceId: ws.entry.id, action: 'config.import', summary, paths: changed.map((c) => `${ws.entry.path}/${c.path}`), actor: actorOf(principal) }, request.signal)
-        if (!outcome.allowed) throw new ApiError(403, 'write_denied', 'Write request denied', { details: { requestId: outcome.id, reason: outcome.reason } })
+        const outcome = await s.approvals.request(
+          {
+            workspaceId: ws.entry.id,
+            action: 'config.import',
+            summary,
+            paths: changed.map((c) => `${ws.entry.path}/${c.path}`),
+            actor: actorOf(principal),
+          },
+          request.signal,
+        )
+        if (!outcome.allowed)
+          throw new ApiError(403, 'write_denied', 'Write request denied', {
+            details: { requestId: outcome.id, reason: outcome.reason },
+          })
         const log = files.events(ws)
         const applied = await ws.lock.run(async () => {
           const again = previewOf(await planImport(ws.entry.path, payload))
-          if (again.fingerprint !== preview.fingerprint) throw previewConflict('workspace_import_preview_stale', 'The workspace changed while the import awaited approval; nothing was written', again)
+          if (again.fingerprint !== preview.fingerprint)
+            throw previewConflict(
+              'workspace_import_preview_stale',
+              'The workspace changed while the import awaited approval; nothing was written',
+              again,
+            )
           await applyImport(ws.entry.path, plan)
-          for (const c of changed) log.append(c.after === null ? { type: 'delete', path: c.kind === 'skill' ? c.path.replace(/\/SKILL\.md$/, '') : c.path, source: 'server' } : { type: 'write', path: c.path, source: 'server' })
+          for (const c of changed)
+            log.append(
+              c.after === null
+                ? {
+                    type: 'delete',
+                    path: c.kind === 'skill' ? c.path.replace(/\/SKILL\.md$/, '') : c.path,
+                    source: 'server',
+                  }
+                : { type: 'write', path: c.path, source: 'server' },
+            )
           await ws.tracker.commit('config', { type: 'config', name: 'import', action: 'updated' })
           return again
         })
         ws.cache.invalidate()
-        await s.audit.record({ workspaceId: ws.entry.id, actor: actorOf(principal), action: 'config.import', target: changed.map((c) => c.path).slice(0, 20).join(', '), summary: `Imported workspace config (${describeChanges(applied)})` })
+        await s.audit.record({
+          workspaceId: ws.entry.id,
+          actor: actorOf(principal),
+          action: 'config.import',
+          target: changed
+            .map((c) => c.path)
+            .slice(0, 20)
+            .join(', '),
+          summary: `Imported workspace config (${describeChanges(applied)})`,
+        })
         return { ok: true as const, preview: applied }
       },
     }),

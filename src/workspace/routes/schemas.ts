@@ -7,7 +7,10 @@ import * as v from 'valibot'
 /** `:id` of a workspace. */
 export const WorkspaceParams = v.object({ id: v.pipe(v.string(), v.minLength(1), v.maxLength(128)) })
 /** `:id` plus an extension `:name`. */
-export const NamedParams = v.object({ id: v.pipe(v.string(), v.minLength(1), v.maxLength(128)), name: v.pipe(v.string(), v.maxLength(512)) })
+export const NamedParams = v.object({
+  id: v.pipe(v.string(), v.minLength(1), v.maxLength(128)),
+  name: v.pipe(v.string(), v.maxLength(512)),
+})
 
 /** The actor shown in audit entries and approvals: never a credential. */
 export const ActorSchema = v.object({
@@ -29,7 +32,12 @@ export const ApprovalSchema = v.object({
 })
 
 /** A workspace as clients see it. */
-export const WorkspaceSchema = v.object({ id: v.string(), name: v.string(), path: v.string(), workspaceType: v.literal('local') })
+export const WorkspaceSchema = v.object({
+  id: v.string(),
+  name: v.string(),
+  path: v.string(),
+  workspaceType: v.literal('local'),
+})
 
 /** A workspace event. */
 export const EventSchema = v.looseObject({
@@ -39,7 +47,14 @@ export const EventSchema = v.looseObject({
   type: v.picklist(['reload', 'approval.requested', 'approval.decided']),
   timestamp: v.number(),
   reason: v.optional(v.picklist(['config', 'plugins', 'skills', 'mcp', 'commands'])),
-  trigger: v.optional(v.looseObject({ type: v.string(), name: v.optional(v.string()), action: v.optional(v.string()), path: v.optional(v.string()) })),
+  trigger: v.optional(
+    v.looseObject({
+      type: v.string(),
+      name: v.optional(v.string()),
+      action: v.optional(v.string()),
+      path: v.optional(v.string()),
+    }),
+  ),
   source: v.optional(v.picklist(['server', 'disk'])),
   approval: v.optional(v.record(v.string(), v.unknown())),
   decision: v.optional(v.record(v.string(), v.unknown())),

@@ -26,14 +26,22 @@ const MAX_TTL_SECONDS = 365 * 24 * 3600
 export function tokenRoutes(s: WorkspaceServices) {
   return [
     route({
-      method: 'GET', path: '/tokens', operationId: 'listTokens', summary: 'List issued tokens', tags: ['tokens'],
+      method: 'GET',
+      path: '/tokens',
+      operationId: 'listTokens',
+      summary: 'List issued tokens',
+      tags: ['tokens'],
       description: 'Ids, scopes, labels and times. Never a token value or hash.',
       auth: rules.host,
       responses: { 200: v.object({ items: v.array(TokenInfoSchema) }) },
       handler: () => ({ items: s.tokens.list() }),
     }),
     route({
-      method: 'POST', path: '/tokens', operationId: 'createToken', summary: 'Issue a token', tags: ['tokens'],
+      method: 'POST',
+      path: '/tokens',
+      operationId: 'createToken',
+      summary: 'Issue a token',
+      tags: ['tokens'],
       description: 'The plaintext `token` appears in this response only. `ttlSeconds` sets an expiry (1 s to 1 year).',
       auth: rules.host,
       body: v.object({
@@ -45,12 +53,17 @@ export function tokenRoutes(s: WorkspaceServices) {
       errors: [403],
       handler: async ({ body }) => {
         s.gate.ensureWritable()
-        if (!(SCOPES as readonly string[]).includes(body.scope)) throw errors.badRequest('invalid_scope', 'Token scope must be owner, collaborator, or viewer')
+        if (!(SCOPES as readonly string[]).includes(body.scope))
+          throw errors.badRequest('invalid_scope', 'Token scope must be owner, collaborator, or viewer')
         return s.tokens.create({ scope: body.scope as Scope, label: body.label, ttlSeconds: body.ttlSeconds })
       },
     }),
     route({
-      method: 'DELETE', path: '/tokens/:tokenId', operationId: 'revokeToken', summary: 'Revoke a token', tags: ['tokens'],
+      method: 'DELETE',
+      path: '/tokens/:tokenId',
+      operationId: 'revokeToken',
+      summary: 'Revoke a token',
+      tags: ['tokens'],
       auth: rules.host,
       params: v.object({ tokenId: v.pipe(v.string(), v.maxLength(128)) }),
       responses: { 200: v.object({ ok: v.literal(true) }) },

@@ -28,34 +28,39 @@ export function relayBody(source: ReadableStream<Uint8Array>, options: RelayOpti
     finished = true
     return first
   }
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      let timer: ReturnType<typeof setTimeout> | undefined
-      const stalled = new Promise<'stalled'>((resolve) => { timer = setTimeout(() => resolve('stalled'), options.idleTimeoutMs) })
-      try {
-        const next = await Promise.race([reader.read(), stalled])
-        if (next === 'stalled') {
-          if (finish()) options.onUpstreamError('stalled')
-          reader.cancel().catch(() => {})
-          controller.error(new Error('sidecar response stalled'))
-          return
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        let timer: ReturnType<typeof setTimeout> | undefined
+        const stalled = new Promise<'stalled'>((resolve) => {
+          timer = setTimeout(() => resolve('stalled'), options.idleTimeoutMs)
+        })
+        try {
+          const next = await Promise.race([reader.read(), stalled])
+          if (next === 'stalled') {
+            if (finish()) options.onUpstreamError('stalled')
+            reader.cancel().catch(() => {})
+            controller.error(new Error('sidecar response stalled'))
+            return
+          }
+          if (next.done) {
+            finish()
+            controller.close()
+            return
+          }
+          controller.enqueue(next.value)
+        } catch (error) {
+          if (finish()) options.onUpstreamError('dropped')
+          controller.error(error)
+        } finally {
+          clearTimeout(timer)
         }
-        if (next.done) {
-          finish()
-          controller.close()
-          return
-        }
-        controller.enqueue(next.value)
-      } catch (error) {
-        if (finish()) options.onUpstreamError('dropped')
-        controller.error(error)
-      } finally {
-        clearTimeout(timer)
-      }
+      },
+      cancel(reason) {
+        if (finish()) options.onClientCancel()
+        return reader.cancel(reason).catch(() => {})
+      },
     },
-    cancel(reason) {
-      if (finish()) options.onClientCancel()
-      return reader.cancel(reason).catch(() => {})
-    },
-  }, { highWaterMark: 0 })
+    { highWaterMark: 0 },
+  )
 }

@@ -33,7 +33,8 @@ export function pinnedUpstreamUrl(baseUrl: string, rest: string, search: string,
   for (const key of [...new Set(params.keys())]) {
     const normal = key.toLowerCase().replace(/\[\]$/, '')
     // V2 routes (`/api/*`) take the directory as a nested `location[directory]` (or `location.x`) object.
-    if (PINNED_KEYS.includes(normal) || DROPPED_KEYS.includes(normal) || normal.startsWith('location')) params.delete(key)
+    if (PINNED_KEYS.includes(normal) || DROPPED_KEYS.includes(normal) || normal.startsWith('location'))
+      params.delete(key)
   }
   params.set('directory', directory)
   if (path.toLowerCase().startsWith('/api/')) params.set('location[directory]', directory)

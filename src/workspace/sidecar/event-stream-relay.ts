@@ -40,7 +40,10 @@ export function heartbeatFrameFor(path: string): string {
 }
 
 /** Relays `source` (an SSE body) with heartbeats; returns the client-facing stream. */
-export function relayEventStream(source: ReadableStream<Uint8Array>, options: EventRelayOptions): ReadableStream<Uint8Array> {
+export function relayEventStream(
+  source: ReadableStream<Uint8Array>,
+  options: EventRelayOptions,
+): ReadableStream<Uint8Array> {
   const reader = source.getReader()
   let controllerRef!: ReadableStreamDefaultController<Uint8Array>
   let timer: ReturnType<typeof setTimeout> | undefined
@@ -59,10 +62,19 @@ export function relayEventStream(source: ReadableStream<Uint8Array>, options: Ev
     if (how === 'client' || how === 'shutdown') {
       options.onClientCancel()
       reader.cancel().catch(() => {})
-      if (how === 'shutdown') try { controllerRef.close() } catch { /* already closed */ }
+      if (how === 'shutdown')
+        try {
+          controllerRef.close()
+        } catch {
+          /* already closed */
+        }
     } else {
       options.onUpstreamEnd(how)
-      try { controllerRef.close() } catch { /* already closed */ }
+      try {
+        controllerRef.close()
+      } catch {
+        /* already closed */
+      }
     }
   }
 
@@ -71,7 +83,12 @@ export function relayEventStream(source: ReadableStream<Uint8Array>, options: Ev
     timer = setTimeout(() => {
       if (closed) return
       if (atBoundary) {
-        try { controllerRef.enqueue(encoder.encode(options.heartbeatFrame)) } catch { end('client'); return }
+        try {
+          controllerRef.enqueue(encoder.encode(options.heartbeatFrame))
+        } catch {
+          end('client')
+          return
+        }
       }
       schedule()
     }, options.heartbeatMs)
@@ -96,7 +113,10 @@ export function relayEventStream(source: ReadableStream<Uint8Array>, options: Ev
           for (;;) {
             const next = await reader.read()
             if (closed) return
-            if (next.done) { end('ended'); return }
+            if (next.done) {
+              end('ended')
+              return
+            }
             if (next.value.length === 0) continue
             if (filter) {
               for (const frame of filter.push(next.value)) controller.enqueue(frame)
@@ -130,7 +150,11 @@ function frameFilter(keep: (data: string) => boolean): { push(chunk: Uint8Array)
         if (!match) break
         const frame = buffer.slice(0, match.index + match[0].length)
         buffer = buffer.slice(match.index + match[0].length)
-        const data = frame.split(/\r?\n/).filter((line) => line.startsWith('data:')).map((line) => line.slice(5).replace(/^ /, '')).join('\n')
+        const data = frame
+          .split(/\r?\n/)
+          .filter((line) => line.startsWith('data:'))
+          .map((line) => line.slice(5).replace(/^ /, ''))
+          .join('\n')
         if (data === '' || keep(data)) out.push(encoder.encode(frame))
       }
       return out

@@ -9,17 +9,45 @@
  */
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1) plus the legacy ones proxies must not forward. */
-const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']
+const HOP_BY_HOP = [
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]
 
 /** Request headers that carry the caller's identity or browser context, never forwarded. */
-const CLIENT_ONLY = ['authorization', 'cookie', 'host', 'origin', 'referer', 'content-length', 'accept-encoding', 'x-opencode-directory', 'x-request-id']
+const CLIENT_ONLY = [
+  'authorization',
+  'cookie',
+  'host',
+  'origin',
+  'referer',
+  'content-length',
+  'accept-encoding',
+  'x-opencode-directory',
+  'x-request-id',
+]
 
 /**
  * Response headers this server owns or that no longer describe the body: fetch has already
  * decoded any `content-encoding`, so the encoding and length headers would be wrong; the
  * sidecar's `WWW-Authenticate` would make browsers prompt for credentials the client must never see.
  */
-const UPSTREAM_ONLY = ['content-encoding', 'content-length', 'set-cookie', 'set-cookie2', 'www-authenticate', 'vary', 'x-content-type-options']
+const UPSTREAM_ONLY = [
+  'content-encoding',
+  'content-length',
+  'set-cookie',
+  'set-cookie2',
+  'www-authenticate',
+  'vary',
+  'x-content-type-options',
+]
 
 const REQUEST_DROP = new Set([...HOP_BY_HOP, ...CLIENT_ONLY])
 const RESPONSE_DROP = new Set([...HOP_BY_HOP, ...UPSTREAM_ONLY])
@@ -28,7 +56,10 @@ const RESPONSE_DROP = new Set([...HOP_BY_HOP, ...UPSTREAM_ONLY])
 function withConnectionNamed(base: Set<string>, headers: Headers): Set<string> {
   const connection = headers.get('connection')
   if (!connection) return base
-  const named = connection.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean)
+  const named = connection
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean)
   return named.length ? new Set([...base, ...named]) : base
 }
 
@@ -51,7 +82,10 @@ export function basicAuthorization(username: string, password: string | null): s
 }
 
 /** Builds the upstream request headers from the client's. */
-export function upstreamRequestHeaders(incoming: Headers, options: { authorization: string | null; directory: string; requestId?: string }): Headers {
+export function upstreamRequestHeaders(
+  incoming: Headers,
+  options: { authorization: string | null; directory: string; requestId?: string },
+): Headers {
   const out = new Headers()
   const drop = withConnectionNamed(REQUEST_DROP, incoming)
   for (const [name, value] of incoming) {

@@ -42,7 +42,10 @@ export class ManagedSidecar {
   #stderrTail = ''
   #listeners = new Set<() => void>()
 
-  constructor(private readonly settings: ManagedSidecarSettings, private readonly options: { log: Logger; cwd: string }) {}
+  constructor(
+    private readonly settings: ManagedSidecarSettings,
+    private readonly options: { log: Logger; cwd: string },
+  ) {}
 
   /** `http://127.0.0.1:<port>` once healthy, else null. */
   get baseUrl(): string | null {
@@ -73,7 +76,11 @@ export class ManagedSidecar {
 
   #changed(): void {
     for (const listener of this.#listeners) {
-      try { listener() } catch { /* listeners must not break supervision */ }
+      try {
+        listener()
+      } catch {
+        /* listeners must not break supervision */
+      }
     }
   }
 
@@ -85,27 +92,53 @@ export class ManagedSidecar {
     try {
       child = spawn(this.settings.bin, args, {
         cwd: this.options.cwd,
-        env: { ...sidecarEnvironment(process.env), ...this.settings.env, OPENCODE_SERVER_PASSWORD: this.#password, OPENCODE_SERVER_USERNAME: this.username },
+        env: {
+          ...sidecarEnvironment(process.env),
+          ...this.settings.env,
+          OPENCODE_SERVER_PASSWORD: this.#password,
+          OPENCODE_SERVER_USERNAME: this.username,
+        },
         stdio: ['ignore', 'pipe', 'pipe'],
       })
     } catch (error) {
-      this.options.log.error('managed sidecar failed to spawn', { bin: this.settings.bin, error: (error as Error).message })
+      this.options.log.error('managed sidecar failed to spawn', {
+        bin: this.settings.bin,
+        error: (error as Error).message,
+      })
       this.#scheduleRestart()
       return Promise.resolve(false)
     }
     this.#child = child
     // Last resort if the process exits without a graceful close: never leave the sidecar running.
-    const killOnExit = () => { try { child.kill('SIGKILL') } catch { /* already gone */ } }
+    const killOnExit = () => {
+      try {
+        child.kill('SIGKILL')
+      } catch {
+        /* already gone */
+      }
+    }
     process.once('exit', killOnExit)
     child.once('exit', () => process.removeListener('exit', killOnExit))
     child.once('error', () => process.removeListener('exit', killOnExit))
     this.#stderrTail = ''
-    child.stderr!.on('data', (d) => { this.#stderrTail = (this.#stderrTail + String(d)).slice(-2000) })
+    child.stderr!.on('data', (d) => {
+      this.#stderrTail = (this.#stderrTail + String(d)).slice(-2000)
+    })
     return new Promise<boolean>((resolve) => {
       let settled = false
-      const settle = (ok: boolean) => { if (!settled) { settled = true; clearTimeout(deadline); resolve(ok) } }
+      const settle = (ok: boolean) => {
+        if (!settled) {
+          settled = true
+          clearTimeout(deadline)
+          resolve(ok)
+        }
+      }
       const deadline = setTimeout(() => {
-        this.options.log.error('managed sidecar did not become healthy in time', { bin: this.settings.bin, timeoutMs: this.settings.startTimeoutMs, stderr: this.#stderrTail.slice(-500) })
+        this.options.log.error('managed sidecar did not become healthy in time', {
+          bin: this.settings.bin,
+          timeoutMs: this.settings.startTimeoutMs,
+          stderr: this.#stderrTail.slice(-500),
+        })
         child.kill('SIGKILL')
         settle(false)
       }, this.settings.startTimeoutMs)
@@ -113,7 +146,10 @@ export class ManagedSidecar {
       child.stdout!.on('data', (d) => {
         buffered += String(d)
         const match = /listening on (http:\/\/[^\s]+)/.exec(buffered)
-        if (!match || this.#baseUrl || settled) { if (buffered.length > 8192) buffered = buffered.slice(-4096); return }
+        if (!match || this.#baseUrl || settled) {
+          if (buffered.length > 8192) buffered = buffered.slice(-4096)
+          return
+        }
         const url = match[1]!.replace(/\/+$/, '')
         void this.#waitHealthy(url, child).then((ok) => {
           if (!ok || child !== this.#child || this.#stopping) return settle(false)
@@ -143,10 +179,15 @@ export class ManagedSidecar {
     const until = performance.now() + this.settings.startTimeoutMs
     while (performance.now() < until && child.exitCode === null && !this.#stopping) {
       try {
-        const response = await fetch(`${url}/global/health`, { headers: { authorization }, signal: AbortSignal.timeout(2000) })
+        const response = await fetch(`${url}/global/health`, {
+          headers: { authorization },
+          signal: AbortSignal.timeout(2000),
+        })
         await response.body?.cancel()
         if (response.ok) return true
-      } catch { /* not up yet */ }
+      } catch {
+        /* not up yet */
+      }
       await new Promise((r) => setTimeout(r, 100))
     }
     return false
@@ -159,7 +200,10 @@ export class ManagedSidecar {
     const wasUp = this.#baseUrl !== null
     this.#baseUrl = null
     if (wasUp) this.#changed()
-    if (this.#stopping) { this.#state = 'stopped'; return }
+    if (this.#stopping) {
+      this.#state = 'stopped'
+      return
+    }
     this.options.log.warn('managed sidecar exited', { code, signal, stderr: this.#stderrTail.slice(-500) })
     if (wasUp && performance.now() - this.#healthyAt > RESTART_BACKOFF.resetAfterMs) this.#attempt = 0
     this.#scheduleRestart()

@@ -11,11 +11,19 @@ import { mkdirSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 
 /** The `opencode` binary installed by npm. */
-export const OPENCODE_BIN = resolve(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '../../../node_modules/.bin/opencode')
+export const OPENCODE_BIN = resolve(
+  import.meta.dirname ?? new URL('.', import.meta.url).pathname,
+  '../../../node_modules/.bin/opencode',
+)
 
 /** Environment for an isolated, offline `opencode serve` whose home is `home`. */
 export function isolatedOpencodeEnv(home: string): Record<string, string> {
-  const dirs = { config: join(home, '.config'), data: join(home, '.local', 'share'), state: join(home, '.local', 'state'), cache: join(home, '.cache') }
+  const dirs = {
+    config: join(home, '.config'),
+    data: join(home, '.local', 'share'),
+    state: join(home, '.local', 'state'),
+    cache: join(home, '.cache'),
+  }
   for (const dir of Object.values(dirs)) mkdirSync(dir, { recursive: true })
   return {
     HOME: home,

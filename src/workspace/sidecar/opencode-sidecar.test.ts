@@ -8,13 +8,27 @@ import { assert, suite, takeSse, tempDir } from '../../../tests/harness.ts'
 import { isolatedOpencodeEnv, OPENCODE_BIN } from './opencode-env.ts'
 import { startSidecarApp, type SidecarApp } from './sidecar-test-kit.ts'
 
-const ctx: { home: { path: string; remove(): void }; managed: SidecarApp; ref: SidecarApp; baseUrl: string; password: string; startMs: number } = {} as never
+const ctx: {
+  home: { path: string; remove(): void }
+  managed: SidecarApp
+  ref: SidecarApp
+  baseUrl: string
+  password: string
+  startMs: number
+} = {} as never
 const oc = suite<typeof ctx>('workspace/sidecar against the real OpenCode server', { timeoutMs: 45_000 })
 
 oc.before(async () => {
   ctx.home = tempDir('svc-opencode-home-')
   ctx.managed = await startSidecarApp({
-    file: { sidecar: { bin: OPENCODE_BIN, env: isolatedOpencodeEnv(ctx.home.path), startTimeoutMs: 40_000, heartbeatMs: 60_000 } },
+    file: {
+      sidecar: {
+        bin: OPENCODE_BIN,
+        env: isolatedOpencodeEnv(ctx.home.path),
+        startTimeoutMs: 40_000,
+        heartbeatMs: 60_000,
+      },
+    },
   })
   const started = performance.now()
   const ok = await ctx.managed.app.sidecar.start()
@@ -23,7 +37,10 @@ oc.before(async () => {
   ctx.baseUrl = ctx.managed.app.sidecar.managed!.baseUrl!
   ctx.password = ctx.managed.app.sidecar.managed!.password
   // A second server pointed at the same sidecar with the reference's flat keys, two workspaces.
-  ctx.ref = await startSidecarApp({ workspaces: [{}, {}], file: { opencodeBaseUrl: ctx.baseUrl, opencodePassword: ctx.password } })
+  ctx.ref = await startSidecarApp({
+    workspaces: [{}, {}],
+    file: { opencodeBaseUrl: ctx.baseUrl, opencodePassword: ctx.password },
+  })
 })
 
 oc.after(async () => {
@@ -32,19 +49,22 @@ oc.after(async () => {
   ctx.home?.remove()
 })
 
-oc('health answers through both mounts with the sidecar version, and the sidecar itself demands credentials', async () => {
-  assert.ok(ctx.startMs < 40_000)
-  const direct = await fetch(`${ctx.baseUrl}/global/health`)
-  assert.is(direct.status, 401, 'the managed sidecar must be password-protected')
-  await direct.body?.cancel()
-  for (const path of ['/sidecar/global/health', `/w/${ctx.ref.wsIds[1]}/sidecar/global/health`]) {
-    const res = await ctx.ref.req(path, { as: 'viewer' })
-    assert.is(res.status, 200, path)
-    const body = await res.json()
-    assert.is(body.healthy, true)
-    assert.match(body.version, /^\d+\.\d+\.\d+/)
-  }
-})
+oc(
+  'health answers through both mounts with the sidecar version, and the sidecar itself demands credentials',
+  async () => {
+    assert.ok(ctx.startMs < 40_000)
+    const direct = await fetch(`${ctx.baseUrl}/global/health`)
+    assert.is(direct.status, 401, 'the managed sidecar must be password-protected')
+    await direct.body?.cancel()
+    for (const path of ['/sidecar/global/health', `/w/${ctx.ref.wsIds[1]}/sidecar/global/health`]) {
+      const res = await ctx.ref.req(path, { as: 'viewer' })
+      assert.is(res.status, 200, path)
+      const body = await res.json()
+      assert.is(body.healthy, true)
+      assert.match(body.version, /^\d+\.\d+\.\d+/)
+    }
+  },
+)
 
 oc('config is read through the proxy', async () => {
   const res = await ctx.managed.req('/sidecar/config')
@@ -55,7 +75,9 @@ oc('config is read through the proxy', async () => {
 })
 
 oc('the directory is pinned: spoofed query and header values are replaced by the workspace path', async () => {
-  const res = await ctx.ref.req('/sidecar/path?directory=/etc&directory=%2Ftmp', { headers: { 'x-opencode-directory': '/usr' } })
+  const res = await ctx.ref.req('/sidecar/path?directory=/etc&directory=%2Ftmp', {
+    headers: { 'x-opencode-directory': '/usr' },
+  })
   assert.is(res.status, 200)
   assert.is((await res.json()).directory, ctx.ref.roots[0])
   const second = await ctx.ref.req(`/w/${ctx.ref.wsIds[1]}/sidecar/path?directory=/etc`)
@@ -71,7 +93,10 @@ oc('sessions are created, listed, renamed and deleted per workspace; another wor
   const list = await (await ctx.ref.req('/sidecar/session')).json()
   assert.ok(list.some((s: { id: string }) => s.id === session.id))
   const otherList = await (await ctx.ref.req(`/w/${ctx.ref.wsIds[1]}/sidecar/session`)).json()
-  assert.not.ok(otherList.some((s: { id: string }) => s.id === session.id), 'a session leaked into another workspace list')
+  assert.not.ok(
+    otherList.some((s: { id: string }) => s.id === session.id),
+    'a session leaked into another workspace list',
+  )
   const foreign = await ctx.ref.req(`/w/${ctx.ref.wsIds[1]}/sidecar/session/${session.id}`)
   assert.is(foreign.status, 404)
   assert.is((await foreign.json()).code, 'session_not_found')
@@ -110,16 +135,25 @@ oc('the event streams open with server.connected as the first frame', async () =
   assert.is(JSON.parse(globalFirst!.data).payload.type, 'server.connected')
 })
 
-oc('the global event stream of one workspace does not carry another workspace\'s session events', async () => {
+oc("the global event stream of one workspace does not carry another workspace's session events", async () => {
   const mine = takeSse(await ctx.ref.req('/sidecar/global/event'), 6, 2500)
   const theirs = takeSse(await ctx.ref.req(`/w/${ctx.ref.wsIds[1]}/sidecar/global/event`), 6, 2500)
   await new Promise((r) => setTimeout(r, 300))
-  const created = await ctx.ref.req(`/w/${ctx.ref.wsIds[1]}/sidecar/session`, { method: 'POST', json: { title: 'other workspace' } })
+  const created = await ctx.ref.req(`/w/${ctx.ref.wsIds[1]}/sidecar/session`, {
+    method: 'POST',
+    json: { title: 'other workspace' },
+  })
   const session = await created.json()
   const idsIn = (frames: Array<{ data: string }>) => frames.map((f) => JSON.stringify(JSON.parse(f.data)))
   const [mineFrames, theirFrames] = await Promise.all([mine, theirs])
-  assert.ok(idsIn(theirFrames).some((t) => t.includes(session.id)), 'the owning workspace should see its session event')
-  assert.not.ok(idsIn(mineFrames).some((t) => t.includes(session.id)), 'another workspace saw the session event')
+  assert.ok(
+    idsIn(theirFrames).some((t) => t.includes(session.id)),
+    'the owning workspace should see its session event',
+  )
+  assert.not.ok(
+    idsIn(mineFrames).some((t) => t.includes(session.id)),
+    'another workspace saw the session event',
+  )
 })
 
 oc('engine reload disposes the workspace instance: its event stream reports the dispose', async () => {
@@ -165,7 +199,11 @@ oc('a managed sidecar that dies is restarted with a new password and serves agai
   const newPid = managed.status.pid!
   await ctx.managed.app.close()
   let alive = true
-  try { process.kill(newPid, 0) } catch { alive = false }
+  try {
+    process.kill(newPid, 0)
+  } catch {
+    alive = false
+  }
   assert.not.ok(alive, 'the managed sidecar outlived the server')
 })
 

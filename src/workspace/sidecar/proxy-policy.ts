@@ -15,13 +15,21 @@ import { scopeRank } from '../auth.ts'
 const READ_METHODS = new Set(['GET', 'HEAD'])
 
 /** Throws the specific 403 when `principal` may not send `method path` through the proxy. */
-export function assertProxyAllowed(input: { method: string; path: string; principal: Principal; readOnly: boolean }): void {
+export function assertProxyAllowed(input: {
+  method: string
+  path: string
+  principal: Principal
+  readOnly: boolean
+}): void {
   if (READ_METHODS.has(input.method)) return
   if (input.readOnly) throw new ApiError(403, 'read_only', 'Server is read-only')
   if (scopeRank(input.principal.scope) < scopeRank('collaborator')) {
     throw errors.forbidden('Viewer tokens are read-only', { required: 'collaborator', scope: input.principal.scope })
   }
   if (input.path.startsWith('/global/') && input.principal.scope !== 'owner') {
-    throw errors.forbidden('Sidecar-wide changes need an owner token', { required: 'owner', scope: input.principal.scope })
+    throw errors.forbidden('Sidecar-wide changes need an owner token', {
+      required: 'owner',
+      scope: input.principal.scope,
+    })
   }
 }

@@ -66,9 +66,19 @@ export interface SidecarConfig {
   managed: ManagedSidecarSettings | null
 }
 
-const Url = v.pipe(v.string('must be a string'), v.url('must be a URL like http://127.0.0.1:4096'), v.regex(/^https?:\/\//i, 'must start with http:// or https://'))
+const Url = v.pipe(
+  v.string('must be a string'),
+  v.url('must be a URL like http://127.0.0.1:4096'),
+  v.regex(/^https?:\/\//i, 'must start with http:// or https://'),
+)
 const Name = v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'), v.maxLength(200))
-const Ms = (min: number, max: number) => v.pipe(v.number('must be a number of milliseconds'), v.integer('must be a whole number'), v.minValue(min, `must be at least ${min}`), v.maxValue(max, `must be at most ${max}`))
+const Ms = (min: number, max: number) =>
+  v.pipe(
+    v.number('must be a number of milliseconds'),
+    v.integer('must be a whole number'),
+    v.minValue(min, `must be at least ${min}`),
+    v.maxValue(max, `must be at most ${max}`),
+  )
 
 const ConnectionEntries = {
   baseUrl: v.optional(Url),
@@ -77,7 +87,10 @@ const ConnectionEntries = {
   directory: v.optional(v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'))),
 }
 
-const WorkspaceSidecarSchema = v.object(ConnectionEntries, 'must be an object {baseUrl, username?, password?, directory?}')
+const WorkspaceSidecarSchema = v.object(
+  ConnectionEntries,
+  'must be an object {baseUrl, username?, password?, directory?}',
+)
 
 const TopSidecarSchema = v.object(
   {
@@ -144,11 +157,29 @@ export interface SidecarWorkspaceInput {
  * Resolves sidecar settings. Env (`SERVICE_SIDECAR_*`) overrides the file's top-level default per key.
  * Throws {@link ConfigError} naming the key at fault.
  */
-export function resolveSidecarConfig(file: Record<string, unknown>, workspaces: readonly SidecarWorkspaceInput[], env: Env, source: string, fileDir: string): SidecarConfig {
+export function resolveSidecarConfig(
+  file: Record<string, unknown>,
+  workspaces: readonly SidecarWorkspaceInput[],
+  env: Env,
+  source: string,
+  fileDir: string,
+): SidecarConfig {
   const top = file.sidecar === undefined ? {} : parse(TopSidecarSchema, file.sidecar, source, 'sidecar')
   const legacy = parse(
-    v.object({ opencodeBaseUrl: v.optional(Url), opencodeUsername: v.optional(Name), opencodePassword: v.optional(v.pipe(v.string(), v.minLength(1))), opencodeDirectory: v.optional(v.pipe(v.string(), v.minLength(1))), reloadOnExtensionChange: v.optional(v.boolean('must be true or false')) }),
-    { opencodeBaseUrl: file.opencodeBaseUrl, opencodeUsername: file.opencodeUsername, opencodePassword: file.opencodePassword, opencodeDirectory: file.opencodeDirectory, reloadOnExtensionChange: file.reloadOnExtensionChange },
+    v.object({
+      opencodeBaseUrl: v.optional(Url),
+      opencodeUsername: v.optional(Name),
+      opencodePassword: v.optional(v.pipe(v.string(), v.minLength(1))),
+      opencodeDirectory: v.optional(v.pipe(v.string(), v.minLength(1))),
+      reloadOnExtensionChange: v.optional(v.boolean('must be true or false')),
+    }),
+    {
+      opencodeBaseUrl: file.opencodeBaseUrl,
+      opencodeUsername: file.opencodeUsername,
+      opencodePassword: file.opencodePassword,
+      opencodeDirectory: file.opencodeDirectory,
+      reloadOnExtensionChange: file.reloadOnExtensionChange,
+    },
     source,
     '',
   )
@@ -160,17 +191,29 @@ export function resolveSidecarConfig(file: Record<string, unknown>, workspaces: 
     directory: env.SERVICE_SIDECAR_DIRECTORY || top.directory || legacy.opencodeDirectory,
   }
   const bin = env.SERVICE_SIDECAR_BIN || top.bin
-  const managed: ManagedSidecarSettings | null = bin && !defaults.baseUrl
-    ? { bin, args: top.args ?? [], env: top.env ?? {}, startTimeoutMs: top.startTimeoutMs ?? 30_000 }
-    : null
+  const managed: ManagedSidecarSettings | null =
+    bin && !defaults.baseUrl
+      ? { bin, args: top.args ?? [], env: top.env ?? {}, startTimeoutMs: top.startTimeoutMs ?? 30_000 }
+      : null
 
   const targets = new Map<string, SidecarTarget>()
   workspaces.forEach((ws, index) => {
     const key = `workspaces[${index}]`
-    const own = ws.raw.sidecar === undefined ? undefined : parse(WorkspaceSidecarSchema, ws.raw.sidecar, source, `${key}.sidecar`)
+    const own =
+      ws.raw.sidecar === undefined ? undefined : parse(WorkspaceSidecarSchema, ws.raw.sidecar, source, `${key}.sidecar`)
     const flat = parse(
-      v.object({ baseUrl: v.optional(Url), directory: v.optional(v.pipe(v.string(), v.minLength(1))), opencodeUsername: v.optional(Name), opencodePassword: v.optional(v.pipe(v.string(), v.minLength(1))) }),
-      { baseUrl: ws.raw.baseUrl, directory: ws.raw.directory, opencodeUsername: ws.raw.opencodeUsername, opencodePassword: ws.raw.opencodePassword },
+      v.object({
+        baseUrl: v.optional(Url),
+        directory: v.optional(v.pipe(v.string(), v.minLength(1))),
+        opencodeUsername: v.optional(Name),
+        opencodePassword: v.optional(v.pipe(v.string(), v.minLength(1))),
+      }),
+      {
+        baseUrl: ws.raw.baseUrl,
+        directory: ws.raw.directory,
+        opencodeUsername: ws.raw.opencodeUsername,
+        opencodePassword: ws.raw.opencodePassword,
+      },
       source,
       key,
     )
@@ -181,10 +224,14 @@ export function resolveSidecarConfig(file: Record<string, unknown>, workspaces: 
     const ownDirectory = own?.directory ?? flat.directory
     const sharedDirectory = workspaces.length === 1 ? defaults.directory : undefined
     const rawDirectory = ownDirectory ?? sharedDirectory
-    const directory = rawDirectory ? (isAbsolute(rawDirectory) ? resolve(rawDirectory) : resolve(fileDir, rawDirectory)) : ws.path
+    const directory = rawDirectory
+      ? isAbsolute(rawDirectory)
+        ? resolve(rawDirectory)
+        : resolve(fileDir, rawDirectory)
+      : ws.path
     // Credentials follow the URL they came with: a workspace's own URL never receives the default password.
-    const username = hasOwn ? own?.username ?? flat.opencodeUsername : defaults.username
-    const password = hasOwn ? own?.password ?? flat.opencodePassword : defaults.password
+    const username = hasOwn ? (own?.username ?? flat.opencodeUsername) : defaults.username
+    const password = hasOwn ? (own?.password ?? flat.opencodePassword) : defaults.password
     const split = baseUrl ? splitUserinfo(baseUrl) : null
     targets.set(ws.id, {
       baseUrl: split ? split.url : null,
@@ -198,11 +245,21 @@ export function resolveSidecarConfig(file: Record<string, unknown>, workspaces: 
   const envMs = (name: string) => envValue(env, name, envSchemas.positiveInt)
   const tuning: SidecarTuning = {
     heartbeatMs: envMs('SERVICE_SIDECAR_HEARTBEAT_MS') ?? top.heartbeatMs ?? SIDECAR_DEFAULTS.heartbeatMs,
-    eventEstablishTimeoutMs: envMs('SERVICE_SIDECAR_EVENT_ESTABLISH_TIMEOUT_MS') ?? top.eventEstablishTimeoutMs ?? SIDECAR_DEFAULTS.eventEstablishTimeoutMs,
-    responseTimeoutMs: envMs('SERVICE_SIDECAR_RESPONSE_TIMEOUT_MS') ?? top.responseTimeoutMs ?? SIDECAR_DEFAULTS.responseTimeoutMs,
-    bodyIdleTimeoutMs: envMs('SERVICE_SIDECAR_BODY_IDLE_TIMEOUT_MS') ?? top.bodyIdleTimeoutMs ?? SIDECAR_DEFAULTS.bodyIdleTimeoutMs,
-    reloadTimeoutMs: envMs('SERVICE_SIDECAR_RELOAD_TIMEOUT_MS') ?? top.reloadTimeoutMs ?? SIDECAR_DEFAULTS.reloadTimeoutMs,
-    reloadOnExtensionChange: envValue(env, 'SERVICE_SIDECAR_RELOAD_ON_EXTENSION_CHANGE', envSchemas.bool) ?? top.reloadOnExtensionChange ?? legacy.reloadOnExtensionChange ?? SIDECAR_DEFAULTS.reloadOnExtensionChange,
+    eventEstablishTimeoutMs:
+      envMs('SERVICE_SIDECAR_EVENT_ESTABLISH_TIMEOUT_MS') ??
+      top.eventEstablishTimeoutMs ??
+      SIDECAR_DEFAULTS.eventEstablishTimeoutMs,
+    responseTimeoutMs:
+      envMs('SERVICE_SIDECAR_RESPONSE_TIMEOUT_MS') ?? top.responseTimeoutMs ?? SIDECAR_DEFAULTS.responseTimeoutMs,
+    bodyIdleTimeoutMs:
+      envMs('SERVICE_SIDECAR_BODY_IDLE_TIMEOUT_MS') ?? top.bodyIdleTimeoutMs ?? SIDECAR_DEFAULTS.bodyIdleTimeoutMs,
+    reloadTimeoutMs:
+      envMs('SERVICE_SIDECAR_RELOAD_TIMEOUT_MS') ?? top.reloadTimeoutMs ?? SIDECAR_DEFAULTS.reloadTimeoutMs,
+    reloadOnExtensionChange:
+      envValue(env, 'SERVICE_SIDECAR_RELOAD_ON_EXTENSION_CHANGE', envSchemas.bool) ??
+      top.reloadOnExtensionChange ??
+      legacy.reloadOnExtensionChange ??
+      SIDECAR_DEFAULTS.reloadOnExtensionChange,
     reloadDebounceMs: top.reloadDebounceMs ?? SIDECAR_DEFAULTS.reloadDebounceMs,
   }
   return { targets, tuning, managed }

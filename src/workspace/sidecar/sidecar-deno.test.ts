@@ -12,14 +12,21 @@ const hasDeno = spawnSync('deno', ['--version'], { stdio: 'ignore' }).status ===
 const deno = suite('workspace/sidecar under Deno', { timeoutMs: 120_000 })
 
 if (hasDeno) {
-  deno('with legacy request.signal aborts, bodies arrive whole, streams flow and disconnects reach the upstream', async () => {
-    const run = await runCommand('deno', ['run', '--allow-all', 'fixtures/fake-sidecar/deno-proxy-check.ts'], { cwd: root, env: { NO_COLOR: '1' }, timeoutMs: 100_000 })
-    assert.is(run.code, 0, run.stderr)
-    const out = JSON.parse(run.stdout.trim().split('\n').pop()!)
-    assert.is(out.slowBody, Array.from({ length: 8 }, (_, i) => `chunk-${i}\n`).join(''))
-    assert.match(out.events, /server\.connected[\s\S]*server\.heartbeat/)
-    assert.is(out.upstreamAborted, true)
-  })
+  deno(
+    'with legacy request.signal aborts, bodies arrive whole, streams flow and disconnects reach the upstream',
+    async () => {
+      const run = await runCommand('deno', ['run', '--allow-all', 'fixtures/fake-sidecar/deno-proxy-check.ts'], {
+        cwd: root,
+        env: { NO_COLOR: '1' },
+        timeoutMs: 100_000,
+      })
+      assert.is(run.code, 0, run.stderr)
+      const out = JSON.parse(run.stdout.trim().split('\n').pop()!)
+      assert.is(out.slowBody, Array.from({ length: 8 }, (_, i) => `chunk-${i}\n`).join(''))
+      assert.match(out.events, /server\.connected[\s\S]*server\.heartbeat/)
+      assert.is(out.upstreamAborted, true)
+    },
+  )
 } else {
   deno('deno is not installed: the Deno proxy check is skipped', () => {
     assert.not.ok(hasDeno)

@@ -22,12 +22,25 @@ export interface SidecarStatus {
   checkedAt: string | null
 }
 
-const UNCONFIGURED: SidecarStatus = { configured: false, managed: false, baseUrl: null, reachable: false, version: null, error: null, checkedAt: null }
+const UNCONFIGURED: SidecarStatus = {
+  configured: false,
+  managed: false,
+  baseUrl: null,
+  reachable: false,
+  version: null,
+  error: null,
+  checkedAt: null,
+}
 
 /** Probes `GET /global/health`. */
 export async function probeSidecar(target: SidecarTarget | undefined, timeoutMs: number): Promise<SidecarStatus> {
   if (!target) return UNCONFIGURED
-  const base = { configured: true, managed: target.managed, baseUrl: publicBaseUrl(target.baseUrl), checkedAt: new Date().toISOString() }
+  const base = {
+    configured: true,
+    managed: target.managed,
+    baseUrl: publicBaseUrl(target.baseUrl),
+    checkedAt: new Date().toISOString(),
+  }
   try {
     const response = await sidecarFetch(target, '/global/health', { timeoutMs })
     const body = (await response.json().catch(() => null)) as { healthy?: unknown; version?: unknown } | null
@@ -35,7 +48,12 @@ export async function probeSidecar(target: SidecarTarget | undefined, timeoutMs:
       const code = response.status === 401 ? 'sidecar_auth_failed' : 'sidecar_unhealthy'
       return { ...base, reachable: false, version: null, error: { code, status: response.status } }
     }
-    return { ...base, reachable: body?.healthy !== false, version: typeof body?.version === 'string' ? body.version : null, error: null }
+    return {
+      ...base,
+      reachable: body?.healthy !== false,
+      version: typeof body?.version === 'string' ? body.version : null,
+      error: null,
+    }
   } catch (error) {
     const apiError = error instanceof ApiError ? error : null
     const cause = (apiError?.details as { cause?: string } | undefined)?.cause

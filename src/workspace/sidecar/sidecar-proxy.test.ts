@@ -1,36 +1,61 @@
 import { assert, suite } from '../../../tests/harness.ts'
-import { eventually, FIXTURE_PASSWORD as PASSWORD, startProxyFixture, startSidecarApp, type ProxyFixture } from './sidecar-test-kit.ts'
+import {
+  eventually,
+  FIXTURE_PASSWORD as PASSWORD,
+  startProxyFixture,
+  startSidecarApp,
+  type ProxyFixture,
+} from './sidecar-test-kit.ts'
 
 const BASIC = `Basic ${btoa(`opencode:${PASSWORD}`)}`
 
 const ctx = {} as ProxyFixture
 const proxy = suite('workspace/sidecar proxy (fake upstream)', { timeoutMs: 20_000 })
 
-proxy.before(async () => { Object.assign(ctx, await startProxyFixture()) })
-proxy.after(async () => { await ctx.close?.() })
+proxy.before(async () => {
+  Object.assign(ctx, await startProxyFixture())
+})
+proxy.after(async () => {
+  await ctx.close?.()
+})
 
 const last = (path: string) => [...ctx.fake.requests].reverse().find((r) => r.path === path)!
 
 proxy('the client credentials are stripped and the sidecar Basic credentials injected on both mounts', async () => {
-  for (const [path, root] of [['/sidecar/echo', ctx.kit.roots[0]], [`/w/${ctx.kit.wsIds[1]}/sidecar/echo`, ctx.kit.roots[1]]] as const) {
-    const res = await ctx.kit.req(path, { headers: { cookie: 'sid=client', 'x-service-host-token': 'host-secret', 'x-service-client-id': 'c1', 'proxy-authorization': 'Basic eA==' } })
+  for (const [path, root] of [
+    ['/sidecar/echo', ctx.kit.roots[0]],
+    [`/w/${ctx.kit.wsIds[1]}/sidecar/echo`, ctx.kit.roots[1]],
+  ] as const) {
+    const res = await ctx.kit.req(path, {
+      headers: {
+        cookie: 'sid=client',
+        'x-service-host-token': 'host-secret',
+        'x-service-client-id': 'c1',
+        'proxy-authorization': 'Basic eA==',
+      },
+    })
     assert.is(res.status, 200, path)
     const seen = last('/echo').headers
     assert.is(seen.authorization, BASIC)
-    for (const name of ['cookie', 'x-service-host-token', 'x-service-client-id', 'proxy-authorization', 'origin']) assert.is(seen[name], undefined, name)
+    for (const name of ['cookie', 'x-service-host-token', 'x-service-client-id', 'proxy-authorization', 'origin'])
+      assert.is(seen[name], undefined, name)
     assert.not.ok(JSON.stringify(seen).includes(ctx.kit.tokens.collaborator), 'client bearer token reached the sidecar')
     assert.is(seen['x-opencode-directory'], root)
   }
 })
 
 proxy('every client directory value is replaced by the pinned directory and other params are kept', async () => {
-  const spoof = '?directory=/etc&directory=%2Fetc%2Fpasswd&Directory=../../..&directory%5B%5D=/root&workspace=ws_other&foo=bar&foo=baz'
+  const spoof =
+    '?directory=/etc&directory=%2Fetc%2Fpasswd&Directory=../../..&directory%5B%5D=/root&workspace=ws_other&foo=bar&foo=baz'
   const res = await ctx.kit.req(`/sidecar/echo${spoof}`, { headers: { 'x-opencode-directory': '/etc' } })
   assert.is(res.status, 200)
   const seen = last('/echo')
   const dirs = seen.query.filter(([k]) => k.toLowerCase().startsWith('directory'))
   assert.equal(dirs, [['directory', ctx.kit.roots[0]]])
-  assert.equal(seen.query.filter(([k]) => k === 'foo').map(([, v]) => v), ['bar', 'baz'])
+  assert.equal(
+    seen.query.filter(([k]) => k === 'foo').map(([, v]) => v),
+    ['bar', 'baz'],
+  )
   assert.not.ok(seen.query.some(([k]) => k === 'workspace'))
   assert.is(seen.headers['x-opencode-directory'], ctx.kit.roots[0])
 })
@@ -46,7 +71,8 @@ proxy('a non-ASCII directory is percent-encoded in the header and raw in the que
 proxy('hop-by-hop, cookie and upstream CORS headers are not forwarded to the client', async () => {
   const res = await ctx.kit.req('/sidecar/echo', { headers: { origin: 'https://evil.example' } })
   assert.is(res.headers.get('x-upstream'), 'kept')
-  for (const name of ['x-hop', 'keep-alive', 'set-cookie', 'access-control-allow-origin', 'connection']) assert.is(res.headers.get(name), null, name)
+  for (const name of ['x-hop', 'keep-alive', 'set-cookie', 'access-control-allow-origin', 'connection'])
+    assert.is(res.headers.get(name), null, name)
 })
 
 proxy('a gzip upstream body reaches the client decoded with no stale content-encoding or content-length', async () => {
@@ -86,15 +112,18 @@ proxy('a refused connection is 502 sidecar_unreachable naming the cause', async 
   assert.is(body.details.path, '/global/health')
 })
 
-proxy('a stalled upstream is 502 sidecar_unreachable with cause timeout and the upstream request is aborted', async () => {
-  const started = Date.now()
-  const res = await ctx.kit.req('/sidecar/stall')
-  assert.is(res.status, 502)
-  const body = await res.json()
-  assert.equal([body.code, body.details.cause], ['sidecar_unreachable', 'timeout'])
-  assert.ok(Date.now() - started < 4000)
-  await eventually(() => ctx.fake.aborts.includes('/stall'), 'upstream abort')
-})
+proxy(
+  'a stalled upstream is 502 sidecar_unreachable with cause timeout and the upstream request is aborted',
+  async () => {
+    const started = Date.now()
+    const res = await ctx.kit.req('/sidecar/stall')
+    assert.is(res.status, 502)
+    const body = await res.json()
+    assert.equal([body.code, body.details.cause], ['sidecar_unreachable', 'timeout'])
+    assert.ok(Date.now() - started < 4000)
+    await eventually(() => ctx.fake.aborts.includes('/stall'), 'upstream abort')
+  },
+)
 
 proxy('credentials the sidecar rejects are 502 sidecar_auth_failed, without a browser login prompt', async () => {
   const res = await ctx.kit.req(`/w/${ctx.kit.wsIds[5]}/sidecar/config`)
@@ -114,44 +143,69 @@ proxy('a workspace without a sidecar is 400 sidecar_unconfigured and an unknown 
   assert.is(anonymous.status, 401)
 })
 
-proxy('viewers may only GET and HEAD; collaborators may reply to permission prompts; global writes need an owner', async () => {
-  assert.is((await ctx.kit.req('/sidecar/echo', { as: 'viewer' })).status, 200)
-  const head = await ctx.kit.req('/sidecar/echo', { as: 'viewer', method: 'HEAD' })
-  assert.is(head.status, 200)
-  assert.is(await head.text(), '')
-  const before = ctx.fake.requests.length
-  const post = await ctx.kit.req('/sidecar/permission/per_1/reply', { as: 'viewer', method: 'POST', json: { reply: 'once' } })
-  assert.is(post.status, 403)
-  assert.equal((await post.json()).details, { required: 'collaborator', scope: 'viewer' })
-  assert.is(ctx.fake.requests.length, before, 'a refused request reached the sidecar')
-  const reply = await ctx.kit.req('/sidecar/permission/per_1/reply', { method: 'POST', json: { reply: 'once' } })
-  assert.is(reply.status, 404, 'forwarded; the fake has no such permission')
-  assert.is(last('/permission/per_1/reply').method, 'POST')
-  const global = await ctx.kit.req('/sidecar/global/dispose', { method: 'POST' })
-  assert.is(global.status, 403)
-  assert.is((await ctx.kit.req('/sidecar/global/dispose', { method: 'POST', as: 'owner' })).status, 404)
-  assert.is(last('/global/dispose').method, 'POST')
-})
+proxy(
+  'viewers may only GET and HEAD; collaborators may reply to permission prompts; global writes need an owner',
+  async () => {
+    assert.is((await ctx.kit.req('/sidecar/echo', { as: 'viewer' })).status, 200)
+    const head = await ctx.kit.req('/sidecar/echo', { as: 'viewer', method: 'HEAD' })
+    assert.is(head.status, 200)
+    assert.is(await head.text(), '')
+    const before = ctx.fake.requests.length
+    const post = await ctx.kit.req('/sidecar/permission/per_1/reply', {
+      as: 'viewer',
+      method: 'POST',
+      json: { reply: 'once' },
+    })
+    assert.is(post.status, 403)
+    assert.equal((await post.json()).details, { required: 'collaborator', scope: 'viewer' })
+    assert.is(ctx.fake.requests.length, before, 'a refused request reached the sidecar')
+    const reply = await ctx.kit.req('/sidecar/permission/per_1/reply', { method: 'POST', json: { reply: 'once' } })
+    assert.is(reply.status, 404, 'forwarded; the fake has no such permission')
+    assert.is(last('/permission/per_1/reply').method, 'POST')
+    const global = await ctx.kit.req('/sidecar/global/dispose', { method: 'POST' })
+    assert.is(global.status, 403)
+    assert.is((await ctx.kit.req('/sidecar/global/dispose', { method: 'POST', as: 'owner' })).status, 404)
+    assert.is(last('/global/dispose').method, 'POST')
+  },
+)
 
-proxy('dot segments cannot climb out of the policy: an encoded traversal to a global route is still owner-only', async () => {
-  const before = ctx.fake.requests.filter((r) => r.path === '/global/dispose').length
-  const res = await ctx.kit.req('/sidecar/session/%2e%2e/global/dispose', { method: 'POST' })
-  assert.is(res.status, 403)
-  assert.is(ctx.fake.requests.filter((r) => r.path === '/global/dispose').length, before)
-})
+proxy(
+  'dot segments cannot climb out of the policy: an encoded traversal to a global route is still owner-only',
+  async () => {
+    const before = ctx.fake.requests.filter((r) => r.path === '/global/dispose').length
+    const res = await ctx.kit.req('/sidecar/session/%2e%2e/global/dispose', { method: 'POST' })
+    assert.is(res.status, 403)
+    assert.is(ctx.fake.requests.filter((r) => r.path === '/global/dispose').length, before)
+  },
+)
 
-proxy('path variants OpenCode routes loosely are refused or checked as it routes them: //, ;suffix and letter case', async () => {
-  const before = ctx.fake.requests.length
-  for (const path of ['/sidecar//global/dispose', '/sidecar//session/ses_x', '/sidecar/session//ses_x', '/sidecar/session/ses_x;x']) {
-    const res = await ctx.kit.req(path, { method: path.includes('dispose') ? 'POST' : 'GET' })
-    assert.equal([res.status, (await res.json()).code], [400, 'invalid_sidecar_path'], path)
-  }
-  assert.is((await ctx.kit.req('/sidecar/Global/dispose', { method: 'POST' })).status, 403, 'an owner-only route in another case')
-  assert.is(ctx.fake.requests.length, before, 'none of them reached the sidecar')
-})
+proxy(
+  'path variants OpenCode routes loosely are refused or checked as it routes them: //, ;suffix and letter case',
+  async () => {
+    const before = ctx.fake.requests.length
+    for (const path of [
+      '/sidecar//global/dispose',
+      '/sidecar//session/ses_x',
+      '/sidecar/session//ses_x',
+      '/sidecar/session/ses_x;x',
+    ]) {
+      const res = await ctx.kit.req(path, { method: path.includes('dispose') ? 'POST' : 'GET' })
+      assert.equal([res.status, (await res.json()).code], [400, 'invalid_sidecar_path'], path)
+    }
+    assert.is(
+      (await ctx.kit.req('/sidecar/Global/dispose', { method: 'POST' })).status,
+      403,
+      'an owner-only route in another case',
+    )
+    assert.is(ctx.fake.requests.length, before, 'none of them reached the sidecar')
+  },
+)
 
 proxy('a read-only server refuses proxied writes with 403 read_only and still forwards reads', async () => {
-  const ro = await startSidecarApp({ workspaces: [{ sidecar: { baseUrl: ctx.fake.url, password: PASSWORD } }], readOnly: true })
+  const ro = await startSidecarApp({
+    workspaces: [{ sidecar: { baseUrl: ctx.fake.url, password: PASSWORD } }],
+    readOnly: true,
+  })
   try {
     const res = await ro.req('/sidecar/session', { method: 'POST', json: {} })
     assert.is(res.status, 403)
@@ -167,13 +221,22 @@ proxy('a session of another workspace directory answers 404 session_not_found an
   const foreign = await ctx.kit.req('/sidecar/session/ses_foreign')
   assert.is(foreign.status, 404)
   assert.is((await foreign.json()).code, 'session_not_found')
-  const posts = () => ctx.fake.requests.filter((r) => r.method === 'POST' && r.path.startsWith('/session/ses_foreign')).length
+  const posts = () =>
+    ctx.fake.requests.filter((r) => r.method === 'POST' && r.path.startsWith('/session/ses_foreign')).length
   const before = posts()
   const write = await ctx.kit.req('/sidecar/session/ses_foreign/message', { method: 'POST', json: { parts: [] } })
   assert.is(write.status, 404)
   assert.is(posts(), before)
-  assert.is((await ctx.kit.req(`/w/${ctx.kit.wsIds[1]}/sidecar/session/ses_foreign`)).status, 200, 'the owner workspace still reads it')
-  assert.is((await ctx.kit.req('/sidecar/session/ses_unknown')).status, 404, 'unknown sessions get the sidecar\'s own 404')
+  assert.is(
+    (await ctx.kit.req(`/w/${ctx.kit.wsIds[1]}/sidecar/session/ses_foreign`)).status,
+    200,
+    'the owner workspace still reads it',
+  )
+  assert.is(
+    (await ctx.kit.req('/sidecar/session/ses_unknown')).status,
+    404,
+    "unknown sessions get the sidecar's own 404",
+  )
 })
 
 proxy('engine reload disposes the pinned instance, is audited, and times out with 504', async () => {
@@ -183,9 +246,15 @@ proxy('engine reload disposes the pinned instance, is audited, and times out wit
   const body = await res.json()
   assert.equal([body.ok, body.workspaceId], [true, id])
   const call = last('/instance/dispose')
-  assert.equal([call.method, call.headers.authorization, call.query], ['POST', BASIC, [['directory', ctx.kit.roots[0]]]])
+  assert.equal(
+    [call.method, call.headers.authorization, call.query],
+    ['POST', BASIC, [['directory', ctx.kit.roots[0]]]],
+  )
   const audit = await ctx.kit.app.services.audit.list(id, 10)
-  assert.ok(audit.some((e) => e.action === 'engine.reload'), 'reload not audited')
+  assert.ok(
+    audit.some((e) => e.action === 'engine.reload'),
+    'reload not audited',
+  )
   assert.is((await ctx.kit.req(`/workspace/${id}/engine/reload`, { method: 'POST', as: 'viewer' })).status, 403)
   ctx.fake.options = { ...ctx.fake.options, disposeDelayMs: 1500 }
   try {
@@ -203,15 +272,24 @@ proxy('extension writes do not reload the sidecar unless configured', async () =
   assert.is(ctx.kit.app.sidecar.extensionsChanged(ctx.kit.wsIds[0]!), false)
   const disposes = () => ctx.fake.requests.filter((r) => r.path === '/instance/dispose').length
   const before = disposes()
-  assert.is((await ctx.kit.req(`/workspace/${ctx.kit.wsIds[0]}/plugins`, { method: 'POST', json: { spec: 'quiet-plugin' } })).status, 200)
+  assert.is(
+    (await ctx.kit.req(`/workspace/${ctx.kit.wsIds[0]}/plugins`, { method: 'POST', json: { spec: 'quiet-plugin' } }))
+      .status,
+    200,
+  )
   await new Promise((r) => setTimeout(r, 300))
   assert.is(disposes(), before)
 })
 
 proxy('with reloadOnExtensionChange, a burst of extension writes produces one debounced, audited reload', async () => {
-  const auto = await startSidecarApp({ workspaces: [{ sidecar: { baseUrl: ctx.fake.url, password: PASSWORD } }], file: { sidecar: { reloadOnExtensionChange: true, reloadDebounceMs: 150 } } })
+  const auto = await startSidecarApp({
+    workspaces: [{ sidecar: { baseUrl: ctx.fake.url, password: PASSWORD } }],
+    file: { sidecar: { reloadOnExtensionChange: true, reloadDebounceMs: 150 } },
+  })
   try {
-    const mine = () => ctx.fake.requests.filter((r) => r.path === '/instance/dispose' && r.query.some(([, v]) => v === auto.roots[0])).length
+    const mine = () =>
+      ctx.fake.requests.filter((r) => r.path === '/instance/dispose' && r.query.some(([, v]) => v === auto.roots[0]))
+        .length
     for (const spec of ['plugin-one', 'plugin-two', 'plugin-three']) {
       assert.is((await auto.req(`/workspace/${auto.wsIds[0]}/plugins`, { method: 'POST', json: { spec } })).status, 200)
     }
@@ -248,7 +326,10 @@ proxy('sidecar status reports reachability and version per workspace without cre
   assert.equal(denied!.error, { code: 'sidecar_auth_failed', status: 401 })
   assert.not.ok(JSON.stringify(overview).includes(PASSWORD))
   const status = await (await ctx.kit.req('/status', { as: 'viewer' })).json()
-  assert.equal([status.sidecar.workspaces[ctx.kit.wsIds[0]!].reachable, status.sidecar.workspaces[ctx.kit.wsIds[0]!].version], [true, 'fake-1.0'])
+  assert.equal(
+    [status.sidecar.workspaces[ctx.kit.wsIds[0]!].reachable, status.sidecar.workspaces[ctx.kit.wsIds[0]!].version],
+    [true, 'fake-1.0'],
+  )
   assert.is(status.sidecar.workspaces[ctx.kit.wsIds[4]!].error.cause, 'ECONNREFUSED')
   const caps = await (await ctx.kit.req('/capabilities', { as: 'viewer' })).json()
   assert.is(caps.proxy.sidecar, true)
@@ -257,11 +338,16 @@ proxy('sidecar status reports reachability and version per workspace without cre
 })
 
 proxy('no route returns the sidecar password', async () => {
-  const paths = ctx.kit.app.routes.filter((r) => r.method === 'GET' && !r.path.includes('/sidecar/')).map((r) => r.path.replaceAll(':id', ctx.kit.wsIds[0]!))
+  const paths = ctx.kit.app.routes
+    .filter((r) => r.method === 'GET' && !r.path.includes('/sidecar/'))
+    .map((r) => r.path.replaceAll(':id', ctx.kit.wsIds[0]!))
   assert.ok(paths.includes('/status') && paths.includes('/workspaces'))
   for (const path of paths.filter((p) => !p.includes(':'))) {
     for (const as of ['owner', 'viewer'] as const) {
-      const res = await ctx.kit.req(path, { as, headers: { 'x-service-host-token': 'sidecar-kit-host-token-0123456789ab', accept: 'application/json' } })
+      const res = await ctx.kit.req(path, {
+        as,
+        headers: { 'x-service-host-token': 'sidecar-kit-host-token-0123456789ab', accept: 'application/json' },
+      })
       const text = res.headers.get('content-type')?.includes('event-stream') ? '' : await res.text()
       assert.not.ok(text.includes(PASSWORD), `${path} leaked the sidecar password`)
       assert.not.ok(text.includes('wrong-password'), `${path} leaked a sidecar password`)

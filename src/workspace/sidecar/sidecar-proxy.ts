@@ -71,16 +71,29 @@ export async function forwardToSidecar(input: ProxyInput, ctx: ProxyContext): Pr
   const sessionId = sessionIdInPath(path)
   if (sessionId) {
     const ownership = await ctx.guard(target.baseUrl).check(sessionId, target.directory, async () => {
-      const lookup = await sidecarFetch(target, `/session/${encodeURIComponent(sessionId)}`, { timeoutMs: ctx.tuning.eventEstablishTimeoutMs, signal: request.signal })
-      if (lookup.status === 404) { await lookup.body?.cancel(); return null }
-      if (!lookup.ok) { await lookup.body?.cancel(); throw new ApiError(502, 'sidecar_request_failed', 'The sidecar could not look up the session', { details: { path, status: lookup.status } }) }
+      const lookup = await sidecarFetch(target, `/session/${encodeURIComponent(sessionId)}`, {
+        timeoutMs: ctx.tuning.eventEstablishTimeoutMs,
+        signal: request.signal,
+      })
+      if (lookup.status === 404) {
+        await lookup.body?.cancel()
+        return null
+      }
+      if (!lookup.ok) {
+        await lookup.body?.cancel()
+        throw new ApiError(502, 'sidecar_request_failed', 'The sidecar could not look up the session', {
+          details: { path, status: lookup.status },
+        })
+      }
       const info = (await lookup.json().catch(() => null)) as { directory?: unknown } | null
       return typeof info?.directory === 'string' ? info.directory : null
     })
     if (ownership === 'foreign') throw new ApiError(404, 'session_not_found', 'Session not found')
   }
 
-  const isEvents = method === 'GET' && (EVENT_PATHS.has(path.toLowerCase()) || (request.headers.get('accept') ?? '').includes('text/event-stream'))
+  const isEvents =
+    method === 'GET' &&
+    (EVENT_PATHS.has(path.toLowerCase()) || (request.headers.get('accept') ?? '').includes('text/event-stream'))
   const upstream = new AbortController()
   // Until the sidecar answers, a client abort (or, on Deno, the end of the exchange) cancels the request;
   // afterwards the relay's cancel() is the disconnect hook.
@@ -89,12 +102,19 @@ export async function forwardToSidecar(input: ProxyInput, ctx: ProxyContext): Pr
   request.signal.addEventListener('abort', onClientAbort, { once: true })
   const timeoutMs = isEvents ? ctx.tuning.eventEstablishTimeoutMs : ctx.tuning.responseTimeoutMs
   let timedOut = false
-  const timer = setTimeout(() => { timedOut = true; upstream.abort() }, timeoutMs)
+  const timer = setTimeout(() => {
+    timedOut = true
+    upstream.abort()
+  }, timeoutMs)
   let response: Response
   try {
     response = await fetch(url, {
       method,
-      headers: upstreamRequestHeaders(request.headers, { authorization, directory: target.directory, requestId: input.requestId }),
+      headers: upstreamRequestHeaders(request.headers, {
+        authorization,
+        directory: target.directory,
+        requestId: input.requestId,
+      }),
       body: NO_BODY_METHODS.has(method) ? undefined : request.body,
       duplex: 'half',
       redirect: 'manual',
@@ -111,11 +131,18 @@ export async function forwardToSidecar(input: ProxyInput, ctx: ProxyContext): Pr
 
   if (response.status >= 300 && response.status < 400 && response.status !== 304) {
     await response.body?.cancel().catch(() => {})
-    throw new ApiError(502, 'sidecar_redirect_refused', 'The sidecar answered with a redirect, which the proxy does not follow', { details: { path, status: response.status } })
+    throw new ApiError(
+      502,
+      'sidecar_redirect_refused',
+      'The sidecar answered with a redirect, which the proxy does not follow',
+      { details: { path, status: response.status } },
+    )
   }
   if (response.status === 401) {
     await response.body?.cancel().catch(() => {})
-    throw new ApiError(502, 'sidecar_auth_failed', 'The sidecar rejected the configured sidecar credentials', { details: { path, status: 401 } })
+    throw new ApiError(502, 'sidecar_auth_failed', 'The sidecar rejected the configured sidecar credentials', {
+      details: { path, status: 401 },
+    })
   }
 
   const headers = downstreamResponseHeaders(response.headers)
@@ -123,7 +150,14 @@ export async function forwardToSidecar(input: ProxyInput, ctx: ProxyContext): Pr
     return new Response(null, { status: response.status, headers })
   }
   const log = ctx.log
-  const logAbort = () => log.info('request aborted', { requestId: input.requestId, status: 499, code: 'request_aborted', path: `sidecar${path}`, workspaceId: input.workspaceId })
+  const logAbort = () =>
+    log.info('request aborted', {
+      requestId: input.requestId,
+      status: 499,
+      code: 'request_aborted',
+      path: `sidecar${path}`,
+      workspaceId: input.workspaceId,
+    })
   if (isEventStreamType(response.headers.get('content-type'))) {
     headers.set('cache-control', 'no-cache, no-transform')
     headers.set('x-accel-buffering', 'no')
@@ -131,36 +165,59 @@ export async function forwardToSidecar(input: ProxyInput, ctx: ProxyContext): Pr
       heartbeatMs: ctx.tuning.heartbeatMs,
       heartbeatFrame: heartbeatFrameFor(path),
       registry: ctx.streams,
-      onClientCancel: () => { upstream.abort(); logAbort() },
-      onUpstreamEnd: (reason) => { if (reason === 'dropped') log.warn('sidecar event stream dropped', { requestId: input.requestId, path, workspaceId: input.workspaceId }) },
+      onClientCancel: () => {
+        upstream.abort()
+        logAbort()
+      },
+      onUpstreamEnd: (reason) => {
+        if (reason === 'dropped')
+          log.warn('sidecar event stream dropped', { requestId: input.requestId, path, workspaceId: input.workspaceId })
+      },
       keepFrame: /^\/(global|api)\/event$/i.test(path) ? ownDirectoryOnly(target.directory) : undefined,
     })
     return new Response(body, { status: response.status, headers })
   }
   const declared = Number(response.headers.get('content-length') ?? NaN)
   if (Number.isFinite(declared) && declared <= SMALL_BODY_BYTES && !response.headers.has('content-encoding')) {
-    const bytes = await readSmallBody(response, upstream, ctx.tuning.bodyIdleTimeoutMs, () => log.warn('sidecar response body failed', { requestId: input.requestId, path, workspaceId: input.workspaceId }))
+    const bytes = await readSmallBody(response, upstream, ctx.tuning.bodyIdleTimeoutMs, () =>
+      log.warn('sidecar response body failed', { requestId: input.requestId, path, workspaceId: input.workspaceId }),
+    )
     return new Response(bytes, { status: response.status, headers })
   }
   const body = relayBody(response.body, {
     idleTimeoutMs: ctx.tuning.bodyIdleTimeoutMs,
-    onClientCancel: () => { upstream.abort(); logAbort() },
+    onClientCancel: () => {
+      upstream.abort()
+      logAbort()
+    },
     onUpstreamError: (reason) => {
       upstream.abort()
-      log.warn('sidecar response body failed', { requestId: input.requestId, path, reason, workspaceId: input.workspaceId })
+      log.warn('sidecar response body failed', {
+        requestId: input.requestId,
+        path,
+        reason,
+        workspaceId: input.workspaceId,
+      })
     },
   })
   return new Response(body, { status: response.status, headers })
 }
 
 /** Reads a small, length-declared body whole, within the idle deadline; a failure is a 502. */
-async function readSmallBody(response: Response, upstream: AbortController, timeoutMs: number, onFailure: () => void): Promise<ArrayBuffer> {
+async function readSmallBody(
+  response: Response,
+  upstream: AbortController,
+  timeoutMs: number,
+  onFailure: () => void,
+): Promise<ArrayBuffer> {
   const timer = setTimeout(() => upstream.abort(), timeoutMs)
   try {
     return await response.arrayBuffer()
   } catch {
     onFailure()
-    throw new ApiError(502, 'sidecar_response_failed', 'The sidecar response body failed before it was complete', { details: { status: response.status } })
+    throw new ApiError(502, 'sidecar_response_failed', 'The sidecar response body failed before it was complete', {
+      details: { status: response.status },
+    })
   } finally {
     clearTimeout(timer)
   }
@@ -179,6 +236,10 @@ function ownDirectoryOnly(directory: string): (data: string) => boolean {
     } catch {
       return false
     }
-    return typeof event?.directory !== 'string' || event.directory === directory || canonicalDirectory(event.directory) === own
+    return (
+      typeof event?.directory !== 'string' ||
+      event.directory === directory ||
+      canonicalDirectory(event.directory) === own
+    )
   }
 }

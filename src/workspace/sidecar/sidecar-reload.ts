@@ -19,16 +19,25 @@ export interface ReloadResult {
 }
 
 /** Disposes the sidecar instance for `target.directory`; throws 504/502 ApiErrors on failure. */
-export async function reloadSidecar(workspaceId: string, target: SidecarTarget, timeoutMs: number): Promise<ReloadResult> {
+export async function reloadSidecar(
+  workspaceId: string,
+  target: SidecarTarget,
+  timeoutMs: number,
+): Promise<ReloadResult> {
   const started = performance.now()
   const response = await sidecarFetch(target, '/instance/dispose', {
     method: 'POST',
     timeoutMs,
-    onTimeout: () => new ApiError(504, 'sidecar_reload_timeout', `The sidecar did not finish reloading within ${timeoutMs} ms`, { details: { timeoutMs } }),
+    onTimeout: () =>
+      new ApiError(504, 'sidecar_reload_timeout', `The sidecar did not finish reloading within ${timeoutMs} ms`, {
+        details: { timeoutMs },
+      }),
   })
   const text = await response.text().catch(() => '')
   if (!response.ok) {
-    throw new ApiError(502, 'sidecar_reload_failed', 'The sidecar refused to reload', { details: { status: response.status, body: text.slice(0, 500) } })
+    throw new ApiError(502, 'sidecar_reload_failed', 'The sidecar refused to reload', {
+      details: { status: response.status, body: text.slice(0, 500) },
+    })
   }
   return { ok: true, workspaceId, durationMs: Math.round(performance.now() - started) }
 }
@@ -40,16 +49,22 @@ export async function reloadSidecar(workspaceId: string, target: SidecarTarget, 
 export class ReloadDebouncer {
   readonly #timers = new Map<string, ReturnType<typeof setTimeout>>()
 
-  constructor(private readonly delayMs: number, private readonly run: (workspaceId: string) => void) {}
+  constructor(
+    private readonly delayMs: number,
+    private readonly run: (workspaceId: string) => void,
+  ) {}
 
   /** Schedules (or reschedules) a reload of `workspaceId`. */
   request(workspaceId: string): void {
     const existing = this.#timers.get(workspaceId)
     if (existing) clearTimeout(existing)
-    this.#timers.set(workspaceId, setTimeout(() => {
-      this.#timers.delete(workspaceId)
-      this.run(workspaceId)
-    }, this.delayMs))
+    this.#timers.set(
+      workspaceId,
+      setTimeout(() => {
+        this.#timers.delete(workspaceId)
+        this.run(workspaceId)
+      }, this.delayMs),
+    )
   }
 
   /** Number of reloads waiting (tests). */

@@ -26,7 +26,14 @@ export interface SidecarServiceOptions {
   /** Working directory of a managed sidecar (the first workspace's path). */
   managedCwd: string
   /** Called after every reload attempt (audit hook), with the outcome. */
-  onReload?: (event: { workspaceId: string; trigger: 'manual' | 'extension-change'; ok: boolean; code?: string; durationMs?: number; principal?: Principal }) => void
+  onReload?: (event: {
+    workspaceId: string
+    trigger: 'manual' | 'extension-change'
+    ok: boolean
+    code?: string
+    durationMs?: number
+    principal?: Principal
+  }) => void
 }
 
 const PROBE_TTL_MS = 2000
@@ -46,11 +53,19 @@ export class SidecarService {
   readonly #debouncer: ReloadDebouncer
 
   constructor(private readonly options: SidecarServiceOptions) {
-    this.managed = options.config.managed ? new ManagedSidecar(options.config.managed, { log: options.log.child({ component: 'managed-sidecar' }), cwd: options.managedCwd }) : null
+    this.managed = options.config.managed
+      ? new ManagedSidecar(options.config.managed, {
+          log: options.log.child({ component: 'managed-sidecar' }),
+          cwd: options.managedCwd,
+        })
+      : null
     this.managed?.onChange(() => this.#probes.invalidate())
     this.#debouncer = new ReloadDebouncer(options.config.tuning.reloadDebounceMs, (workspaceId) => {
       this.reload(workspaceId, 'extension-change').catch((error) => {
-        options.log.warn('automatic sidecar reload failed', { workspaceId, code: error instanceof ApiError ? error.code : 'internal_error' })
+        options.log.warn('automatic sidecar reload failed', {
+          workspaceId,
+          code: error instanceof ApiError ? error.code : 'internal_error',
+        })
       })
     })
   }
@@ -67,11 +82,20 @@ export class SidecarService {
 
   /** The effective target of a workspace, or throws 404/400. */
   target(workspaceId: string): SidecarTarget {
-    if (!this.options.workspaceIds.includes(workspaceId)) throw new ApiError(404, 'workspace_not_found', 'Workspace not found')
+    if (!this.options.workspaceIds.includes(workspaceId))
+      throw new ApiError(404, 'workspace_not_found', 'Workspace not found')
     const configured = this.options.config.targets.get(workspaceId)
-    if (!configured) throw new ApiError(400, 'sidecar_unconfigured', 'This workspace has no sidecar configured', { details: { workspaceId } })
+    if (!configured)
+      throw new ApiError(400, 'sidecar_unconfigured', 'This workspace has no sidecar configured', {
+        details: { workspaceId },
+      })
     if (!configured.managed || !this.managed) return configured
-    return { ...configured, baseUrl: this.managed.baseUrl, username: this.managed.username, password: this.managed.password }
+    return {
+      ...configured,
+      baseUrl: this.managed.baseUrl,
+      username: this.managed.username,
+      password: this.managed.password,
+    }
   }
 
   #guard = (baseUrl: string): SessionGuard => {
@@ -81,16 +105,34 @@ export class SidecarService {
   }
 
   /** Forwards a proxied request for `workspaceId`. */
-  proxy(input: { workspaceId: string; request: Request; rest: string; search: string; principal: Principal; requestId: string; log: Logger }): Promise<Response> {
+  proxy(input: {
+    workspaceId: string
+    request: Request
+    rest: string
+    search: string
+    principal: Principal
+    requestId: string
+    log: Logger
+  }): Promise<Response> {
     const target = this.target(input.workspaceId)
     return forwardToSidecar(
       { ...input, target },
-      { tuning: this.options.config.tuning, readOnly: this.options.readOnly, streams: this.options.streams, log: input.log, guard: this.#guard },
+      {
+        tuning: this.options.config.tuning,
+        readOnly: this.options.readOnly,
+        streams: this.options.streams,
+        log: input.log,
+        guard: this.#guard,
+      },
     )
   }
 
   /** Reloads the sidecar instance of a workspace (manual or after extension writes). */
-  async reload(workspaceId: string, trigger: 'manual' | 'extension-change' = 'manual', principal?: Principal): Promise<ReloadResult> {
+  async reload(
+    workspaceId: string,
+    trigger: 'manual' | 'extension-change' = 'manual',
+    principal?: Principal,
+  ): Promise<ReloadResult> {
     const target = this.target(workspaceId)
     try {
       const result = await reloadSidecar(workspaceId, target, this.options.config.tuning.reloadTimeoutMs)
@@ -98,7 +140,13 @@ export class SidecarService {
       this.options.onReload?.({ workspaceId, trigger, ok: true, durationMs: result.durationMs, principal })
       return result
     } catch (error) {
-      this.options.onReload?.({ workspaceId, trigger, ok: false, code: error instanceof ApiError ? error.code : 'internal_error', principal })
+      this.options.onReload?.({
+        workspaceId,
+        trigger,
+        ok: false,
+        code: error instanceof ApiError ? error.code : 'internal_error',
+        principal,
+      })
       throw error
     }
   }
@@ -117,7 +165,9 @@ export class SidecarService {
   /** Reachability and version of one workspace's sidecar, without credentials. */
   status(workspaceId: string): Promise<SidecarStatus> {
     const configured = this.options.config.targets.get(workspaceId)
-    return this.#probes.get(workspaceId, () => probeSidecar(configured ? this.target(workspaceId) : undefined, PROBE_TIMEOUT_MS))
+    return this.#probes.get(workspaceId, () =>
+      probeSidecar(configured ? this.target(workspaceId) : undefined, PROBE_TIMEOUT_MS),
+    )
   }
 
   #unfollow: (() => void) | undefined
@@ -127,7 +177,9 @@ export class SidecarService {
    * write made through this server, as reported on the workspace event log. Changes found on disk
    * by the watcher do not reload: those come from editors, often many at once.
    */
-  followWrites(events: { subscribe(listener: (event: { type: string; source?: string; workspaceId: string }) => void): () => void }): void {
+  followWrites(events: {
+    subscribe(listener: (event: { type: string; source?: string; workspaceId: string }) => void): () => void
+  }): void {
     this.#unfollow?.()
     this.#unfollow = events.subscribe((event) => {
       if (event.type === 'reload' && event.source === 'server') this.extensionsChanged(event.workspaceId)

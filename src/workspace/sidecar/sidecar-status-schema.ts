@@ -20,16 +20,21 @@ export const SidecarStatusSchema = v.object({
 /** `/status` → `sidecar`: per workspace id, plus the managed process when there is one. */
 export const SidecarOverviewSchema = v.object({
   workspaces: v.record(v.string(), SidecarStatusSchema),
-  managed: v.nullable(v.object({
-    state: v.picklist(['starting', 'running', 'restarting', 'stopped']),
-    pid: v.nullable(v.number()),
-    restarts: v.number(),
-    lastExit: v.nullable(v.object({ code: v.nullable(v.number()), signal: v.nullable(v.string()), at: v.string() })),
-  })),
+  managed: v.nullable(
+    v.object({
+      state: v.picklist(['starting', 'running', 'restarting', 'stopped']),
+      pid: v.nullable(v.number()),
+      restarts: v.number(),
+      lastExit: v.nullable(v.object({ code: v.nullable(v.number()), signal: v.nullable(v.string()), at: v.string() })),
+    }),
+  ),
 })
 
 /** `/capabilities` → `proxy.workspaces`: reachability and version only. */
-export const SidecarReachabilitySchema = v.record(v.string(), v.object({ configured: v.boolean(), reachable: v.boolean(), version: v.nullable(v.string()) }))
+export const SidecarReachabilitySchema = v.record(
+  v.string(),
+  v.object({ configured: v.boolean(), reachable: v.boolean(), version: v.nullable(v.string()) }),
+)
 
 /** What the discovery routes need from the sidecar feature. */
 export interface SidecarReporter {
@@ -39,5 +44,10 @@ export interface SidecarReporter {
 
 /** The `/capabilities` view of an overview. */
 export function reachability(overview: SidecarOverview): v.InferOutput<typeof SidecarReachabilitySchema> {
-  return Object.fromEntries(Object.entries(overview.workspaces).map(([id, s]) => [id, { configured: s.configured, reachable: s.reachable, version: s.version }]))
+  return Object.fromEntries(
+    Object.entries(overview.workspaces).map(([id, s]) => [
+      id,
+      { configured: s.configured, reachable: s.reachable, version: s.version },
+    ]),
+  )
 }

@@ -6,8 +6,12 @@ import { eventually, startProxyFixture, type ProxyFixture } from './sidecar-test
 const ctx = {} as ProxyFixture
 const proxy = suite('workspace/sidecar streaming (fake upstream)', { timeoutMs: 20_000 })
 
-proxy.before(async () => { Object.assign(ctx, await startProxyFixture()) })
-proxy.after(async () => { await ctx.close?.() })
+proxy.before(async () => {
+  Object.assign(ctx, await startProxyFixture())
+})
+proxy.after(async () => {
+  await ctx.close?.()
+})
 
 proxy('an event stream passes through unbuffered with our heartbeat when the upstream is quiet', async () => {
   const res = await ctx.kit.req('/sidecar/event', { as: 'viewer' })
@@ -16,7 +20,13 @@ proxy('an event stream passes through unbuffered with our heartbeat when the ups
   assert.is(res.headers.get('x-accel-buffering'), 'no')
   const frames = await takeSse(res, 3, 3000)
   assert.is(JSON.parse(frames[0]!.data).type, 'server.connected')
-  assert.equal(frames.slice(1).map((f) => JSON.parse(f.data)), [{ type: 'server.heartbeat', properties: {} }, { type: 'server.heartbeat', properties: {} }])
+  assert.equal(
+    frames.slice(1).map((f) => JSON.parse(f.data)),
+    [
+      { type: 'server.heartbeat', properties: {} },
+      { type: 'server.heartbeat', properties: {} },
+    ],
+  )
   const global = await ctx.kit.req('/sidecar/global/event')
   const globalFrames = await takeSse(global, 2, 3000)
   assert.equal(JSON.parse(globalFrames[1]!.data), { payload: { type: 'server.heartbeat', properties: {} } })
@@ -25,7 +35,10 @@ proxy('an event stream passes through unbuffered with our heartbeat when the ups
 proxy('the global event stream only carries this workspace directory and server-wide events', async () => {
   const res = await ctx.kit.req('/sidecar/global/event?mode=mixed')
   const frames = await takeSse(res, 3, 3000)
-  assert.equal(frames.map((f) => JSON.parse(f.data).payload.type), ['server.connected', 'x.own', 'x.global'])
+  assert.equal(
+    frames.map((f) => JSON.parse(f.data).payload.type),
+    ['server.connected', 'x.own', 'x.global'],
+  )
 })
 
 proxy('HEAD on an event stream answers headers only and releases the upstream stream', async () => {
@@ -58,7 +71,10 @@ proxy('closing the client event stream aborts the upstream request and logs 499 
   await reader.read()
   await reader.cancel()
   await eventually(() => ctx.fake.aborts.filter((p) => p === '/event').length > 0, 'upstream event stream cancel')
-  await eventually(() => ctx.lines.some((l) => l.includes('"status":499') && l.includes('request_aborted')), '499 log line')
+  await eventually(
+    () => ctx.lines.some((l) => l.includes('"status":499') && l.includes('request_aborted')),
+    '499 log line',
+  )
 })
 
 proxy('over a real socket, a client that disconnects mid-stream or mid-body aborts the upstream', async () => {
@@ -121,7 +137,11 @@ proxy('a body that stalls mid-way is cut after the idle timeout and the upstream
   const reader = res.body!.getReader()
   assert.match(new TextDecoder().decode((await reader.read()).value), /first-part/)
   let failed = false
-  try { await reader.read() } catch { failed = true }
+  try {
+    await reader.read()
+  } catch {
+    failed = true
+  }
   assert.ok(failed, 'the truncated body must end in an error, not a clean end')
   await eventually(() => ctx.fake.aborts.includes('/stall-body'), 'upstream cancel')
 })
@@ -129,7 +149,11 @@ proxy('a body that stalls mid-way is cut after the idle timeout and the upstream
 proxy('a body the upstream drops mid-way ends in an error rather than a clean end', async () => {
   const res = await ctx.kit.req('/sidecar/drop')
   let failed = false
-  try { await res.text() } catch { failed = true }
+  try {
+    await res.text()
+  } catch {
+    failed = true
+  }
   assert.ok(failed)
 })
 
@@ -139,7 +163,10 @@ proxy('a 50 MB body streams through with bounded memory, read only as fast as th
   const reader = res.body!.getReader()
   await reader.read()
   await new Promise((r) => setTimeout(r, 300))
-  assert.ok(ctx.fake.bigBytesSent < 32 * 1024 * 1024, `upstream ran ahead of the client: ${ctx.fake.bigBytesSent} bytes`)
+  assert.ok(
+    ctx.fake.bigBytesSent < 32 * 1024 * 1024,
+    `upstream ran ahead of the client: ${ctx.fake.bigBytesSent} bytes`,
+  )
   // Bytes the upstream has produced but the client has not yet read bound what the proxy can hold
   // (kernel socket buffers on loopback take several MB of it); a buffering proxy would reach 50 MB.
   let bytes = 0
@@ -151,7 +178,10 @@ proxy('a 50 MB body streams through with bounded memory, read only as fast as th
     maxInFlight = Math.max(maxInFlight, ctx.fake.bigBytesSent - bytes)
   }
   assert.ok(bytes > 49 * 1024 * 1024, `only ${bytes} bytes arrived`)
-  assert.ok(maxInFlight < 32 * 1024 * 1024, `up to ${Math.round(maxInFlight / 1048576)} MB were held between upstream and client`)
+  assert.ok(
+    maxInFlight < 32 * 1024 * 1024,
+    `up to ${Math.round(maxInFlight / 1048576)} MB were held between upstream and client`,
+  )
 })
 
 proxy('a 50 MB request body streams up to the sidecar intact', async () => {
@@ -161,13 +191,21 @@ proxy('a 50 MB request body streams up to the sidecar intact', async () => {
   let sent = 0
   const body = new ReadableStream<Uint8Array>({
     pull(controller) {
-      if (sent >= total) { controller.close(); return }
+      if (sent >= total) {
+        controller.close()
+        return
+      }
       expected.update(chunk)
       sent += chunk.length
       controller.enqueue(chunk.slice())
     },
   })
-  const res = await request(ctx.kit.app.fetch, '/sidecar/upload', { method: 'POST', body, headers: { authorization: `Bearer ${ctx.kit.tokens.collaborator}`, 'content-type': 'application/octet-stream' }, duplex: 'half' } as RequestInit)
+  const res = await request(ctx.kit.app.fetch, '/sidecar/upload', {
+    method: 'POST',
+    body,
+    headers: { authorization: `Bearer ${ctx.kit.tokens.collaborator}`, 'content-type': 'application/octet-stream' },
+    duplex: 'half',
+  } as RequestInit)
   assert.is(res.status, 200)
   assert.equal(await res.json(), { bytes: total, sha256: expected.digest('hex') })
 })

@@ -34,7 +34,10 @@ export interface SidecarApp {
   roots: string[]
   tokens: { viewer: string; collaborator: string; owner: string }
   log: Logger
-  req(path: string, init?: RequestInit & { json?: unknown; as?: 'viewer' | 'collaborator' | 'owner' | 'none' }): Promise<Response>
+  req(
+    path: string,
+    init?: RequestInit & { json?: unknown; as?: 'viewer' | 'collaborator' | 'owner' | 'none' },
+  ): Promise<Response>
   dispose(): Promise<void>
 }
 
@@ -49,20 +52,33 @@ export async function startSidecarApp(options: SidecarAppOptions = {}): Promise<
       return root
     })
     const configPath = join(dir, 'server.json')
-    writeFileSync(configPath, JSON.stringify({
-      token: KIT_CLIENT_TOKEN,
-      hostToken: KIT_HOST_TOKEN,
-      workspaces: entries.map((extra, i) => ({ path: roots[i], ...extra })),
-      approval: { mode: 'auto' },
-      readOnly: options.readOnly ?? false,
-      dataDir: join(dir, 'data'),
-      logRequests: options.logLines !== undefined,
-      authThrottle: { maxFailures: 10_000 },
-      ...options.file,
-    }, null, 2))
+    writeFileSync(
+      configPath,
+      JSON.stringify(
+        {
+          token: KIT_CLIENT_TOKEN,
+          hostToken: KIT_HOST_TOKEN,
+          workspaces: entries.map((extra, i) => ({ path: roots[i], ...extra })),
+          approval: { mode: 'auto' },
+          readOnly: options.readOnly ?? false,
+          dataDir: join(dir, 'data'),
+          logRequests: options.logLines !== undefined,
+          authThrottle: { maxFailures: 10_000 },
+          ...options.file,
+        },
+        null,
+        2,
+      ),
+    )
     const config = loadWorkspaceConfig({ config: configPath }, { HOME: dir, ...options.env }, dir)
     const lines = options.logLines
-    const log = createLogger({ format: 'json', write: (line) => { lines?.push(line) }, level: lines ? 'info' : 'error' })
+    const log = createLogger({
+      format: 'json',
+      write: (line) => {
+        lines?.push(line)
+      },
+      level: lines ? 'info' : 'error',
+    })
     const app = await createWorkspaceApp(config, { logger: log, watch: false })
     const viewer = (await app.services.tokens.create({ scope: 'viewer', label: 'kit viewer' })).token
     const owner = (await app.services.tokens.create({ scope: 'owner', label: 'kit owner' })).token
@@ -124,11 +140,27 @@ export async function startProxyFixture(): Promise<ProxyFixture> {
       { sidecar: { baseUrl: deadUrl } },
       { sidecar: { baseUrl: fake.url, password: 'wrong-password' } },
     ],
-    file: { sidecar: { heartbeatMs: 300, eventEstablishTimeoutMs: 1000, responseTimeoutMs: 1500, bodyIdleTimeoutMs: 500, reloadTimeoutMs: 500 } },
+    file: {
+      sidecar: {
+        heartbeatMs: 300,
+        eventEstablishTimeoutMs: 1000,
+        responseTimeoutMs: 1500,
+        bodyIdleTimeoutMs: 500,
+        reloadTimeoutMs: 500,
+      },
+    },
     logLines: lines,
   })
   fake.options = { ...fake.options, sessions: { ses_own: kit.roots[0]!, ses_foreign: kit.roots[1]! } }
-  return { fake, kit, lines, close: async () => { await kit.dispose(); await fake.close() } }
+  return {
+    fake,
+    kit,
+    lines,
+    close: async () => {
+      await kit.dispose()
+      await fake.close()
+    },
+  }
 }
 
 /** Polls `check` every 20 ms until it holds, or throws after `timeoutMs`. */

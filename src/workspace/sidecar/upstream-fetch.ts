@@ -23,22 +23,36 @@ export interface SidecarFetchOptions {
 }
 
 /** Calls `path` on the target's sidecar, pinned to its directory. */
-export async function sidecarFetch(target: SidecarTarget, path: string, options: SidecarFetchOptions): Promise<Response> {
+export async function sidecarFetch(
+  target: SidecarTarget,
+  path: string,
+  options: SidecarFetchOptions,
+): Promise<Response> {
   if (!target.baseUrl) throw unreachable(path, 'starting', 'The managed sidecar is not running yet')
   const url = new URL(target.baseUrl + path)
   url.searchParams.set('directory', target.directory)
-  const headers = new Headers({ 'x-opencode-directory': directoryHeaderValue(target.directory), accept: 'application/json' })
+  const headers = new Headers({
+    'x-opencode-directory': directoryHeaderValue(target.directory),
+    accept: 'application/json',
+  })
   const authorization = basicAuthorization(target.username, target.password)
   if (authorization) headers.set('authorization', authorization)
   const controller = new AbortController()
   let timedOut = false
-  const timer = setTimeout(() => { timedOut = true; controller.abort() }, options.timeoutMs)
+  const timer = setTimeout(() => {
+    timedOut = true
+    controller.abort()
+  }, options.timeoutMs)
   const onAbort = () => controller.abort()
   options.signal?.addEventListener('abort', onAbort, { once: true })
   try {
     return await fetch(url, { method: options.method ?? 'GET', headers, redirect: 'manual', signal: controller.signal })
   } catch (error) {
-    if (timedOut) throw options.onTimeout?.() ?? unreachable(path, 'timeout', `The sidecar did not answer within ${options.timeoutMs} ms`)
+    if (timedOut)
+      throw (
+        options.onTimeout?.() ??
+        unreachable(path, 'timeout', `The sidecar did not answer within ${options.timeoutMs} ms`)
+      )
     if (options.signal?.aborted) throw new ApiError(499, 'request_aborted', 'Client closed the request')
     throw unreachable(path, (error as { code?: string }).code ?? 'connection_failed', (error as Error).message)
   } finally {

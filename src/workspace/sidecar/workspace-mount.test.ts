@@ -30,12 +30,22 @@ units('pinning resolves dot segments first and refuses paths that climb above th
 })
 
 units('V2 location queries are pinned like directory, and paths OpenCode would route loosely are ambiguous', () => {
-  const v2 = pinnedUpstreamUrl('http://h:1', '/api/fs/read/secret.txt', '?location[directory]=/etc&Location.directory=/x&q=1', '/d')!
-  assert.equal([...v2.searchParams].sort(), [['directory', '/d'], ['location[directory]', '/d'], ['q', '1']])
+  const v2 = pinnedUpstreamUrl(
+    'http://h:1',
+    '/api/fs/read/secret.txt',
+    '?location[directory]=/etc&Location.directory=/x&q=1',
+    '/d',
+  )!
+  assert.equal([...v2.searchParams].sort(), [
+    ['directory', '/d'],
+    ['location[directory]', '/d'],
+    ['q', '1'],
+  ])
   const bare = pinnedUpstreamUrl('http://h:1', '/api/fs/list', '', '/d')!
   assert.is(bare.searchParams.get('location[directory]'), '/d')
   assert.is(pinnedUpstreamUrl('http://h:1', '/session', '', '/d')!.searchParams.has('location[directory]'), false)
-  for (const path of ['//session/ses_1', '/session//ses_1', '/session/ses_1;x', '/global%2Fdispose']) assert.ok(ambiguousPath(path), path)
+  for (const path of ['//session/ses_1', '/session//ses_1', '/session/ses_1;x', '/global%2Fdispose'])
+    assert.ok(ambiguousPath(path), path)
   assert.is(ambiguousPath('/session/ses_1/message'), null)
   assert.is(sessionIdInPath('/Session/ses_1'), 'ses_1', 'OpenCode routes case-insensitively')
 })
@@ -49,9 +59,37 @@ units('session ids are recognised on every session prefix, collection routes are
 })
 
 units('header policy: hop-by-hop and client identity are dropped both ways, sidecar auth and directory set', () => {
-  const up = upstreamRequestHeaders(new Headers({ connection: 'x-secret', 'x-secret': '1', authorization: 'Bearer t', 'x-service-anything': 'y', cookie: 'a=b', te: 'trailers', accept: 'text/event-stream', 'content-type': 'application/json' }), { authorization: 'Basic abc', directory: '/d' })
-  assert.equal(Object.fromEntries(up), { accept: 'text/event-stream', authorization: 'Basic abc', 'content-type': 'application/json', 'x-opencode-directory': '/d' })
-  const down = downstreamResponseHeaders(new Headers({ 'content-type': 'text/plain', 'content-encoding': 'gzip', 'content-length': '10', 'transfer-encoding': 'chunked', 'access-control-allow-origin': '*', 'set-cookie': 'a=b', 'www-authenticate': 'Basic', etag: '"1"' }))
+  const up = upstreamRequestHeaders(
+    new Headers({
+      connection: 'x-secret',
+      'x-secret': '1',
+      authorization: 'Bearer t',
+      'x-service-anything': 'y',
+      cookie: 'a=b',
+      te: 'trailers',
+      accept: 'text/event-stream',
+      'content-type': 'application/json',
+    }),
+    { authorization: 'Basic abc', directory: '/d' },
+  )
+  assert.equal(Object.fromEntries(up), {
+    accept: 'text/event-stream',
+    authorization: 'Basic abc',
+    'content-type': 'application/json',
+    'x-opencode-directory': '/d',
+  })
+  const down = downstreamResponseHeaders(
+    new Headers({
+      'content-type': 'text/plain',
+      'content-encoding': 'gzip',
+      'content-length': '10',
+      'transfer-encoding': 'chunked',
+      'access-control-allow-origin': '*',
+      'set-cookie': 'a=b',
+      'www-authenticate': 'Basic',
+      etag: '"1"',
+    }),
+  )
   assert.equal(Object.fromEntries(down), { 'content-type': 'text/plain', etag: '"1"' })
   assert.is(directoryHeaderValue('/tmp/a b'), '/tmp/a b')
   assert.is(directoryHeaderValue('/tmp/é'), '%2Ftmp%2F%C3%A9')
@@ -62,7 +100,16 @@ units('managed restarts back off exponentially up to a cap', () => {
 })
 
 units('the managed sidecar does not inherit our own settings (tokens, sidecar password)', () => {
-  assert.equal(sidecarEnvironment({ PATH: '/bin', SERVICE_TOKEN: 't', SERVICE_HOST_TOKEN: 'h', SERVICE_SIDECAR_PASSWORD: 'p', HOME: '/h' }), { PATH: '/bin', HOME: '/h' })
+  assert.equal(
+    sidecarEnvironment({
+      PATH: '/bin',
+      SERVICE_TOKEN: 't',
+      SERVICE_HOST_TOKEN: 'h',
+      SERVICE_SIDECAR_PASSWORD: 'p',
+      HOME: '/h',
+    }),
+    { PATH: '/bin', HOME: '/h' },
+  )
 })
 
 units('automatic reloads are debounced per workspace', async () => {

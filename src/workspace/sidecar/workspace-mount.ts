@@ -13,7 +13,17 @@
  */
 
 /** Root routes reachable under the mount as-is. */
-const ROOT_PREFIXES = ['/health', '/status', '/capabilities', '/workspaces', '/whoami', '/openapi.json', '/files/sessions', '/approvals', '/tokens']
+const ROOT_PREFIXES = [
+  '/health',
+  '/status',
+  '/capabilities',
+  '/workspaces',
+  '/whoami',
+  '/openapi.json',
+  '/files/sessions',
+  '/approvals',
+  '/tokens',
+]
 
 /** Where the rewrite sends a mount whose workspace does not exist or does not match: no route, so 404. */
 export const MOUNT_MISMATCH_PATH = '/w/-/not-found'

@@ -39,9 +39,13 @@ export function isLocalGitUrl(url: string): boolean {
 /** Checks a clone URL's form; returns an error message or null. */
 export function checkGitUrl(url: string, allowFileUrls: boolean): string | null {
   if (url.startsWith('-')) return 'must not start with -'
-  if (isLocalGitUrl(url)) return allowFileUrls ? null : 'file:// URLs and local paths are disabled on this control plane (connectors.allowFileUrls)'
+  if (isLocalGitUrl(url))
+    return allowFileUrls
+      ? null
+      : 'file:// URLs and local paths are disabled on this control plane (connectors.allowFileUrls)'
   // A password in the URL would be stored and shown with the target: credentials go on the account.
-  if (/^[a-z+]+:\/\/[^/@\s]*:[^/@\s]*@/i.test(url)) return 'must not contain a password; put the token in the account\'s credentials'
+  if (/^[a-z+]+:\/\/[^/@\s]*:[^/@\s]*@/i.test(url))
+    return "must not contain a password; put the token in the account's credentials"
   if (/^(https?|ssh|git):\/\/[^\s]+$/.test(url) || /^[\w.-]+@[\w.-]+:[^\s]+$/.test(url)) return null
   return 'must be an https://, ssh://, git:// or user@host:path URL'
 }
@@ -56,15 +60,18 @@ export function checkGitUrl(url: string, allowFileUrls: boolean): string | null 
  */
 export function checkCredentialScope(accountRemoteId: string, url: string): string | null {
   const account = parseUrl(accountRemoteId)
-  if (!account || account.protocol !== 'https:') {
+  if (account?.protocol !== 'https:') {
     return `cannot be used with this account's credentials: the account's remote id is not an https:// URL, so there is no host its token may be sent to (an admin can remove its credentials, or create an account whose remote id is the https:// URL its token is for)`
   }
   const where = `${account.protocol}//${account.host}${account.pathname.replace(/\/+$/, '')}`
   const target = parseUrl(url)
-  if (target?.protocol === 'http:') return `must not be a plain http:// URL: the account has credentials, which are never sent unencrypted; use https://`
-  if (!target || target.protocol !== 'https:' || !/^https:\/\//i.test(url)) return `must be an https:// URL under ${where}, the account's remote, because the account has credentials`
+  if (target?.protocol === 'http:')
+    return `must not be a plain http:// URL: the account has credentials, which are never sent unencrypted; use https://`
+  if (target?.protocol !== 'https:' || !/^https:\/\//i.test(url))
+    return `must be an https:// URL under ${where}, the account's remote, because the account has credentials`
   // `host` is the lower-cased host name, with `:port` unless the port is the scheme's default.
-  if (target.host !== account.host) return `must be on ${account.host}, the account's host, because the account has credentials`
+  if (target.host !== account.host)
+    return `must be on ${account.host}, the account's host, because the account has credentials`
   if (/[@?#\\]|%(2e|2f|5c|40)/i.test(url.slice('https://'.length))) {
     return 'must not contain user info, a query, a fragment, backslashes or percent-encoded dots, slashes, backslashes or @ when the account has credentials'
   }
@@ -90,13 +97,19 @@ interface Run {
   stderr: string
 }
 
-function run(command: string, args: string[], options: { cwd?: string; env: Record<string, string>; signal: AbortSignal }): Promise<Run> {
+function run(
+  command: string,
+  args: string[],
+  options: { cwd?: string; env: Record<string, string>; signal: AbortSignal },
+): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] })
     const out: Buffer[] = []
     let stderr = ''
     child.stdout!.on('data', (d: Buffer) => out.push(d))
-    child.stderr!.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-4000) })
+    child.stderr!.on('data', (d: Buffer) => {
+      stderr = (stderr + d.toString()).slice(-4000)
+    })
     const onAbort = () => child.kill('SIGKILL')
     options.signal.addEventListener('abort', onAbort, { once: true })
     child.once('error', (error) => {
@@ -111,12 +124,22 @@ function run(command: string, args: string[], options: { cwd?: string; env: Reco
 }
 
 function gitEnv(location: SourceLocation, allowFileUrls: boolean): Record<string, string> {
-  const env: Record<string, string> = { GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'echo', SSH_ASKPASS: 'echo', GIT_SSH_COMMAND: 'ssh -o BatchMode=yes', LC_ALL: 'C' }
-  for (const name of ['PATH', 'HOME', 'TMPDIR', 'SYSTEMROOT']) if (process.env[name] !== undefined) env[name] = process.env[name]!
+  const env: Record<string, string> = {
+    GIT_TERMINAL_PROMPT: '0',
+    GIT_ASKPASS: 'echo',
+    SSH_ASKPASS: 'echo',
+    GIT_SSH_COMMAND: 'ssh -o BatchMode=yes',
+    LC_ALL: 'C',
+  }
+  for (const name of ['PATH', 'HOME', 'TMPDIR', 'SYSTEMROOT'])
+    if (process.env[name] !== undefined) env[name] = process.env[name]!
   const config: Array<[string, string]> = []
   if (allowFileUrls) config.push(['protocol.file.allow', 'always'])
   if (location.token) {
-    config.push(['http.extraHeader', `Authorization: Basic ${Buffer.from(`x-access-token:${location.token}`).toString('base64')}`])
+    config.push([
+      'http.extraHeader',
+      `Authorization: Basic ${Buffer.from(`x-access-token:${location.token}`).toString('base64')}`,
+    ])
     // git re-bases later requests on a redirect's target and sends extra headers there too.
     config.push(['http.followRedirects', 'false'])
   }
@@ -129,7 +152,13 @@ function gitEnv(location: SourceLocation, allowFileUrls: boolean): Record<string
 }
 
 /** Reads blobs through one `git cat-file --batch`. */
-async function readBlobs(command: string, dir: string, env: Record<string, string>, entries: SourceEntry[], signal: AbortSignal): Promise<Map<string, string>> {
+async function readBlobs(
+  command: string,
+  dir: string,
+  env: Record<string, string>,
+  entries: SourceEntry[],
+  signal: AbortSignal,
+): Promise<Map<string, string>> {
   const out = new Map<string, string>()
   if (entries.length === 0) return out
   const result = await new Promise<Buffer>((resolve, reject) => {
@@ -137,13 +166,16 @@ async function readBlobs(command: string, dir: string, env: Record<string, strin
     const chunks: Buffer[] = []
     let stderr = ''
     child.stdout!.on('data', (d: Buffer) => chunks.push(d))
-    child.stderr!.on('data', (d: Buffer) => { stderr += d.toString() })
+    child.stderr!.on('data', (d: Buffer) => {
+      stderr += d.toString()
+    })
     const onAbort = () => child.kill('SIGKILL')
     signal.addEventListener('abort', onAbort, { once: true })
     child.once('error', (error) => reject(sourceFailure('git_unavailable', error.message, false)))
     child.once('close', (code) => {
       signal.removeEventListener('abort', onAbort)
-      if (code !== 0) reject(sourceFailure('git_read_failed', shortMessage(stderr || `git cat-file exited with ${code}`), true))
+      if (code !== 0)
+        reject(sourceFailure('git_read_failed', shortMessage(stderr || `git cat-file exited with ${code}`), true))
       else resolve(Buffer.concat(chunks))
     })
     child.stdin!.end(entries.map((e) => e.sha).join('\n') + '\n')
@@ -162,7 +194,11 @@ async function readBlobs(command: string, dir: string, env: Record<string, strin
 }
 
 /** A snapshot of a git remote's branch (or default branch). */
-export async function gitSnapshot(location: SourceLocation, options: GitOptions, signal: AbortSignal): Promise<SourceSnapshot> {
+export async function gitSnapshot(
+  location: SourceLocation,
+  options: GitOptions,
+  signal: AbortSignal,
+): Promise<SourceSnapshot> {
   const problem = checkGitUrl(location.remoteId, options.allowFileUrls)
   if (problem) throw sourceFailure('invalid_remote', `remoteId ${problem}`, false)
   if (location.token) {
@@ -175,12 +211,32 @@ export async function gitSnapshot(location: SourceLocation, options: GitOptions,
   const cleanup = () => rm(dir, { recursive: true, force: true })
   try {
     const branchArgs = location.branch ? ['--branch', location.branch] : []
-    const clone = await run(options.command, ['clone', '--quiet', '--bare', '--depth', '1', '--single-branch', '--no-tags', ...branchArgs, '--', location.remoteId, dir], { env, signal })
+    const clone = await run(
+      options.command,
+      [
+        'clone',
+        '--quiet',
+        '--bare',
+        '--depth',
+        '1',
+        '--single-branch',
+        '--no-tags',
+        ...branchArgs,
+        '--',
+        location.remoteId,
+        dir,
+      ],
+      { env, signal },
+    )
     if (signal.aborted) throw signal.reason
     if (clone.code !== 0) {
       const text = clone.stderr.trim()
       const missingBranch = /Remote branch .* not found/i.test(text)
-      throw sourceFailure(missingBranch ? 'branch_not_found' : 'git_fetch_failed', shortMessage(text || `git clone exited with ${clone.code}`), !missingBranch)
+      throw sourceFailure(
+        missingBranch ? 'branch_not_found' : 'git_fetch_failed',
+        shortMessage(text || `git clone exited with ${clone.code}`),
+        !missingBranch,
+      )
     }
     const head = await run(options.command, ['rev-parse', 'HEAD'], { cwd: dir, env, signal })
     if (head.code !== 0) throw sourceFailure('git_read_failed', shortMessage(head.stderr), false)
@@ -196,7 +252,12 @@ export async function gitSnapshot(location: SourceLocation, options: GitOptions,
       entries.push({ path: record.slice(tab + 1), sha: sha!, size: Number(size) })
     }
     entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
-    return { revision, entries, read: (wanted, readSignal) => readBlobs(options.command, dir, env, wanted, readSignal), close: cleanup }
+    return {
+      revision,
+      entries,
+      read: (wanted, readSignal) => readBlobs(options.command, dir, env, wanted, readSignal),
+      close: cleanup,
+    }
   } catch (error) {
     await cleanup()
     throw error
