@@ -6,9 +6,10 @@
  */
 import { suite as uvuSuite, type Test } from 'uvu'
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync, realpathSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, realpathSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 
 export * as assert from 'uvu/assert'
 
@@ -143,6 +144,13 @@ export async function takeSse(response: Response, count: number, timeoutMs = 500
 
 /** The Bun binary from node_modules (tests run under Bun; children use the same runtime). */
 export const BUN = process.execPath
+
+/**
+ * The Deno binary from node_modules: `npm install` brings it (the `deno` devDependency), so the
+ * Deno suites never skip. Called by path, never by name: see stack-notes §5 on `deno task`.
+ */
+export const DENO = fileURLToPath(new URL('../node_modules/.bin/deno', import.meta.url))
+if (!existsSync(DENO)) throw new Error(`${DENO} is missing: run npm install (the deno devDependency ships it)`)
 
 /** A server started as a child process. */
 export interface ChildServer {

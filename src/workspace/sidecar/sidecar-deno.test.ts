@@ -1,36 +1,28 @@
 /**
  * The proxy under Deno in its default mode, where `request.signal` also fires after every normal
  * response: bodies must still arrive whole, event streams keep flowing, and a disconnect still
- * reaches the upstream. Skipped when `deno` is not on the PATH (as the Deno smoke test is).
+ * reaches the upstream. Deno comes from `npm install`, so it never skips.
  */
-import { spawnSync } from 'node:child_process'
 import { resolve } from 'node:path'
-import { assert, runCommand, suite } from '../../../tests/harness.ts'
+import { assert, DENO, runCommand, suite } from '../../../tests/harness.ts'
 
 const root = resolve(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '../../..')
-const hasDeno = spawnSync('deno', ['--version'], { stdio: 'ignore' }).status === 0
 const deno = suite('workspace/sidecar under Deno', { timeoutMs: 120_000 })
 
-if (hasDeno) {
-  deno(
-    'with legacy request.signal aborts, bodies arrive whole, streams flow and disconnects reach the upstream',
-    async () => {
-      const run = await runCommand('deno', ['run', '--allow-all', 'fixtures/fake-sidecar/deno-proxy-check.ts'], {
-        cwd: root,
-        env: { NO_COLOR: '1' },
-        timeoutMs: 100_000,
-      })
-      assert.is(run.code, 0, run.stderr)
-      const out = JSON.parse(run.stdout.trim().split('\n').pop()!)
-      assert.is(out.slowBody, Array.from({ length: 8 }, (_, i) => `chunk-${i}\n`).join(''))
-      assert.match(out.events, /server\.connected[\s\S]*server\.heartbeat/)
-      assert.is(out.upstreamAborted, true)
-    },
-  )
-} else {
-  deno('deno is not installed: the Deno proxy check is skipped', () => {
-    assert.not.ok(hasDeno)
-  })
-}
+deno(
+  'with legacy request.signal aborts, bodies arrive whole, streams flow and disconnects reach the upstream',
+  async () => {
+    const run = await runCommand(DENO, ['run', '--allow-all', 'fixtures/fake-sidecar/deno-proxy-check.ts'], {
+      cwd: root,
+      env: { NO_COLOR: '1' },
+      timeoutMs: 100_000,
+    })
+    assert.is(run.code, 0, run.stderr)
+    const out = JSON.parse(run.stdout.trim().split('\n').pop()!)
+    assert.is(out.slowBody, Array.from({ length: 8 }, (_, i) => `chunk-${i}\n`).join(''))
+    assert.match(out.events, /server\.connected[\s\S]*server\.heartbeat/)
+    assert.is(out.upstreamAborted, true)
+  },
+)
 
 deno.run()
