@@ -13,7 +13,7 @@ import type {
   ConnectorTargetTable,
 } from './connectors/connector-tables.ts'
 import type { JobTable } from './jobs/job-tables.ts'
-import type { WorkerTable, WorkerTokenTable } from './workers/worker-tables.ts'
+import type { ControlPlaneInstanceTable, WorkerTable, WorkerTokenTable } from './workers/worker-tables.ts'
 
 /** `instance`: one row identifying this database. */
 export interface InstanceTable {
@@ -317,6 +317,7 @@ export interface ControlPlaneDb {
   job: JobTable
   worker: WorkerTable
   worker_token: WorkerTokenTable
+  control_plane_instance: ControlPlaneInstanceTable
   connector_account: ConnectorAccountTable
   connector_instance: ConnectorInstanceTable
   connector_target: ConnectorTargetTable

@@ -1,5 +1,5 @@
 /**
- * Table types of hosted Workers (migration 0021).
+ * Table types of hosted Workers (migrations 0021, 0030).
  * @module
  */
 
@@ -29,6 +29,12 @@ export interface WorkerTable {
   /** The current token set, sealed with the secret box (the runtime is launched with it). */
   credentials_sealed: string | null
   token_generation: number
+  /** Control-plane instance that owns (started, or is starting) the runtime; null when none does. */
+  runtime_instance_id: string | null
+  /** Host name of that instance: only a control plane on the same host can signal `runtime_pid`. */
+  runtime_host: string | null
+  /** Token generation the runtime was started with (older than `token_generation` = must stop). */
+  runtime_generation: number | null
   created_by_member_id: string | null
   created_at: string
   updated_at: string
@@ -45,4 +51,16 @@ export interface WorkerTokenTable {
   generation: number
   created_at: string
   revoked_at: string | null
+}
+
+/** `control_plane_instance`: one running (or once running) control plane sharing this database. */
+export interface ControlPlaneInstanceTable {
+  id: string
+  host: string
+  pid: number
+  started_at: string
+  /** Renewed every `workers.instanceHeartbeatMs`; older than `workers.instanceStaleAfterMs` = gone. */
+  heartbeat_at: string
+  /** Set on a graceful stop, or by another instance that found this one dead. */
+  stopped_at: string | null
 }
