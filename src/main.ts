@@ -8,6 +8,7 @@ import { helpText, parseServerFlags, UsageError, type Mode } from './cli-flags.t
 import { bufferedStderr, createLogger, type Logger } from './core/logger.ts'
 import { ConfigError, isLoopbackHost, type Env } from './core/settings.ts'
 import type { Surface } from './core/surface.ts'
+import { loadRequestLimits, type RequestLimits } from './core/request-limits.ts'
 import { serve, type Listener } from './serve.ts'
 import { VERSION } from './version.ts'
 
@@ -84,6 +85,15 @@ export async function main(argv: string[], io: MainIo): Promise<number> {
     return 0
   }
 
+  let limits: RequestLimits
+  try {
+    limits = loadRequestLimits(io.env)
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error
+    io.stderr(`service-server: ${error.message}`)
+    return 2
+  }
+
   const stderr = bufferedStderr()
   const makeLogger = (format: 'pretty' | 'json') => createLogger({ format, write: stderr.write })
   let started
@@ -108,7 +118,7 @@ export async function main(argv: string[], io: MainIo): Promise<number> {
 
   let listener: Listener
   try {
-    listener = await serve({ host, port: started.port, fetch: surface.fetch })
+    listener = await serve({ host, port: started.port, fetch: surface.fetch, limits })
   } catch (error) {
     await surface.close()
     stderr.flush()

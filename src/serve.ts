@@ -7,6 +7,8 @@
  */
 
 import type { PeerLookup } from './core/peer-address.ts'
+import { RequestGuard } from './core/request-guard.ts'
+import { REQUEST_LIMIT_DEFAULTS, type RequestLimits } from './core/request-limits.ts'
 
 declare const Bun: any
 declare const Deno: any
@@ -24,6 +26,13 @@ export interface ServeOptions {
   port: number
   /** The handler; `peer` looks up the TCP peer address lazily (only throttles need it). */
   fetch: (request: Request, peer: PeerLookup) => Response | Promise<Response>
+  /** Deadlines and caps (defaults: {@link REQUEST_LIMIT_DEFAULTS}). */
+  limits?: RequestLimits
+}
+
+/** Event streams keep their connection open on purpose; they send heartbeats instead. */
+function isEventStream(response: Response): boolean {
+  return response.headers.get('content-type')?.startsWith('text/event-stream') ?? false
 }
 
 /** True when running on Bun (used by the SQLite seam too, re-derived there to keep seams independent). */
@@ -32,16 +41,33 @@ export const runtimeName: 'bun' | 'deno' | 'node' =
 
 /** Starts listening and resolves once the socket is bound. */
 export async function serve(options: ServeOptions): Promise<Listener> {
+  const limits = options.limits ?? REQUEST_LIMIT_DEFAULTS
+  const guard = new RequestGuard(limits)
   if (runtimeName === 'bun') {
-    // Bun 1.4 defaults idleTimeout to 10 s, which cuts quiet event streams; 0 disables it.
+    // Bun's idleTimeout is not reset by request body bytes (an honest slow upload is cut once it
+    // passes), and the default 10 s cuts quiet event streams. So each request is exempted while it
+    // is in progress (the guard's body deadline covers stalled bodies), and once its answer is
+    // ready the idle timeout applies again: to the response being read and to the keep-alive wait
+    // after it. Event streams stay exempt. Headers are bounded by Bun itself (about 10 s, not
+    // configurable; measured on Bun 1.4.5 with a header trickled one byte a second).
     // Bun refuses bodies over 128 MiB by default, before our handler sees them; every route enforces
     // its own limit (JSON bodies, inbox uploads, proxied streams), so the listener must not.
+    const idle = limits.idleTimeoutSeconds
     const server = Bun.serve({
       hostname: options.host,
       port: options.port,
-      idleTimeout: 0,
+      idleTimeout: idle,
       maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-      fetch: (request: Request, bun: any) => options.fetch(request, () => bun.requestIP(request)?.address),
+      fetch: (request: Request, bun: any) => {
+        bun.timeout(request, 0)
+        const peer = () => bun.requestIP(request)?.address
+        const settle = (response: Response) => {
+          if (!isEventStream(response)) bun.timeout(request, idle)
+          return response
+        }
+        const result = guard.handle({ request, address: peer() }, (guarded) => options.fetch(guarded, peer))
+        return result instanceof Promise ? result.then(settle) : settle(result)
+      },
     })
     return {
       host: options.host,
@@ -67,8 +93,13 @@ export async function serve(options: ServeOptions): Promise<Listener> {
         signal: controller.signal,
         onListen: (addr: { port: number }) => resolveListen(addr.port),
       },
-      (request: Request, info: { remoteAddr?: { hostname?: string } }) =>
-        options.fetch(request, () => info?.remoteAddr?.hostname),
+      // Deno.serve has no timeouts and cannot close a connection from a handler: a stalled body is
+      // answered 408 by the guard (its handler released, temp files removed), but the socket stays
+      // open until the client closes it. Keep-alive and header deadlines are the runtime's (none).
+      (request: Request, info: { remoteAddr?: { hostname?: string } }) => {
+        const peer = () => info?.remoteAddr?.hostname
+        return guard.handle({ request, address: peer() }, (guarded) => options.fetch(guarded, peer))
+      },
     )
     const port = await listening
     return {
