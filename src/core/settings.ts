@@ -39,17 +39,35 @@ export function defaultDataDir(env: Env): string {
   return join(env.XDG_DATA_HOME || join(env.HOME || homedir(), '.local', 'share'), 'service')
 }
 
-/** Parses an env var with a valibot schema, naming the variable on failure. */
+/** Names whose values are credentials: never echoed, whatever the validation message says. */
+const SECRET_NAME = /token|password|passwd|secret|key|credential|auth|database_url|dsn/i
+
+/**
+ * Removes a raw value (and any URL password inside it) from a message. Validation messages can
+ * quote what they received, and start-up errors go to terminals, logs and CI output.
+ */
+export function withoutValue(message: string, raw: unknown): string {
+  if (typeof raw !== 'string' || raw === '') return message
+  let out = message.split(raw).join('[redacted]')
+  for (const match of raw.matchAll(/:\/\/[^/@\s:]*:([^@\s/]+)@/g)) out = out.split(match[1]!).join('[redacted]')
+  return out
+}
+
+/** Whether a value may be quoted back in an error: never for credentials or URLs that carry one. */
+function echoable(name: string, raw: string): boolean {
+  return !SECRET_NAME.test(name) && !/:\/\/[^/@\s]*@/.test(raw)
+}
+
+/** Parses an env var with a valibot schema, naming the variable on failure (never quoting a secret). */
 export function envValue<S extends v.GenericSchema>(env: Env, name: string, schema: S): v.InferOutput<S> | undefined {
   const raw = env[name]
   if (raw === undefined || raw === '') return undefined
   const result = v.safeParse(schema, raw)
-  if (!result.success)
-    throw new ConfigError(
-      `environment variable ${name}`,
-      '',
-      `${result.issues[0]?.message ?? 'invalid value'} (got ${JSON.stringify(raw.length > 80 ? raw.slice(0, 80) + '…' : raw)})`,
-    )
+  if (!result.success) {
+    const message = withoutValue(result.issues[0]?.message ?? 'invalid value', raw)
+    const shown = echoable(name, raw) ? ` (got ${JSON.stringify(raw.length > 80 ? `${raw.slice(0, 80)}…` : raw)})` : ''
+    throw new ConfigError(`environment variable ${name}`, '', `${message}${shown}`)
+  }
   return result.output
 }
 
@@ -63,7 +81,11 @@ export function flagValue<S extends v.GenericSchema>(
   if (raw === undefined) return undefined
   const result = v.safeParse(schema, raw)
   if (!result.success)
-    throw new ConfigError(`command-line option --${name}`, '', result.issues[0]?.message ?? 'invalid value')
+    throw new ConfigError(
+      `command-line option --${name}`,
+      '',
+      withoutValue(result.issues[0]?.message ?? 'invalid value', raw),
+    )
   return result.output
 }
 
@@ -81,14 +103,16 @@ export function readConfigFile<S extends v.GenericSchema>(path: string, schema: 
   try {
     raw = JSON.parse(text)
   } catch (error) {
-    throw new ConfigError(path, '', `not valid JSON (${(error as Error).message})`)
+    // Parser messages quote the text they choke on, which may be part of a token in the file.
+    const reason = (error as Error).message.replace(/"[^"]*"|'[^']*'|`[^`]*`/g, '…')
+    throw new ConfigError(path, '', `not valid JSON (${reason})`)
   }
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
     throw new ConfigError(path, '', 'top level must be a JSON object')
   const result = v.safeParse(schema, raw)
   if (!result.success) {
     const issue = result.issues[0]!
-    throw new ConfigError(path, v.getDotPath(issue) ?? '', issue.message)
+    throw new ConfigError(path, v.getDotPath(issue) ?? '', withoutValue(issue.message, issue.input))
   }
   return result.output
 }
