@@ -6,11 +6,9 @@
 import { errors } from '../core/errors.ts'
 import { writeContained } from './files/atomic-write.ts'
 import { readContainedText, removeContained, resolveExisting } from './files/workspace-path.ts'
-import { joinFrontmatter, splitFrontmatter } from './frontmatter.ts'
+import { parseFrontmatter, renderFrontmatter } from '../opencode/frontmatter.ts'
+import { COMMAND_NAME_RULE, isCommandName } from '../opencode/names.ts'
 import { COMMANDS_DIR, commandFile, commandFileNames } from './workspace-layout.ts'
-
-/** Valid command names. */
-export const COMMAND_NAME = /^[A-Za-z0-9_-]{1,64}$/
 
 /** One listed command. */
 export interface CommandItem {
@@ -26,22 +24,21 @@ export interface CommandItem {
 /** Trims and strips a leading `/`; 400 `invalid_command_name` unless valid. */
 export function sanitizeCommandName(raw: string): string {
   const name = raw.trim().replace(/^\/+/, '')
-  if (!COMMAND_NAME.test(name))
-    throw errors.badRequest('invalid_command_name', 'Command name must be 1-64 letters, digits, _ or -')
+  if (!isCommandName(name)) throw errors.badRequest('invalid_command_name', COMMAND_NAME_RULE)
   return name
 }
 
 async function itemFrom(file: string, text: string): Promise<CommandItem | null> {
   let doc
   try {
-    doc = await splitFrontmatter(text)
+    doc = await parseFrontmatter(text)
   } catch {
     return null
   }
   const stem = file.replace(/\.md$/, '')
   // The file name is the command's identity (OpenCode invokes /<stem>), so DELETE by name finds it.
   const name = stem
-  if (!COMMAND_NAME.test(name)) return null
+  if (!isCommandName(name)) return null
   const item: CommandItem = {
     name,
     template: doc.body.trim(),
@@ -87,7 +84,7 @@ export interface CommandInput {
 export async function prepareCommand(input: CommandInput): Promise<{ name: string; rel: string; text: string }> {
   const name = sanitizeCommandName(input.name)
   if (!input.template.trim()) throw errors.badRequest('invalid_command_template', 'Command template must not be empty')
-  const text = await joinFrontmatter(
+  const text = await renderFrontmatter(
     { description: input.description, agent: input.agent, model: input.model ?? undefined, subtask: input.subtask },
     input.template.trim(),
   )

@@ -1,5 +1,4 @@
 import { assert, suite } from '../../tests/harness.ts'
-import { joinFrontmatter, splitFrontmatter } from './frontmatter.ts'
 import { MASK, maskMcpConfig } from './mcp.ts'
 import { pluginName } from './plugins.ts'
 import { prepareSkill } from './skills.ts'
@@ -13,21 +12,6 @@ test('plugin specs reduce to their package name', () => {
   assert.is(pluginName('file:///tmp/p.ts'), 'file:///tmp/p.ts')
   assert.is(pluginName('https://x.example/p.js'), 'https://x.example/p.js')
   assert.is(pluginName('/abs/plugin.ts'), '/abs/plugin.ts')
-})
-
-test('frontmatter splits and joins, dropping null values', async () => {
-  const doc = await splitFrontmatter('---\nname: a\ntags: [x]\n---\n\nBody\n')
-  assert.equal(doc.data, { name: 'a', tags: ['x'] })
-  assert.is(doc.body, '\nBody\n')
-  assert.is((await splitFrontmatter('no frontmatter')).hasFrontmatter, false)
-  let rejected = false
-  try {
-    await splitFrontmatter('---\n- a list\n---\n')
-  } catch {
-    rejected = true
-  }
-  assert.ok(rejected, 'a YAML list is not a mapping')
-  assert.is(await joinFrontmatter({ a: 1, b: null, c: undefined }, 'x'), '---\na: 1\n---\n\nx\n')
 })
 
 test('a skill payload without frontmatter gets one built from the payload', async () => {

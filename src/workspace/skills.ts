@@ -6,13 +6,19 @@
  */
 import { join } from 'node:path'
 import { ApiError, errors } from '../core/errors.ts'
+import { parseFrontmatter, renderFrontmatter } from '../opencode/frontmatter.ts'
+import { isSkillDescription, isSkillName } from '../opencode/names.ts'
+import {
+  type BundleFile,
+  DEFAULT_SKILL_LIMITS,
+  decodeWireFiles,
+  type SkillLimits,
+  type WireFileIn,
+} from '../opencode/skill-bundle.ts'
 import { writeContained } from './files/atomic-write.ts'
 import { readContainedText, removeContained, resolveExisting } from './files/workspace-path.ts'
-import { joinFrontmatter, splitFrontmatter } from './frontmatter.ts'
+import { replaceSkillFolder } from './skill-folder.ts'
 import { SKILLS_DIR, skillDirNames, skillFile } from './workspace-layout.ts'
-
-/** Valid skill names: lowercase words joined by single hyphens, 1–64 characters. */
-export const SKILL_NAME = /^[a-z0-9]+(-[a-z0-9]+)*$/
 
 /** One listed skill. */
 export interface SkillItem {
@@ -26,7 +32,7 @@ export interface SkillItem {
 
 /** Throws 400 `invalid_skill_name` unless `name` is valid. */
 export function validateSkillName(name: string): string {
-  if (name.length < 1 || name.length > 64 || !SKILL_NAME.test(name)) {
+  if (!isSkillName(name)) {
     throw errors.badRequest(
       'invalid_skill_name',
       'Skill name must be 1-64 lowercase letters or digits, words joined by single hyphens',
@@ -35,19 +41,26 @@ export function validateSkillName(name: string): string {
   return name
 }
 
-function validDescription(value: unknown): value is string {
-  return typeof value === 'string' && value.trim().length >= 1 && value.length <= 1024
+const validDescription = isSkillDescription
+
+/**
+ * The skill limits of this server: the `skills` key of the server config file
+ * (`{maxFiles, maxFileBytes, maxBytes}`), each falling back to the defaults (200 files, 5 MiB per
+ * file, 20 MiB per skill).
+ */
+export function skillLimitsOf(file: { skills?: Partial<SkillLimits> } | undefined): SkillLimits {
+  return { ...DEFAULT_SKILL_LIMITS, ...file?.skills }
 }
 
 async function itemFrom(root: string, dir: string, text: string): Promise<SkillItem | null> {
   let doc
   try {
-    doc = await splitFrontmatter(text)
+    doc = await parseFrontmatter(text)
   } catch {
     return null
   }
   const name = doc.data.name === undefined ? dir : doc.data.name
-  if (typeof name !== 'string' || name !== dir || !SKILL_NAME.test(name) || name.length > 64) return null
+  if (!isSkillName(name) || name !== dir) return null
   if (!validDescription(doc.data.description)) return null
   const item: SkillItem = {
     name,
@@ -89,6 +102,8 @@ export interface PreparedSkill {
   description: string
   rel: string
   text: string
+  /** The folder's other files when the payload carried `files` (the folder is then replaced); else null. */
+  files: BundleFile[] | null
 }
 
 /**
@@ -96,16 +111,15 @@ export interface PreparedSkill {
  * the description comes from the frontmatter or the payload (1–1024 characters, else 422), and
  * other frontmatter keys are kept.
  */
-export async function prepareSkill(input: {
-  name: string
-  content: string
-  description?: string
-}): Promise<PreparedSkill> {
+export async function prepareSkill(
+  input: { name: string; content: string; description?: string; files?: WireFileIn[] },
+  limits: SkillLimits = DEFAULT_SKILL_LIMITS,
+): Promise<PreparedSkill> {
   const name = validateSkillName(input.name)
   if (!input.content.trim()) throw errors.badRequest('invalid_skill_content', 'Skill content must not be empty')
   let doc
   try {
-    doc = await splitFrontmatter(input.content)
+    doc = await parseFrontmatter(input.content)
   } catch (error) {
     throw errors.badRequest(
       'invalid_skill_content',
@@ -118,17 +132,24 @@ export async function prepareSkill(input: {
   if (!validDescription(description))
     throw new ApiError(422, 'invalid_description', 'Skill description must be 1-1024 characters')
   const { name: _n, description: _d, ...rest } = doc.data
+  const text = await renderFrontmatter({ name, description: description.trim(), ...rest }, doc.body)
   return {
     name,
     description: description.trim(),
     rel: skillFile(name),
-    text: await joinFrontmatter({ name, description: description.trim(), ...rest }, doc.body),
+    text,
+    files: input.files ? decodeWireFiles(Buffer.byteLength(text), input.files, limits) : null,
   }
 }
 
-/** Writes a prepared skill; 400 `invalid_path` when its folder resolves outside the workspace. */
+/**
+ * Writes a prepared skill; 400 `invalid_path` when its folder resolves outside the workspace.
+ * With files the whole folder is replaced atomically; without, only SKILL.md is written and the
+ * folder's other files stay.
+ */
 export async function writeSkill(root: string, skill: PreparedSkill): Promise<void> {
-  await writeContained(root, skill.rel, skill.text)
+  if (skill.files) await replaceSkillFolder(root, skill.name, skill.text, skill.files)
+  else await writeContained(root, skill.rel, skill.text)
 }
 
 /**

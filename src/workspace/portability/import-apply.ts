@@ -40,7 +40,10 @@ export async function applyImport(root: string, changes: PlannedChange[]): Promi
       const { dir, name } = await writeSlot(root, change.path, { created: createdDirs })
       try {
         const temp = tempName(name)
-        await writeTemp(`${dir.path}/${temp}`, change.after, { replacing: await replacedFile(dir, name) })
+        await writeTemp(`${dir.path}/${temp}`, change.after, {
+          mode: change.mode,
+          replacing: await replacedFile(dir, name),
+        })
         const real = dir.real
         staged.set(change, { slot: { parent: real === root ? '' : real.slice(root.length + 1), name }, temp })
       } finally {

@@ -7,10 +7,18 @@
  */
 import { createHash } from 'node:crypto'
 import { errors } from '../../core/errors.ts'
+import { parseFrontmatter } from '../../opencode/frontmatter.ts'
+import {
+  type BundleFile,
+  DEFAULT_SKILL_LIMITS,
+  modeFor,
+  type SkillLimits,
+  type WireFileIn,
+} from '../../opencode/skill-bundle.ts'
 import { loadCommands, prepareCommand, sanitizeCommandName } from '../commands.ts'
-import { splitFrontmatter } from '../frontmatter.ts'
 import { setTopLevelKeys } from '../jsonc-document.ts'
 import { readOpencodeConfig } from '../opencode-config-file.ts'
+import { readSkillFolder, skillDir } from '../skill-folder.ts'
 import { loadSkills, prepareSkill } from '../skills.ts'
 import { readServiceConfig } from '../workspace-config.ts'
 import { commandFile, SERVICE_CONFIG_FILE, SKILLS_DIR } from '../workspace-layout.ts'
@@ -32,7 +40,8 @@ export interface ImportPayload {
   }
   opencode?: Record<string, unknown>
   workspace?: Record<string, unknown>
-  skills?: Array<{ name: string; content: string; description?: string }>
+  /** With `files`, the skill's folder becomes SKILL.md plus exactly those files. */
+  skills?: Array<{ name: string; content: string; description?: string; files?: WireFileIn[] }>
   commands?: Array<{
     name?: string
     template?: string
@@ -47,13 +56,16 @@ export interface ImportPayload {
 
 /** One planned change, with the internal content the apply step writes. */
 export interface PlannedChange {
-  kind: 'opencode' | 'workspace' | 'skill' | 'command' | 'file'
+  /** `skill` is a SKILL.md (its delete removes the folder); `skill-file` any other file of a skill. */
+  kind: 'opencode' | 'workspace' | 'skill' | 'skill-file' | 'command' | 'file'
   action: 'create' | 'update' | 'replace' | 'delete' | 'unchanged'
   label: string
   /** Workspace-relative path of the file (for a skill delete: its directory is removed). */
   path: string
-  before: string | null
-  after: string | null
+  before: string | Uint8Array | null
+  after: string | Uint8Array | null
+  /** Permission bits the file is written with (skill files carry their executable flag). */
+  mode?: number
 }
 
 /** What clients see. */
@@ -106,26 +118,67 @@ function fileChange(
 }
 
 /** Skill file text: the payload content verbatim when it is already a valid skill file, else rebuilt. */
-async function skillText(input: {
-  name: string
-  content: string
-  description?: string
-}): Promise<{ name: string; rel: string; text: string }> {
-  const prepared = await prepareSkill(input)
-  const doc = await splitFrontmatter(input.content).catch(() => null)
+async function skillText(
+  input: NonNullable<ImportPayload['skills']>[number],
+  limits: SkillLimits,
+): Promise<{ name: string; rel: string; text: string; files: BundleFile[] | null }> {
+  const prepared = await prepareSkill(input, limits)
+  const doc = await parseFrontmatter(input.content).catch(() => null)
   const verbatim =
     doc &&
     doc.data.name === prepared.name &&
     typeof doc.data.description === 'string' &&
     doc.data.description.trim() === prepared.description
-  return { name: prepared.name, rel: prepared.rel, text: verbatim ? input.content : prepared.text }
+  return {
+    name: prepared.name,
+    rel: prepared.rel,
+    text: verbatim ? input.content : prepared.text,
+    files: prepared.files,
+  }
+}
+
+const sameBytes = (a: Uint8Array, b: Uint8Array) => Buffer.from(a).equals(Buffer.from(b))
+
+/** File-level changes of one skill's other files: each file created, updated, unchanged or deleted. */
+function skillFileChanges(name: string, before: BundleFile[], after: BundleFile[]): PlannedChange[] {
+  const out: PlannedChange[] = []
+  const old = new Map(before.map((f) => [f.path, f]))
+  for (const file of after) {
+    const was = old.get(file.path)
+    old.delete(file.path)
+    const action =
+      was === undefined
+        ? 'create'
+        : sameBytes(was.bytes, file.bytes) && was.executable === file.executable
+          ? 'unchanged'
+          : 'update'
+    out.push({
+      kind: 'skill-file',
+      action,
+      label: `${name}/${file.path}`,
+      path: `${skillDir(name)}/${file.path}`,
+      before: was?.bytes ?? null,
+      after: file.bytes,
+      mode: modeFor(file.executable),
+    })
+  }
+  for (const was of old.values())
+    out.push({
+      kind: 'skill-file',
+      action: 'delete',
+      label: `${name}/${was.path}`,
+      path: `${skillDir(name)}/${was.path}`,
+      before: was.bytes,
+      after: null,
+    })
+  return out
 }
 
 async function commandText(
   input: NonNullable<ImportPayload['commands']>[number],
 ): Promise<{ name: string; rel: string; text: string }> {
   if (input.content !== undefined && input.template === undefined) {
-    const doc = await splitFrontmatter(input.content).catch(() => {
+    const doc = await parseFrontmatter(input.content).catch(() => {
       throw errors.badRequest('invalid_command', 'Command content frontmatter is not valid YAML')
     })
     const name = input.name ?? (typeof doc.data.name === 'string' ? doc.data.name : '')
@@ -150,7 +203,11 @@ async function commandText(
 }
 
 /** Plans an import against the workspace as it is now. Throws 400 for invalid items. */
-export async function planImport(root: string, payload: ImportPayload): Promise<PlannedChange[]> {
+export async function planImport(
+  root: string,
+  payload: ImportPayload,
+  limits: SkillLimits = DEFAULT_SKILL_LIMITS,
+): Promise<PlannedChange[]> {
   const mode = payload.mode ?? {}
   const changes: PlannedChange[] = []
 
@@ -196,10 +253,11 @@ export async function planImport(root: string, payload: ImportPayload): Promise<
   if (payload.skills) {
     const incoming = new Set<string>()
     for (const skill of payload.skills) {
-      const { name, rel, text } = await skillText(skill)
+      const { name, rel, text, files } = await skillText(skill, limits)
       if (incoming.has(name)) throw errors.badRequest('invalid_workspace_import_payload', `Skill ${name} appears twice`)
       incoming.add(name)
       changes.push(fileChange('skill', name, rel, await textOrNull(root, rel), text))
+      if (files) changes.push(...skillFileChanges(name, await readSkillFolder(root, name), files))
     }
     if (mode.skills === 'replace') {
       for (const { item, content } of await loadSkills(root)) {
@@ -245,14 +303,17 @@ export async function planImport(root: string, payload: ImportPayload): Promise<
   return changes
 }
 
-const digest = (text: string | null) => (text === null ? null : createHash('sha256').update(text).digest('hex'))
+const digest = (data: string | Uint8Array | null) =>
+  data === null ? null : createHash('sha256').update(data).digest('hex')
 
 /** The public preview of a plan. */
 export function previewOf(changes: PlannedChange[]): ImportPreview {
   const summary = { total: changes.length, create: 0, update: 0, replace: 0, delete: 0, unchanged: 0 }
   for (const c of changes) summary[c.action]++
   const fingerprint = createHash('sha256')
-    .update(JSON.stringify(changes.map((c) => [c.kind, c.action, c.path, digest(c.before), digest(c.after)])))
+    .update(
+      JSON.stringify(changes.map((c) => [c.kind, c.action, c.path, digest(c.before), digest(c.after), c.mode ?? null])),
+    )
     .digest('hex')
   return {
     fingerprint,

@@ -8,6 +8,8 @@
 import { ApiError } from '../../core/errors.ts'
 import { loadCommands } from '../commands.ts'
 import { readOpencodeConfig } from '../opencode-config-file.ts'
+import { encodeWireFile, utf8OrNull, type WireFileOut } from '../../opencode/skill-bundle.ts'
+import { readSkillFolder } from '../skill-folder.ts'
 import { loadSkills } from '../skills.ts'
 import { readServiceConfig } from '../workspace-config.ts'
 import { listPortableFiles, portableOpencode } from './portable-layout.ts'
@@ -27,7 +29,8 @@ export interface ExportWarning {
 export interface WorkspaceExport {
   opencode: Record<string, unknown>
   workspace: Record<string, unknown>
-  skills: Array<{ name: string; description: string; content: string }>
+  /** Each skill's SKILL.md as `content` and every other file of its folder (text or base64, with executable bits). */
+  skills: Array<{ name: string; description: string; content: string; files: WireFileOut[] }>
   commands: Array<{
     name: string
     description?: string
@@ -49,11 +52,14 @@ const SECTIONS: Array<{ key: string; id: string; label: string }> = [
 export async function buildExport(root: string, mode: SensitiveMode): Promise<WorkspaceExport> {
   const opencode = portableOpencode((await readOpencodeConfig(root)).data)
   let workspace = await readServiceConfig(root)
-  const skills = (await loadSkills(root)).map((s) => ({
-    name: s.item.name,
-    description: s.item.description,
-    content: s.content,
-  }))
+  let skills = await Promise.all(
+    (await loadSkills(root)).map(async (s) => ({
+      name: s.item.name,
+      description: s.item.description,
+      content: s.content,
+      files: await readSkillFolder(root, s.item.name),
+    })),
+  )
   const commands = (await loadCommands(root)).map((c) => {
     const out: WorkspaceExport['commands'][number] = { name: c.name, template: c.template }
     if (c.description !== undefined) out.description = c.description
@@ -103,6 +109,23 @@ export async function buildExport(root: string, mode: SensitiveMode): Promise<Wo
       detail: `${path} contains a literal credential`,
     })
 
+  // Skills: SKILL.md and every text file of the folder are scanned; binary files are not text a
+  // credential can be read from by the scan, and travel as they are.
+  const flaggedSkillFiles = new Set<string>()
+  for (const skill of skills) {
+    if (textHasSecret(skill.content)) flaggedSkillFiles.add(`${skill.name}/SKILL.md`)
+    for (const file of skill.files) {
+      const text = utf8OrNull(file.bytes)
+      if (text !== null && textHasSecret(text)) flaggedSkillFiles.add(`${skill.name}/${file.path}`)
+    }
+  }
+  for (const path of flaggedSkillFiles)
+    warnings.push({
+      id: `skill-file:${path}`,
+      label: 'Skill file',
+      detail: `${path} contains a literal credential`,
+    })
+
   if (mode === 'auto' && warnings.length) {
     throw new ApiError(
       409,
@@ -116,6 +139,16 @@ export async function buildExport(root: string, mode: SensitiveMode): Promise<Wo
     exportedOpencode = stripSecrets(opencode) ?? {}
     workspace = stripSecrets(workspace) ?? {}
     files = files.filter((f) => !flaggedFiles.has(f.path))
+    // A flagged SKILL.md drops the skill (it cannot travel without it); a flagged file drops the file.
+    skills = skills
+      .filter((s) => !flaggedSkillFiles.has(`${s.name}/SKILL.md`))
+      .map((s) => ({ ...s, files: s.files.filter((f) => !flaggedSkillFiles.has(`${s.name}/${f.path}`)) }))
   }
-  return { opencode: exportedOpencode, workspace, skills, commands, files }
+  return {
+    opencode: exportedOpencode,
+    workspace,
+    skills: skills.map((s) => ({ ...s, files: s.files.map(encodeWireFile) })),
+    commands,
+    files,
+  }
 }

@@ -21,6 +21,8 @@ import {
   type ImportPreview,
 } from '../portability/import-plan.ts'
 import { buildExport, type SensitiveMode } from '../portability/workspace-export.ts'
+import { SkillFileOut, SkillFilesIn } from '../../opencode/skill-wire.ts'
+import { skillLimitsOf } from '../skills.ts'
 import type { WorkspaceServices } from '../workspace-services.ts'
 import { JsonObject, WorkspaceParams, WRITE_ERRORS } from './schemas.ts'
 
@@ -31,7 +33,16 @@ const ImportBody = v.object({
   mode: v.optional(v.object({ opencode: Mode, workspace: Mode, skills: Mode, commands: Mode, files: Mode })),
   opencode: v.optional(JsonObject),
   workspace: v.optional(JsonObject),
-  skills: v.optional(v.array(v.object({ name: v.string(), content: v.string(), description: v.optional(v.string()) }))),
+  skills: v.optional(
+    v.array(
+      v.object({
+        name: v.string(),
+        content: v.string(),
+        description: v.optional(v.string()),
+        files: v.optional(SkillFilesIn),
+      }),
+    ),
+  ),
   commands: v.optional(
     v.array(
       v.object({
@@ -65,7 +76,9 @@ const ExportSchema = v.object({
   exportedAt: v.number(),
   opencode: JsonObject,
   workspace: JsonObject,
-  skills: v.array(v.object({ name: v.string(), description: v.string(), content: v.string() })),
+  skills: v.array(
+    v.object({ name: v.string(), description: v.string(), content: v.string(), files: v.array(SkillFileOut) }),
+  ),
   commands: v.array(v.looseObject({ name: v.string(), template: v.string() })),
   files: v.array(v.object({ path: v.string(), content: v.string() })),
 })
@@ -84,7 +97,7 @@ export function portabilityRoutes(s: WorkspaceServices, files: FileService) {
       summary: 'Export portable workspace configuration',
       tags: ['portability'],
       description:
-        'Portable project-config keys, `.opencode/service.json`, skills, commands and files under `.opencode/agents|plugins|tools`. `sensitive=auto` (default) answers 409 `workspace_export_requires_decision` with `details.warnings` when secrets are found; `exclude` strips them; `include` keeps them.',
+        'Portable project-config keys, `.opencode/service.json`, skills (SKILL.md as `content` plus every other file of the folder as `files`: `{path, content}` for UTF-8 text or `{path, contentBase64}` for other bytes, `executable: true` when set, `sha256`), commands and files under `.opencode/agents|plugins|tools`. Text files of skills are scanned for secrets like everything else. `sensitive=auto` (default) answers 409 `workspace_export_requires_decision` with `details.warnings` when secrets are found; `exclude` strips them; `include` keeps them.',
       auth: rules.viewer,
       params: WorkspaceParams,
       query: v.object({ sensitive: queryString({ maxLength: 16 }) }),
@@ -110,7 +123,7 @@ export function portabilityRoutes(s: WorkspaceServices, files: FileService) {
       summary: 'Preview an import (writes nothing)',
       tags: ['portability'],
       description:
-        'Body: `{mode?:{opencode,workspace,skills,commands,files: "merge"|"replace"}, opencode?, workspace?, skills?, commands?, files?}`. Returns the fingerprint to pass to `POST …/import`.',
+        'Body: `{mode?:{opencode,workspace,skills,commands,files: "merge"|"replace"}, opencode?, workspace?, skills?, commands?, files?}`. A skill with `files` (as the export gives them, or `{path, contentBase64, executable?}`) makes its folder exactly SKILL.md plus those files; the preview lists each file (`kind: "skill-file"`). Returns the fingerprint to pass to `POST …/import`.',
       auth: rules.viewer,
       params: WorkspaceParams,
       body: ImportBody,
@@ -118,7 +131,9 @@ export function portabilityRoutes(s: WorkspaceServices, files: FileService) {
       errors: [422],
       handler: async ({ params, body }) => {
         const ws = s.workspaces.get(params.id)
-        return previewOf(await planImport(ws.entry.path, body as ImportPayload))
+        return previewOf(
+          await planImport(ws.entry.path, body as ImportPayload, skillLimitsOf(s.config.file as { skills?: object })),
+        )
       },
     }),
     route({
@@ -141,7 +156,7 @@ export function portabilityRoutes(s: WorkspaceServices, files: FileService) {
         if (fingerprint !== undefined && typeof fingerprint !== 'string')
           throw new ApiError(400, 'invalid_workspace_import_preview_fingerprint', 'previewFingerprint must be a string')
         const payload = body as ImportPayload
-        const plan = await planImport(ws.entry.path, payload)
+        const plan = await planImport(ws.entry.path, payload, skillLimitsOf(s.config.file as { skills?: object }))
         const preview = previewOf(plan)
         if (fingerprint !== undefined && fingerprint !== preview.fingerprint)
           throw previewConflict(
@@ -174,7 +189,9 @@ export function portabilityRoutes(s: WorkspaceServices, files: FileService) {
           })
         const log = files.events(ws)
         const applied = await ws.lock.run(async () => {
-          const again = previewOf(await planImport(ws.entry.path, payload))
+          const again = previewOf(
+            await planImport(ws.entry.path, payload, skillLimitsOf(s.config.file as { skills?: object })),
+          )
           if (again.fingerprint !== preview.fingerprint)
             throw previewConflict(
               'workspace_import_preview_stale',
