@@ -34,6 +34,7 @@ import type { RouteContext } from './routes/route.ts'
 import { teamRoutes } from './routes/team-routes.ts'
 import type { ControlPlaneDb } from './schema.ts'
 import { loadSecretBox } from './secret-box.ts'
+import { consoleRoutes } from '../console/console-routes.ts'
 
 export type { ControlPlaneRule } from './policy.ts'
 export type { ControlPlanePrincipal } from './auth.ts'
@@ -139,6 +140,7 @@ export async function createControlPlaneApp(
     ...apiKeyRoutes(ctx),
     ...catalogRoutes(ctx, loadProviderCatalog(config.llmProviderCatalogFile)),
     ...asyncFamilies.routes,
+    ...consoleRoutes<ControlPlaneRule>(rules.public),
   ]
   const http = createHttpApp({
     routes,

@@ -31,6 +31,9 @@ import { sidecarRoutes } from './sidecar/sidecar-routes.ts'
 import { SidecarService } from './sidecar/sidecar-service.ts'
 import { workspaceMountRewrite } from './sidecar/workspace-mount.ts'
 import { startControlPlaneHeartbeat, type HeartbeatReporter } from './control-plane-heartbeat.ts'
+import { consoleRoutes } from '../console/console-routes.ts'
+import { ConsoleSessions } from '../console/console-sessions.ts'
+import { consoleLink, consoleSessionRoutes, withConsoleSessions } from '../console/workspace-console.ts'
 
 /** The reference answers bad payloads with 400 `invalid_payload`; existing clients expect that. */
 export const workspaceValidation: ValidationPolicy = {
@@ -83,7 +86,11 @@ export async function createWorkspaceApp(
     now: options.now,
     watch: options.watch,
   })
-  const auth = workspaceAuth(storeTokens(config, services.tokens, hashToken), services.throttle)
+  const consoleSessions = new ConsoleSessions(options.now)
+  const auth = workspaceAuth(
+    withConsoleSessions(storeTokens(config, services.tokens, hashToken), consoleSessions),
+    services.throttle,
+  )
   const sidecar = new SidecarService({
     config: config.sidecar,
     workspaceIds: config.workspaces.map((w) => w.id),
@@ -123,6 +130,8 @@ export async function createWorkspaceApp(
     ...controlRoutes(services, streams, startedAt, sidecar),
     ...sidecarRoutes(sidecar),
     ...data.routes,
+    ...consoleSessionRoutes(consoleSessions),
+    ...consoleRoutes<WorkspaceRule>(rules.none),
   ]
   const openapi = () =>
     buildOpenApi(
@@ -156,7 +165,7 @@ export async function createWorkspaceApp(
     router: http.router,
     openapi: () => (doc ??= openapi()),
     streams,
-    onListening() {
+    onListening(address) {
       heartbeat ??= startControlPlaneHeartbeat(process.env, { logger: options.logger, version: VERSION })
       const lines: string[] = []
       for (const ws of config.workspaces) lines.push(`workspace ${ws.id} ${ws.path}`)
@@ -164,6 +173,7 @@ export async function createWorkspaceApp(
         lines.push(`client token (shown once, stored in ${config.credentialsPath}): ${config.generated.token}`)
       if (config.generated.hostToken)
         lines.push(`host token (shown once, send as ${HOST_TOKEN_HEADER}): ${config.generated.hostToken}`)
+      lines.push(`console (one-time link, valid 1 h): ${consoleLink(address, consoleSessions.issueCode())}`)
       return lines
     },
     async close() {

@@ -1,0 +1,270 @@
+// Control-plane console: sign up, sign in, sign out, organizations, and the shell around the
+// organization pages. What the member's role may not do is not offered (from GET /v1/me).
+import { createApi } from './api.mjs'
+import { keysPage } from './cp-keys.mjs'
+import { invitationsPage, membersPage, teamsPage } from './cp-org.mjs'
+import { announce, errorBox, field, h, mount, section, showFieldErrors } from './dom.mjs'
+
+const SESSION_KEY = 'service-console.control-plane-session'
+
+const PAGES = [
+  ['members', 'Members', 'members.read'],
+  ['invitations', 'Invitations', 'invitations.read'],
+  ['teams', 'Teams', 'teams.read'],
+  ['keys', 'API keys', 'api_keys.read'],
+  ['orgs', 'Organizations', null],
+]
+
+let token = null
+let me = null
+let current = null
+let pendingInvite = null
+
+const api = createApi({
+  headers: () => (token ? { authorization: `Bearer ${token}` } : {}),
+  onUnauthorized: () => {
+    if (token) signedOut('Your session ended; sign in again.')
+  },
+})
+
+/** What the current member may do, by permission name. */
+export function can(permission) {
+  return Boolean(me?.member?.permissions?.includes(permission))
+}
+
+/** Starts the control-plane console in `root`. */
+export async function start(root) {
+  const hash = new URLSearchParams(location.hash.slice(1))
+  if (hash.get('invite')) {
+    // The invitation token is a credential: keep it in memory only and out of the address bar.
+    pendingInvite = hash.get('invite')
+    history.replaceState(null, '', `${location.pathname}${location.search}#members`)
+  }
+  token = sessionStorage.getItem(SESSION_KEY)
+  if (!token) return authForms(root)
+  await enter(root)
+}
+
+async function enter(root) {
+  try {
+    if (pendingInvite) {
+      const invite = pendingInvite
+      pendingInvite = null
+      const accepted = await api.post('/v1/invitations/accept', { token: invite })
+      announce(`Joined ${accepted.item.organization.name}`)
+    }
+    me = await api.get('/v1/me')
+  } catch (error) {
+    if (error.status === 401) return
+    return mount(root, errorBox(error))
+  }
+  shell(root)
+}
+
+function signedOut(reason) {
+  current?.dispose?.()
+  current = null
+  token = null
+  me = null
+  sessionStorage.removeItem(SESSION_KEY)
+  document.querySelector('.top')?.remove()
+  document.querySelector('nav.sections')?.remove()
+  authForms(document.getElementById('main'), reason ? { message: reason } : undefined)
+}
+
+function authForm(root, kind) {
+  const signUp = kind === 'sign-up'
+  const status = h('div', { 'aria-live': 'polite' })
+  const name = h('input', { name: 'name', type: 'text', autocomplete: 'name', required: true })
+  const email = h('input', { name: 'email', type: 'email', autocomplete: 'email', required: true })
+  const password = h('input', {
+    name: 'password',
+    type: 'password',
+    autocomplete: signUp ? 'new-password' : 'current-password',
+    required: true,
+  })
+  const form = h(
+    'form',
+    {
+      class: 'card',
+      novalidate: true,
+      onsubmit: async (event) => {
+        event.preventDefault()
+        mount(status, h('p', { class: 'muted' }, signUp ? 'Creating the account…' : 'Signing in…'))
+        try {
+          const body = signUp
+            ? { name: name.value, email: email.value, password: password.value }
+            : { email: email.value, password: password.value }
+          // Signing up with an invitation accepts it in the same step.
+          if (signUp && pendingInvite) body.invitationToken = pendingInvite
+          const signed = await api.post(`/v1/auth/${kind}`, body)
+          if (signUp) pendingInvite = null
+          token = signed.session.token
+          sessionStorage.setItem(SESSION_KEY, token)
+          password.value = ''
+          await enter(root)
+        } catch (error) {
+          const rest = showFieldErrors(form, error)
+          mount(
+            status,
+            errorBox(
+              rest.length || !error.details?.issues
+                ? error
+                : { ...error, details: undefined, message: 'Check the highlighted fields.' },
+            ),
+          )
+        }
+      },
+    },
+    h('h2', null, signUp ? 'Create an account' : 'Sign in'),
+    signUp ? field('Name', name) : null,
+    field('Email', email),
+    field('Password', password, signUp ? 'At least 12 characters.' : null),
+    h('button', { type: 'submit', class: 'primary' }, signUp ? 'Sign up' : 'Sign in'),
+    status,
+  )
+  return form
+}
+
+function authForms(root, problem) {
+  document.title = 'Sign in · control plane console'
+  mount(
+    root,
+    h('h1', null, 'Control plane console'),
+    problem ? errorBox(problem) : null,
+    pendingInvite
+      ? h('p', { class: 'card' }, 'You were invited to an organization: sign in or create an account to accept.')
+      : null,
+    h('div', { class: 'grid' }, authForm(root, 'sign-in'), authForm(root, 'sign-up')),
+  )
+}
+
+async function signOut() {
+  try {
+    await api.post('/v1/auth/sign-out')
+  } catch {
+    // The local sign-out is what matters; a failed call leaves a session that expires.
+  }
+  signedOut()
+  announce('Signed out')
+}
+
+function shell(root) {
+  document.querySelector('.top')?.remove()
+  document.querySelector('nav.sections')?.remove()
+  const org = me.organization
+  const pages = PAGES.filter(([, , permission]) => !permission || (org && can(permission)))
+  const links = pages.map(([id, label]) => h('a', { href: `#${id}`, dataset: { page: id } }, label))
+  const top = h(
+    'header',
+    { class: 'top' },
+    h(
+      'span',
+      { class: 'brand' },
+      'service-server',
+      h('span', { class: 'muted' }, ` · ${org ? org.name : 'no organization'}`),
+    ),
+    h('span', { class: 'muted small' }, `${me.user.email}${me.member ? ` · ${me.member.role}` : ''}`),
+    h('button', { type: 'button', onclick: signOut }, 'Sign out'),
+  )
+  const nav = h('nav', { class: 'sections', 'aria-label': 'Sections' }, links)
+  root.before(top, nav)
+  const render = (moveFocus) => {
+    const [page] = location.hash.slice(1).split('/')
+    const id = pages.some(([p]) => p === page) ? page : org ? pages[0][0] : 'orgs'
+    for (const link of links) {
+      if (link.dataset.page === id) link.setAttribute('aria-current', 'page')
+      else link.removeAttribute('aria-current')
+    }
+    current?.dispose?.()
+    document.title = `${pages.find(([p]) => p === id)[1]} · control plane console`
+    const context = { api, me, can, reload: () => enter(root) }
+    current =
+      id === 'members'
+        ? membersPage(context)
+        : id === 'invitations'
+          ? invitationsPage(context)
+          : id === 'teams'
+            ? teamsPage(context)
+            : id === 'keys'
+              ? keysPage(context)
+              : orgsPage(context)
+    mount(root, current.node)
+    if (moveFocus) root.focus()
+  }
+  window.onhashchange = () => render(true)
+  render(false)
+}
+
+function orgsPage({ reload }) {
+  const list = h('ul', { class: 'plain' }, h('li', { class: 'muted' }, 'Loading…'))
+  const status = h('div', { 'aria-live': 'polite' })
+  const name = h('input', { name: 'name', type: 'text', required: true, autocomplete: 'organization' })
+  const form = h(
+    'form',
+    {
+      class: 'card',
+      onsubmit: async (event) => {
+        event.preventDefault()
+        try {
+          await api.post('/v1/orgs', { name: name.value })
+          announce(`Created ${name.value}`)
+          location.hash = 'members'
+          await reload()
+        } catch (error) {
+          showFieldErrors(form, error)
+          mount(status, errorBox(error))
+        }
+      },
+    },
+    field('Name', name),
+    h('button', { type: 'submit', class: 'primary' }, 'Create organization'),
+    status,
+  )
+  void (async () => {
+    try {
+      const { items } = await api.get('/v1/me/orgs')
+      if (!items.length) return mount(list, h('li', { class: 'muted' }, 'You do not belong to an organization yet.'))
+      mount(
+        list,
+        items.map((org) =>
+          h(
+            'li',
+            { class: 'row' },
+            h('strong', null, org.name),
+            h('span', { class: 'pill' }, org.role),
+            org.isActive
+              ? h('span', { class: 'muted' }, 'active')
+              : h(
+                  'button',
+                  {
+                    type: 'button',
+                    onclick: async () => {
+                      try {
+                        await api.post('/v1/me/active-org', { organizationId: org.id })
+                        announce(`Switched to ${org.name}`)
+                        await reload()
+                      } catch (error) {
+                        mount(status, errorBox(error))
+                      }
+                    },
+                  },
+                  `Switch to ${org.name}`,
+                ),
+          ),
+        ),
+      )
+    } catch (error) {
+      mount(list, h('li', null, errorBox(error)))
+    }
+  })()
+  return {
+    node: h(
+      'div',
+      null,
+      h('h1', null, 'Organizations'),
+      section('Yours', list),
+      section('Create an organization', form),
+    ),
+  }
+}
