@@ -16,8 +16,10 @@ import { jobRoutes } from '../routes/job-routes.ts'
 import type { RouteContext } from '../routes/route.ts'
 import { workerRoutes } from '../routes/worker-routes.ts'
 import { registerConnectorJobs } from '../connectors/connector-jobs.ts'
+import { ControlPlaneInstance } from '../workers/control-plane-instance.ts'
 import { ProcessProvisioner } from '../workers/process-provisioner.ts'
 import type { Provisioner } from '../workers/provisioner.ts'
+import { recoverRuntimes, RuntimeOwnership, sweepLostInstances, watchRuntimes } from '../workers/runtime-ownership.ts'
 import {
   provisionJobHandler,
   recordRuntimeExit,
@@ -33,7 +35,10 @@ import { JobRunner } from './job-runner.ts'
 export interface AsyncFamilies {
   ctx: AsyncContext
   routes: AnyRoute<ControlPlaneRule, ControlPlanePrincipal>[]
-  /** Queues the restart of runtimes stopped by the last shutdown, then starts the job loop. */
+  /**
+   * Registers this instance, stops runtimes a crashed control plane left on this host and queues
+   * their restart and that of runtimes stopped by the last shutdown, then starts the job loop.
+   */
   start(): Promise<void>
   /** Learns the listening address (the URL runtimes report heartbeats to); returns a startup line. */
   listening(address: { host: string; port: number }): string
@@ -60,12 +65,23 @@ export function createAsyncFamilies(
   const processProvisioner = new ProcessProvisioner({ dataDir: settings.workers.dataDir, logger })
   const provisioners = new Map<string, Provisioner>([[processProvisioner.name, processProvisioner]])
   let listeningUrl: string | null = null
+  const instance = new ControlPlaneInstance({
+    db: deps.db,
+    now: deps.now,
+    settings: {
+      heartbeatMs: settings.workers.instanceHeartbeatMs,
+      staleAfterMs: settings.workers.instanceStaleAfterMs,
+    },
+    logger,
+  })
   const ctx: AsyncContext = {
     deps,
     jobs,
     box,
     settings,
     provisioners,
+    instance,
+    runtimes: new RuntimeOwnership(),
     log: logger,
     controlPlaneUrl: () => settings.workers.publicUrl ?? listeningUrl,
   }
@@ -78,7 +94,22 @@ export function createAsyncFamilies(
   }
   jobs.register(provisionJobHandler(ctx))
   registerConnectorJobs(ctx)
-  jobs.every('worker-sweep', settings.workers.sweepIntervalMs, () => sweepWorkers(ctx))
+  jobs.every('worker-sweep', settings.workers.sweepIntervalMs, async () => {
+    await sweepWorkers(ctx)
+    await sweepLostInstances(ctx)
+  })
+  // The watch over this instance's runtimes has its own timer: a revoked token must stop working
+  // within a second even while the job loop is busy with a long claim or sweep.
+  let watchTimer: ReturnType<typeof setInterval> | undefined
+  let watching: Promise<void> | null = null
+  const watch = () => {
+    if (watching) return
+    watching = watchRuntimes(ctx)
+      .catch((error) => logger.warn('checking Worker runtimes failed', { error: (error as Error).message }))
+      .finally(() => {
+        watching = null
+      })
+  }
   return {
     ctx,
     routes: [
@@ -88,6 +119,11 @@ export function createAsyncFamilies(
       ...connectorSyncRoutes(ctx),
     ],
     async start() {
+      await instance.register()
+      const recovered = await recoverRuntimes(ctx)
+      if (recovered > 0)
+        logger.info('restarting Worker runtimes left running by a control plane that crashed', { count: recovered })
+      watchTimer = setInterval(watch, settings.workers.runtimeCheckIntervalMs)
       const resumed = await resumeRuntimes(ctx)
       if (resumed > 0) logger.info('restarting Worker runtimes stopped by the last shutdown', { count: resumed })
       jobs.start()
@@ -98,8 +134,15 @@ export function createAsyncFamilies(
       return `Worker runtimes report heartbeats to ${ctx.controlPlaneUrl()}`
     },
     async close() {
+      clearInterval(watchTimer)
+      await watching
+      // The job loop first: it hands unfinished attempts back to the queue (not counted as failed).
       await jobs.stop()
+      ctx.runtimes.abortAll()
       await stopRuntimes(ctx)
+      await instance
+        .stop()
+        .catch((error) => logger.warn('recording this instance as stopped failed', { error: (error as Error).message }))
     },
   }
 }

@@ -40,6 +40,9 @@ export const WorkersFileSchema = v.strictObject({
   provisioningDeadlineMs: v.optional(ms(100)),
   sweepIntervalMs: v.optional(ms(20)),
   maxAttempts: v.optional(count),
+  instanceHeartbeatMs: v.optional(ms(50)),
+  instanceStaleAfterMs: v.optional(ms(200)),
+  runtimeCheckIntervalMs: v.optional(ms(20)),
   publicUrl: v.optional(httpUrl),
   dataDir: v.optional(v.pipe(v.string(), v.minLength(1))),
 })
@@ -63,6 +66,12 @@ export interface WorkerSettings {
   provisioningDeadlineMs: number
   sweepIntervalMs: number
   maxAttempts: number
+  /** How often this control plane renews its row in `control_plane_instance`. */
+  instanceHeartbeatMs: number
+  /** An instance whose heartbeat is older than this is gone; its Workers are taken over. */
+  instanceStaleAfterMs: number
+  /** How often this control plane checks that each runtime it holds should still run. */
+  runtimeCheckIntervalMs: number
   /** URL runtimes use to reach this control plane; null = the address it listens on. */
   publicUrl: string | null
   /** Where the `process` provisioner puts each Worker's directory. */
@@ -108,6 +117,15 @@ export function resolveAsyncSettings(file: AsyncFileKeys, env: Env, dataDir: str
   if (!/^https?:\/\/[^\s]+$/.test(githubApiUrl))
     throw new ConfigError('SERVICE_GITHUB_API_URL', '', 'must be an http(s) URL')
   const retryBaseMs = jobs.retryBaseMs ?? 2000
+  const instanceHeartbeatMs = workers.instanceHeartbeatMs ?? 5000
+  const instanceStaleAfterMs = workers.instanceStaleAfterMs ?? 30_000
+  // One late beat must not make a live instance look gone (its Workers would be taken over).
+  if (instanceStaleAfterMs < 2 * instanceHeartbeatMs)
+    throw new ConfigError(
+      'the config file',
+      'workers.instanceStaleAfterMs',
+      'must be at least twice workers.instanceHeartbeatMs',
+    )
   return {
     jobs: {
       pollIntervalMs: jobs.pollIntervalMs ?? 1000,
@@ -122,6 +140,9 @@ export function resolveAsyncSettings(file: AsyncFileKeys, env: Env, dataDir: str
       provisioningDeadlineMs: workers.provisioningDeadlineMs ?? 60_000,
       sweepIntervalMs: workers.sweepIntervalMs ?? 5_000,
       maxAttempts: workers.maxAttempts ?? 3,
+      instanceHeartbeatMs,
+      instanceStaleAfterMs,
+      runtimeCheckIntervalMs: workers.runtimeCheckIntervalMs ?? 250,
       publicUrl: publicUrl ? publicUrl.replace(/\/+$/, '') : null,
       dataDir: workers.dataDir ?? join(dataDir, 'workers'),
     },

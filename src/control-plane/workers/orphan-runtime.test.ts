@@ -1,8 +1,9 @@
 /**
- * Runtimes outlive a crashed control plane (SIGKILL leaves children running). After a restart on
- * the same data directory, deleting the Worker still stops its runtime, found through its pid
- * file and recognised by its Worker id; a graceful stop of the control plane stops the runtimes
- * it started, and its next start restarts them.
+ * Runtimes outlive a crashed control plane (SIGKILL leaves children running). A restart on the
+ * same host finds them through the pids recorded in the database (recognised by their Worker id),
+ * stops them and provisions the Workers again; a delete stops the runtime and waits for it; a
+ * graceful stop of the control plane stops the runtimes it started, and its next start restarts
+ * them.
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
@@ -100,19 +101,31 @@ test('a runtime orphaned by a control-plane crash is stopped when its Worker is 
       child = null
       assert.ok(alive(first) && alive(second), 'runtimes outlive the crashed control plane')
 
+      // The restarted control plane finds both runtimes through the pids recorded in the database,
+      // stops them, and starts each Worker again under its own ownership.
       child = await start()
       current = child
-      assert.is((await client.delete(`/v1/workers/${ids[0]}`, { token })).status, 204)
-      assert.not.ok(alive(first), 'the orphaned runtime was stopped by the delete')
-      assert.ok(alive(second), 'the other runtime is untouched')
-      // The surviving runtime reports to the old address; after the staleness window it is unreachable.
-      const stale = await waitFor(
-        () => client.get(`/v1/workers/${ids[1]}`, { token }),
-        (r) => r.body.item.state === 'unreachable',
-        10_000,
-        100,
+      for (const id of ids) {
+        const back = await waitFor(
+          () => client.get(`/v1/workers/${id}`, { token }),
+          (r) => r.body.item.state === 'healthy' && r.body.item.stateReason === 'heartbeat',
+          15_000,
+          50,
+        )
+        assert.is(back.body.item.state, 'healthy')
+      }
+      assert.not.ok(alive(first) || alive(second), 'the orphaned runtimes were stopped at start')
+      const restarted = await waitFor(
+        async () => [await pidOf(ids[0]!), await pidOf(ids[1]!)],
+        ([a, b]) => a !== first && b !== second,
+        5000,
+        20,
       )
-      assert.equal([stale.body.item.state, stale.body.item.stateReason], ['unreachable', 'heartbeat_stale'])
+      pids.push(...restarted)
+      assert.ok(restarted.every(alive), 'new runtimes serve the Workers')
+      assert.is((await client.delete(`/v1/workers/${ids[0]}`, { token })).status, 204)
+      assert.not.ok(alive(restarted[0]!), 'the delete stopped the runtime and waited for it')
+      assert.ok(alive(restarted[1]!), 'the other runtime is untouched')
 
       // A runtime started by this control plane stops with it.
       const third = (await client.post('/v1/workers', { token, json: { name: 'third', provisioner: 'process' } })).body

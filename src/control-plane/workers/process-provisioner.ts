@@ -3,11 +3,12 @@
  * process of the control plane on this host, with its own directory under the Workers data dir,
  * the Worker's client and host tokens, and the settings its heartbeat reporter needs.
  *
- * Each runtime's pid is kept in `<dir>/runtime.pid`. A runtime left running by a control plane
- * that crashed (SIGKILL leaves children orphaned) is found through that file after a restart and
- * stopped before a new one starts, or when its Worker is deleted; it is recognised by its
+ * Each runtime's pid is recorded in the database (with the owning instance and host, see
+ * runtime-ownership.ts) and in `<dir>/runtime.pid`. A runtime left running by a control plane
+ * that crashed (SIGKILL leaves children orphaned) is found through either after a restart on
+ * this host and stopped ({@link ProcessProvisioner.reap}); it is recognised by its
  * `SERVICE_WORKER_ID` in `/proc/<pid>/environ`, so a reused pid is never signalled (on systems
- * without /proc the file is ignored).
+ * without /proc it is left alone).
  *
  * The child gets an allowlisted environment (never the control plane's own secrets, such as
  * `SERVICE_ENCRYPTION_KEY`) and listens on an ephemeral loopback port; the listening line on its
@@ -37,6 +38,7 @@ export function serverCommand(): string[] {
 
 interface Running {
   child: ChildProcess
+  generation: number
   exited: Promise<void>
   stopping: boolean
 }
@@ -74,7 +76,7 @@ export class ProcessProvisioner implements Provisioner {
     return join(this.#options.dataDir, workerId)
   }
 
-  /** Stops a runtime of `workerId` that this process does not hold (left by a crashed control plane). */
+  /** Stops a runtime of `workerId` that this process does not hold, found through its pid file. */
   async #reapOrphan(workerId: string): Promise<void> {
     const pidFile = join(this.#root(workerId), 'runtime.pid')
     let pid: number
@@ -83,25 +85,46 @@ export class ProcessProvisioner implements Provisioner {
     } catch {
       return
     }
+    await this.reap(workerId, pid)
+    rmSync(pidFile, { force: true })
+  }
+
+  async reap(workerId: string, pid: number): Promise<void> {
+    if (this.#running.get(workerId)?.child.pid === pid) return this.stop(workerId)
+    // Only a process whose environment names this Worker is signalled: a pid recorded by another
+    // control plane may have been reused by an unrelated process since.
     const ours = (): boolean => {
       try {
         return (
           Number.isInteger(pid) &&
           pid > 1 &&
+          !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8')) &&
           readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`SERVICE_WORKER_ID=${workerId}`)
         )
       } catch {
         return false
       }
     }
-    if (ours()) {
-      this.#options.logger.info('stopping a Worker runtime left by an earlier control plane', { workerId, pid })
-      process.kill(pid, 'SIGTERM')
-      const deadline = Date.now() + STOP_GRACE_MS
-      while (ours() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25))
-      if (ours()) process.kill(pid, 'SIGKILL')
+    if (!ours()) return
+    this.#options.logger.info('stopping a Worker runtime left by another control plane', { workerId, pid })
+    const signal = (name: NodeJS.Signals) => {
+      try {
+        process.kill(pid, name)
+      } catch {
+        // already gone
+      }
     }
-    rmSync(pidFile, { force: true })
+    signal('SIGTERM')
+    let deadline = Date.now() + STOP_GRACE_MS
+    while (ours() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25))
+    if (!ours()) return
+    signal('SIGKILL')
+    deadline = Date.now() + STOP_GRACE_MS
+    while (ours() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+
+  running(): Array<{ workerId: string; generation: number }> {
+    return [...this.#running].map(([workerId, running]) => ({ workerId, generation: running.generation }))
   }
 
   async start(request: ProvisionRequest): Promise<ProvisionedRuntime> {
@@ -143,7 +166,7 @@ export class ProcessProvisioner implements Provisioner {
       stderr = (stderr + chunk.toString()).slice(-4000)
     })
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-    const running: Running = { child, exited, stopping: false }
+    const running: Running = { child, generation: request.generation, exited, stopping: false }
     this.#running.set(request.workerId, running)
     child.once('exit', (code, signal) => {
       if (this.#running.get(request.workerId) === running) this.#running.delete(request.workerId)
@@ -157,9 +180,11 @@ export class ProcessProvisioner implements Provisioner {
         })
     })
     try {
+      if (child.pid && request.onSpawn) await request.onSpawn(child.pid)
       const url = await new Promise<string>((resolve, reject) => {
         let buffered = ''
         const onAbort = () => reject(request.signal.reason ?? new Error('provisioning aborted'))
+        if (request.signal.aborted) onAbort()
         request.signal.addEventListener('abort', onAbort, { once: true })
         child.once('error', (error) => reject(new Error(`cannot start the runtime: ${error.message}`)))
         child.once('exit', (code, signal) =>
@@ -183,7 +208,8 @@ export class ProcessProvisioner implements Provisioner {
       if (child.pid) await writeFileAtomic(join(root, 'runtime.pid'), `${child.pid}\n`, { mode: 0o600 })
       return { url, pid: child.pid ?? null, workspaceDir }
     } catch (error) {
-      await this.stop(request.workerId)
+      // Only this start's own process: a newer runtime of the Worker is never stopped from here.
+      await this.#stopRunning(request.workerId, running)
       throw error
     }
   }
@@ -191,8 +217,12 @@ export class ProcessProvisioner implements Provisioner {
   async stop(workerId: string): Promise<void> {
     const running = this.#running.get(workerId)
     if (!running) return this.#reapOrphan(workerId)
+    await this.#stopRunning(workerId, running)
+  }
+
+  async #stopRunning(workerId: string, running: Running): Promise<void> {
     running.stopping = true
-    this.#running.delete(workerId)
+    if (this.#running.get(workerId) === running) this.#running.delete(workerId)
     if (running.child.exitCode !== null || running.child.signalCode !== null) return
     running.child.kill('SIGTERM')
     const timer = setTimeout(() => running.child.kill('SIGKILL'), STOP_GRACE_MS)

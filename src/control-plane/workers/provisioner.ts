@@ -24,6 +24,13 @@ export interface ProvisionRequest {
   /** Where the runtime reports heartbeats. */
   controlPlaneUrl: string
   heartbeatIntervalMs: number
+  /** Token generation of `credentials`: a runtime of an older generation must not keep running. */
+  generation: number
+  /**
+   * Called once the runtime process exists, before it listens, so its pid is recorded in the
+   * database while it starts (a crash of the control plane in between still leaves it findable).
+   */
+  onSpawn?(pid: number): Promise<void>
   /** Aborted at the job's deadline or on shutdown; the provisioner must give up and clean up. */
   signal: AbortSignal
 }
@@ -49,6 +56,14 @@ export interface Provisioner {
   start(request: ProvisionRequest): Promise<ProvisionedRuntime>
   /** Stops the Worker's runtime if it runs; resolves once it has exited. */
   stop(workerId: string): Promise<void>
+  /**
+   * Stops a runtime of `workerId` this provisioner does not hold (left by a crashed or lost control
+   * plane on this host), identified by `pid`; never signals a process that is not that Worker's
+   * runtime. Resolves once it is gone (or was never there).
+   */
+  reap(workerId: string, pid: number): Promise<void>
+  /** Runtimes this provisioner holds now (starting or running), with their token generation. */
+  running(): Array<{ workerId: string; generation: number }>
   /** Subscribes to runtimes ending on their own. */
   onExit(listener: RuntimeExitListener): void
   /** Stops every runtime this provisioner started (control-plane shutdown). Returns their ids. */

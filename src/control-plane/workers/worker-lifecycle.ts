@@ -9,71 +9,91 @@ import { errors } from '../../core/errors.ts'
 import { hashToken, secretsEqual } from '../../core/secrets.ts'
 import { isoAt } from '../deps.ts'
 import type { AsyncContext } from '../jobs/async-context.ts'
-import { enqueueJob, JobFailure, shortMessage } from '../jobs/job-queue.ts'
+import { enqueueJob, JobFailure, LeaseLost, shortMessage } from '../jobs/job-queue.ts'
 import type { JobHandler } from '../jobs/job-runner.ts'
+import type { ProvisionedRuntime } from './provisioner.ts'
+import { claimRuntime, recordSpawn, releaseRuntime, stopLocalRuntime } from './runtime-ownership.ts'
 import { openCredentials, PROVISION_JOB, type WorkerState } from './workers.ts'
 
-/** The provisioning job: starts the runtime with the Worker's current token set. */
+/**
+ * The provisioning job: claims the Worker's runtime for this instance (waiting while another
+ * instance still runs an older one) and starts it with the current token set, all under the
+ * Worker's lock; a rotation, revocation or delete aborts it.
+ */
 export function provisionJobHandler(ctx: AsyncContext): JobHandler<{ generation: number }> {
   return {
     kind: PROVISION_JOB,
-    async run(job) {
-      const row = await ctx.deps.db
-        .selectFrom('worker')
-        .selectAll()
-        .where('id', '=', job.job.subject_id!)
-        .executeTakeFirst()
-      if (row?.state !== 'provisioning' || row.token_generation !== job.payload.generation) return { skipped: true }
-      const provisioner = ctx.provisioners.get(row.provisioner)
-      if (!provisioner)
-        throw new JobFailure(
-          'provisioner_unavailable',
-          `No provisioner named ${row.provisioner} on this control plane`,
-          { retriable: false },
-        )
-      const controlPlaneUrl = ctx.controlPlaneUrl()
-      if (!controlPlaneUrl)
-        throw new JobFailure(
-          'control_plane_url_unknown',
-          'The control plane does not know its own URL yet (set workers.publicUrl)',
-        )
-      const credentials = openCredentials(ctx, row)
-      if (!credentials) throw new JobFailure('tokens_revoked', 'The Worker has no token set', { retriable: false })
-      let runtime
-      try {
-        runtime = await provisioner.start({
-          workerId: row.id,
-          orgId: row.org_id,
-          name: row.name,
-          credentials,
-          controlPlaneUrl,
-          heartbeatIntervalMs: ctx.settings.workers.heartbeatIntervalMs,
-          signal: job.signal,
-        })
-      } catch (error) {
-        if (error instanceof JobFailure) throw error
-        throw new JobFailure('provisioner_error', (error as Error).message)
-      }
-      try {
-        await job.commit(async (trx) => {
-          await trx
-            .updateTable('worker')
-            .set({
-              runtime_url: runtime.url,
-              runtime_pid: runtime.pid,
-              workspace_dir: runtime.workspaceDir,
-              updated_at: isoAt(ctx.deps),
+    run(job) {
+      const workerId = job.job.subject_id!
+      const generation = job.payload.generation
+      return ctx.runtimes.withLock(workerId, async () => {
+        const row = await ctx.deps.db.selectFrom('worker').selectAll().where('id', '=', workerId).executeTakeFirst()
+        if (row?.state !== 'provisioning' || row.token_generation !== generation) return { skipped: true }
+        const provisioner = ctx.provisioners.get(row.provisioner)
+        if (!provisioner)
+          throw new JobFailure(
+            'provisioner_unavailable',
+            `No provisioner named ${row.provisioner} on this control plane`,
+            { retriable: false },
+          )
+        const controlPlaneUrl = ctx.controlPlaneUrl()
+        if (!controlPlaneUrl)
+          throw new JobFailure(
+            'control_plane_url_unknown',
+            'The control plane does not know its own URL yet (set workers.publicUrl)',
+          )
+        const credentials = openCredentials(ctx, row)
+        if (!credentials) throw new JobFailure('tokens_revoked', 'The Worker has no token set', { retriable: false })
+        const local = ctx.runtimes.beginStart(workerId, generation)
+        const signal = AbortSignal.any([job.signal, local.signal])
+        let started = false
+        try {
+          if (!(await claimRuntime(ctx, provisioner, workerId, generation, signal))) return { skipped: true }
+          let runtime: ProvisionedRuntime
+          try {
+            runtime = await provisioner.start({
+              workerId,
+              orgId: row.org_id,
+              name: row.name,
+              credentials,
+              controlPlaneUrl,
+              heartbeatIntervalMs: ctx.settings.workers.heartbeatIntervalMs,
+              generation,
+              onSpawn: (pid) => recordSpawn(ctx, workerId, generation, pid),
+              signal,
             })
-            .where('id', '=', row.id)
-            .where('token_generation', '=', job.payload.generation)
-            .execute()
-        })
-      } catch (error) {
-        // Superseded (deleted, tokens rotated or revoked) while starting: do not leave it running.
-        await provisioner.stop(row.id)
-        throw error
-      }
-      return { url: runtime.url }
+          } catch (error) {
+            if (error instanceof JobFailure || job.signal.aborted) throw error
+            if (local.signal.aborted) throw new LeaseLost()
+            throw new JobFailure('provisioner_error', (error as Error).message)
+          }
+          started = true
+          const recorded = await job.commit((trx) =>
+            trx
+              .updateTable('worker')
+              .set({
+                runtime_url: runtime.url,
+                runtime_pid: runtime.pid,
+                workspace_dir: runtime.workspaceDir,
+                updated_at: isoAt(ctx.deps),
+              })
+              .where('id', '=', workerId)
+              .where('token_generation', '=', generation)
+              .where('runtime_instance_id', '=', ctx.instance.id)
+              .executeTakeFirst(),
+          )
+          // Superseded (deleted, tokens rotated or revoked, taken over) while starting.
+          if (Number(recorded.numUpdatedRows) !== 1) throw new LeaseLost()
+          return { url: runtime.url }
+        } catch (error) {
+          // Do not leave a runtime of a superseded or failed attempt running, nor its claim held.
+          if (started) await provisioner.stop(workerId)
+          await releaseRuntime(ctx, workerId, generation + 1)
+          throw error
+        } finally {
+          ctx.runtimes.endStart(workerId, local)
+        }
+      })
     },
     async onFailure(trx, job, failure) {
       const now = isoAt(ctx.deps)
@@ -93,12 +113,16 @@ export function provisionJobHandler(ctx: AsyncContext): JobHandler<{ generation:
         .where('state', '=', 'provisioning')
         .execute()
       if (failure.final) {
-        const row = await trx
-          .selectFrom('worker')
-          .select('provisioner')
+        // A runtime this instance still holds for the Worker is stopped (by the watch, which sees
+        // the failed state) and the claim is let go here, in the transaction that fails it.
+        await trx
+          .updateTable('worker')
+          .set({ runtime_instance_id: null, runtime_pid: null, runtime_url: null, runtime_generation: null })
           .where('id', '=', job.subject_id!)
-          .executeTakeFirst()
-        if (row) void ctx.provisioners.get(row.provisioner)?.stop(job.subject_id!)
+          .where('runtime_instance_id', '=', ctx.instance.id)
+          .where('state', '=', 'failed')
+          .execute()
+        void stopLocalRuntime(ctx, job.subject_id!, Number.POSITIVE_INFINITY).catch(() => {})
       }
     },
     async onRetry(trx, job) {
@@ -230,7 +254,7 @@ export async function sweepWorkers(ctx: AsyncContext): Promise<void> {
         .where('status', 'in', ['queued', 'running'])
         .execute()
     })
-    await ctx.provisioners.get(row.provisioner)?.stop(row.id)
+    await stopLocalRuntime(ctx, row.id, Number.POSITIVE_INFINITY)
   }
   const staleBefore = isoAt(ctx.deps, -ctx.settings.workers.staleAfterMs)
   await ctx.deps.db
@@ -260,30 +284,88 @@ export async function recordRuntimeExit(
       last_error_message: shortMessage(reason.message),
       last_error_at: now,
       runtime_pid: null,
+      runtime_url: null,
+      // Nothing runs any more: a rotation need not wait for this instance.
+      runtime_instance_id: null,
+      runtime_generation: null,
       updated_at: now,
     })
     .where('id', '=', workerId)
+    .where('runtime_instance_id', '=', ctx.instance.id)
     .execute()
 }
 
-/** On shutdown: runtimes started by this control plane stop with it; their Workers say so. */
+/**
+ * On shutdown: runtimes started by this control plane stop with it (and are waited for). When
+ * another instance is live, their Workers go back to `provisioning` so it starts them again at
+ * once (a rolling restart keeps them available); otherwise they are `stopped` with reason
+ * `control_plane_stopped` and the next control plane to start restarts them.
+ */
 export async function stopRuntimes(ctx: AsyncContext): Promise<void> {
-  for (const provisioner of ctx.provisioners.values()) {
-    const ids = await provisioner.close()
-    if (ids.length === 0) continue
-    const now = isoAt(ctx.deps)
+  for (const provisioner of ctx.provisioners.values()) await provisioner.close()
+  const others = (
     await ctx.deps.db
-      .updateTable('worker')
-      .set({
-        state: 'stopped',
-        state_reason: 'control_plane_stopped',
-        state_message: 'The control plane that ran this runtime stopped',
-        runtime_pid: null,
-        updated_at: now,
-      })
-      .where('id', 'in', ids)
-      .where('state', 'in', ['provisioning', 'healthy', 'unreachable'])
+      .selectFrom('control_plane_instance')
+      .selectAll()
+      .where('stopped_at', 'is', null)
+      .where('id', '!=', ctx.instance.id)
       .execute()
+  ).some((row) => ctx.instance.isLive(row))
+  const rows = await ctx.deps.db
+    .selectFrom('worker')
+    .select(['id', 'org_id', 'state', 'token_generation', 'credentials_sealed'])
+    .where('runtime_instance_id', '=', ctx.instance.id)
+    .execute()
+  for (const row of rows) {
+    await ctx.deps.db.transaction().execute(async (trx) => {
+      const now = isoAt(ctx.deps)
+      const running = ['provisioning', 'healthy', 'unreachable'].includes(row.state)
+      const handOver = running && others && row.credentials_sealed !== null
+      const moved = await trx
+        .updateTable('worker')
+        .set({
+          ...(handOver
+            ? {
+                state: 'provisioning',
+                state_reason: 'control_plane_stopped',
+                state_message: 'The control plane that ran this runtime stopped; another instance starts it again',
+                provisioning_deadline_at: isoAt(ctx.deps, ctx.settings.workers.provisioningDeadlineMs),
+              }
+            : running
+              ? {
+                  state: 'stopped',
+                  state_reason: 'control_plane_stopped',
+                  state_message: 'The control plane that ran this runtime stopped',
+                }
+              : {}),
+          runtime_instance_id: null,
+          runtime_host: null,
+          runtime_pid: null,
+          runtime_generation: null,
+          runtime_url: null,
+          updated_at: now,
+        })
+        .where('id', '=', row.id)
+        .where('runtime_instance_id', '=', ctx.instance.id)
+        .where('state', '=', row.state)
+        .executeTakeFirst()
+      if (!handOver || Number(moved.numUpdatedRows) !== 1) return
+      await trx
+        .updateTable('job')
+        .set({ status: 'canceled', finished_at: now, updated_at: now, locked_by: null, lease_until: null })
+        .where('subject_id', '=', row.id)
+        .where('kind', '=', PROVISION_JOB)
+        .where('status', 'in', ['queued', 'running'])
+        .execute()
+      await enqueueJob(trx, ctx.deps.now(), {
+        kind: PROVISION_JOB,
+        orgId: row.org_id,
+        subjectId: row.id,
+        payload: { generation: row.token_generation },
+        maxAttempts: ctx.settings.workers.maxAttempts,
+        deadlineMs: ctx.settings.workers.provisioningDeadlineMs,
+      })
+    })
   }
 }
 

@@ -25,6 +25,7 @@ import { isoAt } from '../deps.ts'
 import type { AsyncContext } from '../jobs/async-context.ts'
 import { enqueueJob } from '../jobs/job-queue.ts'
 import { keysetPage, type Page } from '../pagination.ts'
+import { retireRuntime } from './runtime-ownership.ts'
 import type { ControlPlaneDb } from '../schema.ts'
 import type { RuntimeCredentials } from './provisioner.ts'
 import type { WorkerTable } from './worker-tables.ts'
@@ -116,7 +117,14 @@ function newCredentials(): RuntimeCredentials {
   return { client: generateToken('wkc_'), host: generateToken('wkh_'), activity: generateToken('wka_') }
 }
 
-/** Stores a new token set (revoking earlier ones), seals it on the Worker and queues provisioning. */
+/** A concurrent rotation changed the generation first: the caller reads the row again. */
+class GenerationRace extends Error {}
+
+/**
+ * Stores a new token set (revoking earlier ones), seals it on the Worker and queues provisioning.
+ * The first write is a compare-and-set on the generation, so rotations of one Worker are
+ * serialized through its row on every engine and instance (a loser throws {@link GenerationRace}).
+ */
 async function installCredentials(
   ctx: AsyncContext,
   trx: Transaction<ControlPlaneDb>,
@@ -125,6 +133,23 @@ async function installCredentials(
 ): Promise<number> {
   const now = isoAt(ctx.deps)
   const generation = row.token_generation + 1
+  const moved = await trx
+    .updateTable('worker')
+    .set({
+      credentials_sealed: ctx.box.seal(JSON.stringify(credentials), row.id),
+      token_generation: generation,
+      state: 'provisioning',
+      state_reason: generation === 1 ? 'created' : 'tokens_rotated',
+      state_message: null,
+      // The runtime restarts; its new address is known once it listens.
+      runtime_url: null,
+      provisioning_deadline_at: isoAt(ctx.deps, ctx.settings.workers.provisioningDeadlineMs),
+      updated_at: now,
+    })
+    .where('id', '=', row.id)
+    .where('token_generation', '=', row.token_generation)
+    .executeTakeFirst()
+  if (Number(moved.numUpdatedRows) !== 1) throw new GenerationRace()
   await trx
     .updateTable('worker_token')
     .set({ revoked_at: now })
@@ -146,21 +171,6 @@ async function installCredentials(
       })
       .execute()
   }
-  await trx
-    .updateTable('worker')
-    .set({
-      credentials_sealed: ctx.box.seal(JSON.stringify(credentials), row.id),
-      token_generation: generation,
-      state: 'provisioning',
-      state_reason: generation === 1 ? 'created' : 'tokens_rotated',
-      state_message: null,
-      // The runtime restarts; its new address is known once it listens.
-      runtime_url: null,
-      provisioning_deadline_at: isoAt(ctx.deps, ctx.settings.workers.provisioningDeadlineMs),
-      updated_at: now,
-    })
-    .where('id', '=', row.id)
-    .execute()
   // Earlier provisioning attempts are superseded by this one.
   await trx
     .updateTable('job')
@@ -294,52 +304,26 @@ export async function getWorkerRuntime(ctx: AsyncContext, orgId: string, workerI
   }
 }
 
-/** `DELETE /v1/workers/:id`: stops the runtime, then removes the Worker and its tokens. */
-export async function deleteWorker(ctx: AsyncContext, actor: Actor, workerId: string): Promise<void> {
-  const row = await workerRow(ctx, actor.orgId, workerId)
-  await ctx.provisioners.get(row.provisioner)?.stop(row.id)
-  await ctx.deps.db.transaction().execute(async (trx) => {
-    const now = isoAt(ctx.deps)
-    await trx
-      .updateTable('job')
-      .set({ status: 'canceled', finished_at: now, updated_at: now, locked_by: null, lease_until: null })
-      .where('subject_id', '=', row.id)
-      .where('status', 'in', ['queued', 'running'])
-      .execute()
-    await trx.deleteFrom('worker').where('id', '=', row.id).execute()
-    await recordAudit(ctx.deps, trx, actor, 'worker.deleted', { type: 'worker', id: row.id })
-  })
-}
-
-/** `POST /v1/workers/:id/tokens`: a new token set (shown once); the runtime restarts with it. */
-export async function issueWorkerTokens(
+/**
+ * Revokes the Worker's tokens, cancels its jobs and marks it `stopped` (one transaction), then
+ * waits until no runtime of it runs on any instance.
+ */
+async function stopWorker(
   ctx: AsyncContext,
   actor: Actor,
   workerId: string,
-): Promise<{ worker: WorkerView; generation: number; tokens: RuntimeCredentials }> {
-  const credentials = newCredentials()
-  let generation = 0
-  await ctx.deps.db.transaction().execute(async (trx) => {
-    const row = await trx
-      .selectFrom('worker')
-      .selectAll()
-      .where('id', '=', workerId)
-      .where('org_id', '=', actor.orgId)
-      .executeTakeFirst()
-    if (!row) throw workerNotFound()
-    generation = await installCredentials(ctx, trx, row, credentials)
-    await recordAudit(ctx.deps, trx, actor, 'worker.tokens_issued', { type: 'worker', id: row.id }, { generation })
-  })
-  ctx.jobs.wake()
-  return { worker: await getWorker(ctx, actor.orgId, workerId), generation, tokens: credentials }
-}
-
-/** `DELETE /v1/workers/:id/tokens`: revokes the current set; the runtime is stopped. */
-export async function revokeWorkerTokens(ctx: AsyncContext, actor: Actor, workerId: string): Promise<void> {
+  reason: { state_reason: string; state_message: string },
+  audit: (trx: Transaction<ControlPlaneDb>, row: WorkerTable) => Promise<void>,
+): Promise<void> {
   const row = await workerRow(ctx, actor.orgId, workerId)
-  await ctx.provisioners.get(row.provisioner)?.stop(row.id)
   await ctx.deps.db.transaction().execute(async (trx) => {
     const now = isoAt(ctx.deps)
+    // The Worker row first: its write lock orders this against a concurrent rotation.
+    await trx
+      .updateTable('worker')
+      .set({ state: 'stopped', ...reason, credentials_sealed: null, runtime_url: null, updated_at: now })
+      .where('id', '=', row.id)
+      .execute()
     await trx
       .updateTable('worker_token')
       .set({ revoked_at: now })
@@ -352,21 +336,71 @@ export async function revokeWorkerTokens(ctx: AsyncContext, actor: Actor, worker
       .where('subject_id', '=', row.id)
       .where('status', 'in', ['queued', 'running'])
       .execute()
-    await trx
-      .updateTable('worker')
-      .set({
-        state: 'stopped',
-        state_reason: 'tokens_revoked',
-        state_message: 'The token set was revoked; issue a new one to start the runtime again',
-        credentials_sealed: null,
-        runtime_url: null,
-        runtime_pid: null,
-        updated_at: now,
-      })
-      .where('id', '=', row.id)
-      .execute()
-    await recordAudit(ctx.deps, trx, actor, 'worker.tokens_revoked', { type: 'worker', id: row.id })
+    await audit(trx, row)
   })
+  await retireRuntime(ctx, row.id, Number.POSITIVE_INFINITY)
+}
+
+/**
+ * `DELETE /v1/workers/:id`: revokes the tokens, stops the runtime wherever it runs (and waits for
+ * it), then removes the Worker and its tokens.
+ */
+export async function deleteWorker(ctx: AsyncContext, actor: Actor, workerId: string): Promise<void> {
+  await stopWorker(
+    ctx,
+    actor,
+    workerId,
+    { state_reason: 'deleting', state_message: 'The Worker is being deleted' },
+    (trx, row) => recordAudit(ctx.deps, trx, actor, 'worker.deleted', { type: 'worker', id: row.id }),
+  )
+  await ctx.deps.db.deleteFrom('worker').where('id', '=', workerId).where('org_id', '=', actor.orgId).execute()
+}
+
+/** `POST /v1/workers/:id/tokens`: a new token set (shown once); the runtime restarts with it. */
+export async function issueWorkerTokens(
+  ctx: AsyncContext,
+  actor: Actor,
+  workerId: string,
+): Promise<{ worker: WorkerView; generation: number; tokens: RuntimeCredentials }> {
+  const credentials = newCredentials()
+  let generation = 0
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await ctx.deps.db.transaction().execute(async (trx) => {
+        const row = await trx
+          .selectFrom('worker')
+          .selectAll()
+          .where('id', '=', workerId)
+          .where('org_id', '=', actor.orgId)
+          .executeTakeFirst()
+        if (!row) throw workerNotFound()
+        generation = await installCredentials(ctx, trx, row, credentials)
+        await recordAudit(ctx.deps, trx, actor, 'worker.tokens_issued', { type: 'worker', id: row.id }, { generation })
+      })
+      break
+    } catch (error) {
+      // Each retry means another rotation committed; the row is read again with its generation.
+      if (!(error instanceof GenerationRace) || attempt >= 20) throw error
+    }
+  }
+  // The old set must stop working before the answer: no runtime of an older generation may run.
+  await retireRuntime(ctx, workerId, generation)
+  ctx.jobs.wake()
+  return { worker: await getWorker(ctx, actor.orgId, workerId), generation, tokens: credentials }
+}
+
+/** `DELETE /v1/workers/:id/tokens`: revokes the current set; the runtime is stopped (and waited for). */
+export async function revokeWorkerTokens(ctx: AsyncContext, actor: Actor, workerId: string): Promise<void> {
+  await stopWorker(
+    ctx,
+    actor,
+    workerId,
+    {
+      state_reason: 'tokens_revoked',
+      state_message: 'The token set was revoked; issue a new one to start the runtime again',
+    },
+    (trx, row) => recordAudit(ctx.deps, trx, actor, 'worker.tokens_revoked', { type: 'worker', id: row.id }),
+  )
 }
 
 /** The Worker's tokens (values never shown), newest first. */
