@@ -97,6 +97,12 @@ export const FLAGS: Record<string, FlagSpec> = {
     value: 'path',
     help: 'SQLite database file (default <data-dir>/control-plane.sqlite)',
   },
+  'database-url': {
+    type: 'string',
+    scope: 'control-plane',
+    value: 'url',
+    help: 'postgres://… opens PostgreSQL instead of SQLite (prefer SERVICE_DATABASE_URL: flags show in process lists)',
+  },
 }
 
 /** A usage problem: printed as one line, exit code 2. */

@@ -101,8 +101,9 @@ export async function main(argv: string[], io: MainIo): Promise<number> {
     started = await startSurface(mode, flags, io, makeLogger)
   } catch (error) {
     stderr.flush()
-    if (error instanceof ConfigError) {
-      io.stderr(`service-server: ${error.message}`)
+    // ConfigError and start-up failures that name a setting (an unreachable database) exit 2.
+    if (error instanceof ConfigError || (error as { exitCode?: unknown } | null)?.exitCode === 2) {
+      io.stderr(`service-server: ${(error as Error).message}`)
       return 2
     }
     io.stderr(`service-server: failed to start: ${(error as Error).message}`)

@@ -4,6 +4,11 @@
  *
  * Suites: colocated `src/**\/*.test.ts` (unit and in-process HTTP), then `tests/**\/*.test.ts`
  * (the compiled binary and Deno smoke runs). Arguments filter files by substring.
+ *
+ * The control-plane suites run twice: on SQLite in this process, then on PostgreSQL in a child
+ * process (`SERVICE_TEST_ENGINE=postgres`) when `SERVICE_TEST_DATABASE_URL` names a server; each
+ * test plane there gets its own database, and every database of the run is dropped at the end.
+ * The last line counts both passes.
  * @module
  */
 import { readdirSync, statSync } from 'node:fs'
@@ -62,6 +67,56 @@ for (const group of g.UVU_QUEUE) {
 }
 
 await exec(false)
+
+const pgPass = await postgresPass()
+passed += pgPass.passed
+total += pgPass.total
+skipped += pgPass.skipped
 const failed = total - passed
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`)
 process.exit(failed > 0 || total === 0 ? 1 : 0)
+
+/** Runs the control-plane suites of this selection again on PostgreSQL, in a child process. */
+async function postgresPass(): Promise<{ passed: number; total: number; skipped: number }> {
+  const none = { passed: 0, total: 0, skipped: 0 }
+  if (process.env.SERVICE_TEST_ENGINE === 'postgres') return none
+  const selected = files.map((file) => relative(root, file)).filter((file) => file.startsWith('src/control-plane/'))
+  if (selected.length === 0) return none
+  const url = process.env.SERVICE_TEST_DATABASE_URL
+  if (!url) {
+    console.log(
+      'PostgreSQL runs of the control-plane suites skipped: SERVICE_TEST_DATABASE_URL is not set (e.g. postgres://postgres@127.0.0.1:5432/postgres; .ci/run sets it)',
+    )
+    return none
+  }
+  const { spawn } = await import('node:child_process')
+  const runId = `${Date.now().toString(36)}${process.pid}`
+  console.log(`\nPostgreSQL pass: ${selected.length} control-plane suites`)
+  const child = spawn(process.execPath, [join(root, 'tests/run.ts'), ...selected], {
+    cwd: root,
+    env: { ...process.env, SERVICE_TEST_ENGINE: 'postgres', SERVICE_TEST_RUN_ID: runId },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  let last = ''
+  let buffered = ''
+  child.stdout.on('data', (chunk: Buffer) => {
+    process.stdout.write(chunk)
+    buffered += chunk.toString()
+    const lines = buffered.split('\n')
+    buffered = lines.pop() ?? ''
+    for (const line of lines) if (/^\d+ passed, \d+ failed/.test(line)) last = line
+  })
+  const code = await new Promise<number>((resolve) => child.on('close', (c) => resolve(c ?? 1)))
+  if (/^\d+ passed, \d+ failed/.test(buffered)) last = buffered
+  const { dropRunDatabases, runPrefix } = await import('../src/control-plane/testing/test-database.ts')
+  process.env.SERVICE_TEST_RUN_ID = runId
+  await dropRunDatabases(runPrefix()).catch((error) => console.log(`could not drop test databases: ${error}`))
+  const match = /^(\d+) passed, (\d+) failed(?:, (\d+) skipped)?/.exec(last)
+  if (!match) {
+    console.log(`PostgreSQL pass ended with code ${code} and no result line`)
+    return { passed: 0, total: 1, skipped: 0 }
+  }
+  const [p, f, s] = [Number(match[1]), Number(match[2]), Number(match[3] ?? 0)]
+  console.log(`PostgreSQL pass: ${p} passed, ${f} failed`)
+  return { passed: p, total: p + f, skipped: s }
+}

@@ -19,6 +19,7 @@ import * as m0020 from './0020_jobs.ts'
 import * as m0021 from './0021_workers.ts'
 import * as m0022 from './0022_connectors.ts'
 import * as m0023 from './0023_sync_deleted_count.ts'
+import * as m0024 from './0024_sign_in_throttle.ts'
 import * as m0030 from './0030_worker_runtime_owner.ts'
 
 export const controlPlaneMigrations: MigrationSet = {
@@ -38,4 +39,5 @@ export const controlPlaneMigrations: MigrationSet = {
   '0022_connectors': m0022,
   '0023_sync_deleted_count': m0023,
   '0030_worker_runtime_owner': m0030,
+  '0024_sign_in_throttle': m0024,
 }

@@ -81,7 +81,16 @@ export async function createControlPlaneApp(
 ): Promise<ControlPlaneApp> {
   const startedAt = performance.now()
   const secretKey = await loadSecretBox({ envKey: config.encryptionKey, keyFile: config.encryptionKeyFile })
-  const database = await openDatabase<ControlPlaneDb>({ path: config.databasePath, migrations: controlPlaneMigrations })
+  const database = await openDatabase<ControlPlaneDb>({
+    path: config.databasePath,
+    url: config.databaseUrl ?? undefined,
+    postgres: {
+      poolSize: config.databasePool.size,
+      statementTimeoutMs: config.databasePool.statementTimeoutMs,
+      connectTimeoutMs: config.databasePool.connectTimeoutMs,
+    },
+    migrations: controlPlaneMigrations,
+  })
   const now = options.now ?? Date.now
   const deps: Deps = {
     db: database.db,
@@ -101,6 +110,7 @@ export async function createControlPlaneApp(
       windowMs: config.signInThrottle.windowSeconds * 1000,
     },
     now,
+    database.db,
   )
   const ctx: RouteContext = { deps, throttle, trustProxy: config.trustProxy }
   const asyncFamilies = createAsyncFamilies(deps, config, options.logger, ctx)
@@ -163,7 +173,7 @@ export async function createControlPlaneApp(
     contract: { routes, auth, validation: controlPlaneValidation },
     onListening: (address) => [
       asyncFamilies.listening(address),
-      `database ${config.databasePath}`,
+      database.engine === 'postgres' ? `database PostgreSQL ${database.path}` : `database ${database.path}`,
       secretKey.source === 'env'
         ? 'secrets encrypted with SERVICE_ENCRYPTION_KEY'
         : `secrets encrypted with the key in ${config.encryptionKeyFile}${secretKey.source === 'generated' ? ' (generated now: back it up with the database)' : ''}`,

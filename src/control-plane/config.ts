@@ -1,6 +1,7 @@
 /**
  * Control-plane configuration: flags > `SERVICE_*` env > optional config file > defaults.
- * The control plane keeps its state in SQLite under the data dir (or `--database`).
+ * The control plane keeps its state in SQLite under the data dir (or `--database`), or in
+ * PostgreSQL when a `postgres://` URL is given (`--database-url`, `SERVICE_DATABASE_URL`, `databaseUrl`).
  * @module
  */
 import { dirname, join, resolve } from 'node:path'
@@ -26,6 +27,16 @@ export const ControlPlaneFileSchema = v.looseObject({
   ),
   dataDir: v.optional(v.pipe(v.string(), v.minLength(1))),
   database: v.optional(v.pipe(v.string(), v.minLength(1))),
+  /** `postgres://…`: several instances share one PostgreSQL database instead of a SQLite file. */
+  databaseUrl: v.optional(v.pipe(v.string(), v.regex(/^postgres(ql)?:\/\//i, 'must be a postgres:// URL'))),
+  /** PostgreSQL pool: connections per instance, statement timeout, connect timeout. */
+  databasePool: v.optional(
+    v.strictObject({
+      size: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(500))),
+      statementTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(100))),
+      connectTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(100))),
+    }),
+  ),
   corsOrigins: v.optional(
     v.array(
       v.pipe(v.string(), v.regex(/^(\*|https?:\/\/[^/\s]+)$/, 'must be * or an origin like https://app.example')),
@@ -68,6 +79,10 @@ export interface ControlPlaneConfig {
   port: number
   dataDir: string
   databasePath: string
+  /** A PostgreSQL URL (with its password: never log it; see `redactDatabaseUrl`), or null for SQLite. */
+  databaseUrl: string | null
+  /** PostgreSQL pool settings (defaults 10 connections, 15 s statements, 5 s to connect). */
+  databasePool: { size: number; statementTimeoutMs: number; connectTimeoutMs: number }
   corsOrigins: string[]
   logFormat: 'pretty' | 'json'
   logRequests: boolean
@@ -121,6 +136,24 @@ export function loadControlPlaneConfig(flags: Flags, env: Env, cwd: string): Con
     [flags.database as string | undefined, 'flag'],
     [env.SERVICE_DATABASE || undefined, 'env'],
     [file.database ? resolve(fileDir, file.database) : undefined, 'file'],
+  )
+  const urlSchema = v.pipe(v.string(), v.regex(/^postgres(ql)?:\/\//i, 'must be a postgres:// or postgresql:// URL'))
+  const [databaseUrl] = pick<string>(
+    // The URL may hold a password, so a bad value is never echoed: the schema's message names the rule.
+    [flagValue(flags, 'database-url', urlSchema), 'flag'],
+    [secretEnvUrl(env), 'env'],
+    [file.databaseUrl, 'file'],
+  )
+  const pool = file.databasePool ?? {}
+  const [poolSize] = pick<number>(
+    [envValue(env, 'SERVICE_DATABASE_POOL_SIZE', envSchemas.positiveInt), 'env'],
+    [pool.size, 'file'],
+    [10, 'default'],
+  )
+  const [statementTimeoutMs] = pick<number>(
+    [envValue(env, 'SERVICE_DATABASE_STATEMENT_TIMEOUT_MS', envSchemas.positiveInt), 'env'],
+    [pool.statementTimeoutMs, 'file'],
+    [15_000, 'default'],
   )
   const [corsOrigins] = pick<string[]>(
     [flagValue(flags, 'cors', envSchemas.list), 'flag'],
@@ -176,6 +209,12 @@ export function loadControlPlaneConfig(flags: Flags, env: Env, cwd: string): Con
         ? database
         : resolve(cwd, database)
       : join(absoluteDataDir, 'control-plane.sqlite'),
+    databaseUrl: databaseUrl ?? null,
+    databasePool: {
+      size: poolSize!,
+      statementTimeoutMs: statementTimeoutMs!,
+      connectTimeoutMs: pool.connectTimeoutMs ?? 5_000,
+    },
     corsOrigins: corsOrigins!,
     logFormat: logFormat!,
     logRequests: logRequests!,
@@ -193,4 +232,14 @@ export function loadControlPlaneConfig(flags: Flags, env: Env, cwd: string): Con
     file,
     env,
   }
+}
+
+// envValue echoes a bad value back; a database URL can hold a password, so this one only names the rule.
+function secretEnvUrl(env: Env): string | undefined {
+  const raw = env.SERVICE_DATABASE_URL
+  if (raw === undefined || raw === '') return undefined
+  if (!/^postgres(ql)?:\/\//i.test(raw)) {
+    throw new ConfigError('environment variable SERVICE_DATABASE_URL', '', 'must be a postgres:// or postgresql:// URL')
+  }
+  return raw
 }

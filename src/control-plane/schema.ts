@@ -295,7 +295,15 @@ export interface ControlPlaneDb {
   instance: InstanceTable
   app_user: UserTable
   user_session: SessionTable
+/** Sign-in/sign-up throttle windows, keyed by a hash of `account:<email>` or `address:<ip>`. */
+export interface SignInThrottleTable {
+  key: string
+  failures: number
+  window_started_at: string
+}
+
   organization: OrganizationTable
+  sign_in_throttle: SignInThrottleTable
   member: MemberTable
   invitation: InvitationTable
   api_key: ApiKeyTable

@@ -48,6 +48,24 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * The database cannot serve now (unreachable, shutting down, or a statement past its timeout). The
+ * storage layer throws it; clients get 503 with `Retry-After` and retry, and nothing was committed.
+ */
+export class DatabaseUnavailableError extends ApiError {
+  constructor(readonly reason: 'unreachable' | 'statement_timeout') {
+    super(
+      503,
+      'database_unavailable',
+      reason === 'statement_timeout'
+        ? 'The database did not answer in time; nothing was changed, retry shortly'
+        : 'The database is not reachable; nothing was changed, retry shortly',
+      { headers: { 'retry-after': '2' }, details: { reason } },
+    )
+    this.name = 'DatabaseUnavailableError'
+  }
+}
+
 /** Shorthands for the statuses every surface uses, so codes stay consistent. */
 export const errors = {
   badRequest: (code: string, message: string, details?: unknown) => new ApiError(400, code, message, { details }),

@@ -1,24 +1,40 @@
 /**
- * Opens a kysely database over SQLite with the project's pragmas and runs embedded migrations.
+ * Opens a kysely database, SQLite (a file, the embedded default) or PostgreSQL (a URL, for several
+ * instances), and runs the one set of embedded migrations on either.
  *
- * Why here and not in the seam: normalising bound values (booleans → 0/1, Date → ISO text) is the
- * same for every driver; bun:sqlite throws on Date and node:sqlite throws on booleans, so we never
- * let either reach the driver.
+ * Engine differences are settled here and in the two seams, never at a query: bound values are
+ * normalised the same way for every driver (booleans → 0/1, Date → ISO text; bun:sqlite throws on
+ * Date and node:sqlite on booleans, and PostgreSQL's integer columns refuse `true`), counts come
+ * back as numbers, and on PostgreSQL every transaction is SERIALIZABLE and retried on a
+ * serialization failure, so the read-then-write transactions written against SQLite's one
+ * connection keep their meaning when a pool runs them side by side.
  * @module
  */
-import { Kysely, SqliteAdapter, SqliteDialect, type DialectAdapter } from 'kysely'
+import { Kysely, PostgresDialect, SqliteAdapter, SqliteDialect, type DialectAdapter } from 'kysely'
 import type { Migration } from 'kysely/migration'
 import { chmodSync, existsSync, mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { openSqlite, type RawSqlite } from './open-sqlite.ts'
+import { checkPostgres, openPostgresPool, type PostgresPoolOptions } from './open-postgres.ts'
+import { localNotifier, postgresNotifier, type Notifier } from './notifier.ts'
+import { retryingTransactions } from './serializable-transactions.ts'
+
+export type { Notifier } from './notifier.ts'
 
 /** Migrations keyed by name; names sort lexically into apply order. */
 export type MigrationSet = Record<string, Migration>
 
+/** Which engine a database runs on. */
+export type Engine = 'sqlite' | 'postgres'
+
 /** An open database: the kysely handle plus a way to close it exactly once. */
 export interface Database<DB> {
   readonly db: Kysely<DB>
+  readonly engine: Engine
+  /** The SQLite file, or the PostgreSQL URL without its password: safe to log. */
   readonly path: string
+  /** Cross-instance wake-ups (LISTEN/NOTIFY on PostgreSQL, in-process on SQLite). */
+  readonly notifier: Notifier
   close(): Promise<void>
 }
 
@@ -110,16 +126,46 @@ function schemaIsCurrent(raw: RawSqlite, migrations: MigrationSet): boolean {
 
 /** Options for {@link openDatabase}. */
 export interface OpenDatabaseOptions {
-  /** File path, or `:memory:` for tests. Parent directories are created with mode 0700. */
+  /** SQLite file path, or `:memory:` for tests. Parent directories are created with mode 0700. */
   path: string
   migrations: MigrationSet
+  /** A `postgres://` or `postgresql://` URL: opens PostgreSQL instead of the SQLite file. */
+  url?: string
+  /** PostgreSQL pool settings (defaults: 10 connections, 15 s statements, 5 s to connect). */
+  postgres?: Partial<Omit<PostgresPoolOptions, 'url'>>
+}
+
+/** True for a URL that names PostgreSQL. */
+export function isPostgresUrl(url: string | undefined | null): url is string {
+  return typeof url === 'string' && /^postgres(ql)?:\/\//i.test(url)
+}
+
+/** Default PostgreSQL pool settings; see docs/deployment.md for sizing against max_connections. */
+export const POSTGRES_DEFAULTS = { poolSize: 10, statementTimeoutMs: 15_000, connectTimeoutMs: 5_000 }
+
+async function migrate<DB>(db: Kysely<DB>, migrations: MigrationSet): Promise<void> {
+  // Loaded only when there is work to do: the migrator costs start time on every start otherwise.
+  const { Migrator } = await import('kysely/migration')
+  // Unordered: migrations developed side by side may land with numbers below one already applied.
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => migrations },
+    allowUnorderedMigrations: true,
+  })
+  const { error, results } = await migrator.migrateToLatest()
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error')?.migrationName
+    throw new Error(`database migration ${failed ?? ''} failed: ${(error as Error).message ?? error}`)
+  }
 }
 
 /**
- * Opens the database, applies WAL and foreign keys, and migrates to the latest embedded version.
- * A failed migration rolls back (SQLite DDL is transactional) and rejects.
+ * Opens the database and migrates to the latest embedded version. A failed migration rolls back
+ * (DDL is transactional on both engines) and rejects. On PostgreSQL, kysely's migrator holds an
+ * advisory lock while it works, so instances started together migrate once and the rest wait.
  */
 export async function openDatabase<DB>(options: OpenDatabaseOptions): Promise<Database<DB>> {
+  if (options.url !== undefined) return openPostgres<DB>(options.url, options)
   if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true, mode: 0o700 })
   const raw = await openSqlite(options.path)
   raw.exec('pragma journal_mode = wal')
@@ -127,26 +173,65 @@ export async function openDatabase<DB>(options: OpenDatabaseOptions): Promise<Da
   raw.exec('pragma foreign_keys = on')
   raw.exec('pragma busy_timeout = 5000')
   if (options.path !== ':memory:') restrictFileModes(options.path)
-  const db = new Kysely<DB>({ dialect: new TransactionalSqliteDialect({ database: normalizing(raw) }) })
+  const db = retryingTransactions(
+    new Kysely<DB>({ dialect: new TransactionalSqliteDialect({ database: normalizing(raw) }) }),
+    { serializable: false },
+  )
   if (!schemaIsCurrent(raw, options.migrations)) {
-    // Loaded only when there is work to do: the migrator costs start time on every start otherwise.
-    const { Migrator } = await import('kysely/migration')
-    const migrator = new Migrator({ db, provider: { getMigrations: async () => options.migrations } })
-    const { error, results } = await migrator.migrateToLatest()
-    if (error) {
+    try {
+      await migrate(db, options.migrations)
+    } catch (error) {
       await db.destroy()
-      const failed = results?.find((r) => r.status === 'Error')?.migrationName
-      throw new Error(`database migration ${failed ?? ''} failed: ${(error as Error).message ?? error}`)
+      throw error
     }
   }
+  const notifier = localNotifier()
   let closed = false
   return {
     db,
+    engine: 'sqlite',
     path: options.path,
+    notifier,
     async close() {
       if (closed) return
       closed = true
+      notifier.close()
       await db.destroy()
     },
   }
+}
+
+async function openPostgres<DB>(url: string, options: OpenDatabaseOptions): Promise<Database<DB>> {
+  if (!isPostgresUrl(url)) throw new Error('database URL must start with postgres:// or postgresql://')
+  const settings = { ...POSTGRES_DEFAULTS, ...options.postgres }
+  await checkPostgres(url, settings.connectTimeoutMs)
+  const handle = openPostgresPool({ url, ...settings })
+  const db = retryingTransactions(new Kysely<DB>({ dialect: new PostgresDialect({ pool: handle.pool }) }), {
+    serializable: true,
+  })
+  try {
+    await migrate(db, options.migrations)
+  } catch (error) {
+    await db.destroy()
+    throw error
+  }
+  const notifier = postgresNotifier(handle, db)
+  let closed = false
+  return {
+    db,
+    engine: 'postgres',
+    path: handle.safeUrl,
+    notifier,
+    async close() {
+      if (closed) return
+      closed = true
+      await notifier.close()
+      await db.destroy()
+    },
+  }
+}
+
+/** The engine a kysely handle runs on, for the few places (migrations) that must know. */
+export function engineOf(db: Kysely<any>): Engine {
+  return db.getExecutor().adapter instanceof SqliteAdapter ? 'sqlite' : 'postgres'
 }

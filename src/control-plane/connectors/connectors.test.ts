@@ -4,6 +4,7 @@
  * changes, per-item failures, and a failing sync that retries with backoff and ends failed with
  * its reason. Every response goes through the contract client.
  */
+import { storedText } from '../testing/stored-text.ts'
 import { createFixtureRepo, skillText } from '../../../fixtures/git-repos/git-repo.ts'
 import { assert, suite, withTempDir } from '../../../tests/harness.ts'
 import { startAsyncTestPlane, waitFor, type AsyncTestPlane } from '../jobs/async-test-kit.ts'
@@ -346,11 +347,9 @@ test('instances are visible to members only through grants; other organizations 
         404,
       )
       assert.equal((await t.client.get('/v1/connector-sync-events', { token: other.owner.token })).body.items, [])
-      const { readFileSync } = await import('node:fs')
-      const raw =
-        readFileSync(t.app.database.path).toString('latin1') +
-        readFileSync(`${t.app.database.path}-wal`).toString('latin1')
-      assert.not.ok(raw.includes('supersecretvalue'), 'the token is not in the database file in plaintext')
+      const raw = await storedText(t.app)
+      assert.ok(raw.length > 1000, 'the stored text was read')
+      assert.not.ok(raw.includes('supersecretvalue'), 'the token is not stored in plaintext')
       for (const remoteId of [
         '--upload-pack=evil',
         'ext::sh -c touch% /tmp/pwned',

@@ -49,11 +49,11 @@ export async function signUp(
 ): Promise<SignedIn> {
   const email = normalizeEmail(input.email)
   const address = guard?.address ?? null
-  const wait = guard ? guard.throttle.retryAfterSeconds(email, address) : 0
+  const wait = guard ? await guard.throttle.retryAfterSeconds(email, address) : 0
   if (wait > 0) throw errors.tooManyRequests(wait, 'Too many refused attempts; try again later')
   try {
     const signedIn = await createAccount(deps, { ...input, email })
-    guard?.throttle.recordSuccess(email)
+    await guard?.throttle.recordSuccess(email)
     return signedIn
   } catch (error) {
     // Two sign-ups for one email racing past the existence check: the constraint decides.
@@ -61,7 +61,7 @@ export async function signUp(
       ? errors.conflict('email_taken', 'An account with that email already exists')
       : error
     if (refusal instanceof ApiError && (refusal.code === 'sign_up_not_allowed' || refusal.code === 'email_taken'))
-      guard?.throttle.recordFailure(email, address)
+      await guard?.throttle.recordFailure(email, address)
     throw refusal
   }
 }
@@ -130,17 +130,17 @@ export async function signIn(
   input: { email: string; password: string; address: string | null },
 ): Promise<SignedIn> {
   const email = normalizeEmail(input.email)
-  const wait = throttle.retryAfterSeconds(email, input.address)
+  const wait = await throttle.retryAfterSeconds(email, input.address)
   if (wait > 0) throw errors.tooManyRequests(wait, 'Too many failed sign-in attempts; try again later')
   const row = await deps.db.selectFrom('app_user').selectAll().where('email', '=', email).executeTakeFirst()
   let ok = false
   if (row) ok = await verifyPassword(input.password, row.password_hash)
   else await burnPasswordCheck(input.password, deps.settings.scrypt)
   if (!row || !ok) {
-    throttle.recordFailure(email, input.address)
+    await throttle.recordFailure(email, input.address)
     throw errors.unauthorized('Email or password is wrong')
   }
-  throttle.recordSuccess(email)
+  await throttle.recordSuccess(email)
   const session = await createSession(deps, deps.db, row.id, null)
   return { user: toUserView(row), session }
 }

@@ -1,4 +1,4 @@
-import { readFileSync, existsSync } from 'node:fs'
+import { storedText } from '../testing/stored-text.ts'
 import { assert, suite } from '../../../tests/harness.ts'
 import { startTestControlPlane } from '../testing/test-control-plane.ts'
 import { buildFixtureOrg, signUpPerson } from '../testing/org-fixture.ts'
@@ -167,6 +167,7 @@ test('refused sign-ups count in the sign-in throttle per address and email; past
     const throttle = new SignInThrottle(
       { maxFailuresPerAccount: 100, maxFailuresPerAddress: 3, windowMs: 60_000 },
       t.clock.now,
+      t.app.deps.db,
     )
     const status = (email: string, address: string) =>
       signUp(t.app.deps, { email, password: 'whatever-1', name: 'X' }, { throttle, address }).then(
@@ -255,6 +256,36 @@ test('sign-in is throttled per account with 429 and Retry-After, even for the ri
     assert.is(open.status, 200)
   } finally {
     await t.close()
+  }
+})
+
+test('failed sign-ins on two instances of one database add up in one window, and both instances answer 429', async () => {
+  const first = await startTestControlPlane({ signInThrottle: { maxFailuresPerAccount: 4, windowSeconds: 600 } })
+  const second = await startTestControlPlane({
+    signInThrottle: { maxFailuresPerAccount: 4, windowSeconds: 600 },
+    sameDatabaseAs: first,
+    startAt: first.clock.now(),
+  })
+  try {
+    const person = await signUpPerson(first.client, 'shared@x.test')
+    const guess = (t: typeof first, i: number) =>
+      t.client.post('/v1/auth/sign-in', { json: { email: 'shared@x.test', password: `guess-${i}-xx` } })
+    // Two failures on each instance: neither alone reaches the limit of 4, together they do.
+    const statuses = await Promise.all([guess(first, 0), guess(second, 1), guess(first, 2), guess(second, 3)])
+    assert.equal(
+      statuses.map((r) => r.status),
+      [401, 401, 401, 401],
+    )
+    for (const t of [first, second]) {
+      const blocked = await t.client.post('/v1/auth/sign-in', {
+        json: { email: 'shared@x.test', password: person.password },
+      })
+      assert.is(blocked.status, 429)
+      assert.is(blocked.headers.get('retry-after'), '600')
+    }
+  } finally {
+    await second.close()
+    await first.close()
   }
 })
 
@@ -388,12 +419,11 @@ test('the database file never contains a password, session token, invitation tok
       org.ownerKey.key,
       org.adminKey.key,
     ]
-    const files = [t.databasePath, `${t.databasePath}-wal`, `${t.databasePath}-shm`].filter(existsSync)
-    const bytes = Buffer.concat(files.map((f) => readFileSync(f)))
-    assert.ok(bytes.length > 0)
-    assert.ok(bytes.includes(Buffer.from(org.owner.email)), 'sanity: plain data is visible in the bytes')
+    const stored = await storedText(t.app)
+    assert.ok(stored.length > 0)
+    assert.ok(stored.includes(org.owner.email), 'sanity: plain data is visible in what is stored')
     for (const secret of secrets)
-      assert.not.ok(bytes.includes(Buffer.from(secret)), `found a secret in the database file: ${secret.slice(0, 6)}…`)
+      assert.not.ok(stored.includes(secret), `found a secret in the database: ${secret.slice(0, 6)}…`)
   } finally {
     await t.close()
   }

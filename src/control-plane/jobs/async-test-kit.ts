@@ -12,6 +12,7 @@ import { tempDir } from '../../../tests/harness.ts'
 import { createControlPlaneApp, type ControlPlaneApp } from '../app.ts'
 import { loadControlPlaneConfig, type ControlPlaneConfig } from '../config.ts'
 import { contractClient, type ContractClient } from '../testing/contract-client.ts'
+import { dropTestDatabase, TEST_ENGINE, testDatabaseUrl } from '../testing/test-database.ts'
 import type { AsyncFileKeys } from './async-settings.ts'
 
 /** Fast defaults for tests. */
@@ -53,7 +54,9 @@ export async function startAsyncTestPlane(
   }
   let app: ControlPlaneApp | undefined
   let listener: Listener | undefined
+  const postgres = TEST_ENGINE === 'postgres'
   try {
+    if (postgres) config.databaseUrl = await testDatabaseUrl(dir)
     app = await createControlPlaneApp(config, { logger: silentLogger, scrypt: { N: 2 ** 10, r: 8, p: 1 } })
     let url: string | null = null
     if (options.listen) {
@@ -70,6 +73,7 @@ export async function startAsyncTestPlane(
       async close() {
         await listener?.stop()
         await started.close()
+        if (postgres && own) await dropTestDatabase(dir)
         own?.remove()
       },
     }

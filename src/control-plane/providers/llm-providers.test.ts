@@ -4,6 +4,7 @@
  * included, is searched for the key), and credential reads gated by an explicit grant and
  * audited.
  */
+import { storedText } from '../testing/stored-text.ts'
 import { Buffer } from 'node:buffer'
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -17,14 +18,6 @@ import { API_STYLES, loadProviderCatalog } from './provider-catalog.ts'
 const test = suite('control-plane/llm-providers', { timeoutMs: 60_000 })
 
 const KEY = 'sk-test-PLAINTEXT-MARKER-9f8e7d6c5b4a'
-
-function databaseBytes(dir: string): Buffer {
-  return Buffer.concat(
-    readdirSync(dir)
-      .filter((f) => f.startsWith('control-plane.sqlite'))
-      .map((f) => readFileSync(join(dir, f))),
-  )
-}
 
 test('the embedded catalog is well formed: unique ids, known API styles, models with context windows', () => {
   const catalog = loadProviderCatalog(null)
@@ -184,10 +177,10 @@ test('providers: catalog and custom endpoints, keys never returned, the database
     assert.is(kept.body.item.hasApiKey, true, 'omitting apiKey keeps it')
     assert.is((await t.client.get(`/v1/llm-providers/${item.id}/credential`, { token })).body.item.apiKey, rotated)
 
-    const bytes = databaseBytes(t.dir)
-    assert.ok(bytes.includes(Buffer.from('Renamed')), 'the search reads the live database and WAL')
-    assert.not.ok(bytes.includes(Buffer.from(KEY)), 'no key in plaintext in the database or WAL')
-    assert.not.ok(bytes.includes(Buffer.from('PLAINTEXT-MARKER')))
+    const stored = await storedText(t.app)
+    assert.ok(stored.includes('Renamed'), 'the search reads the live database and WAL')
+    assert.not.ok(stored.includes(KEY), 'no key in plaintext in the database or WAL')
+    assert.not.ok(stored.includes('PLAINTEXT-MARKER'))
     const audit = await t.client.get('/v1/audit-events?limit=100', { token: org.owner.token })
     assert.not.ok(JSON.stringify(audit.body).includes('PLAINTEXT-MARKER'), 'audit holds no key')
 

@@ -10,6 +10,7 @@ import { tempDir } from '../../../tests/harness.ts'
 import { createControlPlaneApp, type ControlPlaneApp } from '../app.ts'
 import { loadControlPlaneConfig, type ControlPlaneConfig } from '../config.ts'
 import { contractClient, type ContractClient } from './contract-client.ts'
+import { dropTestDatabase, TEST_ENGINE, testDatabaseUrl } from './test-database.ts'
 
 /** Overrides for the test configuration. */
 export interface TestControlPlaneOptions {
@@ -20,6 +21,8 @@ export interface TestControlPlaneOptions {
   trustProxy?: boolean
   /** Start time of the clock (epoch ms); default now. */
   startAt?: number
+  /** A second instance on the same database (and encryption key) as this running plane. */
+  sameDatabaseAs?: TestControlPlane
 }
 
 /** A running test control plane. */
@@ -28,6 +31,8 @@ export interface TestControlPlane {
   client: ContractClient
   dir: string
   databasePath: string
+  /** The PostgreSQL URL in the PostgreSQL pass, else null. */
+  databaseUrl: string | null
   clock: { now(): number; advance(ms: number): void }
   close(): Promise<void>
 }
@@ -46,15 +51,19 @@ export async function startTestControlPlane(options: TestControlPlaneOptions = {
   const config: ControlPlaneConfig = {
     ...base,
     dataDir: dir.path,
-    databasePath: join(dir.path, 'control-plane.sqlite'),
-    encryptionKeyFile: join(dir.path, 'encryption.key'),
+    databasePath: options.sameDatabaseAs?.databasePath ?? join(dir.path, 'control-plane.sqlite'),
+    databaseUrl: options.sameDatabaseAs?.databaseUrl ?? null,
+    encryptionKeyFile: join(options.sameDatabaseAs?.dir ?? dir.path, 'encryption.key'),
     logRequests: false,
     openSignUp: options.openSignUp ?? true,
     sessionTtlHours: options.sessionTtlHours ?? base.sessionTtlHours,
     trustProxy: options.trustProxy ?? false,
     signInThrottle: { ...base.signInThrottle, ...options.signInThrottle },
   }
+  // A plane sharing another's database leaves creating and dropping it to that plane.
+  const postgres = TEST_ENGINE === 'postgres' && !options.sameDatabaseAs
   try {
+    if (postgres) config.databaseUrl = await testDatabaseUrl(dir.path)
     const app = await createControlPlaneApp(config, {
       logger: silentLogger,
       now: clock.now,
@@ -65,13 +74,16 @@ export async function startTestControlPlane(options: TestControlPlaneOptions = {
       client: contractClient(app),
       dir: dir.path,
       databasePath: config.databasePath,
+      databaseUrl: config.databaseUrl,
       clock,
       async close() {
         await app.close()
+        if (postgres) await dropTestDatabase(dir.path)
         dir.remove()
       },
     }
   } catch (error) {
+    if (postgres) await dropTestDatabase(dir.path).catch(() => {})
     dir.remove()
     throw error
   }

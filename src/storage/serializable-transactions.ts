@@ -1,0 +1,80 @@
+/**
+ * PostgreSQL transactions that keep SQLite's meaning. On SQLite every transaction runs alone on the
+ * one connection, so a read-then-write inside a transaction (next version number, last owner,
+ * "does this name exist") can never interleave with another. A PostgreSQL pool runs them side by
+ * side, and its default READ COMMITTED would let two of them both read the old state and both write.
+ * SERIALIZABLE makes PostgreSQL refuse one of them instead (SQLSTATE 40001, or 40P01 for a
+ * deadlock); the refused one is run again from the start, up to a bound, and then sees the
+ * winner's write, so it ends as the route's ordinary 409 rather than a lost update.
+ *
+ * A transaction callback may therefore run more than once: it must only touch the database (side
+ * effects such as notifications belong after the transaction resolves).
+ * @module
+ */
+import type { Kysely } from 'kysely'
+import { ApiError } from '../core/errors.ts'
+
+/** Attempts before a transaction that keeps losing is answered 409 `write_conflict`. */
+export const MAX_TRANSACTION_ATTEMPTS = 12
+
+/**
+ * An answer that is right only if the transaction really lost to a committed writer, thrown when a
+ * unique constraint caught a concurrent insert (PostgreSQL reports that as 23505, not 40001, when
+ * the transaction never read the conflicting row). The transaction runs again and reaches its
+ * ordinary answer with the winner's state; if it still loses after the last attempt, or runs where
+ * nothing retries, this is the answer (it is an {@link ApiError}).
+ */
+export class RetryableApiError extends ApiError {}
+
+/** True for PostgreSQL's serialization failure or deadlock: the transaction can simply run again. */
+export function isRetryableConflict(error: unknown): boolean {
+  if (error instanceof RetryableApiError) return true
+  const code = (error as { code?: unknown } | null)?.code
+  return code === '40001' || code === '40P01'
+}
+
+function pause(attempt: number): Promise<void> {
+  // Jittered exponential backoff, capped: contenders that collided should not collide again in step.
+  const ceiling = Math.min(200, 4 * 2 ** attempt)
+  return new Promise((resolve) => setTimeout(resolve, Math.random() * ceiling))
+}
+
+/** Runs `work` again on a retryable conflict, at most {@link MAX_TRANSACTION_ATTEMPTS} times. */
+export async function retryOnConflict<T>(work: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work()
+    } catch (error) {
+      if (!isRetryableConflict(error)) throw error
+      if (attempt >= MAX_TRANSACTION_ATTEMPTS) {
+        if (error instanceof RetryableApiError) throw error
+        throw new ApiError(409, 'write_conflict', 'Too many concurrent changes to the same data; retry the request', {
+          headers: { 'retry-after': '1' },
+        })
+      }
+      await pause(attempt)
+    }
+  }
+}
+
+/**
+ * Makes every `db.transaction()` of this handle retried on conflict and, on PostgreSQL,
+ * SERIALIZABLE. Patched on the instance so every existing call site gets it unchanged.
+ */
+export function retryingTransactions<DB>(db: Kysely<DB>, options: { serializable: boolean }): Kysely<DB> {
+  const original = db.transaction.bind(db)
+  db.transaction = () => {
+    const builder = options.serializable ? original().setIsolationLevel('serializable') : original()
+    return new Proxy(builder, {
+      get(target, property) {
+        if (property === 'execute') {
+          return <T>(callback: Parameters<typeof target.execute<T>>[0]) =>
+            retryOnConflict(() => target.execute(callback))
+        }
+        const value = Reflect.get(target, property)
+        return typeof value === 'function' ? value.bind(target) : value
+      },
+    })
+  }
+  return db
+}
