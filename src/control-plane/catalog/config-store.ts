@@ -10,6 +10,7 @@
  * @module
  */
 import { errors } from '../../core/errors.ts'
+import { RetryableApiError } from '../../storage/serializable-transactions.ts'
 import { newId } from '../../core/ids.ts'
 import { isUniqueViolation } from '../db-errors.ts'
 import { isoAt, type Deps } from '../deps.ts'
@@ -203,11 +204,14 @@ export async function appendVersionIn(
       })
       .execute()
   } catch (error) {
+    // A concurrent append took this number: run the transaction again, which then answers with the
+    // winner as the latest version (or, if it keeps losing, this).
     if (isUniqueViolation(error))
-      throw errors.conflict(
+      throw new RetryableApiError(
+        409,
         'version_conflict',
         'Another version was added at the same time; re-read the latest version',
-        { latestVersionId: null },
+        { details: { latestVersionId: null } },
       )
     throw error
   }
@@ -229,10 +233,11 @@ export async function appendVersionIn(
     .where('version_count', '=', object.version_count)
     .executeTakeFirst()
   if (Number(updated.numUpdatedRows) !== 1)
-    throw errors.conflict(
+    throw new RetryableApiError(
+      409,
       'version_conflict',
       'Another version was added at the same time; re-read the latest version',
-      { latestVersionId: null },
+      { details: { latestVersionId: null } },
     )
   await replaceTerms(trx, writer.orgId, objectId, `${object.title} ${object.description ?? ''} ${source.searchText}`)
   return versionId
