@@ -390,4 +390,43 @@ http('the request log never prints credential header values', async () => {
   assert.equal([entry.method, entry.path, entry.status], ['POST', '/items', 201])
 })
 
+http('dot segments, literal or percent-encoded, never reach routing: 400 invalid_path in the error shape', async () => {
+  const app = makeApp()
+  for (const path of [
+    '/items/x/%2e%2e',
+    '/items/x/..',
+    '/items/%2E%2e/x',
+    '/items/x/.%2e',
+    '/items/./x',
+    '/list/%2e',
+  ]) {
+    // Request objects (and Bun's listener) resolve dot segments on construction; Deno's listener
+    // hands the target over as sent, which is what this request-shaped object does.
+    const asSent = {
+      method: 'GET',
+      url: `http://test.local${path}`,
+      headers: new Headers({ 'x-request-id': 'dots-1' }),
+      body: null,
+      signal: new AbortController().signal,
+    } as unknown as Request
+    const res = await app.fetch(asSent)
+    assert.is(res.status, 400, path)
+    assert.is(res.headers.get('x-request-id'), 'dots-1')
+    assert.is((await res.json()).code, 'invalid_path', path)
+  }
+  // A segment that merely contains dots is an ordinary id.
+  assert.equal(await (await request(app.fetch, '/items/..x')).json(), { id: '..x' })
+  assert.equal(await (await request(app.fetch, '/items/a.b')).json(), { id: 'a.b' })
+})
+
+http('ids are checked after decoding: an encoded separator or dot segment in an id is 404 not_found', async () => {
+  const app = makeApp()
+  for (const path of ['/items/a%2F..', '/items/a%2fb', '/items/a%5Cb', '/items/%252e%252e/x']) {
+    const res = await request(app.fetch, path)
+    assert.is(res.status, 404, path)
+    assert.is((await res.json()).code, 'not_found')
+  }
+  assert.equal(await (await request(app.fetch, '/items/a%20b')).json(), { id: 'a b' })
+})
+
 http.run()

@@ -12,6 +12,7 @@ import { applyCors, isPreflight, preflightResponse, type CorsPolicy } from './co
 import { ApiError, errorResponse, errors, PreEncodedJson } from './errors.ts'
 import { randomBytes } from 'node:crypto'
 import { bindPeer, type PeerLookup } from './peer-address.ts'
+import { bindRequestedPath } from './requested-path.ts'
 import type { Logger } from './logger.ts'
 import { isRawBody, type AnyRoute } from './route.ts'
 import { parseWith, queryObject, readJsonObject, type ValidationPolicy } from './validation.ts'
@@ -89,6 +90,14 @@ function stampForeign(response: Response, requestId: string): Response {
   return out
 }
 
+/** True for `.` and `..`, the segments the URL parser would resolve against their parent. */
+const isDotSegment = (segment: string): boolean => segment === '.' || segment === '..'
+
+/**
+ * Decodes params, or returns null when one does not name a single resource once decoded: a
+ * malformed escape, a dot segment (`%2e%2e` is `..`), or an encoded separator in a one-segment param
+ * (`a%2F..` would otherwise stand for a path the route table never matched).
+ */
 function decodeParams(raw: Record<string, string>): Record<string, string> | null {
   const out: Record<string, string> = {}
   for (const key in raw) {
@@ -97,11 +106,15 @@ function decodeParams(raw: Record<string, string>): Record<string, string> | nul
       out[key] = value
       continue
     }
+    let decoded: string
     try {
-      out[key] = decodeURIComponent(value)
+      decoded = decodeURIComponent(value)
     } catch {
       return null
     }
+    const segments = decoded.split(/[/\\]/)
+    if (segments.some(isDotSegment) || (!value.includes('/') && segments.length > 1)) return null
+    out[key] = decoded
   }
   return out
 }
@@ -138,7 +151,7 @@ interface Where {
  * invalid Host header Bun hands over the raw request target instead, where a `://` inside the path
  * or query would otherwise be taken for the scheme's and another route's path read after it.
  */
-function locate(href: string): Where | null {
+function locate(href: string): Where | typeof DOT_SEGMENTS | null {
   const authority = href.startsWith('http://') ? 7 : href.startsWith('https://') ? 8 : -1
   if (authority < 0) return null
   const slash = href.indexOf('/', authority)
@@ -150,8 +163,9 @@ function locate(href: string): Where | null {
   let parsed: URL | undefined
   const url = () => (parsed ??= new URL(href))
   const pathname = slash >= 0 && slash < end ? href.slice(slash, end) : ''
-  // Anything unusual (no path, dot segments, backslashes) takes the URL parser's normalisation.
-  if (pathname === '' || pathname.includes('/.') || pathname.includes('\\')) {
+  if (hasDotSegment(pathname)) return DOT_SEGMENTS
+  // Anything unusual (no path, backslashes) takes the URL parser's normalisation.
+  if (pathname === '' || pathname.includes('\\')) {
     try {
       return { pathname: url().pathname, url }
     } catch {
@@ -161,6 +175,23 @@ function locate(href: string): Where | null {
   return { pathname, url }
 }
 
+/**
+ * True when a path has a `.` or `..` segment, spelled literally or percent-encoded (`%2e%2e`,
+ * `.%2E`). The URL parser would resolve it against the parent, so `/objects/x/versions/%2e%2e`
+ * would route to the object itself. Bun resolves them before the request reaches us (its
+ * `request.url` is already parsed); Deno and in-process callers hand them over as sent.
+ */
+function hasDotSegment(pathname: string): boolean {
+  if (!pathname.includes('.') && !pathname.includes('%2')) return false
+  return pathname.split(/[/\\]/).some((segment) => segment.length <= 6 && isDotSegment(segment.replace(/%2e/gi, '.')))
+}
+
+/** {@link locate}'s answer for a path with dot segments: refused before routing. */
+const DOT_SEGMENTS = 'dot-segments' as const
+
+/** A rewritten URL's location (the rewrite only shortens a path that already passed {@link locate}). */
+const located = (where: ReturnType<typeof locate>): Where => (where && where !== DOT_SEGMENTS ? where : NOWHERE)
+
 /** Stands in for the location of a request whose target is not a URL (see {@link locate}). */
 const NOWHERE: Where = {
   pathname: '(invalid request target)',
@@ -168,6 +199,8 @@ const NOWHERE: Where = {
     throw invalidTarget()
   },
 }
+const dotSegments = () =>
+  errors.badRequest('invalid_path', 'The request path has a "." or ".." segment (also when percent-encoded)')
 const invalidTarget = () =>
   errors.badRequest('invalid_request_target', 'The request target is not a valid URL (check the Host header)')
 
@@ -469,6 +502,8 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
     const requestId = requestIdOf(incoming)
     const where = locate(incoming.url)
     if (!where) return finish(incoming, NOWHERE, requestId, 'routed', started, errorResponse(invalidTarget()))
+    if (where === DOT_SEGMENTS)
+      return finish(incoming, NOWHERE, requestId, 'routed', started, errorResponse(dotSegments()))
     const method = incoming.method
     if (method === 'OPTIONS' && isPreflight(incoming))
       return finish(incoming, where, requestId, 'preflight', started, preflightResponse(options.cors, incoming))
@@ -485,11 +520,12 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
       } as RequestInit)
     }
     if (peer) bindPeer(request, peer)
+    if (rewritten) bindRequestedPath(request, where.pathname)
     const dispatched = dispatch(
       request,
       isHead ? 'GET' : method,
       requestId,
-      rewritten ? (locate(rewritten.href) ?? NOWHERE) : where,
+      rewritten ? located(locate(rewritten.href)) : where,
     )
     const kind = isHead ? 'head' : 'routed'
     return dispatched instanceof Promise

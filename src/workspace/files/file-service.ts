@@ -90,9 +90,19 @@ export class FileService {
     return session
   }
 
-  /** The caller's live session and its workspace. */
-  open(sessionId: string, principal: Principal): { session: FileSession; ws: WorkspaceRuntime } {
+  /**
+   * The caller's live session and its workspace. Reached through another workspace's mount
+   * (`mountedWorkspaceId`), the session does not exist there: 404 like an unknown id, so a mount
+   * reveals nothing about other workspaces' sessions.
+   */
+  open(
+    sessionId: string,
+    principal: Principal,
+    mountedWorkspaceId?: string,
+  ): { session: FileSession; ws: WorkspaceRuntime } {
     const session = this.sessions.get(sessionId, principal.tokenHash)
+    if (mountedWorkspaceId !== undefined && session.workspaceId !== mountedWorkspaceId)
+      throw new ApiError(404, 'file_session_not_found', 'File session not found or expired')
     return { session, ws: this.#s.workspaces.get(session.workspaceId) }
   }
 

@@ -10,7 +10,7 @@ import {
   existsSync,
 } from 'node:fs'
 import { join } from 'node:path'
-import { assert, suite, takeSse } from '../../../tests/harness.ts'
+import { assert, suite, takeSse, tempDir } from '../../../tests/harness.ts'
 import { CLIENT_TOKEN, eventually, HOST_TOKEN, startTestServer, type TestServer } from '../test-kit.ts'
 
 const test = suite('workspace/files sessions and batches', { timeoutMs: 60_000 })
@@ -378,7 +378,7 @@ test('catalog snapshot pages through 10,000 files in order without gaps or dupli
     for (;;) {
       const page = await (
         await s.req(
-          `/files/sessions/${session.id}/catalog/snapshot?limit=3000${after ? `&after=${encodeURIComponent(after)}` : ''}`,
+          `/files/sessions/${session.id}/catalog/snapshot?limit=3000&includeDirs=false${after ? `&after=${encodeURIComponent(after)}` : ''}`,
           { token: CLIENT_TOKEN },
         )
       ).json()
@@ -407,6 +407,67 @@ test('catalog snapshot pages through 10,000 files in order without gaps or dupli
     )
   } finally {
     await s.dispose()
+  }
+})
+
+test('the catalog lists directories by default, as existing clients expect, and includeDirs=false leaves them out', async () => {
+  const s = await startTestServer({ fixture: false })
+  try {
+    mkdirSync(join(s.root, 'docs'))
+    writeFileSync(join(s.root, 'docs', 'a.md'), 'a')
+    const session = await openSession(s)
+    const list = async (query: string) =>
+      (
+        await (await s.req(`/files/sessions/${session.id}/catalog/snapshot${query}`, { token: CLIENT_TOKEN })).json()
+      ).items.map((i: { path: string; kind: string }) => `${i.kind}:${i.path}`)
+    assert.equal(await list(''), ['dir:docs', 'file:docs/a.md'])
+    assert.equal(await list('?includeDirs=false'), ['file:docs/a.md'])
+  } finally {
+    await s.dispose()
+  }
+})
+
+test('a file session created through one workspace mount is not usable through another', async () => {
+  const other = tempDir('svc-mounts-')
+  const [a, b] = ['wa', 'wb']
+  for (const id of [a, b]) mkdirSync(join(other.path, id))
+  writeFileSync(join(other.path, a, 'x.txt'), 'x')
+  const workspaces = [a, b].map((id) => ({ id, path: join(other.path, id) }))
+  const s = await startTestServer({ fixture: false, extraConfig: { workspaces } })
+  try {
+    const created = await s.req(`/w/${a}/workspace/${a}/files/sessions`, {
+      method: 'POST',
+      token: CLIENT_TOKEN,
+      json: {},
+    })
+    assert.is(created.status, 200)
+    const { id } = (await created.json()).session
+    const body = { paths: ['x.txt'] }
+    const own = await s.req(`/w/${a}/files/sessions/${id}/read-batch`, {
+      method: 'POST',
+      token: CLIENT_TOKEN,
+      json: body,
+    })
+    assert.is(own.status, 200)
+    for (const [method, path, json] of [
+      ['POST', `/w/${b}/files/sessions/${id}/read-batch`, body],
+      ['GET', `/w/${b}/files/sessions/${id}/catalog/snapshot`, undefined],
+      ['POST', `/w/${b}/files/sessions/${id}/renew`, {}],
+      ['DELETE', `/w/${b}/files/sessions/${id}`, undefined],
+    ] as const) {
+      const res = await s.req(path, { method, token: CLIENT_TOKEN, ...(json ? { json } : {}) })
+      assert.is(res.status, 404, `${method} ${path}`)
+      assert.is((await res.json()).code, 'file_session_not_found')
+    }
+    const stillOpen = await s.req(`/files/sessions/${id}/read-batch`, {
+      method: 'POST',
+      token: CLIENT_TOKEN,
+      json: body,
+    })
+    assert.is(stillOpen.status, 200, 'the unmounted path still reaches the session')
+  } finally {
+    await s.dispose()
+    other.remove()
   }
 })
 

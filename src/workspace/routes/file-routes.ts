@@ -6,6 +6,7 @@
  */
 import * as v from 'valibot'
 import { PreEncodedJson } from '../../core/errors.ts'
+import { requestedPath } from '../../core/requested-path.ts'
 import { routeFactory } from '../../core/route.ts'
 import { lastEventId, replayThenFollow, sseResponse, wantsEventStream, type StreamRegistry } from '../../core/sse.ts'
 import { queryBool, queryInt, queryString } from '../../core/validation.ts'
@@ -17,6 +18,21 @@ import type { WorkspaceServices } from '../workspace-services.ts'
 import { WorkspaceParams } from './schemas.ts'
 
 const route = routeFactory<WorkspaceRule, Principal>()
+
+/**
+ * The workspace of the `/w/:id/...` mount a request came through, if any: a session belongs to one
+ * workspace, and a mount scopes everything under it.
+ */
+function mountOf(request: Request): string | undefined {
+  const sent = requestedPath(request)
+  const id = sent === undefined ? undefined : /^\/w\/([^/]+)\//.exec(sent)?.[1]
+  if (id === undefined) return undefined
+  try {
+    return decodeURIComponent(id)
+  } catch {
+    return id
+  }
+}
 
 const SessionParams = v.object({ sessionId: v.pipe(v.string(), v.minLength(1), v.maxLength(128)) })
 const SessionSchema = v.object({
@@ -86,8 +102,8 @@ export function fileRoutes(s: WorkspaceServices, files: FileService, streams: St
       body: TtlBody,
       responses: { 200: v.object({ session: SessionSchema }) },
       errors: [403],
-      handler: ({ params, body, principal }) => {
-        const { session } = files.open(params.sessionId, principal)
+      handler: ({ request, params, body, principal }) => {
+        const { session } = files.open(params.sessionId, principal, mountOf(request))
         return { session: files.sessions.view(files.sessions.renew(session, body.ttlSeconds)) }
       },
     }),
@@ -101,8 +117,8 @@ export function fileRoutes(s: WorkspaceServices, files: FileService, streams: St
       params: SessionParams,
       responses: { 200: v.object({ ok: v.literal(true) }) },
       errors: [403],
-      handler: ({ params, principal }) => {
-        const { session } = files.open(params.sessionId, principal)
+      handler: ({ request, params, principal }) => {
+        const { session } = files.open(params.sessionId, principal, mountOf(request))
         files.sessions.close(session)
         return { ok: true as const }
       },
@@ -114,7 +130,7 @@ export function fileRoutes(s: WorkspaceServices, files: FileService, streams: St
       summary: 'A page of the file catalog',
       tags: ['files'],
       description:
-        'Files (and with `includeDirs` directories) under `prefix`, in component-wise path order, after the exclusive `after`. `truncated` with `nextAfter` when more follow. `cursor` is the catalog event seq taken before the walk: follow `catalog/events?since=cursor` to stay exact. Symlinks and server temp files are not listed.',
+        'Files and directories (`includeDirs=false` leaves directories out) under `prefix`, in component-wise path order, after the exclusive `after`. `truncated` with `nextAfter` when more follow. `cursor` is the catalog event seq taken before the walk: follow `catalog/events?since=cursor` to stay exact. Symlinks and server temp files are not listed.',
       auth: rules.viewer,
       params: SessionParams,
       query: v.object({
@@ -126,7 +142,7 @@ export function fileRoutes(s: WorkspaceServices, files: FileService, streams: St
           default: 2000,
           description: 'Entries per page (1-10000, default 2000)',
         }),
-        includeDirs: queryBool(false),
+        includeDirs: queryBool(true),
         excludeHeavyDirectories: queryBool(false),
       }),
       responses: {
@@ -151,15 +167,15 @@ export function fileRoutes(s: WorkspaceServices, files: FileService, streams: St
         }),
       },
       errors: [400, 403],
-      handler: async ({ params, query, principal }) => {
-        const { session, ws } = files.open(params.sessionId, principal)
+      handler: async ({ request, params, query, principal }) => {
+        const { session, ws } = files.open(params.sessionId, principal, mountOf(request))
         const prefix = optionalPath(query.prefix, 'prefix') ?? ''
         const after = optionalPath(query.after, 'after')
         const page = await files.snapshot(ws, {
           prefix,
           after,
           limit: query.limit ?? 2000,
-          includeDirs: query.includeDirs ?? false,
+          includeDirs: query.includeDirs ?? true,
           excludeHeavyDirectories: query.excludeHeavyDirectories ?? false,
         })
         return { sessionId: session.id, workspaceId: ws.entry.id, generatedAt: s.now(), ...page }
@@ -196,7 +212,7 @@ export function fileRoutes(s: WorkspaceServices, files: FileService, streams: St
       },
       errors: [403],
       handler: ({ request, url, params, query, principal }) => {
-        const { ws } = files.open(params.sessionId, principal)
+        const { ws } = files.open(params.sessionId, principal, mountOf(request))
         const log = files.events(ws)
         if (wantsEventStream(request)) {
           const resume = lastEventId(request, url)
@@ -231,8 +247,8 @@ export function fileRoutes(s: WorkspaceServices, files: FileService, streams: St
       body: v.object({ paths: v.pipe(v.array(PathString), v.minLength(1), v.maxLength(max)) }),
       responses: { 200: v.object({ items: v.array(ItemResult) }) },
       errors: [403],
-      handler: async ({ params, body, principal }) => {
-        const { ws } = files.open(params.sessionId, principal)
+      handler: async ({ request, params, body, principal }) => {
+        const { ws } = files.open(params.sessionId, principal, mountOf(request))
         return new PreEncodedJson(await files.readBatch(ws, body.paths))
       },
     }),
@@ -262,7 +278,7 @@ export function fileRoutes(s: WorkspaceServices, files: FileService, streams: St
       responses: { 200: v.object({ items: v.array(ItemResult), cursor: v.number() }) },
       errors: [403, 503],
       handler: ({ request, params, body, principal }) => {
-        const { session, ws } = files.open(params.sessionId, principal)
+        const { session, ws } = files.open(params.sessionId, principal, mountOf(request))
         return files.writeBatch(session, ws, principal, body.writes, request.signal)
       },
     }),
@@ -293,7 +309,7 @@ export function fileRoutes(s: WorkspaceServices, files: FileService, streams: St
       },
       errors: [403, 503],
       handler: ({ request, params, body, principal }) => {
-        const { session, ws } = files.open(params.sessionId, principal)
+        const { session, ws } = files.open(params.sessionId, principal, mountOf(request))
         return files.operations(session, ws, principal, body.operations, request.signal)
       },
     }),
