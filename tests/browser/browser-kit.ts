@@ -113,10 +113,16 @@ export async function screenshots(page: Page, name: string): Promise<void> {
     await page.setViewportSize(size)
     await page.screenshot({ path: join(OUTPUT_DIR, `${name}-${size.width}.png`), fullPage: true })
     // Nothing may scroll sideways at either width.
-    const overflow = await page.evaluate(
-      () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
-    )
-    assert.ok(overflow <= 1, `${name} scrolls sideways by ${overflow}px at ${size.width}px`)
+    const overflow = await page.evaluate(() => {
+      const width = document.documentElement.clientWidth
+      // Name the outermost elements that stick out, to say what to fix (table cells scroll in their box).
+      const culprits = [...document.querySelectorAll('body *')]
+        .filter((el) => el.getBoundingClientRect().right > width + 1 && !el.closest('.table-wrap *'))
+        .slice(0, 3)
+        .map((el) => `${el.tagName.toLowerCase()}.${el.className}`)
+      return { by: document.documentElement.scrollWidth - width, culprits }
+    })
+    assert.ok(overflow.by <= 1, `${name} scrolls sideways by ${overflow.by}px at ${size.width}px: ${overflow.culprits}`)
   }
   if (original) await page.setViewportSize(original)
 }

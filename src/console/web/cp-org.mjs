@@ -1,6 +1,6 @@
 // Organization pages: members, invitations and teams. Lists page with the API's keyset cursor.
 import { withQuery } from './api.mjs'
-import { announce, errorBox, field, h, mount, section, shownOnce, showFieldErrors, when } from './dom.mjs'
+import { announce, errorBox, field, h, mount, scroller, section, shownOnce, showFieldErrors, when } from './dom.mjs'
 
 /**
  * A table over a `{items, nextCursor}` list: loads a page, and "Load more" passes `nextCursor`
@@ -46,9 +46,8 @@ export function pagedTable(api, path, caption, headings, row) {
     'div',
     null,
     status,
-    h(
-      'div',
-      { class: 'table-wrap' },
+    scroller(
+      caption,
       h(
         'table',
         null,

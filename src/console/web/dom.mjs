@@ -175,3 +175,11 @@ export function showFieldErrors(form, error) {
   }
   return unclaimed
 }
+
+/**
+ * A horizontally scrollable box for a wide table: focusable and named, so keyboard users can
+ * scroll it too.
+ */
+export function scroller(label, ...children) {
+  return h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': label }, ...children)
+}

@@ -1,5 +1,5 @@
 // The audit log, a live tail of workspace events, and the sidecar's state.
-import { errorBox, field, h, mount, section, when } from './dom.mjs'
+import { errorBox, field, h, mount, scroller, section, when } from './dom.mjs'
 import { follow } from './sse.mjs'
 
 async function workspaceChooser(api, wanted, page, body) {
@@ -43,7 +43,7 @@ export function auditPage(api, [wanted]) {
         null,
         ['50', '100', '200'].map((value) => h('option', { value }, value)),
       )
-      const table = h('div', { class: 'table-wrap', 'aria-live': 'polite' })
+      const table = h('div', { 'aria-live': 'polite' })
       let entries = []
       const render = () => {
         const needle = text.value.trim().toLowerCase()
@@ -55,30 +55,33 @@ export function auditPage(api, [wanted]) {
         if (!shown.length) return mount(table, h('p', { class: 'muted' }, 'No entries match.'))
         mount(
           table,
-          h(
-            'table',
-            null,
-            h('caption', { class: 'visually-hidden' }, 'Audit entries'),
+          scroller(
+            'Audit entries',
             h(
-              'thead',
+              'table',
               null,
+              h('caption', { class: 'visually-hidden' }, 'Audit entries'),
               h(
-                'tr',
+                'thead',
                 null,
-                ['When', 'Action', 'Summary', 'Who'].map((t) => h('th', { scope: 'col' }, t)),
-              ),
-            ),
-            h(
-              'tbody',
-              null,
-              shown.map((e) =>
                 h(
                   'tr',
                   null,
-                  h('td', null, when(e.timestamp)),
-                  h('td', null, h('code', null, e.action)),
-                  h('td', null, e.summary),
-                  h('td', null, actorText(e.actor)),
+                  ['When', 'Action', 'Summary', 'Who'].map((t) => h('th', { scope: 'col' }, t)),
+                ),
+              ),
+              h(
+                'tbody',
+                null,
+                shown.map((e) =>
+                  h(
+                    'tr',
+                    null,
+                    h('td', null, when(e.timestamp)),
+                    h('td', null, h('code', null, e.action)),
+                    h('td', null, e.summary),
+                    h('td', null, actorText(e.actor)),
+                  ),
                 ),
               ),
             ),
@@ -216,9 +219,8 @@ export function sidecarPage(api) {
         section(
           'Sidecar per workspace',
           rows.length
-            ? h(
-                'div',
-                { class: 'table-wrap' },
+            ? scroller(
+                'Sidecar state per workspace',
                 h(
                   'table',
                   null,

@@ -1,5 +1,5 @@
 // Issued tokens: list, issue (value shown once), revoke.
-import { announce, errorBox, field, h, mount, section, shownOnce, when } from './dom.mjs'
+import { announce, errorBox, field, h, mount, scroller, section, shownOnce, when } from './dom.mjs'
 
 const TTL_CHOICES = [
   ['', 'Never'],
@@ -12,7 +12,7 @@ const TTL_CHOICES = [
 
 /** The tokens page. */
 export function tokensPage(api) {
-  const table = h('div', { class: 'table-wrap' })
+  const table = h('div')
   const created = h('div', { 'aria-live': 'polite' })
   const listStatus = h('div', { 'aria-live': 'polite' })
 
@@ -23,55 +23,58 @@ export function tokensPage(api) {
       if (!items.length) return mount(table, h('p', { class: 'muted' }, 'No tokens issued yet.'))
       mount(
         table,
-        h(
-          'table',
-          null,
-          h('caption', { class: 'visually-hidden' }, 'Issued tokens'),
+        scroller(
+          'Issued tokens',
           h(
-            'thead',
+            'table',
             null,
+            h('caption', { class: 'visually-hidden' }, 'Issued tokens'),
             h(
-              'tr',
+              'thead',
               null,
-              ['Label', 'Scope', 'Created', 'Expires', 'Last used', ''].map((title) =>
-                h('th', { scope: 'col' }, title || h('span', { class: 'visually-hidden' }, 'Actions')),
-              ),
-            ),
-          ),
-          h(
-            'tbody',
-            null,
-            items.map((token) =>
               h(
                 'tr',
                 null,
-                h('td', null, token.label ?? h('span', { class: 'muted' }, token.id)),
-                h('td', null, h('span', { class: 'pill' }, token.scope)),
-                h('td', null, when(token.createdAt)),
-                h('td', null, token.expiresAt ? when(token.expiresAt) : 'never'),
-                h('td', null, when(token.lastUsedAt)),
+                ['Label', 'Scope', 'Created', 'Expires', 'Last used', ''].map((title) =>
+                  h('th', { scope: 'col' }, title || h('span', { class: 'visually-hidden' }, 'Actions')),
+                ),
+              ),
+            ),
+            h(
+              'tbody',
+              null,
+              items.map((token) =>
                 h(
-                  'td',
+                  'tr',
                   null,
+                  h('td', null, token.label ?? h('span', { class: 'muted' }, token.id)),
+                  h('td', null, h('span', { class: 'pill' }, token.scope)),
+                  h('td', null, when(token.createdAt)),
+                  h('td', null, token.expiresAt ? when(token.expiresAt) : 'never'),
+                  h('td', null, when(token.lastUsedAt)),
                   h(
-                    'button',
-                    {
-                      type: 'button',
-                      class: 'danger',
-                      'aria-label': `Revoke ${token.label ?? token.id}`,
-                      onclick: async () => {
-                        if (!confirm(`Revoke ${token.label ?? token.id}? Clients using it stop working at once.`))
-                          return
-                        try {
-                          await api.del(`/tokens/${encodeURIComponent(token.id)}`)
-                          announce('Token revoked')
-                          await load()
-                        } catch (error) {
-                          mount(listStatus, errorBox(error))
-                        }
+                    'td',
+                    null,
+                    h(
+                      'button',
+                      {
+                        type: 'button',
+                        class: 'danger',
+                        'aria-label': `Revoke ${token.label ?? token.id}`,
+                        onclick: async () => {
+                          if (!confirm(`Revoke ${token.label ?? token.id}? Clients using it stop working at once.`))
+                            return
+                          try {
+                            await api.del(`/tokens/${encodeURIComponent(token.id)}`)
+                            announce('Token revoked')
+                            await load()
+                          } catch (error) {
+                            mount(listStatus, errorBox(error))
+                          }
+                        },
                       },
-                    },
-                    'Revoke',
+                      'Revoke',
+                    ),
                   ),
                 ),
               ),

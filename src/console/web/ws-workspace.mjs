@@ -1,5 +1,5 @@
 // One workspace's configuration and extensions, read through the API (secrets masked).
-import { errorBox, h, jsonBlock, maskSecrets, mount, section } from './dom.mjs'
+import { errorBox, h, jsonBlock, maskSecrets, mount, scroller, section } from './dom.mjs'
 
 const TABS = [
   ['config', 'Config'],
@@ -11,9 +11,8 @@ const TABS = [
 
 function itemsTable(caption, items, columns) {
   if (!items.length) return h('p', { class: 'muted' }, `No ${caption.toLowerCase()}.`)
-  return h(
-    'div',
-    { class: 'table-wrap' },
+  return scroller(
+    caption,
     h(
       'table',
       null,
