@@ -367,9 +367,10 @@ export async function recoverRuntimes(ctx: AsyncContext): Promise<number> {
  * instance that is gone end `unreachable` with reason `control_plane_instance_lost` (a
  * conditional update, so each moves once), and their runtimes are stopped when they ran on this
  * host. Provisioning Workers are left to their job, which another instance resumes once the
- * job's lease lapses.
+ * job's lease lapses. Returns how many Workers this call moved.
  */
-export async function sweepLostInstances(ctx: AsyncContext): Promise<void> {
+export async function sweepLostInstances(ctx: AsyncContext): Promise<number> {
+  let moved = 0
   await ctx.instance.markGone()
   const owners = await ctx.deps.db
     .selectFrom('worker')
@@ -392,7 +393,7 @@ export async function sweepLostInstances(ctx: AsyncContext): Promise<void> {
       const now = isoAt(ctx.deps)
       const lost = row.state === 'healthy' || row.state === 'unreachable'
       const message = `Control-plane instance ${owner}, which ran this runtime, stopped heartbeating`
-      await ctx.deps.db
+      const result = await ctx.deps.db
         .updateTable('worker')
         .set({
           ...(lost
@@ -414,7 +415,9 @@ export async function sweepLostInstances(ctx: AsyncContext): Promise<void> {
         .where('id', '=', row.id)
         .where('runtime_instance_id', '=', owner)
         .where('state', '=', row.state)
-        .execute()
+        .executeTakeFirst()
+      moved += Number(result.numUpdatedRows)
     }
   }
+  return moved
 }
