@@ -79,6 +79,8 @@ export function workerRoutes(ctx: AsyncContext) {
       operationId: 'deleteWorker',
       tags: ['workers'],
       summary: 'Stop the runtime and delete the Worker with its tokens',
+      description:
+        'Revokes the tokens, then answers 204 once the runtime has exited, on whichever control-plane instance ran it (after 5 s a live owner that has not stopped it is taken over).',
       auth: rules.org('workers.manage'),
       params: WorkerParams,
       responses: { 204: { description: 'Deleted' } },
@@ -117,7 +119,7 @@ export function workerRoutes(ctx: AsyncContext) {
       tags: ['workers'],
       summary: 'Issue a new client, host and activity token set (shown once)',
       description:
-        'The previous set is revoked and the runtime restarts with the new one: the Worker is `provisioning` until its next heartbeat, then the new tokens work against `runtime.url`.',
+        'The previous set is revoked and the runtime restarts with the new one: the Worker is `provisioning` until its next heartbeat, then the new tokens work against `runtime.url`. The answer comes after the runtime of the previous set has exited, so every revoked token is refused by then; rotations of one Worker are serialized, each getting its own `generation`.',
       auth: rules.org('workers.tokens'),
       params: WorkerParams,
       responses: { 201: IssuedWorkerTokens },
@@ -131,6 +133,7 @@ export function workerRoutes(ctx: AsyncContext) {
       operationId: 'revokeWorkerTokens',
       tags: ['workers'],
       summary: 'Revoke the current token set; the runtime stops (state `stopped`, reason `tokens_revoked`)',
+      description: 'Answers 204 once the runtime has exited, on whichever control-plane instance ran it.',
       auth: rules.org('workers.tokens'),
       params: WorkerParams,
       responses: { 204: { description: 'Revoked' } },
