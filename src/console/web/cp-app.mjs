@@ -119,7 +119,7 @@ function authForm(root, kind) {
     h('h2', null, signUp ? 'Create an account' : 'Sign in'),
     signUp ? field('Name', name) : null,
     field('Email', email),
-    field('Password', password, signUp ? 'At least 12 characters.' : null),
+    field('Password', password, signUp ? 'At least 8 characters.' : null),
     h('button', { type: 'submit', class: 'primary' }, signUp ? 'Sign up' : 'Sign in'),
     status,
   )

@@ -170,7 +170,11 @@ export function showFieldErrors(form, error) {
     }
     const id = `${control.id}-error`
     control.setAttribute('aria-invalid', 'true')
-    control.setAttribute('aria-describedby', id)
+    // Keep the field's hint described too: the error comes first, the hint after it.
+    const hint = (control.getAttribute('aria-describedby') ?? '')
+      .split(' ')
+      .filter((ref) => ref && !ref.endsWith('-error'))
+    control.setAttribute('aria-describedby', [id, ...hint].join(' '))
     control.after(h('small', { id, class: 'field-error' }, issue.message))
   }
   return unclaimed

@@ -1,0 +1,144 @@
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
+import { assert, startChild, suite, tempDir, type ChildServer } from '../harness.ts'
+import { browserAvailable, cspViolations, launchBrowser, reviewPage, SKIP_LINE, WIDTHS } from './browser-kit.ts'
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+
+if (!browserAvailable()) {
+  console.log(SKIP_LINE)
+} else {
+  const test = suite('console in a browser: control plane', { timeoutMs: 120_000 })
+  const dir = tempDir('svc-browser-cp-')
+  let server: ChildServer
+  let browser: { browser: Browser; close(): Promise<void> }
+  let admin: Page
+  let adminContext: BrowserContext
+  let violations: string[]
+  let inviteLink = ''
+
+  test.before(async () => {
+    server = await startChild(
+      process.execPath,
+      [
+        'bin/service-server.ts',
+        '--mode',
+        'control-plane',
+        '--data-dir',
+        join(dir.path, 'data'),
+        '--port',
+        '0',
+        '--host',
+        '127.0.0.1',
+      ],
+      { cwd: ROOT, timeoutMs: 60_000 },
+    )
+    browser = await launchBrowser()
+    adminContext = await browser.browser.newContext({ viewport: WIDTHS.wide })
+    admin = await adminContext.newPage()
+    admin.on('dialog', (dialog) => void dialog.accept())
+    violations = cspViolations(admin)
+  })
+
+  test.after(async () => {
+    await browser?.close()
+    await server?.stop()
+    dir.remove()
+  })
+
+  test('the first person signs up, is told what a too-short password lacks, and creates an organization', async () => {
+    await admin.goto(`${server.url}/console/`)
+    await admin.getByRole('heading', { name: 'Create an account' }).waitFor()
+    await reviewPage(admin, 'cp-sign-in')
+    const signUp = admin.locator('form', { has: admin.getByRole('heading', { name: 'Create an account' }) })
+    await signUp.getByLabel('Name').fill('Ada Admin')
+    await signUp.getByLabel('Email').fill('ada@example.test')
+    await signUp.getByLabel('Password').fill('short')
+    await signUp.getByRole('button', { name: 'Sign up' }).click()
+    // The 422's issue is shown next to the password field it concerns.
+    const fieldError = signUp.locator('.field-error')
+    await fieldError.waitFor()
+    assert.is(await signUp.getByLabel('Password').getAttribute('aria-invalid'), 'true')
+    await reviewPage(admin, 'cp-sign-up-field-error')
+    await signUp.getByLabel('Password').fill('a long enough password 1')
+    await signUp.getByRole('button', { name: 'Sign up' }).click()
+    await admin.getByRole('heading', { level: 1, name: 'Organizations' }).waitFor()
+    await admin.getByLabel('Name').fill('Acme')
+    await admin.getByRole('button', { name: 'Create organization' }).click()
+    await admin.getByRole('heading', { level: 1, name: 'Members' }).waitFor()
+    await admin.getByRole('cell', { name: 'Ada Admin', exact: true }).waitFor()
+    await reviewPage(admin, 'cp-members')
+  })
+
+  test('an admin creates a team and invites a colleague; the link is shown once', async () => {
+    await admin.getByRole('link', { name: 'Teams' }).click()
+    await admin.getByLabel('Name').fill('Platform')
+    await admin.getByLabel('Description').fill('Builds the platform')
+    await admin.getByRole('button', { name: 'Create team' }).click()
+    await admin.getByRole('cell', { name: 'Platform', exact: true }).waitFor()
+    await reviewPage(admin, 'cp-teams')
+    await admin.getByRole('link', { name: 'Invitations' }).click()
+    await admin.getByLabel('Email').fill('bo@example.test')
+    await admin.getByRole('button', { name: 'Invite' }).click()
+    inviteLink = await admin.getByLabel(/Invitation link/).inputValue()
+    assert.match(inviteLink, /\/console\/#invite=svi_/)
+    await admin.getByRole('cell', { name: 'bo@example.test', exact: true }).waitFor()
+    await reviewPage(admin, 'cp-invitations')
+  })
+
+  test('the invited person opens the link in another browser, signs up and lands in the organization as a member', async () => {
+    const context = await browser.browser.newContext({ viewport: WIDTHS.narrow })
+    try {
+      const bo = await context.newPage()
+      const boViolations = cspViolations(bo)
+      await bo.goto(inviteLink)
+      await bo.getByText('You were invited to an organization').waitFor()
+      assert.not.match(bo.url(), /invite=/, 'the invitation token leaves the address bar')
+      const signUp = bo.locator('form', { has: bo.getByRole('heading', { name: 'Create an account' }) })
+      await signUp.getByLabel('Name').fill('Bo Member')
+      await signUp.getByLabel('Email').fill('bo@example.test')
+      await signUp.getByLabel('Password').fill('another long password 2')
+      await signUp.getByRole('button', { name: 'Sign up' }).click()
+      await bo.getByRole('heading', { level: 1, name: 'Members' }).waitFor()
+      await bo.getByRole('cell', { name: 'Ada Admin', exact: true }).waitFor()
+      assert.match((await bo.locator('header.top').textContent()) ?? '', /Acme/)
+      // A member may not manage invitations, API keys or roles: the console does not offer them.
+      assert.is(await bo.getByRole('link', { name: 'Invitations' }).count(), 0)
+      assert.is(await bo.getByRole('link', { name: 'API keys' }).count(), 0)
+      assert.is(await bo.getByRole('button', { name: /Make|Remove/ }).count(), 0)
+      await bo.getByRole('link', { name: 'Teams' }).click()
+      await bo.getByRole('cell', { name: 'Platform', exact: true }).waitFor()
+      assert.is(await bo.getByRole('button', { name: 'Create team' }).count(), 0)
+      await reviewPage(bo, 'cp-member-view')
+      assert.equal(boViolations, [])
+    } finally {
+      await context.close()
+    }
+  })
+
+  test('the admin sees the new member, creates an API key shown once, and revokes it', async () => {
+    await admin.getByRole('link', { name: 'Members' }).click()
+    await admin.getByRole('cell', { name: 'Bo Member', exact: true }).waitFor()
+    await admin.getByRole('link', { name: 'API keys' }).click()
+    await admin.getByLabel('Name').fill('deploy bot')
+    await admin.getByRole('button', { name: 'Create key' }).click()
+    const key = await admin.getByLabel('API key deploy bot').inputValue()
+    assert.match(key, /^svc_/)
+    const me = await fetch(`${server.url}/v1/me`, { headers: { 'x-api-key': key } })
+    assert.is(me.status, 200, await me.text())
+    await reviewPage(admin, 'cp-api-keys')
+    await admin.getByRole('button', { name: 'Revoke deploy bot' }).click()
+    await admin.getByRole('cell', { name: 'No api keys.', exact: true }).waitFor()
+    const after = await fetch(`${server.url}/v1/me`, { headers: { 'x-api-key': key } })
+    assert.is(after.status, 401)
+  })
+
+  test('signing out returns to the sign-in form and the session no longer works', async () => {
+    await admin.getByRole('button', { name: 'Sign out' }).click()
+    await admin.getByRole('heading', { name: 'Sign in' }).waitFor()
+    assert.equal(violations, [])
+  })
+
+  test.run()
+}
