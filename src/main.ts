@@ -132,6 +132,8 @@ export async function main(argv: string[], io: MainIo): Promise<number> {
   const signal = await io.stopSignal
   log.info('stopping', { signal })
   const deadline = new Promise<void>((resolve) => setTimeout(resolve, SHUTDOWN_DEADLINE_MS))
+  // Writes waiting on the host are answered (and recorded) while their connections are open.
+  await Promise.race([surface.beginStop?.().catch((error) => log.warn('shutdown step failed', { error })), deadline])
   // Streams first (so the listener has nothing to wait on), then the listener, then storage.
   surface.streams.closeAll()
   await Promise.race([

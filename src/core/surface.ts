@@ -17,6 +17,11 @@ export interface Surface {
   readonly streams: StreamRegistry
   /** Called once the listener is bound: lines for stdout after the listening line (e.g. generated tokens). */
   onListening?(address: { host: string; port: number }): string[]
+  /**
+   * Shutdown's first step, while the listener still answers: settle work that is waiting on
+   * someone (writes waiting for host approval get 503 `server_stopping`). Optional.
+   */
+  beginStop?(): Promise<void>
   /** Ends streams, stops background work and closes storage. Safe to call twice. */
   close(): Promise<void>
 }

@@ -176,6 +176,7 @@ export async function createWorkspaceApp(
       lines.push(`console (one-time link, valid 1 h): ${consoleLink(address, consoleSessions.issueCode())}`)
       return lines
     },
+    beginStop: () => services.approvals.stop(),
     async close() {
       if (closed) return
       closed = true

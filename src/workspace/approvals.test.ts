@@ -272,4 +272,29 @@ test('a held write is withdrawn when its client disconnects', async () => {
   }
 })
 
+test('stopping the server answers a write waiting for the host 503 server_stopping and records the approval cancelled', async () => {
+  const s = await startTestServer({ approval: 'manual' })
+  try {
+    const write = s.req(`/workspace/${s.wsId}/skills`, { method: 'POST', token: CLIENT_TOKEN, json: SKILL })
+    const pending = await pendingOne(s)
+    await s.app.beginStop?.()
+    const res = await write
+    assert.is(res.status, 503)
+    assert.is(res.headers.get('retry-after'), '5')
+    assert.is((await res.json()).code, 'server_stopping')
+    assert.not.ok(existsSync(join(s.root, '.opencode/skills/pending-skill/SKILL.md')), 'nothing was written')
+    const audit = (await (await s.req(`/workspace/${s.wsId}/audit`, { token: CLIENT_TOKEN })).json()).items
+    assert.ok(
+      audit.some((e: { action: string; target: string }) => e.action === 'approval.cancel' && e.target === pending.id),
+    )
+    const events = (await (await s.req(`/workspace/${s.wsId}/events`, { token: CLIENT_TOKEN })).json()).items
+    const decided = events.find((e: { type: string }) => e.type === 'approval.decided')
+    assert.equal(decided.decision, { allowed: false, reason: 'cancelled', stopping: true })
+    const late = await s.req(`/workspace/${s.wsId}/skills`, { method: 'POST', token: CLIENT_TOKEN, json: SKILL })
+    assert.is((await late.json()).code, 'server_stopping', 'a write arriving after the stop began is refused too')
+  } finally {
+    await s.dispose()
+  }
+})
+
 test.run()

@@ -41,12 +41,19 @@ const LABEL = {
   cancelled: 'Withdrawn (client disconnected)',
 } as const
 
+/** What a write waiting for the host gets when the server stops: retry once it is back. */
+export const serverStopping = () =>
+  new ApiError(503, 'server_stopping', 'The server is stopping; the write was not made, retry when it is back', {
+    headers: { 'retry-after': '5' },
+  })
+
 /** Most writes that may wait for the host at once. */
 export const MAX_PENDING = 256
 
 interface Pending {
   request: ApprovalRequest
   resolve(outcome: ApprovalOutcome): void
+  reject(error: ApiError): void
   timer: ReturnType<typeof setTimeout>
 }
 
@@ -77,7 +84,7 @@ export class ApprovalService {
    */
   async request(input: Omit<ApprovalRequest, 'id' | 'createdAt'>, signal?: AbortSignal): Promise<ApprovalOutcome> {
     if (this.settings.mode === 'auto') return { id: 'auto', allowed: true }
-    if (this.#closed) throw new ApiError(503, 'shutting_down', 'Server is shutting down')
+    if (this.#closed) throw serverStopping()
     // Each pending write holds a connection and a timer; an unattended host must not let them pile up.
     if (this.#pending.size >= MAX_PENDING) {
       throw new ApiError(429, 'too_many_pending_approvals', `${MAX_PENDING} writes already await approval`, {
@@ -86,13 +93,15 @@ export class ApprovalService {
     }
     const request: ApprovalRequest = { id: newId('apr'), createdAt: this.#now(), ...input }
     let resolveOutcome!: (outcome: ApprovalOutcome) => void
-    const outcome = new Promise<ApprovalOutcome>((resolve) => {
+    let rejectOutcome!: (error: ApiError) => void
+    const outcome = new Promise<ApprovalOutcome>((resolve, reject) => {
       resolveOutcome = resolve
+      rejectOutcome = reject
     })
     const timer = setTimeout(() => {
       void this.#finish(request.id, { id: request.id, allowed: false, reason: 'timeout' }, null)
     }, this.settings.timeoutMs)
-    this.#pending.set(request.id, { request, resolve: resolveOutcome, timer })
+    this.#pending.set(request.id, { request, resolve: resolveOutcome, reject: rejectOutcome, timer })
     const withdraw = () => {
       void this.#finish(request.id, { id: request.id, allowed: false, reason: 'cancelled' }, null)
     }
@@ -141,13 +150,46 @@ export class ApprovalService {
     return true
   }
 
-  /** Ends every pending request with a timeout outcome (shutdown). */
+  /**
+   * Shutdown, first step (before the listener stops): refuses new requests, records every pending
+   * one as cancelled (audit entry and `approval.decided` event, so the host sees why it vanished)
+   * and answers its waiting write 503 `server_stopping` while the connection is still open.
+   */
+  async stop(): Promise<void> {
+    this.#closed = true
+    const pending = [...this.#pending.values()]
+    this.#pending.clear()
+    await Promise.all(
+      pending.map(async ({ request, reject, timer }) => {
+        clearTimeout(timer)
+        try {
+          await this.#audit.record({
+            workspaceId: request.workspaceId,
+            actor: { type: 'host', scope: null },
+            action: 'approval.cancel',
+            target: request.id,
+            summary: `Withdrawn (server stopping): ${request.summary} (${request.action})`,
+          })
+          await this.#events.append({
+            workspaceId: request.workspaceId,
+            type: 'approval.decided',
+            approval: { ...request },
+            decision: { allowed: false, reason: 'cancelled', stopping: true },
+          })
+        } finally {
+          reject(serverStopping())
+        }
+      }),
+    )
+  }
+
+  /** Ends whatever is still pending without bookkeeping (storage is closing); {@link stop} comes first. */
   close(): void {
     this.#closed = true
     for (const [id, pending] of this.#pending) {
       clearTimeout(pending.timer)
       this.#pending.delete(id)
-      pending.resolve({ id, allowed: false, reason: 'timeout' })
+      pending.reject(serverStopping())
     }
   }
 }

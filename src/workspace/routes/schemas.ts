@@ -73,7 +73,7 @@ export const AuditEntrySchema = v.object({
 
 /**
  * Statuses every gated write can add: 403 `read_only`/`write_denied`, 409 `write_conflict`,
- * 422 unparsable config on disk, 503 `shutting_down` while an approval was pending.
+ * 422 unparsable config on disk, 503 `server_stopping` while an approval was pending.
  */
 export const WRITE_ERRORS = [403, 409, 422, 503]
 
