@@ -29,6 +29,8 @@ import { startWorkspaceServices, type WorkspaceServices } from './workspace-serv
 import { actorOf } from './audit-log.ts'
 import { sidecarRoutes } from './sidecar/sidecar-routes.ts'
 import { SidecarService } from './sidecar/sidecar-service.ts'
+import { sidecarAuth, sidecarSecuritySchemes } from './sidecar/sidecar-auth.ts'
+import { sidecarGovernance } from './sidecar/sidecar-governance.ts'
 import { workspaceMountRewrite } from './sidecar/workspace-mount.ts'
 import { startControlPlaneHeartbeat, type HeartbeatReporter } from './control-plane-heartbeat.ts'
 import { consoleRoutes } from '../console/console-routes.ts'
@@ -98,6 +100,12 @@ export async function createWorkspaceApp(
     streams,
     log: options.logger,
     managedCwd: config.workspaces[0]?.path ?? process.cwd(),
+    governance: sidecarGovernance({
+      approvals: services.approvals,
+      audit: services.audit,
+      log: options.logger,
+      directoryOf: (id) => config.workspaces.find((w) => w.id === id)?.path,
+    }),
     onReload: (e) => {
       const summary = e.ok
         ? `Reloaded sidecar (${e.trigger}, ${e.durationMs} ms)`
@@ -114,6 +122,7 @@ export async function createWorkspaceApp(
     },
   })
   sidecar.followWrites(services.events)
+  const proxiedAuth = sidecarAuth(auth, { tickets: sidecar.tickets, mountOf: sidecar.mountOf })
   void sidecar.start()
   const data = dataPlane(services, streams, options.logger)
   // Run as a hosted Worker: report heartbeats once listening, so `healthy` means reachable.
@@ -139,15 +148,15 @@ export async function createWorkspaceApp(
         title: 'service-server workspace API',
         version: VERSION,
         description: 'Private, filesystem-backed API in front of configured workspaces in OpenCode layout.',
-        securitySchemes: workspaceSecuritySchemes,
+        securitySchemes: { ...workspaceSecuritySchemes, ...sidecarSecuritySchemes },
       },
       routes,
-      auth,
+      proxiedAuth,
       workspaceValidation,
     )
   const http = createHttpApp({
     routes,
-    auth,
+    auth: proxiedAuth,
     validation: workspaceValidation,
     cors: { origins: config.corsOrigins, allowHeaders: ALLOWED_HEADERS },
     logger: options.logger,

@@ -27,6 +27,7 @@ proxy('the client credentials are stripped and the sidecar Basic credentials inj
     [`/w/${ctx.kit.wsIds[1]}/sidecar/echo`, ctx.kit.roots[1]],
   ] as const) {
     const res = await ctx.kit.req(path, {
+      as: 'owner',
       headers: {
         cookie: 'sid=client',
         'x-service-host-token': 'host-secret',
@@ -39,7 +40,7 @@ proxy('the client credentials are stripped and the sidecar Basic credentials inj
     assert.is(seen.authorization, BASIC)
     for (const name of ['cookie', 'x-service-host-token', 'x-service-client-id', 'proxy-authorization', 'origin'])
       assert.is(seen[name], undefined, name)
-    assert.not.ok(JSON.stringify(seen).includes(ctx.kit.tokens.collaborator), 'client bearer token reached the sidecar')
+    assert.not.ok(JSON.stringify(seen).includes(ctx.kit.tokens.owner), 'client bearer token reached the sidecar')
     assert.is(seen['x-opencode-directory'], root)
   }
 })
@@ -47,7 +48,7 @@ proxy('the client credentials are stripped and the sidecar Basic credentials inj
 proxy('every client directory value is replaced by the pinned directory and other params are kept', async () => {
   const spoof =
     '?directory=/etc&directory=%2Fetc%2Fpasswd&Directory=../../..&directory%5B%5D=/root&workspace=ws_other&foo=bar&foo=baz'
-  const res = await ctx.kit.req(`/sidecar/echo${spoof}`, { headers: { 'x-opencode-directory': '/etc' } })
+  const res = await ctx.kit.req(`/sidecar/echo${spoof}`, { as: 'owner', headers: { 'x-opencode-directory': '/etc' } })
   assert.is(res.status, 200)
   const seen = last('/echo')
   const dirs = seen.query.filter(([k]) => k.toLowerCase().startsWith('directory'))
@@ -61,7 +62,7 @@ proxy('every client directory value is replaced by the pinned directory and othe
 })
 
 proxy('a non-ASCII directory is percent-encoded in the header and raw in the query', async () => {
-  const res = await ctx.kit.req(`/w/${ctx.kit.wsIds[2]}/sidecar/echo`)
+  const res = await ctx.kit.req(`/w/${ctx.kit.wsIds[2]}/sidecar/echo`, { as: 'owner' })
   assert.is(res.status, 200)
   const seen = last('/echo')
   assert.is(seen.headers['x-opencode-directory'], encodeURIComponent('/tmp/répertoire spécial'))
@@ -69,14 +70,14 @@ proxy('a non-ASCII directory is percent-encoded in the header and raw in the que
 })
 
 proxy('hop-by-hop, cookie and upstream CORS headers are not forwarded to the client', async () => {
-  const res = await ctx.kit.req('/sidecar/echo', { headers: { origin: 'https://evil.example' } })
+  const res = await ctx.kit.req('/sidecar/echo', { as: 'owner', headers: { origin: 'https://evil.example' } })
   assert.is(res.headers.get('x-upstream'), 'kept')
   for (const name of ['x-hop', 'keep-alive', 'set-cookie', 'access-control-allow-origin', 'connection'])
     assert.is(res.headers.get(name), null, name)
 })
 
 proxy('a gzip upstream body reaches the client decoded with no stale content-encoding or content-length', async () => {
-  const res = await ctx.kit.req('/sidecar/gzip')
+  const res = await ctx.kit.req('/sidecar/gzip', { as: 'owner' })
   assert.is(res.headers.get('content-encoding'), null)
   assert.is(res.headers.get('content-length'), null)
   const body = await res.json()
@@ -84,17 +85,17 @@ proxy('a gzip upstream body reaches the client decoded with no stale content-enc
 })
 
 proxy('upstream 5xx answers pass through with their body and headers', async () => {
-  const res = await ctx.kit.req('/sidecar/status/500')
+  const res = await ctx.kit.req('/sidecar/status/500', { as: 'owner' })
   assert.is(res.status, 500)
   assert.is((await res.json()).data.message, 'boom from upstream')
-  const busy = await ctx.kit.req('/sidecar/status/503')
+  const busy = await ctx.kit.req('/sidecar/status/503', { as: 'owner' })
   assert.is(busy.status, 503)
   assert.is(busy.headers.get('retry-after'), '3')
   assert.is(await busy.text(), 'upstream overloaded')
 })
 
 proxy('redirects are refused, never followed, and nothing reaches the redirect target', async () => {
-  const res = await ctx.kit.req('/sidecar/redirect', { method: 'POST', body: 'secret body' })
+  const res = await ctx.kit.req('/sidecar/redirect', { as: 'owner', method: 'POST', body: 'secret body' })
   assert.is(res.status, 502)
   const body = await res.json()
   assert.is(body.code, 'sidecar_redirect_refused')
@@ -116,7 +117,7 @@ proxy(
   'a stalled upstream is 502 sidecar_unreachable with cause timeout and the upstream request is aborted',
   async () => {
     const started = Date.now()
-    const res = await ctx.kit.req('/sidecar/stall')
+    const res = await ctx.kit.req('/sidecar/stall', { as: 'owner' })
     assert.is(res.status, 502)
     const body = await res.json()
     assert.equal([body.code, body.details.cause], ['sidecar_unreachable', 'timeout'])
@@ -146,8 +147,8 @@ proxy('a workspace without a sidecar is 400 sidecar_unconfigured and an unknown 
 proxy(
   'viewers may only GET and HEAD; collaborators may reply to permission prompts; global writes need an owner',
   async () => {
-    assert.is((await ctx.kit.req('/sidecar/echo', { as: 'viewer' })).status, 200)
-    const head = await ctx.kit.req('/sidecar/echo', { as: 'viewer', method: 'HEAD' })
+    assert.is((await ctx.kit.req('/sidecar/global/health', { as: 'viewer' })).status, 200)
+    const head = await ctx.kit.req('/sidecar/global/health', { as: 'viewer', method: 'HEAD' })
     assert.is(head.status, 200)
     assert.is(await head.text(), '')
     const before = ctx.fake.requests.length
@@ -189,8 +190,11 @@ proxy(
       '/sidecar/session//ses_x',
       '/sidecar/session/ses_x;x',
     ]) {
-      const res = await ctx.kit.req(path, { method: path.includes('dispose') ? 'POST' : 'GET' })
+      const method = path.includes('dispose') ? 'POST' : 'GET'
+      const res = await ctx.kit.req(path, { method, as: 'owner' })
       assert.equal([res.status, (await res.json()).code], [400, 'invalid_sidecar_path'], path)
+      // A collaborator is refused too: by the ambiguity check, or earlier when no allow-list row matches.
+      assert.ok([400, 403].includes((await ctx.kit.req(path, { method })).status), path)
     }
     assert.is(
       (await ctx.kit.req('/sidecar/Global/dispose', { method: 'POST' })).status,

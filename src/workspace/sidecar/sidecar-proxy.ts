@@ -14,7 +14,9 @@ import { relayBody } from './body-relay.ts'
 import { ambiguousPath, pinnedUpstreamUrl, sessionIdInPath, upstreamRelativePath } from './directory-pin.ts'
 import { heartbeatFrameFor, relayEventStream } from './event-stream-relay.ts'
 import { basicAuthorization, downstreamResponseHeaders, upstreamRequestHeaders } from './header-policy.ts'
-import { assertProxyAllowed } from './proxy-policy.ts'
+import { pinBody, pinQueryPaths, pinTailPath, readPinnedBody } from './request-pins.ts'
+import { assertSidecarAllowed, type Classified, classifySidecarRequest } from './route-policy.ts'
+import type { SidecarRouteEntry } from './route-table.ts'
 import type { SessionGuard } from './session-guard.ts'
 import type { SidecarTarget, SidecarTuning } from './sidecar-config.ts'
 import { canonicalDirectory } from './session-guard.ts'
@@ -31,6 +33,22 @@ export interface ProxyInput {
   target: SidecarTarget
   principal: Principal
   requestId: string
+  /** The allow-list row whose declaration matched, or null for the host-only fallback. */
+  entry: SidecarRouteEntry | null
+}
+
+/** Governance hooks for state-changing rows (wired to the approval gate and audit log). */
+export interface ProxyGovernance {
+  /** Asks the host; resolves when allowed, throws 403 `write_denied` otherwise. */
+  approve(input: {
+    workspaceId: string
+    principal: Principal
+    action: string
+    summary: string
+    signal: AbortSignal
+  }): Promise<void>
+  /** Records a governed call and its upstream status. */
+  audit(input: { workspaceId: string; principal: Principal; action: string; summary: string }): void
 }
 
 /** What the proxy needs besides the request. */
@@ -40,6 +58,9 @@ export interface ProxyContext {
   streams: StreamRegistry
   log: Logger
   guard: (baseUrl: string) => SessionGuard
+  governance?: ProxyGovernance
+  /** Handles an allow-listed WebSocket row (upgrade or ticket) instead of a plain forward. */
+  socket?: (input: ProxyInput, classified: Classified, url: URL) => Promise<Response>
 }
 
 const NO_BODY_METHODS = new Set(['GET', 'HEAD'])
@@ -64,32 +85,48 @@ export async function forwardToSidecar(input: ProxyInput, ctx: ProxyContext): Pr
   const path = upstreamRelativePath(url, target.baseUrl)
   const ambiguous = ambiguousPath(path)
   if (ambiguous) throw new ApiError(400, 'invalid_sidecar_path', `The sidecar path is ambiguous (${ambiguous})`)
-  // OpenCode matches routes case-insensitively, so policy checks compare the lower-cased path.
-  assertProxyAllowed({ method, path: path.toLowerCase(), principal: input.principal, readOnly: ctx.readOnly })
-
-  const authorization = basicAuthorization(target.username, target.password)
-  const sessionId = sessionIdInPath(path)
-  if (sessionId) {
-    const ownership = await ctx.guard(target.baseUrl).check(sessionId, target.directory, async () => {
-      const lookup = await sidecarFetch(target, `/session/${encodeURIComponent(sessionId)}`, {
-        timeoutMs: ctx.tuning.eventEstablishTimeoutMs,
-        signal: request.signal,
-      })
-      if (lookup.status === 404) {
-        await lookup.body?.cancel()
-        return null
-      }
-      if (!lookup.ok) {
-        await lookup.body?.cancel()
-        throw new ApiError(502, 'sidecar_request_failed', 'The sidecar could not look up the session', {
-          details: { path, status: lookup.status },
-        })
-      }
-      const info = (await lookup.json().catch(() => null)) as { directory?: unknown } | null
-      return typeof info?.directory === 'string' ? info.directory : null
-    })
-    if (ownership === 'foreign') throw new ApiError(404, 'session_not_found', 'Session not found')
+  // The row is found again from the path the sidecar will route (normalised, any letter case); a
+  // request whose declaration and upstream path disagree is treated as unlisted (host only).
+  let classified = classifySidecarRequest(method, path)
+  if (input.entry && classified?.entry !== input.entry) classified = null
+  assertSidecarAllowed({ method, path, classified, principal: input.principal, readOnly: ctx.readOnly })
+  const entry = classified?.entry
+  if (entry?.queryPaths) pinQueryPaths(url.search, entry.queryPaths, target.directory)
+  if (entry?.tailPath && classified) {
+    const tail = Object.values(classified.params).at(-1) ?? ''
+    pinTailPath(tail, target.directory)
   }
+
+  const sessionId = sessionIdInPath(path)
+  if (sessionId) await assertOwnSession(sessionId, input, ctx)
+  let forwardBody: BodyInit | null = NO_BODY_METHODS.has(method) ? null : request.body
+  if (entry?.body && !NO_BODY_METHODS.has(method)) {
+    const json = await readPinnedBody(request)
+    if (json) {
+      for (const id of pinBody(json, entry.body, target.directory)) await assertOwnSession(id, input, ctx)
+      forwardBody = JSON.stringify(json)
+    } else forwardBody = null
+  }
+  if (entry && classified && entry.kind === 'websocket') {
+    if (!ctx.socket) throw new ApiError(426, 'websocket_upgrade_required', 'This route needs a WebSocket upgrade')
+    return ctx.socket(input, classified, url)
+  }
+  if (entry && classified && ctx.socket && /(^|\.)connectToken$/.test(entry.operationId))
+    return ctx.socket(input, classified, url)
+  const governed = entry?.governance
+  const action = entry ? `sidecar.${entry.operationId}` : `sidecar.unlisted`
+  const summary = `${method} ${path} through the sidecar proxy`
+  if (governed === 'approval' && ctx.governance) {
+    await ctx.governance.approve({
+      workspaceId: input.workspaceId,
+      principal: input.principal,
+      action,
+      summary,
+      signal: request.signal,
+    })
+  }
+  const audited = !!governed || (!entry && !NO_BODY_METHODS.has(method))
+  const authorization = basicAuthorization(target.username, target.password)
 
   const isEvents =
     method === 'GET' &&
@@ -115,7 +152,7 @@ export async function forwardToSidecar(input: ProxyInput, ctx: ProxyContext): Pr
         directory: target.directory,
         requestId: input.requestId,
       }),
-      body: NO_BODY_METHODS.has(method) ? undefined : request.body,
+      body: forwardBody,
       duplex: 'half',
       redirect: 'manual',
       signal: upstream.signal,
@@ -129,6 +166,14 @@ export async function forwardToSidecar(input: ProxyInput, ctx: ProxyContext): Pr
     request.signal.removeEventListener('abort', onClientAbort)
   }
 
+  if (audited && ctx.governance) {
+    ctx.governance.audit({
+      workspaceId: input.workspaceId,
+      principal: input.principal,
+      action,
+      summary: `${summary}: sidecar answered ${response.status}`,
+    })
+  }
   if (response.status >= 300 && response.status < 400 && response.status !== 304) {
     await response.body?.cancel().catch(() => {})
     throw new ApiError(
@@ -201,6 +246,34 @@ export async function forwardToSidecar(input: ProxyInput, ctx: ProxyContext): Pr
     },
   })
   return new Response(body, { status: response.status, headers })
+}
+
+/**
+ * 404 `session_not_found` unless `sessionId` belongs to the workspace. OpenCode answers for any
+ * session whatever the pinned directory, so the session's own directory is looked up (cached).
+ * An id the sidecar does not know passes: the sidecar answers its own 404.
+ */
+async function assertOwnSession(sessionId: string, input: ProxyInput, ctx: ProxyContext): Promise<void> {
+  const { target, request } = input
+  const ownership = await ctx.guard(target.baseUrl!).check(sessionId, target.directory, async () => {
+    const lookup = await sidecarFetch(target, `/session/${encodeURIComponent(sessionId)}`, {
+      timeoutMs: ctx.tuning.eventEstablishTimeoutMs,
+      signal: request.signal,
+    })
+    if (lookup.status === 404 || lookup.status === 400) {
+      await lookup.body?.cancel()
+      return null
+    }
+    if (!lookup.ok) {
+      await lookup.body?.cancel()
+      throw new ApiError(502, 'sidecar_request_failed', 'The sidecar could not look up the session', {
+        details: { status: lookup.status },
+      })
+    }
+    const info = (await lookup.json().catch(() => null)) as { directory?: unknown } | null
+    return typeof info?.directory === 'string' ? info.directory : null
+  })
+  if (ownership === 'foreign') throw new ApiError(404, 'session_not_found', 'Session not found')
 }
 
 /** Reads a small, length-declared body whole, within the idle deadline; a failure is a 502. */

@@ -1,42 +1,90 @@
 /**
- * Route declarations of the sidecar feature: the two proxy mounts and the engine reload.
- *
- * The proxy routes take any valid token (`rules.viewer`); what each scope may send is decided per
- * method and path in `proxy-policy.ts`, because it depends on the forwarded path.
+ * Route declarations of the sidecar feature: one declaration per allow-listed OpenCode route on each
+ * of the two mounts (generated from `route-table.ts`, so the document names every route the proxy
+ * forwards with the role it enforces), a host-only fallback for everything else, and the engine reload.
  * @module
  */
 import * as v from 'valibot'
-import type { AnyRoute, HttpMethod } from '../../core/route.ts'
+import type { AnyRoute, HttpMethod, ResponseSpec } from '../../core/route.ts'
 import { routeFactory } from '../../core/route.ts'
 import { rules, type Principal, type WorkspaceRule } from '../auth.ts'
+import { SIDECAR_ROUTES, type SidecarRouteEntry } from './route-table.ts'
 import type { SidecarService } from './sidecar-service.ts'
+import { TICKET_RULE, UNLISTED_RULE } from './sidecar-auth.ts'
 
 const route = routeFactory<WorkspaceRule, Principal>()
 const METHODS: HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE']
 
 const WorkspaceParams = v.object({ id: v.pipe(v.string(), v.minLength(1)) })
-const MountParams = v.object({ id: v.pipe(v.string(), v.minLength(1)), path: v.string() })
 
 /** `POST /workspace/:id/engine/reload` response. */
 export const ReloadResponseSchema = v.object({ ok: v.literal(true), workspaceId: v.string(), durationMs: v.number() })
 
-const PASSED_THROUGH = {
+const PASSED_THROUGH: ResponseSpec = {
   description:
-    "The sidecar's answer: status, body and content type passed through unchanged (event streams unbuffered, with a heartbeat frame when the sidecar is quiet). Hop-by-hop, content-encoding, content-length, cookie and CORS headers of the sidecar are not forwarded.",
+    "Pass-through: the sidecar's answer with any status, its body and its media type, unchanged. Hop-by-hop, content-encoding, content-length, cookie and CORS headers of the sidecar are not forwarded.",
   contentType: '*/*',
+}
+
+const EVENT_STREAM: ResponseSpec = {
+  description:
+    "The sidecar's Server-Sent Events, unbuffered, with a heartbeat frame when the sidecar is quiet. Other statuses are passed through.",
+  contentType: 'text/event-stream',
+}
+
+const UPGRADED: ResponseSpec = {
+  description:
+    'Switching Protocols: the connection becomes a WebSocket relayed to the sidecar frame by frame (close codes and reasons relayed both ways). Browsers authenticate with `?ticket=` from the connect-token route; others with their bearer token. A request without `Upgrade: websocket` is 426 `websocket_upgrade_required`.',
+  contentType: 'application/octet-stream',
 }
 
 const RAW_BODY = {
   raw: true as const,
   contentType: '*/*',
-  description: 'Forwarded to the sidecar as a stream, unchanged.',
+  description:
+    'Forwarded to the sidecar as a stream; routes whose row pins body fields read it as JSON (at most 1 MiB) and forward the pinned form.',
 }
 
-const PROXY_DESCRIPTION =
-  "Forwards to the workspace's OpenCode-style sidecar. The client's Authorization, X-Service-* and cookie headers are removed and the sidecar's own credentials injected; " +
-  'every `directory` query value and `x-opencode-directory` header is replaced by the workspace directory; sessions of other directories answer 404 `session_not_found`; redirects are refused (502 `sidecar_redirect_refused`). ' +
-  'Viewer tokens may only GET/HEAD; `/global/*` writes need an owner token; a read-only server answers 403 `read_only` to anything but GET/HEAD. ' +
-  'Failures: 400 `sidecar_unconfigured`, 502 `sidecar_unreachable` (details.cause), 502 `sidecar_auth_failed`, 499 `request_aborted`; sidecar 5xx answers are passed through with their body.'
+const ROLE_RULE = { viewer: rules.viewer, collaborator: rules.collaborator, owner: rules.host } as const
+
+/** OpenCode's operationId as a camelCase suffix: `session.prompt_async` → `SessionPromptAsync`. */
+function operationSuffix(operationId: string): string {
+  return operationId
+    .split(/[._-]/)
+    .filter(Boolean)
+    .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
+    .join('')
+}
+
+/** What the document says about one row: role, state, pinning and governance. */
+export function describeEntry(entry: SidecarRouteEntry): string {
+  const parts = [
+    `OpenCode \`${entry.operationId}\`. Role: ${entry.role === 'owner' ? 'owner or host token' : `${entry.role} or above`}.`,
+    entry.changesState ? 'Changes state.' : 'Read-only.',
+    `Pinning: ${pinningOf(entry)}.`,
+  ]
+  if (entry.governance === 'approval') parts.push('Goes through the host approval gate and is audited.')
+  if (entry.governance === 'audited') parts.push('Audited.')
+  if (entry.note) parts.push(`(${entry.note}.)`)
+  return parts.join(' ')
+}
+
+/** A short statement of how the row is pinned to the workspace (also used by the docs table). */
+export function pinningOf(entry: SidecarRouteEntry): string {
+  const out = ['directory']
+  if (entry.path.includes(':sessionID')) out.push('session in path')
+  if (entry.queryPaths) out.push(`query ${entry.queryPaths.join(', ')} inside workspace`)
+  if (entry.tailPath) out.push('file path inside workspace')
+  const body = entry.body
+  if (body?.sessions) out.push(`body ${body.sessions.join(', ')} own session`)
+  if (body?.directories) out.push(`body ${body.directories.join(', ')} set to workspace`)
+  if (body?.paths) out.push(`body ${body.paths.join(', ')} inside workspace`)
+  if (body?.drop) out.push(`body ${body.drop.join(', ')} removed`)
+  return out.join('; ')
+}
+
+const FALLBACK_DESCRIPTION =
+  'Any OpenCode route not on the allow-list (see docs/sidecar-proxy.md) is forwarded only for the host (an owner token or the host token); everyone else gets 403 `sidecar_route_not_allowed`. An allow-listed route reached by another spelling (letter case) lands here too. The directory is pinned as for every proxied request.'
 
 function restAfter(pathname: string, marker: string): string {
   const index = pathname.indexOf(marker)
@@ -46,55 +94,75 @@ function restAfter(pathname: string, marker: string): string {
 /** The sidecar routes, wired to `service`. */
 export function sidecarRoutes(service: SidecarService): AnyRoute<WorkspaceRule, Principal>[] {
   const routes: AnyRoute<WorkspaceRule, Principal>[] = []
-  for (const method of METHODS) {
-    const lower = method.charAt(0) + method.slice(1).toLowerCase()
-    routes.push(
-      route({
-        method,
-        path: '/sidecar/:path+',
-        operationId: `sidecarProxy${lower}`,
-        summary: `Proxy ${method} to the first workspace's sidecar`,
-        description: PROXY_DESCRIPTION,
-        tags: ['sidecar'],
-        auth: rules.viewer,
-        ...(method === 'GET' || method === 'DELETE' ? {} : { body: RAW_BODY }),
-        responses: { 200: PASSED_THROUGH },
-        errors: [400, 403, 404, 499, 502, 504],
-        handler: ({ request, url, principal, requestId, log }) =>
-          service.proxy({
-            workspaceId: service.defaultWorkspaceId ?? '',
-            request,
-            rest: restAfter(url.pathname, '/sidecar/'),
-            search: url.search,
-            principal,
-            requestId,
-            log,
-          }),
-      }),
-      route({
-        method,
-        path: '/w/:id/sidecar/:path+',
-        operationId: `workspaceSidecarProxy${lower}`,
-        summary: `Proxy ${method} to this workspace's sidecar`,
-        description: PROXY_DESCRIPTION,
-        tags: ['sidecar'],
-        auth: rules.viewer,
-        params: MountParams,
-        ...(method === 'GET' || method === 'DELETE' ? {} : { body: RAW_BODY }),
-        responses: { 200: PASSED_THROUGH },
-        errors: [400, 403, 404, 499, 502, 504],
-        handler: ({ request, url, params, principal, requestId, log }) =>
-          service.proxy({
-            workspaceId: params.id,
-            request,
-            rest: restAfter(url.pathname.replace(/^\/w\/[^/]+/, ''), '/sidecar/'),
-            search: url.search,
-            principal,
-            requestId,
-            log,
-          }),
-      }),
-    )
+  const mounts = [
+    { prefix: '/sidecar', op: 'sidecar', label: "the first workspace's sidecar" },
+    { prefix: '/w/:id/sidecar', op: 'workspaceSidecar', label: "this workspace's sidecar" },
+  ]
+  for (const mount of mounts) {
+    const workspaceOf = (params: Record<string, string>) =>
+      mount.prefix === '/sidecar' ? (service.defaultWorkspaceId ?? '') : params.id!
+    for (const entry of SIDECAR_ROUTES) {
+      const hasBody = entry.method !== 'GET' && entry.method !== 'DELETE'
+      const responses: Record<number, ResponseSpec> =
+        entry.kind === 'websocket'
+          ? { 101: UPGRADED }
+          : entry.kind === 'sse'
+            ? { 200: EVENT_STREAM }
+            : { 200: PASSED_THROUGH }
+      routes.push(
+        route({
+          method: entry.method,
+          path: mount.prefix + entry.path,
+          operationId: mount.op + operationSuffix(entry.operationId),
+          summary: `${entry.method} ${entry.path} on ${mount.label}`,
+          description: describeEntry(entry),
+          tags: ['sidecar'],
+          auth: entry.kind === 'websocket' ? TICKET_RULE : ROLE_RULE[entry.role],
+          ...(hasBody ? { body: RAW_BODY } : {}),
+          responses,
+          errors: entry.kind === 'websocket' ? [400, 404, 426, 429, 502] : [400, 404, 499, 502, 504],
+          handler: ({ request, url, params, principal, requestId, log }) =>
+            service.proxy({
+              workspaceId: workspaceOf(params as Record<string, string>),
+              request,
+              rest: restAfter(url.pathname.replace(/^\/w\/[^/]+/, ''), '/sidecar/'),
+              search: url.search,
+              principal,
+              requestId,
+              log,
+              entry,
+            }),
+        }),
+      )
+    }
+    for (const method of METHODS) {
+      const lower = method.charAt(0) + method.slice(1).toLowerCase()
+      routes.push(
+        route({
+          method,
+          path: `${mount.prefix}/:path+`,
+          operationId: `${mount.op}Unlisted${lower}`,
+          summary: `Proxy an unlisted ${method} to ${mount.label} (host only)`,
+          description: FALLBACK_DESCRIPTION,
+          tags: ['sidecar'],
+          auth: UNLISTED_RULE,
+          ...(method === 'GET' || method === 'DELETE' ? {} : { body: RAW_BODY }),
+          responses: { 200: PASSED_THROUGH },
+          errors: [400, 404, 499, 502, 504],
+          handler: ({ request, url, params, principal, requestId, log }) =>
+            service.proxy({
+              workspaceId: workspaceOf(params as Record<string, string>),
+              request,
+              rest: restAfter(url.pathname.replace(/^\/w\/[^/]+/, ''), '/sidecar/'),
+              search: url.search,
+              principal,
+              requestId,
+              log,
+              entry: null,
+            }),
+        }),
+      )
+    }
   }
   routes.push(
     route({

@@ -12,7 +12,9 @@ import { ManagedSidecar, type ManagedState } from './managed-sidecar.ts'
 import { SessionGuard } from './session-guard.ts'
 import type { SidecarConfig, SidecarTarget } from './sidecar-config.ts'
 import { ProbeCache, probeSidecar, type SidecarStatus } from './sidecar-probe.ts'
-import { forwardToSidecar } from './sidecar-proxy.ts'
+import type { SidecarRouteEntry } from './route-table.ts'
+import { SocketTickets } from './socket-tickets.ts'
+import { forwardToSidecar, type ProxyGovernance } from './sidecar-proxy.ts'
 import { ReloadDebouncer, reloadSidecar, type ReloadResult } from './sidecar-reload.ts'
 
 /** Options for {@link SidecarService}. */
@@ -34,6 +36,8 @@ export interface SidecarServiceOptions {
     durationMs?: number
     principal?: Principal
   }) => void
+  /** Approval gate and audit log for governed rows of the allow-list. */
+  governance?: ProxyGovernance
 }
 
 const PROBE_TTL_MS = 2000
@@ -51,6 +55,8 @@ export class SidecarService {
   readonly #guards = new Map<string, SessionGuard>()
   readonly #probes = new ProbeCache(PROBE_TTL_MS)
   readonly #debouncer: ReloadDebouncer
+  /** Single-use WebSocket tickets for browsers. */
+  readonly tickets = new SocketTickets()
 
   constructor(private readonly options: SidecarServiceOptions) {
     this.managed = options.config.managed
@@ -113,6 +119,7 @@ export class SidecarService {
     principal: Principal
     requestId: string
     log: Logger
+    entry: SidecarRouteEntry | null
   }): Promise<Response> {
     const target = this.target(input.workspaceId)
     return forwardToSidecar(
@@ -123,8 +130,26 @@ export class SidecarService {
         streams: this.options.streams,
         log: input.log,
         guard: this.#guard,
+        governance: this.options.governance,
       },
     )
+  }
+
+  /**
+   * The workspace and proxied path a sidecar mount URL addresses (`/w/:id/sidecar/x` or
+   * `/sidecar/x`), or null for any other path. Tickets are bound to these.
+   */
+  mountOf = (pathname: string): { workspaceId: string; path: string } | null => {
+    const nested = /^\/w\/([^/]+)\/sidecar(\/.*)$/.exec(pathname)
+    if (nested) {
+      try {
+        return { workspaceId: decodeURIComponent(nested[1]!), path: nested[2]! }
+      } catch {
+        return null
+      }
+    }
+    const root = /^\/sidecar(\/.*)$/.exec(pathname)
+    return root ? { workspaceId: this.defaultWorkspaceId ?? '', path: root[1]! } : null
   }
 
   /** Reloads the sidecar instance of a workspace (manual or after extension writes). */
