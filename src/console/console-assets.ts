@@ -24,6 +24,7 @@ import wsActivityJs from './web/ws-activity.mjs' with { type: 'text' }
 import cpAppJs from './web/cp-app.mjs' with { type: 'text' }
 import cpOrgJs from './web/cp-org.mjs' with { type: 'text' }
 import cpKeysJs from './web/cp-keys.mjs' with { type: 'text' }
+import cpWorkersJs from './web/cp-workers.mjs' with { type: 'text' }
 
 /** Source files by their unhashed name. Every file the page can load is listed here. */
 const SOURCES: Record<string, string> = {
@@ -40,6 +41,7 @@ const SOURCES: Record<string, string> = {
   'cp-app.mjs': cpAppJs,
   'cp-org.mjs': cpOrgJs,
   'cp-keys.mjs': cpKeysJs,
+  'cp-workers.mjs': cpWorkersJs,
 }
 
 /** One servable file. */

@@ -10,17 +10,19 @@ import { fileURLToPath } from 'node:url'
 import type { Browser, Page } from 'playwright-core'
 import { assert } from '../harness.ts'
 
-/** Debian's package; `.ci/run` installs it. */
-export const CHROMIUM = '/usr/bin/chromium'
+/** Debian's package (`.ci/run` installs it); SERVICE_TEST_CHROMIUM points elsewhere. */
+export const CHROMIUM = process.env.SERVICE_TEST_CHROMIUM ?? '/usr/bin/chromium'
 
 /** True when the browser suites can run; otherwise the caller prints one line and skips. */
 export function browserAvailable(): boolean {
   return existsSync(CHROMIUM)
 }
 
-/** The line `npm test` prints when the browser is missing. */
-export const SKIP_LINE =
-  'browser suite skipped: /usr/bin/chromium is missing (enable with: apt-get update && apt-get install -y chromium)'
+// Printed once for all browser suites (this module is evaluated once per run).
+if (!browserAvailable())
+  console.log(
+    `browser suite skipped: ${CHROMIUM} is missing (enable with: apt-get update && apt-get install -y chromium)`,
+  )
 
 /** Screenshots for review land here (gitignored). */
 export const OUTPUT_DIR = fileURLToPath(new URL('./output/', import.meta.url))

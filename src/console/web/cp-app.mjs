@@ -2,6 +2,7 @@
 // organization pages. What the member's role may not do is not offered (from GET /v1/me).
 import { createApi } from './api.mjs'
 import { keysPage } from './cp-keys.mjs'
+import { workersPage } from './cp-workers.mjs'
 import { invitationsPage, membersPage, teamsPage } from './cp-org.mjs'
 import { announce, errorBox, field, h, mount, section, showFieldErrors } from './dom.mjs'
 
@@ -12,6 +13,7 @@ const PAGES = [
   ['invitations', 'Invitations', 'invitations.read'],
   ['teams', 'Teams', 'teams.read'],
   ['keys', 'API keys', 'api_keys.read'],
+  ['workers', 'Workers', 'workers.read'],
   ['orgs', 'Organizations', null],
 ]
 
@@ -188,7 +190,9 @@ function shell(root) {
             ? teamsPage(context)
             : id === 'keys'
               ? keysPage(context)
-              : orgsPage(context)
+              : id === 'workers'
+                ? workersPage(context)
+                : orgsPage(context)
     mount(root, current.node)
     if (moveFocus) root.focus()
   }
