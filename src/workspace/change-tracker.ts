@@ -6,13 +6,18 @@
  * edit emits one event (rescans are debounced), and a write made through the server is recorded
  * once (the server commits its own event and snapshot while holding the workspace lock, so the
  * watcher's rescan that follows finds nothing new).
+ *
+ * The snapshot is also kept on disk after every change: a change the watcher had not reported
+ * yet when the process died, or an edit made while the server was down, is found at the next start
+ * by comparing the workspace with that file, and gets its event then.
  * @module
  */
 import { createHash } from 'node:crypto'
 import { watch, type FSWatcher } from 'node:fs'
-import { readFile, stat } from 'node:fs/promises'
+import { mkdir, readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Logger } from '../core/logger.ts'
+import { writeFileAtomic } from '../storage/fs.ts'
 import type { AsyncLock } from './async-lock.ts'
 import type { EventStore, EventTrigger, ReloadReason, WorkspaceEvent } from './event-store.ts'
 import type { ReadCache } from './read-cache.ts'
@@ -30,6 +35,8 @@ export interface ChangeTrackerOptions {
   debounceMs?: number
   /** Watch the filesystem (default true). */
   watch?: boolean
+  /** Where the last recorded snapshot is kept between runs (none: start-up emits nothing). */
+  snapshotPath?: string
 }
 
 type Snapshot = Map<string, string>
@@ -60,6 +67,17 @@ async function scan(root: string): Promise<Snapshot> {
   return snapshot
 }
 
+/** The persisted snapshot, or null when there is none (first start) or it cannot be read. */
+async function readPersisted(path: string): Promise<Snapshot | null> {
+  try {
+    const parsed = JSON.parse(await readFile(path, 'utf8')) as { version?: number; files?: Record<string, unknown> }
+    if (parsed.version !== 1 || typeof parsed.files !== 'object' || parsed.files === null) return null
+    return new Map(Object.entries(parsed.files).filter((e): e is [string, string] => typeof e[1] === 'string'))
+  } catch {
+    return null
+  }
+}
+
 function diff(before: Snapshot, after: Snapshot): Array<{ rel: string; action: 'added' | 'removed' | 'updated' }> {
   const changes: Array<{ rel: string; action: 'added' | 'removed' | 'updated' }> = []
   for (const [rel, hash] of after) {
@@ -84,10 +102,45 @@ export class ChangeTracker {
     this.#o = options
   }
 
-  /** Takes the initial snapshot (no events: start-up is not a change) and starts watching. */
+  /**
+   * Takes the initial snapshot and starts watching. What differs from the persisted snapshot
+   * changed while no watcher was looking (the server was down, or died before its debounce
+   * fired): one `disk` event per change, as the watcher would have emitted.
+   */
   async start(): Promise<void> {
-    this.#snapshot = await scan(this.#o.root)
+    const current = await scan(this.#o.root)
+    const path = this.#o.snapshotPath
+    const persisted = path ? await readPersisted(path) : null
+    this.#snapshot = current
+    if (persisted) {
+      const changes = diff(persisted, current)
+      await this.#emit(changes, 'disk')
+      if (changes.length) await this.#persist()
+    } else if (path) {
+      await this.#persist()
+    }
     if (this.#o.watch !== false) await this.#refreshWatches()
+  }
+
+  /** Writes the snapshot where the next start will compare against it (failures only logged). */
+  async #persist(): Promise<void> {
+    const path = this.#o.snapshotPath
+    if (!path) return
+    try {
+      await mkdir(join(path, '..'), { recursive: true, mode: 0o700 })
+      await writeFileAtomic(path, JSON.stringify({ version: 1, files: Object.fromEntries(this.#snapshot) }), {
+        mode: 0o600,
+      })
+    } catch (error) {
+      this.#o.logger.warn('workspace snapshot not saved', { workspaceId: this.#o.workspaceId, error })
+    }
+  }
+
+  async #emit(changes: ReturnType<typeof diff>, source: 'server' | 'disk'): Promise<void> {
+    for (const change of changes) {
+      const { reason, trigger } = classifyChange(change.rel, change.action)
+      await this.#o.events.append({ workspaceId: this.#o.workspaceId, type: 'reload', reason, trigger, source })
+    }
   }
 
   /**
@@ -100,17 +153,22 @@ export class ChangeTracker {
     const changed = diff(this.#snapshot, next).length > 0
     this.#snapshot = next
     if (!changed) return null
-    return this.#o.events.append({
+    const event = await this.#o.events.append({
       workspaceId: this.#o.workspaceId,
       type: 'reload',
       reason,
       trigger,
       source: 'server',
     })
+    await this.#persist()
+    return event
   }
 
-  /** Runs a rescan now (tests and the debounce timer). */
-  rescan(): Promise<void> {
+  /**
+   * Runs a rescan now: the debounce timer (`disk`), and file-session writes (`server`), which await
+   * it so their config and extension events exist before the write is acknowledged.
+   */
+  rescan(source: 'server' | 'disk' = 'disk'): Promise<void> {
     const run = this.#rescanning.then(() =>
       this.#o.lock.run(async () => {
         if (this.#closed) return
@@ -118,16 +176,8 @@ export class ChangeTracker {
         const changes = diff(this.#snapshot, next)
         this.#snapshot = next
         if (changes.length) this.#o.cache.invalidate()
-        for (const change of changes) {
-          const { reason, trigger } = classifyChange(change.rel, change.action)
-          await this.#o.events.append({
-            workspaceId: this.#o.workspaceId,
-            type: 'reload',
-            reason,
-            trigger,
-            source: 'disk',
-          })
-        }
+        await this.#emit(changes, source)
+        if (changes.length) await this.#persist()
       }),
     )
     this.#rescanning = run.catch((error) => {

@@ -4,12 +4,14 @@
  * `workspace_not_found`.
  * @module
  */
+import { join } from 'node:path'
 import { errors } from '../core/errors.ts'
 import type { Logger } from '../core/logger.ts'
 import { AsyncLock } from './async-lock.ts'
 import { ChangeTracker } from './change-tracker.ts'
 import type { EventStore } from './event-store.ts'
 import { ReadCache } from './read-cache.ts'
+import { sweepTempFiles } from './temp-sweep.ts'
 import type { WorkspaceEntry } from './server-config.ts'
 
 /** A workspace with its runtime helpers. */
@@ -44,7 +46,14 @@ export class WorkspaceRegistry {
   /** Builds runtimes and starts their change trackers. */
   static async start(
     entries: readonly WorkspaceEntry[],
-    deps: { events: EventStore; logger: Logger; debounceMs?: number; watch?: boolean },
+    deps: {
+      events: EventStore
+      logger: Logger
+      debounceMs?: number
+      watch?: boolean
+      /** Directory of the per-workspace snapshots compared at start (see ChangeTracker). */
+      snapshotDir?: string
+    },
   ): Promise<WorkspaceRegistry> {
     const runtimes = entries.map((entry) => {
       const cache = new ReadCache()
@@ -58,12 +67,30 @@ export class WorkspaceRegistry {
         logger: deps.logger,
         debounceMs: deps.debounceMs,
         watch: deps.watch,
+        snapshotPath: deps.snapshotDir ? join(deps.snapshotDir, `${entry.id}.json`) : undefined,
       })
       return { entry, cache, lock, tracker }
     })
     await Promise.all(runtimes.map((r) => r.tracker.start()))
-    return new WorkspaceRegistry(runtimes)
+    const registry = new WorkspaceRegistry(runtimes)
+    // In the background: a large workspace must not delay listening, and nothing of ours that is in
+    // flight can match (only files older than this process are removed).
+    registry.swept = Promise.all(
+      entries.map(async (entry) => {
+        const removed = await sweepTempFiles(entry.path).catch(() => [])
+        if (removed.length)
+          deps.logger.info('removed temp files left by interrupted writes', {
+            workspaceId: entry.id,
+            count: removed.length,
+          })
+        return removed.length
+      }),
+    ).then((counts) => counts.reduce((a, b) => a + b, 0))
+    return registry
   }
+
+  /** Resolves with how many leftover temp files the start-up sweep removed. */
+  swept: Promise<number> = Promise.resolve(0)
 
   /** The workspace with `id`, or 404. */
   get(id: string): WorkspaceRuntime {

@@ -4,6 +4,7 @@
  * receive this object; nothing here knows about HTTP.
  * @module
  */
+import { join } from 'node:path'
 import type { Logger } from '../core/logger.ts'
 import { ApprovalService } from './approvals.ts'
 import { AuditLog } from './audit-log.ts'
@@ -56,6 +57,7 @@ export async function startWorkspaceServices(
       logger: options.logger,
       debounceMs: config.file.events?.debounceMs,
       watch: options.watch,
+      snapshotDir: join(config.dataDir, 'workspace-snapshots'),
     })
     const gate = new WriteGate({ readOnly: config.readOnly, approvals, audit })
     const t = config.file.authThrottle

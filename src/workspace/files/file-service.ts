@@ -274,9 +274,11 @@ export class FileService {
       target: targets.slice(0, 20).join(', '),
       summary: `${summary}: ${targets.slice(0, 5).join(', ')}${targets.length > 5 ? ', …' : ''}`,
     })
-    // A batch may touch config or extension files; the config watcher decides and emits reload events.
+    // A batch may touch config or extension files: their reload events are part of the write (a
+    // crash right after the answer must not lose them), so the rescan is awaited. Its failure is
+    // logged by the tracker; the files are written either way, and the next start compares again.
     ws.cache.invalidate()
-    void ws.tracker.rescan()
+    await ws.tracker.rescan('server').catch(() => {})
   }
 
   /** A catalog page with the event cursor taken before the walk (so nothing falls between). */
