@@ -30,6 +30,43 @@ export interface ServeOptions {
   limits?: RequestLimits
 }
 
+/** A WebSocket the listener accepted, in runtime-neutral form (see {@link upgradeOf}). */
+export interface ServerSocket {
+  send(data: string | Uint8Array): void
+  /** Closes with `code` and `reason`; a code the runtime may not send is replaced by 1000. */
+  close(code?: number, reason?: string): void
+  /** Bytes queued for the client and not yet written. */
+  readonly bufferedAmount: number
+  /** Sends a ping frame (Deno pings by itself after the idle time given at upgrade: a no-op there). */
+  ping(): void
+}
+
+/** What the app does with an accepted WebSocket; `drain` is called when the send queue empties (Bun only). */
+export interface SocketHandler {
+  open(socket: ServerSocket): void
+  message(data: string | Uint8Array): void
+  close(code: number, reason: string): void
+  drain?(): void
+}
+
+/** Upgrades the request it was attached to; returns the response to hand back, or null when it cannot. */
+export type UpgradeHook = (handler: SocketHandler, options: { idleSeconds: number }) => Response | null
+
+const UPGRADE = Symbol('service.upgrade')
+
+/** The listener's upgrade hook for `request`, when it asked for a WebSocket over a real listener. */
+export function upgradeOf(request: Request): UpgradeHook | undefined {
+  return (request as unknown as Record<symbol, UpgradeHook | undefined>)[UPGRADE]
+}
+
+function wantsWebSocket(request: Request): boolean {
+  return request.method === 'GET' && request.headers.get('upgrade')?.toLowerCase() === 'websocket'
+}
+
+function offerUpgrade(request: Request, hook: UpgradeHook): void {
+  ;(request as unknown as Record<symbol, UpgradeHook>)[UPGRADE] = hook
+}
+
 /** Event streams keep their connection open on purpose; they send heartbeats instead. */
 function isEventStream(response: Response): boolean {
   return response.headers.get('content-type')?.startsWith('text/event-stream') ?? false
@@ -61,12 +98,31 @@ export async function serve(options: ServeOptions): Promise<Listener> {
       fetch: (request: Request, bun: any) => {
         bun.timeout(request, 0)
         const peer = () => bun.requestIP(request)?.address
+        // After a successful server.upgrade Bun wants `undefined` back, whatever the app answered.
+        let upgraded = false
         const settle = (response: Response) => {
+          if (upgraded) return undefined
           if (!isEventStream(response)) bun.timeout(request, idle)
           return response
         }
-        const result = guard.handle({ request, address: peer() }, (guarded) => options.fetch(guarded, peer))
+        const result = guard.handle({ request, address: peer() }, (guarded) => {
+          if (wantsWebSocket(request))
+            offerUpgrade(guarded, (handler) => {
+              if (!bun.upgrade(request, { data: handler })) return null
+              upgraded = true
+              return new Response(null)
+            })
+          return options.fetch(guarded, peer)
+        })
         return result instanceof Promise ? result.then(settle) : settle(result)
+      },
+      // Bun pings idle sockets itself (sendPings) and closes those that stop answering.
+      websocket: {
+        idleTimeout: 120,
+        open: (ws: any) => ws.data.open(bunSocket(ws)),
+        message: (ws: any, data: string | Uint8Array) => ws.data.message(data),
+        close: (ws: any, code: number, reason: string) => ws.data.close(code, reason),
+        drain: (ws: any) => ws.data.drain?.(),
       },
     })
     return {
@@ -98,7 +154,17 @@ export async function serve(options: ServeOptions): Promise<Listener> {
       // open until the client closes it. Keep-alive and header deadlines are the runtime's (none).
       (request: Request, info: { remoteAddr?: { hostname?: string } }) => {
         const peer = () => info?.remoteAddr?.hostname
-        return guard.handle({ request, address: peer() }, (guarded) => options.fetch(guarded, peer))
+        // Deno wants its own 101 response back, whatever the app's pipeline made of it.
+        let upgraded: Response | undefined
+        const result = guard.handle({ request, address: peer() }, (guarded) => {
+          if (wantsWebSocket(request))
+            offerUpgrade(guarded, (handler, { idleSeconds }) => {
+              upgraded = denoUpgrade(request, handler, idleSeconds) ?? undefined
+              return upgraded ?? null
+            })
+          return options.fetch(guarded, peer)
+        })
+        return result instanceof Promise ? result.then((r) => upgraded ?? r) : (upgraded ?? result)
       },
     )
     const port = await listening
@@ -113,4 +179,45 @@ export async function serve(options: ServeOptions): Promise<Listener> {
     }
   }
   throw new Error('service-server needs Bun or Deno to serve HTTP')
+}
+
+/** Close codes a WebSocket API may send (RFC 6455 §7.4; the WHATWG API allows only these). */
+function sendableCode(code: number | undefined): number | undefined {
+  return code === undefined || code === 1000 || (code >= 3000 && code <= 4999) ? code : 1000
+}
+
+function bunSocket(ws: any): ServerSocket {
+  return {
+    send: (data) => ws.send(data),
+    // Bun's server sockets may send the protocol codes too; the reserved ones never go on the wire.
+    close: (code, reason) => ws.close(code === 1005 || code === 1006 || code === 1015 ? 1011 : code, reason),
+    get bufferedAmount() {
+      return ws.getBufferedAmount() as number
+    },
+    ping: () => ws.ping(),
+  }
+}
+
+function denoUpgrade(request: Request, handler: SocketHandler, idleSeconds: number): Response | null {
+  let upgrade: { socket: WebSocket; response: Response }
+  try {
+    upgrade = Deno.upgradeWebSocket(request, { idleTimeout: idleSeconds })
+  } catch {
+    return null
+  }
+  const { socket } = upgrade
+  socket.binaryType = 'arraybuffer'
+  const wrapped: ServerSocket = {
+    send: (data) => socket.send(data),
+    close: (code, reason) => socket.close(sendableCode(code), reason),
+    get bufferedAmount() {
+      return socket.bufferedAmount
+    },
+    ping: () => {},
+  }
+  socket.onopen = () => handler.open(wrapped)
+  socket.onmessage = (event) =>
+    handler.message(typeof event.data === 'string' ? event.data : new Uint8Array(event.data as ArrayBuffer))
+  socket.onclose = (event) => handler.close(event.code, event.reason)
+  return upgrade.response
 }
