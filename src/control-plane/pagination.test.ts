@@ -2,7 +2,9 @@ import { assert, suite } from '../../tests/harness.ts'
 import { ApiError } from '../core/errors.ts'
 import { newId } from '../core/ids.ts'
 import { openDatabase } from '../storage/database.ts'
+import { startAsyncTestPlane } from './jobs/async-test-kit.ts'
 import { decodeCursor, encodeCursor, keysetPage } from './pagination.ts'
+import { buildFixtureOrg } from './testing/org-fixture.ts'
 
 const test = suite('control-plane/pagination')
 
@@ -149,6 +151,79 @@ test('cursors are opaque, bound to their list and arity, and anything else is a 
     bad(() => decodeCursor('members', encodeCursor('members', [{ nested: true } as never]), 1)),
     '400 invalid_cursor',
   )
+})
+
+test('a cursor is bound to the organization and filters of the query that issued it, not to the clock', async () => {
+  await withThings(async (db) => {
+    const page = (org: string, minRank: number | null, cursor?: string, at = '2026-01-01T00:00:00.000Z') => {
+      let q = db.selectFrom('thing').selectAll().where('org_id', '=', org).where('updated_at', '>', at)
+      if (minRank !== null) q = q.where('rank', '>=', minRank)
+      return keysetPage(q, {
+        scope: 'things',
+        cursor,
+        limit: 2,
+        order: [{ column: 'id', field: 'id', direction: 'asc' }],
+        map: (r) => r.id,
+      })
+    }
+    const status = (promise: Promise<unknown>) =>
+      promise.then(
+        () => 'ok',
+        (error) => (error instanceof ApiError ? `${error.status} ${error.code}` : String(error)),
+      )
+    const first = await page('mine', null)
+    assert.ok(first.nextCursor)
+    assert.is(await status(page('mine', null, first.nextCursor!)), 'ok')
+    assert.is(await status(page('other', null, first.nextCursor!)), '400 invalid_cursor', 'another organization')
+    assert.is(await status(page('mine', 3, first.nextCursor!)), '400 invalid_cursor', 'another filter')
+    const filtered = await page('mine', 3)
+    assert.is(await status(page('mine', 4, filtered.nextCursor!)), '400 invalid_cursor', 'another filter value')
+    assert.is(await status(page('mine', null, filtered.nextCursor!)), '400 invalid_cursor', 'the filter dropped')
+    // A cursor from a version that did not bind cursors yet (rolling upgrade) is still accepted.
+    assert.is(await status(page('mine', null, encodeCursor('things', [first.items[1]!]))), 'ok')
+    // "Now" moves between pages of a time-filtered list; that is the same list.
+    assert.is(await status(page('mine', null, first.nextCursor!, '2026-01-01T00:00:05.123Z')), 'ok')
+  })
+})
+
+test('every paged list route refuses a cursor from another organization, and a filtered list one from another filter, with 400 invalid_cursor', async () => {
+  const t = await startAsyncTestPlane()
+  try {
+    const a = await buildFixtureOrg(t.client, 'cursor-a')
+    const b = await buildFixtureOrg(t.client, 'cursor-b')
+    const lists = t.app.contract.routes.filter(
+      (r) =>
+        r.method === 'GET' && !r.path.includes(':') && r.query && 'cursor' in (r.query as { entries: object }).entries,
+    )
+    const checked: string[] = []
+    for (const route of lists) {
+      const first = await t.client.get(`${route.path}?limit=1`, { token: a.owner.token })
+      if (first.status !== 200 || !first.body.nextCursor) continue
+      const cursor = encodeURIComponent(first.body.nextCursor)
+      const same = await t.client.get(`${route.path}?limit=1&cursor=${cursor}`, { token: a.owner.token })
+      assert.is(same.status, 200, `${route.path}: its own cursor works`)
+      const crossed = await t.client.get(`${route.path}?limit=1&cursor=${cursor}`, { token: b.owner.token })
+      assert.equal([crossed.status, crossed.body.code], [400, 'invalid_cursor'], `${route.path} under another org`)
+      checked.push(route.path)
+    }
+    // Members, invitations, API keys and the audit log always have more than one row in a fixture org.
+    for (const path of ['/v1/members', '/v1/invitations', '/v1/api-keys', '/v1/audit-events'])
+      assert.ok(checked.includes(path), `${path} was checked (checked: ${checked.join(', ')})`)
+    const audit = await t.client.get('/v1/audit-events?limit=1', { token: a.owner.token })
+    const filtered = await t.client.get(
+      `/v1/audit-events?limit=1&action=member.invited&cursor=${encodeURIComponent(audit.body.nextCursor)}`,
+      { token: a.owner.token },
+    )
+    assert.equal([filtered.status, filtered.body.code], [400, 'invalid_cursor'])
+    const invitations = await t.client.get('/v1/invitations?limit=1&status=accepted', { token: a.owner.token })
+    const other = await t.client.get(
+      `/v1/invitations?limit=1&status=canceled&cursor=${encodeURIComponent(invitations.body.nextCursor)}`,
+      { token: a.owner.token },
+    )
+    assert.equal([other.status, other.body.code], [400, 'invalid_cursor'])
+  } finally {
+    await t.close()
+  }
 })
 
 test.run()

@@ -5,11 +5,16 @@
  * 50 and at row 50,000 and never loads the whole table. Each list must have an index whose
  * columns are its filter columns followed by its order columns (e.g. `(org_id, id)`).
  *
- * The cursor is opaque to clients: base64url JSON of the last row's order values plus the name of
- * the list it belongs to, so a cursor from one list is rejected by another (400 `invalid_cursor`).
+ * The cursor is opaque to clients: base64url JSON of the last row's order values, the name of the
+ * list it belongs to, and a fingerprint of the query it continues (its SQL and parameters: the
+ * organization, the parent object and every filter), so a cursor is refused (400
+ * `invalid_cursor`) by another list, another organization or another filter. No data could cross
+ * without it (the organization is part of every query); the refusal tells a client that reuses a
+ * cursor in the wrong place instead of silently giving it a page of something else.
  * @module
  */
 import { Buffer } from 'node:buffer'
+import { createHash } from 'node:crypto'
 import { sql, type SelectQueryBuilder } from 'kysely'
 import * as v from 'valibot'
 import { ApiError } from '../core/errors.ts'
@@ -52,7 +57,9 @@ export function pageQuery(options: { max?: number; defaultLimit?: number } = {})
         v.string('must be given once'),
         v.minLength(1),
         v.maxLength(MAX_CURSOR_LENGTH),
-        v.description("Opaque cursor from the previous page's nextCursor"),
+        v.description(
+          "Opaque cursor from the previous page's nextCursor, valid only for the same list, organization and filters (otherwise 400 invalid_cursor)",
+        ),
       ),
     ),
     limit: documentQueryParam(
@@ -79,17 +86,42 @@ export function pageQuery(options: { max?: number; defaultLimit?: number } = {})
   }
 }
 
-/** Encodes a cursor for `scope` at the given order values. */
-export function encodeCursor(scope: string, values: Array<string | number>): string {
-  return Buffer.from(JSON.stringify({ s: scope, k: values }), 'utf8').toString('base64url')
+/** Encodes a cursor for `scope` at the given order values, bound to a query `fingerprint`. */
+export function encodeCursor(scope: string, values: Array<string | number>, fingerprint = ''): string {
+  return Buffer.from(
+    JSON.stringify({ s: scope, k: values, ...(fingerprint ? { f: fingerprint } : {}) }),
+    'utf8',
+  ).toString('base64url')
+}
+
+/** An ISO-8601 timestamp parameter: the clock (`expires_at > now`), not part of what a list is. */
+const CLOCK_VALUE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/
+
+/**
+ * Fingerprint of the query a page continues: SHA-256 over its SQL and parameters, cut to 96 bits.
+ * Timestamps are left out: filters like "pending invitations" compare with the current time,
+ * which moves between pages; the comparison itself is in the SQL.
+ */
+export function queryFingerprint(compiled: { sql: string; parameters: ReadonlyArray<unknown> }): string {
+  const parameters = compiled.parameters.map((p) =>
+    p instanceof Date || (typeof p === 'string' && CLOCK_VALUE.test(p)) ? '<clock>' : p,
+  )
+  return createHash('sha256')
+    .update(JSON.stringify([compiled.sql, parameters]))
+    .digest()
+    .subarray(0, 12)
+    .toString('base64url')
 }
 
 function invalidCursor(): ApiError {
   return new ApiError(400, 'invalid_cursor', 'The cursor is not one this list issued; start again without a cursor')
 }
 
-/** Decodes a cursor issued by {@link encodeCursor} for `scope` with `arity` values, or throws 400. */
-export function decodeCursor(scope: string, cursor: string, arity: number): Array<string | number> {
+/**
+ * Decodes a cursor issued by {@link encodeCursor} for `scope` with `arity` values and the same
+ * query `fingerprint`, or throws 400.
+ */
+export function decodeCursor(scope: string, cursor: string, arity: number, fingerprint = ''): Array<string | number> {
   if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw invalidCursor()
   let parsed: unknown
   try {
@@ -97,9 +129,12 @@ export function decodeCursor(scope: string, cursor: string, arity: number): Arra
   } catch {
     throw invalidCursor()
   }
-  const value = parsed as { s?: unknown; k?: unknown }
+  const value = parsed as { s?: unknown; k?: unknown; f?: unknown }
   if (!value || typeof value !== 'object' || value.s !== scope || !Array.isArray(value.k) || value.k.length !== arity)
     throw invalidCursor()
+  // A cursor without a fingerprint was issued by a version before cursors were bound (a rolling
+  // upgrade runs both behind one load balancer): it is accepted as it was then.
+  if (value.f !== undefined && value.f !== fingerprint) throw invalidCursor()
   if (!value.k.every((k) => typeof k === 'string' || (typeof k === 'number' && Number.isFinite(k))))
     throw invalidCursor()
   return value.k as Array<string | number>
@@ -118,8 +153,10 @@ export async function keysetPage<DB, TB extends keyof DB, Row, Item>(
   const { order } = options
   // deno-lint-ignore no-explicit-any
   let q = query as SelectQueryBuilder<any, any, any>
+  // Compiled before the cursor condition is added, so every page of one list has the same one.
+  const fingerprint = queryFingerprint(q.compile())
   if (options.cursor !== undefined) {
-    const after = decodeCursor(options.scope, options.cursor, order.length)
+    const after = decodeCursor(options.scope, options.cursor, order.length, fingerprint)
     q = q.where((eb) => {
       const branches = order.map((col, i) => {
         const equal = order.slice(0, i).map((prev, j) => eb(sql.ref(prev.column), '=', after[j]!))
@@ -140,6 +177,7 @@ export async function keysetPage<DB, TB extends keyof DB, Row, Item>(
         ? encodeCursor(
             options.scope,
             order.map((col) => last[col.field] as string | number),
+            fingerprint,
           )
         : null,
   }
