@@ -145,7 +145,7 @@ export function parseServerFlags(argv: string[]): { mode: Mode; flags: Flags } {
     const positional = /Unexpected argument '([^']+)'/.exec(message)?.[1]
     if (positional)
       throw new UsageError(
-        `unexpected argument '${positional}'; valid commands: approvals, tokens; valid options: ${valid}`,
+        `unexpected argument '${positional}'; valid commands: approvals, tokens, control-plane; valid options: ${valid}`,
       )
     throw new UsageError(`${message.split('\n')[0]}; valid options: ${valid}`)
   }
@@ -176,6 +176,7 @@ export function helpText(version: string): string {
     '  service-server [--mode workspace|control-plane] [options]',
     '  service-server approvals list|allow <id>|deny <id> [--url <base>] [--host-token <t>]',
     '  service-server tokens list|create <scope> [--label <l>] [--ttl <seconds>]|revoke <id> [--url <base>]',
+    '  service-server control-plane copy-database --from <sqlite file> [--to <postgres url>]',
     '',
     'Options:',
     section('common'),

@@ -65,6 +65,10 @@ export async function main(argv: string[], io: MainIo): Promise<number> {
     const { runHostCli } = await import('./workspace/host-cli.ts')
     return runHostCli(argv, io)
   }
+  if (argv[0] === 'control-plane') {
+    const { runControlPlaneCli } = await import('./control-plane/copy-database.ts')
+    return runControlPlaneCli(argv, io)
+  }
   let mode: Mode
   let flags: Record<string, unknown>
   try {

@@ -191,14 +191,14 @@ export async function checkPostgres(url: string, timeoutMs: number): Promise<voi
   } catch (error) {
     const e = error as { code?: string; message?: string }
     const what = e.code && !/^\d/.test(e.code) ? e.code : (e.message ?? String(error))
-    throw new DatabaseStartError(`PostgreSQL at ${databaseEndpoint(url)} is not usable: ${scrub(what, url)}`)
+    throw new DatabaseStartError(`PostgreSQL at ${databaseEndpoint(url)} is not usable: ${scrubDatabaseUrl(what, url)}`)
   } finally {
     await client.end().catch(() => {})
   }
 }
 
 /** Removes a URL's password (and the URL itself) from a driver message before it is shown. */
-function scrub(message: string, url: string): string {
+export function scrubDatabaseUrl(message: string, url: string): string {
   let out = message
   try {
     const password = decodeURIComponent(new URL(url).password)
