@@ -20,6 +20,7 @@ import * as m0021 from './0021_workers.ts'
 import * as m0022 from './0022_connectors.ts'
 import * as m0023 from './0023_sync_deleted_count.ts'
 import * as m0024 from './0024_sign_in_throttle.ts'
+import * as m0025 from './0025_change_feed.ts'
 import * as m0030 from './0030_worker_runtime_owner.ts'
 
 export const controlPlaneMigrations: MigrationSet = {
@@ -40,4 +41,7 @@ export const controlPlaneMigrations: MigrationSet = {
   '0023_sync_deleted_count': m0023,
   '0030_worker_runtime_owner': m0030,
   '0024_sign_in_throttle': m0024,
+  '0025_change_feed': m0025,
+  '0030_worker_runtime_owner': m0030,
+  '0040_skill_files': m0040,
 }

@@ -32,6 +32,8 @@ import { meRoutes } from './routes/me-routes.ts'
 import { orgRoutes } from './routes/org-routes.ts'
 import type { RouteContext } from './routes/route.ts'
 import { teamRoutes } from './routes/team-routes.ts'
+import { eventRoutes } from './routes/event-routes.ts'
+import { ChangeSubscriptions } from './events/change-feed.ts'
 import type { ControlPlaneDb } from './schema.ts'
 import { loadSecretBox } from './secret-box.ts'
 import { consoleRoutes } from '../console/console-routes.ts'
@@ -102,7 +104,9 @@ export async function createControlPlaneApp(
       scrypt: options.scrypt ?? DEFAULT_SCRYPT,
     },
     secrets: secretKey.box,
+    notifier: database.notifier,
   }
+  const changeSubscriptions = new ChangeSubscriptions(database.notifier)
   const throttle = new SignInThrottle(
     {
       maxFailuresPerAccount: config.signInThrottle.maxFailuresPerAccount,
@@ -150,6 +154,7 @@ export async function createControlPlaneApp(
     ...apiKeyRoutes(ctx),
     ...catalogRoutes(ctx, loadProviderCatalog(config.llmProviderCatalogFile)),
     ...asyncFamilies.routes,
+    ...eventRoutes(ctx, changeSubscriptions, streams),
     ...consoleRoutes<ControlPlaneRule>(rules.public),
   ]
   const http = createHttpApp({
@@ -182,6 +187,7 @@ export async function createControlPlaneApp(
       if (closed) return
       closed = true
       streams.closeAll()
+      changeSubscriptions.close()
       await asyncFamilies.close()
       await database.close()
     },

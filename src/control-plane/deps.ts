@@ -4,6 +4,7 @@
  * @module
  */
 import type { Kysely } from 'kysely'
+import type { Notifier } from '../storage/notifier.ts'
 import type { ControlPlaneDb } from './schema.ts'
 import type { SecretBox } from './secret-box.ts'
 
@@ -30,6 +31,8 @@ export interface Deps {
   settings: DomainSettings
   /** Encrypts secrets stored for reading back (provider keys, connector credentials). */
   secrets: SecretBox
+  /** Wakes change-feed subscribers on every instance; absent in tools that only read or copy. */
+  notifier?: Notifier
 }
 
 /** ISO text of `deps.now()` plus an offset, the stored timestamp format. */

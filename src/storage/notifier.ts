@@ -16,6 +16,12 @@ export type NotifyHandler = (payload: string) => void
 export interface Notifier {
   /** Sends a wake-up to every listener of `channel` on every instance. Call after the commit. */
   notify(channel: string, payload?: string): Promise<void>
+  /**
+   * Sends a wake-up as part of the transaction `db`: PostgreSQL delivers it at commit and drops it
+   * on rollback; on SQLite the one connection is busy until the transaction ends, so a listener's
+   * read waits for the commit either way.
+   */
+  notifyIn(db: Kysely<any>, channel: string, payload?: string): Promise<void>
   /** Listens on `channel`; returns the function that stops listening. */
   listen(channel: string, handler: NotifyHandler): () => void
   close(): void | Promise<void>
@@ -77,6 +83,10 @@ export function localNotifier(): Notifier {
   const fanout = new Fanout()
   return {
     async notify(channel, payload = '') {
+      checkChannel(channel)
+      queueMicrotask(() => fanout.emit(channel, payload))
+    },
+    async notifyIn(_db, channel, payload = '') {
       checkChannel(channel)
       queueMicrotask(() => fanout.emit(channel, payload))
     },
@@ -154,6 +164,9 @@ export function postgresNotifier(handle: PostgresHandle, db: Kysely<any>): Notif
   return {
     async notify(channel, payload = '') {
       await sql`select pg_notify(${checkChannel(channel)}, ${payload})`.execute(db)
+    },
+    async notifyIn(trx, channel, payload = '') {
+      await sql`select pg_notify(${checkChannel(channel)}, ${payload})`.execute(trx)
     },
     listen(channel, handler) {
       checkChannel(channel)

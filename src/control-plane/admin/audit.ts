@@ -6,6 +6,7 @@
  */
 import type { Kysely, Transaction } from 'kysely'
 import { newId } from '../../core/ids.ts'
+import { appendChange, isFeedAction } from '../events/change-feed.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
 import type { CredentialKind, Role } from '../policy.ts'
@@ -133,6 +134,9 @@ export async function recordAudit(
       created_at: isoAt(deps),
     })
     .execute()
+  // Every audited change that others may need to react to is also in the change feed, written in
+  // the same transaction, so the feed can never claim a change that was rolled back.
+  if (isFeedAction(action)) await appendChange(deps, db, { orgId: actor.orgId, kind: action, subject: target, data })
 }
 
 /** Audit events of an organization, newest first. */

@@ -1,0 +1,265 @@
+/**
+ * The organization change feed (`GET /v1/events`): config objects created, versioned, archived,
+ * restored and deleted; grants and skill-hub assignments that change what members can see;
+ * plugin and marketplace membership; connector syncs moving state; Worker state changes.
+ *
+ * Written in the same transaction as the change (so a rolled-back change leaves no event), numbered
+ * per organization from `change_feed_head` (so numbers follow commit order on every engine and a
+ * subscriber resuming after N misses nothing), and announced on the `svc_changes` channel, which
+ * PostgreSQL delivers to every instance at commit. Readers filter each event by what the caller
+ * may see now; an event about something the caller cannot see but that changes what they see
+ * (a grant, a hub assignment, a team membership) reaches them as a bare `visibility.changed`.
+ * @module
+ */
+import { sql, type Kysely, type Transaction } from 'kysely'
+import { isoAt, type Deps } from '../deps.ts'
+import type { Actor } from '../admin/audit.ts'
+import { effectiveRole, isOrgAdmin, type ResourceType } from '../catalog/access-grants.ts'
+import { allows, type Permission } from '../policy.ts'
+import type { ControlPlaneDb } from '../schema.ts'
+import type { Notifier } from '../../storage/notifier.ts'
+
+/** The notification channel every instance listens on; the payload is the organization id. */
+export const CHANGE_CHANNEL = 'svc_changes'
+
+type Db = Kysely<ControlPlaneDb> | Transaction<ControlPlaneDb>
+
+/** A change as clients see it. */
+export interface ChangeEvent {
+  /** Position in the organization's feed; `Last-Event-ID` and `after` take it. */
+  seq: number
+  kind: string
+  subject: { type: string; id: string } | null
+  data: Record<string, unknown> | null
+  createdAt: string
+}
+
+/** What a change is about, for the visibility check. */
+type Visibility =
+  | { resource: ResourceType }
+  | { permission: Permission }
+  /** Changes what others can see: full event for those who can see the subject, else a bare hint. */
+  | { resource: ResourceType; hint: true }
+  | { permission: Permission; hint: true }
+
+/** Audit actions that are also changes in the feed, and who may see them. */
+const FEED_ACTIONS: Record<string, Visibility> = {
+  'config_object.created': { resource: 'config_object' },
+  'config_object.version_added': { resource: 'config_object' },
+  'config_object.archived': { resource: 'config_object' },
+  'config_object.restored': { resource: 'config_object' },
+  'config_object.deleted': { resource: 'config_object' },
+  'plugin.created': { resource: 'plugin' },
+  'plugin.updated': { resource: 'plugin' },
+  'plugin.archived': { resource: 'plugin' },
+  'plugin.restored': { resource: 'plugin' },
+  'plugin.deleted': { resource: 'plugin' },
+  'plugin.member_added': { resource: 'plugin', hint: true },
+  'plugin.member_removed': { resource: 'plugin', hint: true },
+  'marketplace.created': { resource: 'marketplace' },
+  'marketplace.updated': { resource: 'marketplace' },
+  'marketplace.archived': { resource: 'marketplace' },
+  'marketplace.restored': { resource: 'marketplace' },
+  'marketplace.deleted': { resource: 'marketplace' },
+  'marketplace.plugin_added': { resource: 'marketplace', hint: true },
+  'marketplace.plugin_removed': { resource: 'marketplace', hint: true },
+  'skill_hub.created': { resource: 'skill_hub' },
+  'skill_hub.updated': { resource: 'skill_hub' },
+  'skill_hub.deleted': { resource: 'skill_hub' },
+  'skill_hub.skill_added': { resource: 'skill_hub', hint: true },
+  'skill_hub.skill_removed': { resource: 'skill_hub', hint: true },
+  'skill_hub.assigned': { resource: 'skill_hub', hint: true },
+  'skill_hub.unassigned': { resource: 'skill_hub', hint: true },
+  'access.granted': { permission: 'config_objects.read', hint: true },
+  'access.revoked': { permission: 'config_objects.read', hint: true },
+  'team.member_added': { permission: 'teams.read', hint: true },
+  'team.member_removed': { permission: 'teams.read', hint: true },
+  'member.removed': { permission: 'members.read', hint: true },
+  'member.role_changed': { permission: 'members.read', hint: true },
+  'worker.created': { permission: 'workers.read' },
+  'worker.deleted': { permission: 'workers.read' },
+  'worker.state_changed': { permission: 'workers.read' },
+  'connector_sync.requested': { permission: 'connectors.read' },
+  'connector_sync.retried': { permission: 'connectors.read' },
+  'connector_sync.state_changed': { permission: 'connectors.read' },
+}
+
+/** Event kinds the feed carries (the contract lists them). */
+export const CHANGE_KINDS = [...Object.keys(FEED_ACTIONS), 'visibility.changed'] as const
+
+/** True when an audit action is also a change in the feed. */
+export function isFeedAction(action: string): boolean {
+  return action in FEED_ACTIONS
+}
+
+/**
+ * Appends a change inside the caller's transaction and announces it at commit. The head row is
+ * taken last-minute (one upsert), so a writer holds it only for the rest of its transaction.
+ */
+export async function appendChange(
+  deps: Pick<Deps, 'now' | 'notifier'>,
+  trx: Db,
+  change: { orgId: string; kind: string; subject?: { type: string; id: string } | null; data?: unknown },
+): Promise<number> {
+  const head = await trx
+    .insertInto('change_feed_head')
+    .values({ org_id: change.orgId, last_seq: 1 })
+    .onConflict((conflict) =>
+      conflict.column('org_id').doUpdateSet({ last_seq: sql<number>`change_feed_head.last_seq + 1` }),
+    )
+    .returning('last_seq')
+    .executeTakeFirstOrThrow()
+  await trx
+    .insertInto('change_event')
+    .values({
+      org_id: change.orgId,
+      seq: head.last_seq,
+      kind: change.kind,
+      subject_type: change.subject?.type ?? null,
+      subject_id: change.subject?.id ?? null,
+      data: change.data === undefined || change.data === null ? null : JSON.stringify(change.data),
+      created_at: isoAt(deps),
+    })
+    .execute()
+  await deps.notifier?.notifyIn(trx as Kysely<ControlPlaneDb>, CHANGE_CHANNEL, change.orgId)
+  return head.last_seq
+}
+
+/** The last number handed out in an organization's feed (0 when nothing happened yet). */
+export async function latestSeq(db: Db, orgId: string): Promise<number> {
+  const row = await db.selectFrom('change_feed_head').select('last_seq').where('org_id', '=', orgId).executeTakeFirst()
+  return row?.last_seq ?? 0
+}
+
+/** Raw changes after `after`, oldest first (not yet filtered for a caller). */
+async function changesAfter(db: Db, orgId: string, after: number, limit: number) {
+  return db
+    .selectFrom('change_event')
+    .selectAll()
+    .where('org_id', '=', orgId)
+    .where('seq', '>', after)
+    .orderBy('seq')
+    .limit(limit)
+    .execute()
+}
+
+type Row = Awaited<ReturnType<typeof changesAfter>>[number]
+
+/** What `actor` may see of a change: the whole event, a bare hint, or nothing. */
+async function shapeFor(db: Db, actor: Actor, row: Row): Promise<ChangeEvent | null> {
+  const rule = FEED_ACTIONS[row.kind]
+  const full: ChangeEvent = {
+    seq: row.seq,
+    kind: row.kind,
+    subject: row.subject_type && row.subject_id ? { type: row.subject_type, id: row.subject_id } : null,
+    data: row.data ? (JSON.parse(row.data) as Record<string, unknown>) : null,
+    createdAt: row.created_at,
+  }
+  if (!rule) return null
+  let visible: boolean
+  if ('resource' in rule) {
+    visible =
+      isOrgAdmin(actor) ||
+      (row.subject_id ? (await effectiveRole(db, actor, rule.resource, row.subject_id)) !== null : false)
+  } else {
+    visible = allows(rule.permission, actor.role, actor.credential)
+  }
+  if (visible && (!('hint' in rule) || isOrgAdmin(actor) || 'resource' in rule)) return full
+  if ('hint' in rule)
+    return { seq: row.seq, kind: 'visibility.changed', subject: null, data: null, createdAt: row.created_at }
+  return null
+}
+
+/**
+ * A page of what `actor` may see after `after`. `next` is where to continue: past every change
+ * looked at, including the ones the caller may not see, so polling never stalls on them.
+ */
+export async function readChanges(
+  db: Db,
+  actor: Actor,
+  after: number,
+  limit: number,
+): Promise<{ items: ChangeEvent[]; next: number }> {
+  const items: ChangeEvent[] = []
+  let next = after
+  // Read in batches until the page is full or the feed ends; hidden changes do not count.
+  while (items.length < limit) {
+    const rows = await changesAfter(db, actor.orgId, next, Math.max(limit, 100))
+    for (const row of rows) {
+      next = row.seq
+      const shaped = await shapeFor(db, actor, row)
+      if (shaped) items.push(shaped)
+      if (items.length >= limit) break
+    }
+    if (rows.length < Math.max(limit, 100)) break
+  }
+  if (items.length === 0) next = Math.max(next, after)
+  return { items, next }
+}
+
+/**
+ * True while the stream's caller could still open it: the member still has the same role and the
+ * session is unexpired (signing out deletes it) or the API key is neither revoked nor disabled.
+ * Open streams re-check on every read, so a revoked credential stops receiving within one poll.
+ */
+export async function stillAllowed(
+  db: Db,
+  actor: Actor,
+  credential: { sessionId: string | null; apiKeyId: string | null },
+  nowIso: string,
+): Promise<boolean> {
+  const member = await db
+    .selectFrom('member')
+    .select('role')
+    .where('id', '=', actor.memberId)
+    .where('org_id', '=', actor.orgId)
+    .executeTakeFirst()
+  if (!member || member.role !== actor.role) return false
+  if (credential.apiKeyId) {
+    const key = await db
+      .selectFrom('api_key')
+      .select(['disabled_at', 'expires_at'])
+      .where('id', '=', credential.apiKeyId)
+      .executeTakeFirst()
+    return !!key && key.disabled_at === null && (key.expires_at === null || key.expires_at > nowIso)
+  }
+  if (!credential.sessionId) return false
+  const session = await db
+    .selectFrom('user_session')
+    .select('expires_at')
+    .where('id', '=', credential.sessionId)
+    .executeTakeFirst()
+  return !!session && session.expires_at > nowIso
+}
+
+/** Wake-ups per organization on this instance, fed by the cross-instance notifier. */
+export class ChangeSubscriptions {
+  readonly #listeners = new Map<string, Set<() => void>>()
+  #stop: (() => void) | null = null
+
+  constructor(private readonly notifier: Notifier) {}
+
+  /** Calls `wake` whenever a change in `orgId` may have been committed on any instance. */
+  subscribe(orgId: string, wake: () => void): () => void {
+    if (!this.#stop) {
+      this.#stop = this.notifier.listen(CHANGE_CHANNEL, (payload) => {
+        // An empty payload means wake-ups may have been lost (the listener reconnected): wake all.
+        const targets = payload ? [this.#listeners.get(payload)] : [...this.#listeners.values()]
+        for (const set of targets) for (const fn of [...(set ?? [])]) fn()
+      })
+    }
+    let set = this.#listeners.get(orgId)
+    if (!set) this.#listeners.set(orgId, (set = new Set()))
+    set.add(wake)
+    return () => {
+      set.delete(wake)
+      if (set.size === 0) this.#listeners.delete(orgId)
+    }
+  }
+
+  close(): void {
+    this.#stop?.()
+    this.#stop = null
+    this.#listeners.clear()
+  }
+}
