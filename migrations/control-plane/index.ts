@@ -39,9 +39,7 @@ export const controlPlaneMigrations: MigrationSet = {
   '0021_workers': m0021,
   '0022_connectors': m0022,
   '0023_sync_deleted_count': m0023,
-  '0030_worker_runtime_owner': m0030,
   '0024_sign_in_throttle': m0024,
   '0025_change_feed': m0025,
   '0030_worker_runtime_owner': m0030,
-  '0040_skill_files': m0040,
 }
