@@ -13,6 +13,7 @@ import type { Surface } from '../core/surface.ts'
 import { systemRoutes } from '../core/system-routes.ts'
 import type { ValidationPolicy } from '../core/validation.ts'
 import { openDatabase, type Database } from '../storage/database.ts'
+import { databaseProbe } from '../storage/health-probe.ts'
 import { VERSION } from '../version.ts'
 import { controlPlaneAuth, controlPlaneSecuritySchemes, type ControlPlanePrincipal } from './auth.ts'
 import type { ControlPlaneConfig } from './config.ts'
@@ -144,6 +145,8 @@ export async function createControlPlaneApp(
       publicRule: rules.public,
       startedAt,
       openapi: document,
+      // Load balancers poll /health; the probe runs at most one `select 1` a second.
+      database: databaseProbe(database.db),
     }),
     ...authRoutes(ctx),
     ...meRoutes(ctx),

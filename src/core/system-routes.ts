@@ -12,7 +12,12 @@ export const HealthSchema = v.object({
   version: v.string(),
   mode: v.picklist(['workspace', 'control-plane']),
   uptimeMs: v.number(),
+  /** Control plane only: whether its database answered recently (`unavailable`: writes answer 503). */
+  database: v.optional(v.picklist(['ok', 'unavailable'])),
 })
+
+/** A cheap database check for `/health` (cached; never a query per request). */
+export type DatabaseHealthCheck = () => Promise<'ok' | 'unavailable'>
 
 /** Builds the system routes for a surface, given its public auth rule and its document. */
 export function systemRoutes<Rule>(options: {
@@ -21,6 +26,8 @@ export function systemRoutes<Rule>(options: {
   publicRule: Rule
   startedAt: number
   openapi: () => Record<string, unknown>
+  /** When given, `/health` reports the database state (still 200: the process itself answers). */
+  database?: DatabaseHealthCheck
 }): AnyRoute<Rule>[] {
   return [
     {
@@ -28,15 +35,17 @@ export function systemRoutes<Rule>(options: {
       path: '/health',
       operationId: 'getHealth',
       summary: 'Reachability check',
-      description: 'Proves the server answers; says nothing about configuration or authority.',
+      description:
+        'Proves the server answers; says nothing about configuration or authority. The control plane adds `database`: `unavailable` while its database cannot be reached (requests that need it answer 503 `database_unavailable`).',
       tags: ['system'],
       auth: options.publicRule,
       responses: { 200: HealthSchema },
-      handler: () => ({
+      handler: async () => ({
         ok: true,
         version: options.version,
         mode: options.mode,
         uptimeMs: Math.round(performance.now() - options.startedAt),
+        ...(options.database ? { database: await options.database() } : {}),
       }),
     },
     {
