@@ -25,6 +25,7 @@ import cpAppJs from './web/cp-app.mjs' with { type: 'text' }
 import cpOrgJs from './web/cp-org.mjs' with { type: 'text' }
 import cpKeysJs from './web/cp-keys.mjs' with { type: 'text' }
 import cpWorkersJs from './web/cp-workers.mjs' with { type: 'text' }
+import cpSkillsJs from './web/cp-skills.mjs' with { type: 'text' }
 
 /** Source files by their unhashed name. Every file the page can load is listed here. */
 const SOURCES: Record<string, string> = {
@@ -42,6 +43,7 @@ const SOURCES: Record<string, string> = {
   'cp-org.mjs': cpOrgJs,
   'cp-keys.mjs': cpKeysJs,
   'cp-workers.mjs': cpWorkersJs,
+  'cp-skills.mjs': cpSkillsJs,
 }
 
 /** One servable file. */

@@ -16,6 +16,7 @@ if (browserAvailable()) {
   let adminContext: BrowserContext
   let violations: string[]
   let inviteLink = ''
+  let bo: Page
 
   test.before(async () => {
     server = await startChild(
@@ -88,8 +89,8 @@ if (browserAvailable()) {
 
   test('the invited person opens the link in another browser, signs up and lands in the organization as a member', async () => {
     const context = await browser.browser.newContext({ viewport: WIDTHS.narrow })
-    try {
-      const bo = await context.newPage()
+    {
+      bo = await context.newPage()
       const boViolations = cspViolations(bo)
       await bo.goto(inviteLink)
       await bo.getByText('You were invited to an organization').waitFor()
@@ -111,9 +112,42 @@ if (browserAvailable()) {
       assert.is(await bo.getByRole('button', { name: 'Create team' }).count(), 0)
       await reviewPage(bo, 'cp-member-view')
       assert.equal(boViolations, [])
-    } finally {
-      await context.close()
     }
+  })
+
+  test('the admin puts a skill in a hub assigned to the team, adds the member, and the member sees the skill', async () => {
+    await admin.getByRole('link', { name: 'Skills' }).click()
+    await admin.getByLabel('SKILL.md').fill('---\nname: Bad Name\ndescription: x\n---\nBody\n')
+    await admin.getByRole('button', { name: 'Create skill' }).click()
+    await admin.locator('.field-error').waitFor()
+    await admin
+      .getByLabel('SKILL.md')
+      .fill('---\nname: code-review\ndescription: Reviews a change before merge\n---\nRead the diff first.\n')
+    await admin.getByRole('button', { name: 'Create skill' }).click()
+    await admin.getByRole('cell', { name: 'code-review', exact: true }).waitFor()
+    await admin.getByLabel('Hub name').fill('Engineering')
+    await admin.getByRole('button', { name: 'Create hub' }).click()
+    const hub = admin.locator('li.card', { has: admin.getByRole('heading', { name: 'Engineering' }) })
+    await hub.getByRole('button', { name: 'Add to Engineering' }).click()
+    await hub.getByText('Reviews a change before merge').waitFor()
+    await hub.getByLabel('Assign Engineering to').selectOption({ label: 'Team Platform' })
+    await hub.getByRole('button', { name: 'Assign' }).click()
+    await hub.getByRole('button', { name: 'Unassign Engineering from Team Platform' }).waitFor()
+    await reviewPage(admin, 'cp-skills')
+    await admin.getByRole('link', { name: 'Teams' }).click()
+    await admin.getByText('0 members').click()
+    await admin.getByLabel('Member to add to Platform').selectOption({ label: 'Bo Member (bo@example.test)' })
+    await admin.getByRole('button', { name: 'Add to Platform' }).click()
+    await admin.getByRole('button', { name: 'Remove Bo Member from Platform' }).waitFor()
+
+    await bo.getByRole('link', { name: 'Skills' }).click()
+    const mine = bo.getByRole('list', { name: 'Skills you receive' })
+    await mine.getByText('code-review').waitFor()
+    assert.match((await mine.textContent()) ?? '', /hub Engineering → your team/)
+    // The hub is the admin's: a member is not offered its controls.
+    await bo.getByRole('heading', { name: 'Engineering' }).waitFor()
+    assert.is(await bo.getByRole('button', { name: 'Assign' }).count(), 0)
+    await reviewPage(bo, 'cp-member-skills')
   })
 
   test('the admin sees the new member, creates an API key shown once, and revokes it', async () => {
@@ -146,10 +180,11 @@ if (browserAvailable()) {
     await client.waitFor({ timeout: 60_000 })
     const first = await client.inputValue()
     assert.match(first, /^wkc_/)
-    assert.match((await card.textContent()) ?? '', /generation 1/)
+    const generation = Number(/generation (\d+)/.exec((await card.textContent()) ?? '')?.[1])
+    assert.ok(generation >= 1, 'the token set names its generation')
     await reviewPage(admin, 'cp-workers')
     await card.getByRole('button', { name: 'Issue new tokens' }).click()
-    await card.getByText(/generation 2/).waitFor({ timeout: 60_000 })
+    await card.getByText(`generation ${generation + 1}`).waitFor({ timeout: 60_000 })
     const second = await card.getByLabel('build-runner client token').inputValue()
     assert.match(second, /^wkc_/)
     assert.is.not(second, first, 'rotation issued a new client token')

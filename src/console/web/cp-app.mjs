@@ -2,6 +2,7 @@
 // organization pages. What the member's role may not do is not offered (from GET /v1/me).
 import { createApi } from './api.mjs'
 import { keysPage } from './cp-keys.mjs'
+import { skillsPage } from './cp-skills.mjs'
 import { workersPage } from './cp-workers.mjs'
 import { invitationsPage, membersPage, teamsPage } from './cp-org.mjs'
 import { announce, errorBox, field, h, mount, section, showFieldErrors } from './dom.mjs'
@@ -12,6 +13,7 @@ const PAGES = [
   ['members', 'Members', 'members.read'],
   ['invitations', 'Invitations', 'invitations.read'],
   ['teams', 'Teams', 'teams.read'],
+  ['skills', 'Skills', 'skill_hubs.read'],
   ['keys', 'API keys', 'api_keys.read'],
   ['workers', 'Workers', 'workers.read'],
   ['orgs', 'Organizations', null],
@@ -192,7 +194,9 @@ function shell(root) {
               ? keysPage(context)
               : id === 'workers'
                 ? workersPage(context)
-                : orgsPage(context)
+                : id === 'skills'
+                  ? skillsPage(context)
+                  : orgsPage(context)
     mount(root, current.node)
     if (moveFocus) root.focus()
   }

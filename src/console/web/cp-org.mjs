@@ -2,6 +2,18 @@
 import { withQuery } from './api.mjs'
 import { announce, errorBox, field, h, mount, scroller, section, shownOnce, showFieldErrors, when } from './dom.mjs'
 
+/** Everything in the list at `path` (pages of 50, the API's maximum), for pickers. */
+export async function all(api, path) {
+  const items = []
+  let cursor = null
+  do {
+    const page = await api.get(withQuery(path, { limit: 50, cursor }))
+    items.push(...page.items)
+    cursor = page.nextCursor
+  } while (cursor && items.length < 1000)
+  return items
+}
+
 /**
  * A table over a `{items, nextCursor}` list: loads a page, and "Load more" passes `nextCursor`
  * back as `cursor`. `row(item)` returns the cells; `reload()` starts over.
@@ -193,13 +205,103 @@ export function invitationsPage({ api, can }) {
   }
 }
 
+/** A team's members, loaded when opened; with `manage`, add and remove. */
+function teamMembers(api, team, manage) {
+  const body = h('div', { 'aria-live': 'polite' })
+  const details = h(
+    'details',
+    null,
+    h('summary', null, `${team.memberCount} member${team.memberCount === 1 ? '' : 's'}`),
+    body,
+  )
+  const load = async () => {
+    try {
+      const [inTeam, everyone] = await Promise.all([
+        all(api, `/v1/teams/${team.id}/members`),
+        manage ? all(api, '/v1/members') : Promise.resolve([]),
+      ])
+      const ids = new Set(inTeam.map((m) => m.id))
+      const others = everyone.filter((m) => !ids.has(m.id))
+      const pick = h(
+        'select',
+        { 'aria-label': `Member to add to ${team.name}` },
+        others.map((m) => h('option', { value: m.id }, `${m.name} (${m.email})`)),
+      )
+      mount(
+        body,
+        h(
+          'ul',
+          { class: 'plain' },
+          inTeam.length
+            ? inTeam.map((m) =>
+                h(
+                  'li',
+                  { class: 'row' },
+                  m.name,
+                  manage
+                    ? h(
+                        'button',
+                        {
+                          type: 'button',
+                          'aria-label': `Remove ${m.name} from ${team.name}`,
+                          onclick: async () => {
+                            try {
+                              await api.del(`/v1/teams/${team.id}/members/${m.id}`)
+                              announce(`${m.name} left ${team.name}`)
+                              await load()
+                            } catch (error) {
+                              mount(body, errorBox(error))
+                            }
+                          },
+                        },
+                        'Remove',
+                      )
+                    : null,
+                ),
+              )
+            : h('li', { class: 'muted' }, 'Nobody yet.'),
+        ),
+        manage && others.length
+          ? h(
+              'div',
+              { class: 'row' },
+              pick,
+              h(
+                'button',
+                {
+                  type: 'button',
+                  onclick: async () => {
+                    try {
+                      await api.post(`/v1/teams/${team.id}/members`, { memberId: pick.value })
+                      announce(`Added to ${team.name}`)
+                      await load()
+                    } catch (error) {
+                      mount(body, errorBox(error))
+                    }
+                  },
+                },
+                `Add to ${team.name}`,
+              ),
+            )
+          : null,
+      )
+    } catch (error) {
+      mount(body, errorBox(error))
+    }
+  }
+  details.addEventListener('toggle', () => {
+    if (details.open) void load()
+  })
+  return details
+}
+
 /** Teams: list and create. */
 export function teamsPage({ api, can }) {
   const status = h('div', { 'aria-live': 'polite' })
   const table = pagedTable(api, '/v1/teams', 'Teams', ['Name', 'Description', 'Members', ''], (team) => [
     h('strong', null, team.name),
     team.description ?? '',
-    String(team.memberCount),
+    teamMembers(api, team, can('teams.manage')),
     can('teams.manage')
       ? h(
           'button',

@@ -1,5 +1,6 @@
 // Workers: create, watch their state live (polled: the API has no Worker event stream), issue or
 // rotate their tokens (shown once), delete.
+import { all } from './cp-org.mjs'
 import { announce, errorBox, field, h, mount, section, shownOnce, showFieldErrors, when } from './dom.mjs'
 
 /** How often the page re-reads Workers while one is changing state. */
@@ -137,7 +138,7 @@ export function workersPage({ api, can }) {
   const refresh = async () => {
     clearTimeout(timer)
     try {
-      const { items } = await api.get('/v1/workers?limit=100')
+      const items = await all(api, '/v1/workers')
       if (disposed) return
       mount(list, items.length ? items.map(card) : h('li', { class: 'muted' }, 'No Workers yet.'))
       if (items.some((w) => w.state === 'provisioning')) timer = setTimeout(refresh, POLL_MS)

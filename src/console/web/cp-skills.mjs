@@ -1,0 +1,282 @@
+// Skills: what the caller receives, the organization's skills (create from a SKILL.md), and skill
+// hubs with their skills and assignments (to a member, a team or the whole organization).
+import { all, pagedTable } from './cp-org.mjs'
+import { announce, errorBox, field, h, mount, section, showFieldErrors } from './dom.mjs'
+
+function via(path) {
+  if (path.via === 'grant') return 'granted directly'
+  const whom = path.principal === 'team' ? 'your team' : path.principal === 'organization' ? 'everyone' : 'you'
+  return `hub ${path.hubName ?? path.hubId} → ${whom}`
+}
+
+function hubCard(api, hub, manage) {
+  const body = h('div', { 'aria-live': 'polite' })
+  const status = h('div', { 'aria-live': 'polite' })
+  const run = async (fn, done) => {
+    try {
+      await fn()
+      announce(done)
+      await load()
+    } catch (error) {
+      mount(status, errorBox(error))
+    }
+  }
+  const load = async () => {
+    try {
+      const [skills, assignments, teams, everySkill] = await Promise.all([
+        all(api, `/v1/skill-hubs/${hub.id}/skills`),
+        all(api, `/v1/skill-hubs/${hub.id}/assignments`),
+        all(api, '/v1/teams').catch(() => []),
+        manage ? all(api, '/v1/skills') : Promise.resolve([]),
+      ])
+      const teamName = new Map(teams.map((t) => [t.id, t.name]))
+      const inHub = new Set(skills.map((s) => s.id))
+      const addable = everySkill.filter((s) => !inHub.has(s.id) && s.status === 'active')
+      const skillPick = h(
+        'select',
+        { 'aria-label': `Skill to add to ${hub.name}` },
+        addable.map((s) => h('option', { value: s.id }, s.name)),
+      )
+      const targetPick = h(
+        'select',
+        { 'aria-label': `Assign ${hub.name} to` },
+        h('option', { value: 'org' }, 'Everyone in the organization'),
+        teams.map((t) => h('option', { value: `team:${t.id}` }, `Team ${t.name}`)),
+      )
+      mount(
+        body,
+        h('h4', null, 'Skills'),
+        h(
+          'ul',
+          { class: 'plain' },
+          skills.length
+            ? skills.map((s) =>
+                h(
+                  'li',
+                  { class: 'row' },
+                  h('strong', null, s.name),
+                  h('span', { class: 'muted' }, s.description),
+                  manage
+                    ? h(
+                        'button',
+                        {
+                          type: 'button',
+                          'aria-label': `Remove ${s.name} from ${hub.name}`,
+                          onclick: () =>
+                            run(() => api.del(`/v1/skill-hubs/${hub.id}/skills/${s.id}`), `${s.name} removed`),
+                        },
+                        'Remove',
+                      )
+                    : null,
+                ),
+              )
+            : h('li', { class: 'muted' }, 'No skills in this hub yet.'),
+        ),
+        manage && addable.length
+          ? h(
+              'div',
+              { class: 'row' },
+              skillPick,
+              h(
+                'button',
+                {
+                  type: 'button',
+                  onclick: () =>
+                    run(() => api.post(`/v1/skill-hubs/${hub.id}/skills`, { skillId: skillPick.value }), 'Skill added'),
+                },
+                `Add to ${hub.name}`,
+              ),
+            )
+          : null,
+        h('h4', null, 'Assigned to'),
+        h(
+          'ul',
+          { class: 'plain' },
+          assignments.length
+            ? assignments.map((a) => {
+                const label = a.orgWide
+                  ? 'Everyone in the organization'
+                  : a.teamId
+                    ? `Team ${teamName.get(a.teamId) ?? a.teamId}`
+                    : `Member ${a.memberId}`
+                return h(
+                  'li',
+                  { class: 'row' },
+                  label,
+                  manage
+                    ? h(
+                        'button',
+                        {
+                          type: 'button',
+                          'aria-label': `Unassign ${hub.name} from ${label}`,
+                          onclick: () =>
+                            run(() => api.del(`/v1/skill-hubs/${hub.id}/assignments/${a.id}`), 'Assignment removed'),
+                        },
+                        'Unassign',
+                      )
+                    : null,
+                )
+              })
+            : h('li', { class: 'muted' }, 'Not assigned yet.'),
+        ),
+        manage
+          ? h(
+              'div',
+              { class: 'row' },
+              targetPick,
+              h(
+                'button',
+                {
+                  type: 'button',
+                  onclick: () => {
+                    const value = targetPick.value
+                    const body = value === 'org' ? { orgWide: true } : { teamId: value.slice('team:'.length) }
+                    return run(() => api.post(`/v1/skill-hubs/${hub.id}/assignments`, body), 'Hub assigned')
+                  },
+                },
+                'Assign',
+              ),
+            )
+          : null,
+        status,
+      )
+    } catch (error) {
+      mount(body, errorBox(error))
+    }
+  }
+  void load()
+  return h(
+    'li',
+    { class: 'card', dataset: { hub: hub.id } },
+    h('h3', null, hub.name),
+    hub.description ? h('p', { class: 'muted' }, hub.description) : null,
+    body,
+  )
+}
+
+/** The skills page. */
+export function skillsPage({ api, can, me }) {
+  const mine = h('ul', { class: 'plain', 'aria-label': 'Skills you receive' }, h('li', { class: 'muted' }, 'Loading…'))
+  void (async () => {
+    try {
+      const items = await all(api, '/v1/me/skills')
+      mount(
+        mine,
+        items.length
+          ? items.map(({ skill, paths }) =>
+              h(
+                'li',
+                null,
+                h('strong', null, skill.name),
+                ` — ${skill.description}`,
+                h('div', { class: 'muted small' }, paths.map(via).join('; ')),
+              ),
+            )
+          : h('li', { class: 'muted' }, 'No skill reaches you yet.'),
+      )
+    } catch (error) {
+      mount(mine, h('li', null, errorBox(error)))
+    }
+  })()
+
+  const parts = [h('h1', null, 'Skills'), section('Your skills', mine)]
+
+  if (can('config_objects.read')) {
+    const table = pagedTable(api, '/v1/skills', 'Skills', ['Name', 'Description', 'Version', 'Status'], (s) => [
+      h('strong', null, s.name),
+      s.description,
+      `v${s.versionNumber}`,
+      s.status,
+    ])
+    let form = null
+    if (can('config_objects.write')) {
+      const status = h('div', { 'aria-live': 'polite' })
+      const skillMd = h('textarea', {
+        name: 'skillMd',
+        rows: '8',
+        required: true,
+        spellcheck: 'false',
+        value: '---\nname: \ndescription: \n---\n',
+      })
+      form = h(
+        'form',
+        {
+          class: 'card',
+          novalidate: true,
+          onsubmit: async (event) => {
+            event.preventDefault()
+            try {
+              const created = await api.post('/v1/skills', { skillMd: skillMd.value })
+              showFieldErrors(form, null)
+              mount(status, h('p', { role: 'status' }, `Created ${created.item.name}.`))
+              await table.reload()
+              await hubs.reload()
+            } catch (error) {
+              showFieldErrors(form, error)
+              mount(status, errorBox(error))
+            }
+          },
+        },
+        field('SKILL.md', skillMd, 'Frontmatter with a kebab-case name and a description, then the instructions.'),
+        h('button', { type: 'submit', class: 'primary' }, 'Create skill'),
+        status,
+      )
+    }
+    parts.push(section('Organization skills', form, table.node))
+  }
+
+  const hubList = h('ul', { class: 'cards', 'aria-label': 'Skill hubs' })
+  // Per-hub grants decide for members; the list does not carry them, so a member is offered the
+  // controls of hubs they created, admins and owners those of every hub.
+  const mayManage = (hub) =>
+    can('skill_hubs.write') && (me.member?.role !== 'member' || hub.createdByMemberId === me.member?.id)
+  const hubs = {
+    async reload() {
+      try {
+        const items = await all(api, '/v1/skill-hubs')
+        mount(
+          hubList,
+          items.length
+            ? items.map((hub) => hubCard(api, hub, mayManage(hub)))
+            : h('li', { class: 'muted' }, 'No skill hubs yet.'),
+        )
+      } catch (error) {
+        mount(hubList, h('li', null, errorBox(error)))
+      }
+    },
+  }
+  let hubForm = null
+  if (can('skill_hubs.write')) {
+    const status = h('div', { 'aria-live': 'polite' })
+    const name = h('input', { name: 'name', type: 'text', required: true, autocomplete: 'off' })
+    hubForm = h(
+      'form',
+      {
+        class: 'card',
+        novalidate: true,
+        onsubmit: async (event) => {
+          event.preventDefault()
+          try {
+            await api.post('/v1/skill-hubs', { name: name.value })
+            showFieldErrors(hubForm, null)
+            mount(status)
+            name.value = ''
+            announce('Skill hub created')
+            await hubs.reload()
+          } catch (error) {
+            showFieldErrors(hubForm, error)
+            mount(status, errorBox(error))
+          }
+        },
+      },
+      field('Hub name', name),
+      h('button', { type: 'submit', class: 'primary' }, 'Create hub'),
+      status,
+    )
+  }
+  if (can('skill_hubs.read')) {
+    void hubs.reload()
+    parts.push(section('Skill hubs', hubForm, hubList))
+  }
+  return { node: h('div', null, parts) }
+}
