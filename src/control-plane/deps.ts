@@ -5,6 +5,8 @@
  */
 import type { Kysely } from 'kysely'
 import type { Notifier } from '../storage/notifier.ts'
+import type { SkillLimits } from '../opencode/skill-bundle.ts'
+import type { ZipLimits } from '../opencode/skill-zip.ts'
 import type { ControlPlaneDb } from './schema.ts'
 import type { SecretBox } from './secret-box.ts'
 
@@ -21,6 +23,8 @@ export interface DomainSettings {
   sessionTtlMs: number
   invitationTtlMs: number
   scrypt: ScryptParams
+  /** Skill folder and zip upload limits (config file key `skills`); defaults when absent. */
+  skills?: Partial<SkillLimits & ZipLimits>
 }
 
 /** Dependencies of every domain function. */

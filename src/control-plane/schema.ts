@@ -171,6 +171,10 @@ export interface ConfigObjectVersionTable {
   connector_sync_event_id: string | null
   source_revision_ref: string | null
   created_at: string
+  /** Skills: JSON of the files beside SKILL.md (`[{path, contentBase64, executable}]`); else null. */
+  files?: string | null
+  /** Skills: hash of SKILL.md and every file (see `bundleHash`); equal hashes add no version. */
+  content_hash?: string | null
 }
 
 /** `config_object_term`: one search word of an object's title, description or latest content. */

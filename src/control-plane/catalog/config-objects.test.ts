@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 /**
  * Config objects through the API: creation and history, concurrent editors, the resolved form of
  * every type against fixtures, write-time validation and the lifecycle. Every response is
@@ -170,10 +171,14 @@ test('a skill given as a normalized payload installs the same SKILL.md a runtime
       },
     })
     const res = await t.client.get(`/v1/config-objects/${item.id}/resolved`, { token: org.member.token })
+    const content = '---\nname: csv-helper\ndescription: "Reads: CSV files"\nlicense: MIT\n---\n\nUse `csvkit`.\n'
     assert.equal(res.body.item.files, [
       {
         path: '.opencode/skills/csv-helper/SKILL.md',
-        content: '---\nname: csv-helper\ndescription: "Reads: CSV files"\nlicense: MIT\n---\n\nUse `csvkit`.\n',
+        content,
+        encoding: 'utf8',
+        executable: false,
+        sha256: createHash('sha256').update(content).digest('hex'),
       },
     ])
     const again = await create(t, org.member.token, {
@@ -220,7 +225,7 @@ test('an invalid source for its type is a 422 naming the field at fault, and not
       ],
       [
         'skill',
-        { rawSourceText: '---\nname: ok\n  - stray\n---\nbody' },
+        { rawSourceText: '---\nname: [unclosed\n---\nbody' },
         'input.rawSourceText.frontmatter',
         'invalid_frontmatter',
       ],

@@ -8,7 +8,16 @@
  * @module
  */
 import { ApiError } from '../../core/errors.ts'
-import { FrontmatterError, parseMarkdown, type FrontmatterValue } from './frontmatter.ts'
+import { FrontmatterError, parseFrontmatter } from '../../opencode/frontmatter.ts'
+import { isSkillDescription, isSkillName, SKILL_NAME_RULE } from '../../opencode/names.ts'
+import {
+  bundleHash,
+  DEFAULT_SKILL_LIMITS,
+  decodeWireFiles,
+  type SkillLimits,
+  toStored,
+  type WireFileIn,
+} from '../../opencode/skill-bundle.ts'
 
 /** Config object types. */
 export const OBJECT_TYPES = ['skill', 'agent', 'command', 'tool', 'mcp', 'hook', 'context', 'custom'] as const
@@ -19,6 +28,8 @@ export type ObjectType = (typeof OBJECT_TYPES)[number]
 export interface VersionInput {
   rawSourceText?: string
   normalizedPayload?: Record<string, unknown>
+  /** Skills only: the files beside SKILL.md (`{path, contentBase64 | content, executable?}`). */
+  files?: WireFileIn[]
 }
 
 /** The result of normalizing an input. */
@@ -28,10 +39,14 @@ export interface NormalizedSource {
   payload: Record<string, unknown>
   /** Text searched by `q` besides the title and description. */
   searchText: string
+  /** Skills: JSON of the stored files (`[]` when none); null for other types. */
+  files: string | null
+  /** Skills: the bundle hash over SKILL.md as rendered and every file; null for other types. */
+  contentHash: string | null
 }
 
-/** Skill and file names: lowercase letters and digits in hyphen-separated words, 1–64 characters. */
-export const NAME_PATTERN = /^[a-z0-9]+(-[a-z0-9]+)*$/
+/** What each non-skill type's normalizer returns (only skills have files and a bundle hash). */
+type PlainSource = Omit<NormalizedSource, 'files' | 'contentHash'>
 
 /** 422 for a source that is invalid for its type, naming the field and a machine-readable reason. */
 export function invalidSource(path: string, message: string, reason: string): ApiError {
@@ -60,19 +75,14 @@ function str(value: unknown): string | undefined {
 }
 
 function checkName(name: unknown, path: string, reason = 'invalid_name'): string {
-  if (typeof name !== 'string' || name.length < 1 || name.length > 64 || !NAME_PATTERN.test(name)) {
-    throw invalidSource(
-      path,
-      'name must be 1-64 lowercase letters and digits in hyphen-separated words (e.g. pdf-tools)',
-      reason,
-    )
-  }
+  if (!isSkillName(name)) throw invalidSource(path, SKILL_NAME_RULE, reason)
   return name
 }
 
-function markdown(raw: string) {
+async function markdown(raw: string): Promise<{ frontmatter: Record<string, unknown> | null; body: string }> {
   try {
-    return parseMarkdown(raw)
+    const doc = await parseFrontmatter(raw)
+    return { frontmatter: doc.hasFrontmatter ? doc.data : null, body: doc.body }
   } catch (error) {
     if (error instanceof FrontmatterError)
       throw invalidSource(`${RAW}.frontmatter`, error.message, 'invalid_frontmatter')
@@ -80,18 +90,18 @@ function markdown(raw: string) {
   }
 }
 
-function plainFrontmatter(
-  frontmatter: Record<string, FrontmatterValue> | null,
-  omit: string[],
-): Record<string, FrontmatterValue> {
+function plainFrontmatter(frontmatter: Record<string, unknown> | null, omit: string[]): Record<string, unknown> {
   return Object.fromEntries(Object.entries(frontmatter ?? {}).filter(([k]) => !omit.includes(k)))
 }
 
-/** SKILL.md rules (spec §4B rule 5): name pattern, description 1–1024, non-empty body. */
-function skill(input: VersionInput): NormalizedSource {
+/**
+ * SKILL.md rules (spec §4B rule 5): name pattern, description 1–1024, non-empty body; plus the
+ * folder's other files under the skill limits (413/422 naming the limit and path).
+ */
+async function skill(input: VersionInput, limits: SkillLimits): Promise<NormalizedSource> {
   let name: unknown, description: unknown, body: unknown, metadata: Record<string, unknown>, base: string
   if (input.rawSourceText !== undefined) {
-    const doc = markdown(input.rawSourceText)
+    const doc = await markdown(input.rawSourceText)
     if (!doc.frontmatter)
       throw invalidSource(
         `${RAW}.frontmatter`,
@@ -112,7 +122,7 @@ function skill(input: VersionInput): NormalizedSource {
     base = PAYLOAD
   }
   checkName(name, `${base}.name`, 'invalid_skill_name')
-  if (typeof description !== 'string' || description.trim().length < 1 || description.length > 1024) {
+  if (!isSkillDescription(description)) {
     throw invalidSource(`${base}.description`, 'description must be 1-1024 characters', 'invalid_skill_description')
   }
   if (typeof body !== 'string' || body.trim() === '') {
@@ -122,21 +132,37 @@ function skill(input: VersionInput): NormalizedSource {
       'invalid_skill_body',
     )
   }
+  const skillMd = input.rawSourceText ?? JSON.stringify({ name, description: description.trim(), body, metadata })
+  let files
+  try {
+    files = decodeWireFiles(Buffer.byteLength(skillMd), input.files ?? [], limits)
+  } catch (error) {
+    // Name the field the way this API spells it; the code, limit and file path stay.
+    if (error instanceof ApiError && error.status === 422) {
+      const details = (error.details ?? {}) as Record<string, unknown>
+      throw new ApiError(422, 'validation_failed', `Invalid source: ${error.message}`, {
+        details: { ...details, reason: error.code, issues: [{ path: 'input.files', message: error.message }] },
+      })
+    }
+    throw error
+  }
   return {
     name: name as string,
     payload: { name, description: description.trim(), body, metadata },
-    searchText: `${name} ${description} ${body}`,
+    searchText: `${name} ${description} ${body} ${files.map((f) => f.path).join(' ')}`,
+    files: JSON.stringify(toStored(files)),
+    contentHash: bundleHash(skillMd, files),
   }
 }
 
 /** Markdown-with-frontmatter types: commands (a template) and agents (a prompt). */
-function promptFile(type: 'command' | 'agent', input: VersionInput, title: string): NormalizedSource {
+async function promptFile(type: 'command' | 'agent', input: VersionInput, title: string): Promise<PlainSource> {
   const bodyKey = type === 'command' ? 'template' : 'prompt'
   let fields: Record<string, unknown>
   let body: unknown
   let base: string
   if (input.rawSourceText !== undefined) {
-    const doc = markdown(input.rawSourceText)
+    const doc = await markdown(input.rawSourceText)
     fields = doc.frontmatter ?? {}
     body = doc.body
     base = `${RAW}.frontmatter`
@@ -217,7 +243,7 @@ function stringRecord(value: unknown, path: string): Record<string, string> | un
 }
 
 /** An MCP server as OpenCode configures it: local (a command) or remote (a URL). */
-function mcp(input: VersionInput, title: string): NormalizedSource {
+function mcp(input: VersionInput, title: string): PlainSource {
   const source =
     input.rawSourceText !== undefined
       ? parseJsonObject(input.rawSourceText, 'an MCP server definition')
@@ -265,7 +291,7 @@ function mcp(input: VersionInput, title: string): NormalizedSource {
 }
 
 /** Tools and hooks: a JavaScript or TypeScript module OpenCode loads. */
-function moduleSource(type: 'tool' | 'hook', input: VersionInput, title: string): NormalizedSource {
+function moduleSource(type: 'tool' | 'hook', input: VersionInput, title: string): PlainSource {
   const p = input.normalizedPayload
   const source = input.rawSourceText ?? p?.source
   const sourcePath = input.rawSourceText !== undefined ? RAW : `${PAYLOAD}.source`
@@ -284,7 +310,7 @@ function moduleSource(type: 'tool' | 'hook', input: VersionInput, title: string)
   return { name, payload: { name, language, source }, searchText: `${name} ${source}` }
 }
 
-function context(input: VersionInput, title: string): NormalizedSource {
+function context(input: VersionInput, title: string): PlainSource {
   const p = input.normalizedPayload
   const content = input.rawSourceText ?? p?.content
   if (typeof content !== 'string' || content.trim() === '')
@@ -297,7 +323,7 @@ function context(input: VersionInput, title: string): NormalizedSource {
   return { name, payload: { name, content }, searchText: `${name} ${content}` }
 }
 
-function custom(input: VersionInput, title: string): NormalizedSource {
+function custom(input: VersionInput, title: string): PlainSource {
   const payload =
     input.rawSourceText !== undefined
       ? parseJsonObject(input.rawSourceText, 'a custom object')
@@ -305,27 +331,39 @@ function custom(input: VersionInput, title: string): NormalizedSource {
   return { name: slugify(title), payload, searchText: JSON.stringify(payload) }
 }
 
-/** Validates and normalizes a version input for a type; throws 422 with the field at fault. */
-export function normalizeSource(type: ObjectType, input: VersionInput, title: string): NormalizedSource {
+/**
+ * Validates and normalizes a version input for a type; throws 422 with the field at fault. Only
+ * skills carry `files` (a skill is a folder); other types given files are refused.
+ */
+export async function normalizeSource(
+  type: ObjectType,
+  input: VersionInput,
+  title: string,
+  limits: SkillLimits = DEFAULT_SKILL_LIMITS,
+): Promise<NormalizedSource> {
   if ((input.rawSourceText === undefined) === (input.normalizedPayload === undefined)) {
     throw invalidSource('input', 'give exactly one of rawSourceText or normalizedPayload', 'invalid_input')
   }
-  switch (type) {
-    case 'skill':
-      return skill(input)
-    case 'command':
-      return promptFile('command', input, title)
-    case 'agent':
-      return promptFile('agent', input, title)
-    case 'mcp':
-      return mcp(input, title)
-    case 'tool':
-      return moduleSource('tool', input, title)
-    case 'hook':
-      return moduleSource('hook', input, title)
-    case 'context':
-      return context(input, title)
-    case 'custom':
-      return custom(input, title)
-  }
+  if (type === 'skill') return skill(input, limits)
+  if (input.files !== undefined)
+    throw invalidSource('input.files', 'only skills carry files beside their source', 'files_not_allowed')
+  const plain = await (async (): Promise<PlainSource> => {
+    switch (type) {
+      case 'command':
+        return promptFile('command', input, title)
+      case 'agent':
+        return promptFile('agent', input, title)
+      case 'mcp':
+        return mcp(input, title)
+      case 'tool':
+        return moduleSource('tool', input, title)
+      case 'hook':
+        return moduleSource('hook', input, title)
+      case 'context':
+        return context(input, title)
+      case 'custom':
+        return custom(input, title)
+    }
+  })()
+  return { ...plain, files: null, contentHash: null }
 }

@@ -15,7 +15,6 @@ import {
   findConfigObjectsByConnector,
   insertConfigObject,
 } from './config-store.ts'
-import { parseMarkdown, renderMarkdown } from './frontmatter.ts'
 
 const test = suite('control-plane/config-store', { timeoutMs: 30_000 })
 
@@ -207,37 +206,6 @@ test('concurrent appends on the same base in separate transactions: exactly one 
     assert.is((await findConfigObject(deps.db, org.orgId, created.id))?.version_count, 2)
   } finally {
     await t.close()
-  }
-})
-
-test('frontmatter parses the YAML subset skill files use and renders back to the same values', () => {
-  const doc = parseMarkdown(
-    '\uFEFF---\r\nname: pdf\r\ndescription: "Quoted: yes"\r\ntags: [a, b]\r\nlist:\r\n  - x\r\n  - 2\r\nmap:\r\n  k: true\r\nempty:\r\n---\r\n\r\nBody\r\n',
-  )
-  assert.equal(doc.frontmatter, {
-    name: 'pdf',
-    description: 'Quoted: yes',
-    tags: ['a', 'b'],
-    list: ['x', 2],
-    map: { k: true },
-    empty: null,
-  })
-  assert.is(doc.body, 'Body\n')
-  const again = parseMarkdown(renderMarkdown(doc.frontmatter!, doc.body))
-  assert.equal(again, doc)
-  assert.equal(parseMarkdown('plain text'), { frontmatter: null, body: 'plain text' })
-  assert.equal(parseMarkdown('---\ntools:\n- read\n- bash\nname: x\n---\nb').frontmatter, {
-    tools: ['read', 'bash'],
-    name: 'x',
-  })
-  for (const bad of [
-    '---\nname: x\n',
-    '---\nname: x\nname: y\n---\n',
-    '---\nkey: |\n  block\n---\n',
-    '---\n  indented: x\n---\n',
-    '---\nnot a pair\n---\n',
-  ]) {
-    assert.throws(() => parseMarkdown(bad), /line \d+/, JSON.stringify(bad))
   }
 })
 

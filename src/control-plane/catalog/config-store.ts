@@ -16,6 +16,7 @@ import { isUniqueViolation } from '../db-errors.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import type { ControlPlaneDb } from '../schema.ts'
 import type { Db } from './access-grants.ts'
+import { DEFAULT_SKILL_LIMITS } from '../../opencode/skill-bundle.ts'
 import { normalizeSource, type ObjectType, type VersionInput } from './config-source.ts'
 import { searchTerms } from './search-terms.ts'
 
@@ -88,7 +89,10 @@ export async function insertConfigObject(
   input: NewConfigObject,
   provenance: Provenance,
 ): Promise<{ id: string; versionId: string }> {
-  const source = normalizeSource(input.type, input.input, input.title)
+  const source = await normalizeSource(input.type, input.input, input.title, {
+    ...DEFAULT_SKILL_LIMITS,
+    ...deps.settings.skills,
+  })
   const id = newId('cob')
   const versionId = newId('cov')
   const now = isoAt(deps)
@@ -126,6 +130,8 @@ export async function insertConfigObject(
       number: 1,
       raw_source_text: input.input.rawSourceText ?? null,
       normalized_payload: JSON.stringify(source.payload),
+      files: source.files,
+      content_hash: source.contentHash,
       created_via: provenance.sourceMode,
       created_by_member_id: writer.memberId,
       connector_sync_event_id: provenance.connectorSyncEventId ?? null,
@@ -161,6 +167,7 @@ export function findConfigObjectsByConnector(
  * Appends a version to an object of the writer's organization and makes it the latest. 404 when
  * the object is not in the organization; 409 `config_object_deleted` for a deleted object; 409
  * `version_conflict` (with the latest id) when `baseVersionId` is stale or a concurrent append won.
+ * A skill equal to the latest version (same bundle hash) adds nothing: the latest id is returned.
  */
 export async function appendVersionIn(
   deps: Deps,
@@ -183,7 +190,20 @@ export async function appendVersionIn(
       { latestVersionId: object.latest_version_id },
     )
   }
-  const source = normalizeSource(object.object_type as ObjectType, input, object.title)
+  const source = await normalizeSource(object.object_type as ObjectType, input, object.title, {
+    ...DEFAULT_SKILL_LIMITS,
+    ...deps.settings.skills,
+  })
+  if (source.contentHash !== null && object.latest_version_id) {
+    const latest = await trx
+      .selectFrom('config_object_version')
+      .select('content_hash')
+      .where('id', '=', object.latest_version_id)
+      .executeTakeFirst()
+    // Versions are deduplicated by content: a skill whose SKILL.md and files are all unchanged adds
+    // no version, and the latest one stands for it.
+    if (latest?.content_hash === source.contentHash) return object.latest_version_id
+  }
   const versionId = newId('cov')
   const now = isoAt(deps)
   try {
@@ -196,6 +216,8 @@ export async function appendVersionIn(
         number: object.version_count + 1,
         raw_source_text: input.rawSourceText ?? null,
         normalized_payload: JSON.stringify(source.payload),
+        files: source.files,
+        content_hash: source.contentHash,
         created_via: options.createdVia,
         created_by_member_id: writer.memberId,
         connector_sync_event_id: options.connectorSyncEventId ?? null,

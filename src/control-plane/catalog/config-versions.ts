@@ -9,6 +9,7 @@ import { recordAudit, type Actor } from '../admin/audit.ts'
 import type { Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
 import type { ControlPlaneDb } from '../schema.ts'
+import { encodeWireFile, fromStored, type StoredFile, type WireFileOut } from '../../opencode/skill-bundle.ts'
 import { requireRole } from './access-grants.ts'
 import type { ObjectType, VersionInput } from './config-source.ts'
 import { appendVersionIn, findConfigObject, type CreatedVia } from './config-store.ts'
@@ -26,6 +27,8 @@ export interface VersionView {
   connectorSyncEventId: string | null
   sourceRevisionRef: string | null
   createdAt: string
+  /** Skills: the files beside SKILL.md; [] for other types. */
+  files: WireFileOut[]
 }
 
 /** What a runtime installs for an object. */
@@ -54,12 +57,16 @@ function versionView(row: VersionRow): VersionView {
     connectorSyncEventId: row.connector_sync_event_id,
     sourceRevisionRef: row.source_revision_ref,
     createdAt: row.created_at,
+    files: row.files ? fromStored(JSON.parse(row.files) as StoredFile[]).map(encodeWireFile) : [],
   }
 }
 
 const versionNotFound = () => errors.notFound('config_object_version_not_found', 'Version not found')
 
-/** Appends a version (editor); 409 `version_conflict` when `baseVersionId` is not the latest. */
+/**
+ * Appends a version (editor); 409 `version_conflict` when `baseVersionId` is not the latest. A
+ * skill equal to the latest version (SKILL.md and every file) adds none and returns the latest.
+ */
 export async function addVersion(
   deps: Deps,
   actor: Actor,
@@ -68,6 +75,7 @@ export async function addVersion(
 ): Promise<VersionView> {
   const versionId = await deps.db.transaction().execute(async (trx) => {
     await requireRole(trx, actor, 'config_object', objectId, 'editor')
+    const latest = (await findConfigObject(trx, actor.orgId, objectId))?.latest_version_id
     const id = await appendVersionIn(
       deps,
       trx,
@@ -76,6 +84,8 @@ export async function addVersion(
       body.input,
       { baseVersionId: body.baseVersionId, createdVia: 'cloud', sourceRevisionRef: body.reason ?? null },
     )
+    // An unchanged skill added nothing (the latest version stands for it): nothing to audit.
+    if (id === latest) return id
     await recordAudit(
       deps,
       trx,
@@ -152,7 +162,7 @@ export async function resolveObjectIn(deps: Deps, orgId: string, objectId: strin
     .where('id', '=', object.latest_version_id!)
     .executeTakeFirstOrThrow()
   const payload = JSON.parse(version.normalized_payload) as Record<string, unknown>
-  const form = renderForm(object.object_type as ObjectType, payload, version.raw_source_text)
+  const form = await renderForm(object.object_type as ObjectType, payload, version.raw_source_text, version.files)
   return {
     configObjectId: object.id,
     type: object.object_type as ObjectType,

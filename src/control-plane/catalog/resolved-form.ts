@@ -5,13 +5,24 @@
  * always renders the same bytes, so a runtime can compare before writing.
  * @module
  */
+import { renderFrontmatter } from '../../opencode/frontmatter.ts'
+import { fromStored, type StoredFile, sha256Hex, utf8OrNull } from '../../opencode/skill-bundle.ts'
 import type { ObjectType } from './config-source.ts'
-import { renderMarkdown, type FrontmatterValue } from './frontmatter.ts'
 
-/** One file a runtime writes, relative to the project root. */
+/**
+ * One file a runtime writes, relative to the project root: `content` is the text when `encoding`
+ * is `utf8`, or the bytes in base64 when it is `base64`; `executable` means mode 0755.
+ */
 export interface ResolvedFile {
   path: string
   content: string
+  encoding: 'utf8' | 'base64'
+  executable: boolean
+  sha256: string
+}
+
+function textFile(path: string, content: string): ResolvedFile {
+  return { path, content, encoding: 'utf8', executable: false, sha256: sha256Hex(content) }
 }
 
 /** Files and configuration for one version. */
@@ -21,54 +32,71 @@ export interface RenderedForm {
   config: Record<string, unknown> | null
 }
 
-function fields(payload: Record<string, unknown>, omit: string[]): Record<string, FrontmatterValue> {
-  return Object.fromEntries(Object.entries(payload).filter(([k, v]) => !omit.includes(k) && v !== undefined)) as Record<
-    string,
-    FrontmatterValue
-  >
+function fields(payload: Record<string, unknown>, omit: string[]): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(payload).filter(([k, v]) => !omit.includes(k) && v !== undefined))
 }
 
 /**
  * Renders a version. A skill given as SKILL.md text installs that text unchanged (its author's
- * formatting is kept); everything else is rendered from the normalized payload.
+ * formatting is kept), followed by every other file of its folder in path order (text as UTF-8,
+ * anything else as base64, with the executable flag); everything else is rendered from the
+ * normalized payload.
  */
-export function renderForm(
+export async function renderForm(
   type: ObjectType,
   payload: Record<string, unknown>,
   rawSourceText: string | null,
-): RenderedForm {
+  storedFiles: string | null = null,
+): Promise<RenderedForm> {
   const name = String(payload.name ?? '')
   switch (type) {
     case 'skill': {
       const content =
         rawSourceText ??
-        renderMarkdown(
+        (await renderFrontmatter(
           {
             name,
             description: payload.description as string,
-            ...(payload.metadata as Record<string, FrontmatterValue> | undefined),
+            ...(payload.metadata as Record<string, unknown> | undefined),
           },
           String(payload.body),
-        )
-      return { files: [{ path: `.opencode/skills/${name}/SKILL.md`, content }], config: null }
+        ))
+      const dir = `.opencode/skills/${name}`
+      const others = storedFiles ? fromStored(JSON.parse(storedFiles) as StoredFile[]) : []
+      return {
+        files: [
+          textFile(`${dir}/SKILL.md`, content),
+          ...others.map((file): ResolvedFile => {
+            const text = utf8OrNull(file.bytes)
+            return {
+              path: `${dir}/${file.path}`,
+              content: text ?? Buffer.from(file.bytes).toString('base64'),
+              encoding: text === null ? 'base64' : 'utf8',
+              executable: file.executable,
+              sha256: sha256Hex(file.bytes),
+            }
+          }),
+        ],
+        config: null,
+      }
     }
     case 'command':
       return {
         files: [
-          {
-            path: `.opencode/commands/${name}.md`,
-            content: renderMarkdown(fields(payload, ['name', 'template']), String(payload.template)),
-          },
+          textFile(
+            `.opencode/commands/${name}.md`,
+            await renderFrontmatter(fields(payload, ['name', 'template']), String(payload.template)),
+          ),
         ],
         config: null,
       }
     case 'agent':
       return {
         files: [
-          {
-            path: `.opencode/agents/${name}.md`,
-            content: renderMarkdown(fields(payload, ['name', 'prompt']), String(payload.prompt)),
-          },
+          textFile(
+            `.opencode/agents/${name}.md`,
+            await renderFrontmatter(fields(payload, ['name', 'prompt']), String(payload.prompt)),
+          ),
         ],
         config: null,
       }
@@ -76,13 +104,13 @@ export function renderForm(
     case 'hook': {
       const dir = type === 'tool' ? 'tools' : 'plugins'
       const ext = payload.language === 'javascript' ? 'js' : 'ts'
-      return { files: [{ path: `.opencode/${dir}/${name}.${ext}`, content: String(payload.source) }], config: null }
+      return { files: [textFile(`.opencode/${dir}/${name}.${ext}`, String(payload.source))], config: null }
     }
     case 'context': {
       const path = `.opencode/context/${name}.md`
       const content = String(payload.content)
       return {
-        files: [{ path, content: content.endsWith('\n') ? content : `${content}\n` }],
+        files: [textFile(path, content.endsWith('\n') ? content : `${content}\n`)],
         config: { instructions: [path] },
       }
     }

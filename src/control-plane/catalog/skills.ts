@@ -5,6 +5,14 @@
  * @module
  */
 import { errors } from '../../core/errors.ts'
+import {
+  DEFAULT_SKILL_LIMITS,
+  type FileListing,
+  fromStored,
+  listingOf,
+  type StoredFile,
+  type WireFileIn,
+} from '../../opencode/skill-bundle.ts'
 import type { Actor } from '../admin/audit.ts'
 import type { Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
@@ -22,6 +30,8 @@ export interface SkillView {
   status: ObjectState
   versionId: string
   versionNumber: number
+  /** The files of the latest version beside SKILL.md (content in the resolved form), sorted by path. */
+  files: FileListing[]
   createdAt: string
   updatedAt: string
 }
@@ -50,6 +60,7 @@ export function skillQuery(db: Db, orgId: string) {
       'v.id as version_id',
       'v.number as version_number',
       'v.normalized_payload',
+      'v.files',
     ])
     .where('co.org_id', '=', orgId)
     .where('co.object_type', '=', 'skill')
@@ -68,6 +79,7 @@ export function skillView(row: SkillRow): SkillView {
     status: row.status as ObjectState,
     versionId: row.version_id,
     versionNumber: row.version_number,
+    files: row.files ? fromStored(JSON.parse(row.files) as StoredFile[]).map(listingOf) : [],
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   }
@@ -105,15 +117,22 @@ export async function getSkill(deps: Deps, actor: Actor, id: string): Promise<Sk
   return skillView(row)
 }
 
-/** Creates a skill from a SKILL.md (422 naming the field when invalid); the title defaults to the name. */
+/**
+ * Creates a skill from a SKILL.md and the files beside it (422 naming the field when invalid,
+ * 413/422 over a limit); the title defaults to the name.
+ */
 export async function createSkill(
   deps: Deps,
   actor: Actor,
-  body: { skillMd: string; title?: string },
+  body: { skillMd: string; title?: string; files?: WireFileIn[] },
 ): Promise<SkillView> {
-  const source = (() => {
+  const input = { rawSourceText: body.skillMd, files: body.files }
+  const source = await (async () => {
     try {
-      return normalizeSource('skill', { rawSourceText: body.skillMd }, body.title ?? 'skill')
+      return await normalizeSource('skill', input, body.title ?? 'skill', {
+        ...DEFAULT_SKILL_LIMITS,
+        ...deps.settings.skills,
+      })
     } catch (error) {
       // Report the field as the skill route names it.
       const details = (error as { details?: { issues?: Array<{ path: string }> } }).details
@@ -125,7 +144,7 @@ export async function createSkill(
     type: 'skill',
     sourceMode: 'cloud',
     title: body.title ?? source.name,
-    input: { rawSourceText: body.skillMd },
+    input,
   })
   return getSkill(deps, actor, created.id)
 }

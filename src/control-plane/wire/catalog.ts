@@ -3,6 +3,7 @@
  * @module
  */
 import * as v from 'valibot'
+import { SkillFileListing, SkillFilesIn } from '../../opencode/skill-wire.ts'
 import { CONTAINER_STATES } from '../catalog/containers.ts'
 import { pageQuery } from '../pagination.ts'
 import { idOf, itemOf, nameField, pageOf, Timestamp } from './common.ts'
@@ -132,6 +133,12 @@ export const Skill = v.pipe(
     status: v.picklist(['active', 'archived', 'deleted']),
     versionId: idOf('cov'),
     versionNumber: v.number(),
+    files: v.pipe(
+      v.array(SkillFileListing),
+      v.description(
+        'Files of the latest version beside SKILL.md (path, bytes, executable, sha256); contents in the resolved form',
+      ),
+    ),
     createdAt: Timestamp,
     updatedAt: Timestamp,
   }),
@@ -149,6 +156,12 @@ export const CreateSkillBody = v.strictObject({
     v.description('The full SKILL.md: frontmatter with name and description, then the body'),
   ),
   title: v.optional(nameField(255)),
+  files: v.optional(
+    v.pipe(
+      SkillFilesIn,
+      v.description('The files beside SKILL.md (`{path, contentBase64 | content, executable?, sha256?}`)'),
+    ),
+  ),
 })
 
 /** A skill hub. */

@@ -6,6 +6,7 @@ import * as v from 'valibot'
 import { GRANT_ROLES, RESOURCE_TYPES } from '../catalog/access-grants.ts'
 import { OBJECT_TYPES } from '../catalog/config-source.ts'
 import { CREATED_VIA, OBJECT_STATES, SOURCE_MODES } from '../catalog/config-store.ts'
+import { SkillFileOut, SkillFilesIn } from '../../opencode/skill-wire.ts'
 import { pageQuery } from '../pagination.ts'
 import { idOf, itemOf, nameField, pageOf, Timestamp } from './common.ts'
 
@@ -33,6 +34,14 @@ export const VersionInputSchema = v.pipe(
         v.record(v.string(), v.unknown()),
         v.check((p) => JSON.stringify(p).length <= MIB, 'must be at most 1 MiB as JSON'),
         v.description('The already-normalized payload for the type (see the resolved form)'),
+      ),
+    ),
+    files: v.optional(
+      v.pipe(
+        SkillFilesIn,
+        v.description(
+          'Skills only: the files beside SKILL.md (`{path, contentBase64 | content, executable?, sha256?}`), under the server limits (default 200 files, 5 MiB per file, 20 MiB per skill; 413 `skill_file_too_large` / `skill_too_large`, 422 `skill_too_many_files`, each naming the limit and path). The whole JSON body is capped at 8 MiB: upload larger skills as a zip.',
+        ),
       ),
     ),
   }),
@@ -115,6 +124,12 @@ export const ConfigObjectVersion = v.pipe(
     connectorSyncEventId: v.nullable(v.string()),
     sourceRevisionRef: v.nullable(v.string()),
     createdAt: Timestamp,
+    files: v.pipe(
+      v.array(SkillFileOut),
+      v.description(
+        "Skills: the version's files beside SKILL.md, path order (`content` for UTF-8 text, else `contentBase64`); [] otherwise",
+      ),
+    ),
   }),
   v.title('ConfigObjectVersion'),
 )
@@ -124,7 +139,16 @@ export const ConfigObjectVersionPage = pageOf(ConfigObjectVersion, 'ConfigObject
 export const ConfigObjectVersionItem = itemOf(ConfigObjectVersion, 'ConfigObjectVersionItem')
 
 /** A file the runtime writes. */
-export const ResolvedFile = v.strictObject({ path: v.string(), content: v.string() })
+export const ResolvedFile = v.pipe(
+  v.strictObject({
+    path: v.string(),
+    content: v.pipe(v.string(), v.description('The text (encoding utf8) or the bytes in base64 (encoding base64)')),
+    encoding: v.picklist(['utf8', 'base64']),
+    executable: v.pipe(v.boolean(), v.description('Write with mode 0755 (else 0644)')),
+    sha256: v.string(),
+  }),
+  v.title('ResolvedFile'),
+)
 /** What a runtime consumes for one object. */
 export const ResolvedConfigObject = v.pipe(
   v.strictObject({
@@ -136,7 +160,9 @@ export const ResolvedConfigObject = v.pipe(
     normalizedPayload: v.record(v.string(), v.unknown()),
     files: v.pipe(
       v.array(ResolvedFile),
-      v.description('Files in OpenCode project layout, e.g. .opencode/skills/<name>/SKILL.md'),
+      v.description(
+        'Files in OpenCode project layout, e.g. .opencode/skills/<name>/SKILL.md followed by every other file of the skill folder',
+      ),
     ),
     config: v.pipe(
       v.nullable(v.record(v.string(), v.unknown())),
