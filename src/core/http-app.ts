@@ -94,9 +94,9 @@ function stampForeign(response: Response, requestId: string): Response {
 const isDotSegment = (segment: string): boolean => segment === '.' || segment === '..'
 
 /**
- * Decodes params, or returns null when one does not name a single resource once decoded: a
- * malformed escape, a dot segment (`%2e%2e` is `..`), or an encoded separator in a one-segment param
- * (`a%2F..` would otherwise stand for a path the route table never matched).
+ * Decodes params, or returns null when one does not name a resource once decoded: a malformed
+ * escape, or a dot segment (`%2e%2e` is `..`, `a%2F..` climbs out of `a`), which a handler joining
+ * the id into a path or URL would resolve against its parent.
  */
 function decodeParams(raw: Record<string, string>): Record<string, string> | null {
   const out: Record<string, string> = {}
@@ -112,8 +112,9 @@ function decodeParams(raw: Record<string, string>): Record<string, string> | nul
     } catch {
       return null
     }
-    const segments = decoded.split(/[/\\]/)
-    if (segments.some(isDotSegment) || (!value.includes('/') && segments.length > 1)) return null
+    // An encoded slash can be part of a name (`%40acme%2Fextra` is the npm package @acme/extra);
+    // a dot segment never is.
+    if (decoded.split(/[/\\]/).some(isDotSegment)) return null
     out[key] = decoded
   }
   return out
