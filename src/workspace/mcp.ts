@@ -93,6 +93,94 @@ export function maskMcpConfig(config: Record<string, unknown>): Record<string, u
   return out
 }
 
+/**
+ * A copy of a config's `mcp` map with every entry masked: what any caller but the host sees of it
+ * (in `GET …/config` and exports), since header and environment values are usually credentials.
+ */
+export function maskMcpMap(map: unknown): unknown {
+  if (typeof map !== 'object' || map === null || Array.isArray(map)) return map
+  return Object.fromEntries(
+    Object.entries(map).map(([name, entry]) => [
+      name,
+      typeof entry === 'object' && entry !== null && !Array.isArray(entry)
+        ? maskMcpConfig(entry as Record<string, unknown>)
+        : entry,
+    ]),
+  )
+}
+
+/**
+ * A copy of a config's `mcp` map for export: header and environment values, OAuth secrets and URL
+ * credentials are left out entirely (not masked: a mask would travel into the importing
+ * workspace as if it were the value). Names stay, so the importer sees what to fill in.
+ */
+export function withoutMcpSecrets(map: unknown): unknown {
+  if (typeof map !== 'object' || map === null || Array.isArray(map)) return map
+  return Object.fromEntries(
+    Object.entries(map).map(([name, entry]) => {
+      if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) return [name, entry]
+      const out: Record<string, unknown> = { ...(entry as Record<string, unknown>) }
+      for (const key of ['headers', 'environment'] as const) {
+        const values = out[key]
+        if (values && typeof values === 'object' && !Array.isArray(values))
+          out[key] = Object.fromEntries(Object.keys(values).map((k) => [k, '']))
+      }
+      if (out.oauth && typeof out.oauth === 'object' && !Array.isArray(out.oauth))
+        out.oauth = Object.fromEntries(
+          Object.entries(out.oauth as Record<string, unknown>).filter(([k]) => !/secret|token|password/i.test(k)),
+        )
+      if (typeof out.url === 'string') {
+        try {
+          const url = new URL(out.url)
+          if (url.username || url.password) {
+            url.username = ''
+            url.password = ''
+            out.url = url.toString()
+          }
+        } catch {
+          // Not a URL: nothing to strip.
+        }
+      }
+      return [name, out]
+    }),
+  )
+}
+
+/**
+ * An incoming `mcp` map with masked values put back from the current one: a client that read the
+ * masked config and writes it back must not replace the real headers, environment values, OAuth
+ * secrets or URL credentials with the mask.
+ */
+export function unmaskMcpMap(incoming: unknown, current: Record<string, Record<string, unknown>>): unknown {
+  if (typeof incoming !== 'object' || incoming === null || Array.isArray(incoming)) return incoming
+  const out: Record<string, unknown> = {}
+  for (const [name, entry] of Object.entries(incoming)) {
+    const before = current[name]
+    if (!before || typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
+      out[name] = entry
+      continue
+    }
+    const next: Record<string, unknown> = { ...(entry as Record<string, unknown>) }
+    for (const key of ['headers', 'environment', 'oauth'] as const) {
+      const map = next[key]
+      const old = before[key]
+      if (!map || typeof map !== 'object' || Array.isArray(map) || !old || typeof old !== 'object') continue
+      next[key] = Object.fromEntries(
+        Object.entries(map).map(([k, value]) => [
+          k,
+          value === MASK && typeof (old as Record<string, unknown>)[k] === 'string'
+            ? (old as Record<string, unknown>)[k]
+            : value,
+        ]),
+      )
+    }
+    if (typeof next.url === 'string' && next.url.includes(MASK) && maskUrl(before.url) === next.url)
+      next.url = before.url
+    out[name] = next
+  }
+  return out
+}
+
 /** The config's MCP map (entries that are objects). */
 export function mcpEntries(config: Record<string, unknown>): Record<string, Record<string, unknown>> {
   const map = config.mcp

@@ -6,6 +6,7 @@
  */
 import { errors } from '../core/errors.ts'
 import { writeContained } from './files/atomic-write.ts'
+import { mcpEntries, unmaskMcpMap } from './mcp.ts'
 import { editOpencodeConfig, readOpencodeConfig } from './opencode-config-file.ts'
 import { readContainedText } from './files/workspace-path.ts'
 import type { ReadCache } from './read-cache.ts'
@@ -67,12 +68,13 @@ export async function applyConfigPatch(root: string, patch: ConfigPatch): Promis
   // Parse both before writing either, so an invalid file on disk fails the patch without a half write.
   const service = patch.workspace ? await readServiceConfig(root) : undefined
   if (patch.opencode) {
-    await readOpencodeConfig(root)
+    const current = await readOpencodeConfig(root)
     await editOpencodeConfig(
       root,
       Object.entries(patch.opencode).map(([key, value]) => ({
         path: [key],
-        value: value === null ? undefined : value,
+        // Readers see MCP secrets masked; writing that view back keeps the real values.
+        value: value === null ? undefined : key === 'mcp' ? unmaskMcpMap(value, mcpEntries(current.data)) : value,
       })),
     )
   }

@@ -41,18 +41,20 @@ test('export asks for a decision when secrets are present, and exclude strips th
     assert.is(body.code, 'workspace_export_requires_decision')
     assert.equal(
       body.details.warnings.map((w: { id: string }) => w.id),
-      ['mcp-config', 'portable-file:.opencode/plugins/leaky.ts'],
+      // MCP header and environment values are left out of every export (only the host may ask for
+      // them), so they no longer need a decision.
+      ['portable-file:.opencode/plugins/leaky.ts'],
     )
     const excluded = await (await exportOf(s, 'exclude')).json()
-    assert.equal(excluded.opencode.mcp.tracker.headers, {})
-    assert.equal(excluded.opencode.mcp.files.environment, {})
+    assert.equal(excluded.opencode.mcp.tracker.headers, { Authorization: '' })
+    assert.equal(excluded.opencode.mcp.files.environment, { FILES_API_KEY: '' })
     assert.equal(
       excluded.files.map((f: { path: string }) => f.path),
       ['.opencode/plugins/local-notes.ts', '.opencode/tools/run.ts'],
     )
     assert.not.ok(JSON.stringify(excluded).includes('fixture-secret'))
     const included = await (await exportOf(s, 'include')).json()
-    assert.is(included.opencode.mcp.tracker.headers.Authorization, 'Bearer fixture-secret-header-value')
+    assert.is(included.opencode.mcp.tracker.headers.Authorization, '', 'include does not bring MCP secrets back')
     assert.ok(included.files.some((f: { path: string }) => f.path === '.opencode/plugins/leaky.ts'))
     assert.not.ok(
       included.files.some((f: { path: string }) => f.path.endsWith('.env')),

@@ -7,6 +7,7 @@
  */
 import { ApiError } from '../../core/errors.ts'
 import { loadCommands } from '../commands.ts'
+import { withoutMcpSecrets } from '../mcp.ts'
 import { readOpencodeConfig } from '../opencode-config-file.ts'
 import { encodeWireFile, utf8OrNull, type WireFileOut } from '../../opencode/skill-bundle.ts'
 import { readSkillFolder } from '../skill-folder.ts'
@@ -48,9 +49,19 @@ const SECTIONS: Array<{ key: string; id: string; label: string }> = [
   { key: 'provider', id: 'provider-config', label: 'Model providers' },
 ]
 
-/** Builds the export, applying the sensitive mode. */
-export async function buildExport(root: string, mode: SensitiveMode): Promise<WorkspaceExport> {
-  const opencode = portableOpencode((await readOpencodeConfig(root)).data)
+/**
+ * Builds the export, applying the sensitive mode. MCP header and environment values, OAuth
+ * secrets and URL credentials are left out whatever the mode, unless `mcpSecrets` (the host asked
+ * for them explicitly): they are credentials even where no pattern recognises them.
+ */
+export async function buildExport(
+  root: string,
+  mode: SensitiveMode,
+  options: { mcpSecrets?: boolean } = {},
+): Promise<WorkspaceExport> {
+  const portable = portableOpencode((await readOpencodeConfig(root)).data)
+  const opencode =
+    options.mcpSecrets || !('mcp' in portable) ? portable : { ...portable, mcp: withoutMcpSecrets(portable.mcp) }
   let workspace = await readServiceConfig(root)
   let skills = await Promise.all(
     (await loadSkills(root)).map(async (s) => ({

@@ -7,6 +7,7 @@ import { errors } from '../../core/errors.ts'
 import { routeFactory } from '../../core/route.ts'
 import { queryInt } from '../../core/validation.ts'
 import { rules, type Principal, type WorkspaceRule } from '../auth.ts'
+import { maskMcpMap } from '../mcp.ts'
 import { opencodeConfigRel, readOpencodeConfig } from '../opencode-config-file.ts'
 import { applyConfigPatch, readServiceConfig, readWorkspaceConfig } from '../workspace-config.ts'
 import { SERVICE_CONFIG_FILE } from '../workspace-layout.ts'
@@ -26,7 +27,7 @@ export function configRoutes(s: WorkspaceServices) {
       summary: 'Read workspace config',
       tags: ['config'],
       description:
-        '`opencode` from `opencode.jsonc` (else `opencode.json`), `workspace` from `.opencode/service.json`, `updatedAt` = time of the last audited write (epoch ms) or null.',
+        '`opencode` from `opencode.jsonc` (else `opencode.json`), `workspace` from `.opencode/service.json`, `updatedAt` = time of the last audited write (epoch ms) or null. MCP header, environment, OAuth secret and URL credential values read as `********` (a PATCH that sends the mask back keeps the stored value).',
       auth: rules.viewer,
       params: WorkspaceParams,
       responses: { 200: v.object({ opencode: JsonObject, workspace: JsonObject, updatedAt: v.nullable(v.number()) }) },
@@ -38,7 +39,11 @@ export function configRoutes(s: WorkspaceServices) {
             readWorkspaceConfig(ws.entry.path, ws.cache),
             s.audit.latestTimestamp(ws.entry.id),
           ])
-          return { ...config, updatedAt }
+          // Bearer callers are never the host (it reads the file on its own disk): MCP header,
+          // environment, OAuth secret and URL credential values are masked, as in GET …/mcp.
+          const opencode =
+            'mcp' in config.opencode ? { ...config.opencode, mcp: maskMcpMap(config.opencode.mcp) } : config.opencode
+          return { ...config, opencode, updatedAt }
         })
       },
     }),

@@ -10,7 +10,7 @@ import { ApiError } from '../../core/errors.ts'
 import { routeFactory } from '../../core/route.ts'
 import { queryString } from '../../core/validation.ts'
 import { actorOf } from '../audit-log.ts'
-import { rules, type Principal, type WorkspaceRule } from '../auth.ts'
+import { rules, scopeRank, type Principal, type WorkspaceRule } from '../auth.ts'
 import type { FileService } from '../files/file-service.ts'
 import { applyImport } from '../portability/import-apply.ts'
 import {
@@ -97,13 +97,16 @@ export function portabilityRoutes(s: WorkspaceServices, files: FileService) {
       summary: 'Export portable workspace configuration',
       tags: ['portability'],
       description:
-        'Portable project-config keys, `.opencode/service.json`, skills (SKILL.md as `content` plus every other file of the folder as `files`: `{path, content}` for UTF-8 text or `{path, contentBase64}` for other bytes, `executable: true` when set, `sha256`), commands and files under `.opencode/agents|plugins|tools`. Text files of skills are scanned for secrets like everything else. `sensitive=auto` (default) answers 409 `workspace_export_requires_decision` with `details.warnings` when secrets are found; `exclude` strips them; `include` keeps them.',
+        'Portable project-config keys, `.opencode/service.json`, skills (SKILL.md as `content` plus every other file of the folder as `files`: `{path, content}` for UTF-8 text or `{path, contentBase64}` for other bytes, `executable: true` when set, `sha256`), commands and files under `.opencode/agents|plugins|tools`. Text files of skills are scanned for secrets like everything else. `sensitive=auto` (default) answers 409 `workspace_export_requires_decision` with `details.warnings` when secrets are found; `exclude` strips them; `include` keeps them. MCP header and environment values, OAuth secrets and URL credentials are left out (names kept, values empty) whatever `sensitive` says, unless `mcpSecrets=include`: that needs the host token or an owner token (403 `mcp_secrets_host_only`) and the host approves it like a write (403 `export_denied`, 503 `server_stopping`).',
       auth: rules.viewer,
       params: WorkspaceParams,
-      query: v.object({ sensitive: queryString({ maxLength: 16 }) }),
+      query: v.object({
+        sensitive: queryString({ maxLength: 16 }),
+        mcpSecrets: queryString({ maxLength: 16 }),
+      }),
       responses: { 200: ExportSchema },
-      errors: [409, 422],
-      handler: async ({ params, query }) => {
+      errors: [403, 409, 422, 503],
+      handler: async ({ request, params, query, principal }) => {
         const ws = s.workspaces.get(params.id)
         const mode = query.sensitive ?? 'auto'
         if (!['auto', 'include', 'exclude'].includes(mode))
@@ -112,7 +115,28 @@ export function portabilityRoutes(s: WorkspaceServices, files: FileService) {
             'invalid_workspace_export_sensitive_mode',
             'sensitive must be auto, include or exclude',
           )
-        const doc = await buildExport(ws.entry.path, mode as SensitiveMode)
+        const mcpSecrets = query.mcpSecrets === 'include'
+        if (query.mcpSecrets !== undefined && !mcpSecrets && query.mcpSecrets !== 'exclude')
+          throw new ApiError(400, 'invalid_query', 'mcpSecrets must be include or exclude')
+        if (mcpSecrets) {
+          if (scopeRank(principal.scope) < scopeRank('owner'))
+            throw new ApiError(403, 'mcp_secrets_host_only', 'Only the host (or an owner token) can export MCP secrets')
+          const outcome = await s.approvals.request(
+            {
+              workspaceId: ws.entry.id,
+              action: 'workspace.export.mcp_secrets',
+              summary: 'Export the workspace with MCP header and environment values',
+              paths: [ws.entry.path],
+              actor: actorOf(principal),
+            },
+            request.signal,
+          )
+          if (!outcome.allowed)
+            throw new ApiError(403, 'export_denied', 'The host did not approve exporting MCP secrets', {
+              details: { requestId: outcome.id, reason: outcome.reason },
+            })
+        }
+        const doc = await buildExport(ws.entry.path, mode as SensitiveMode, { mcpSecrets })
         return { workspaceId: ws.entry.id, exportedAt: s.now(), ...doc }
       },
     }),
