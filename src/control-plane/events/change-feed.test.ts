@@ -19,8 +19,8 @@ async function makeSkill(t: TestControlPlane, token: string, name: string): Prom
   return res.body.item.id
 }
 
-function stream(t: TestControlPlane, token: string, headers: Record<string, string> = {}): Promise<Response> {
-  return t.app.fetch(
+async function stream(t: TestControlPlane, token: string, headers: Record<string, string> = {}): Promise<Response> {
+  return await t.app.fetch(
     new Request('http://cp.test/v1/events', {
       headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream', ...headers },
     }),
