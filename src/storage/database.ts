@@ -14,12 +14,14 @@ import { Kysely, PostgresDialect, SqliteAdapter, SqliteDialect, type DialectAdap
 import type { Migration } from 'kysely/migration'
 import { chmodSync, existsSync, mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
+import { normalizeParam } from './bound-values.ts'
 import { openSqlite, type RawSqlite } from './open-sqlite.ts'
 import { checkPostgres, openPostgresPool, type PostgresPoolOptions } from './open-postgres.ts'
 import { localNotifier, postgresNotifier, type Notifier } from './notifier.ts'
 import { retryingTransactions } from './serializable-transactions.ts'
 
 export type { Notifier } from './notifier.ts'
+export { normalizeParam } from './bound-values.ts'
 
 /** Migrations keyed by name; names sort lexically into apply order. */
 export type MigrationSet = Record<string, Migration>
@@ -36,14 +38,6 @@ export interface Database<DB> {
   /** Cross-instance wake-ups (LISTEN/NOTIFY on PostgreSQL, in-process on SQLite). */
   readonly notifier: Notifier
   close(): Promise<void>
-}
-
-/** Converts a value kysely is about to bind into something both SQLite drivers accept. */
-export function normalizeParam(value: unknown): unknown {
-  if (typeof value === 'boolean') return value ? 1 : 0
-  if (value instanceof Date) return value.toISOString()
-  if (value === undefined) return null
-  return value
 }
 
 /** How many distinct prepared statements are kept; the hot set of a server is far smaller. */

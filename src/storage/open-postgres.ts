@@ -12,6 +12,7 @@
 import type { PostgresPool, PostgresPoolClient } from 'kysely'
 import pg from 'pg'
 import { DatabaseUnavailableError } from '../core/errors.ts'
+import { normalizeParam } from './bound-values.ts'
 
 /** Settings for {@link openPostgresPool}. */
 export interface PostgresPoolOptions {
@@ -62,13 +63,6 @@ const typeParsers = {
     if (oid === INT8_OID) return (value: string) => Number(value)
     return pg.types.getTypeParser(oid, format as 'text')
   },
-}
-
-function normalizeParam(value: unknown): unknown {
-  if (typeof value === 'boolean') return value ? 1 : 0
-  if (value instanceof Date) return value.toISOString()
-  if (value === undefined) return null
-  return value
 }
 
 // SQLSTATE classes and codes meaning "the database is not reachable or not serving now", as opposed
