@@ -645,6 +645,16 @@ async function importSnapshot(
     })
   }
   return job.finish(async (trx) => {
+    // Failures found before any import (denied mappings, oversized files) are recorded here too:
+    // the batches above, which also record them, never run when no item is left to import.
+    await trx
+      .updateTable('connector_sync_event')
+      .set({
+        failed_count: failures.size,
+        failures: failures.size ? JSON.stringify([...failures.values()].slice(0, 200)) : null,
+      })
+      .where('id', '=', event.id)
+      .execute()
     // Items gone from the source (for mappings that still exist): their objects are soft-deleted,
     // history kept, in the transaction that completes the event, so this happens exactly once.
     let deleted = 0
