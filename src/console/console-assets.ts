@@ -26,6 +26,8 @@ import cpOrgJs from './web/cp-org.mjs' with { type: 'text' }
 import cpKeysJs from './web/cp-keys.mjs' with { type: 'text' }
 import cpWorkersJs from './web/cp-workers.mjs' with { type: 'text' }
 import cpSkillsJs from './web/cp-skills.mjs' with { type: 'text' }
+import cpConfigJs from './web/cp-config.mjs' with { type: 'text' }
+import cpDiffJs from './web/cp-diff.mjs' with { type: 'text' }
 
 /** Source files by their unhashed name. Every file the page can load is listed here. */
 const SOURCES: Record<string, string> = {
@@ -44,6 +46,8 @@ const SOURCES: Record<string, string> = {
   'cp-keys.mjs': cpKeysJs,
   'cp-workers.mjs': cpWorkersJs,
   'cp-skills.mjs': cpSkillsJs,
+  'cp-config.mjs': cpConfigJs,
+  'cp-diff.mjs': cpDiffJs,
 }
 
 /** One servable file. */

@@ -57,11 +57,13 @@ export function createApi({ headers, onUnauthorized }) {
   }
 }
 
-/** `/a/b?x=1` from a path and a query object (empty values left out). */
+/** `/a/b?x=1` from a path (which may carry a query already) and a query object (empty values left out). */
 export function withQuery(path, query) {
-  const params = new URLSearchParams()
+  const mark = path.indexOf('?')
+  const params = new URLSearchParams(mark >= 0 ? path.slice(mark + 1) : '')
   for (const [key, value] of Object.entries(query))
     if (value !== undefined && value !== null && value !== '') params.set(key, String(value))
+  const base = mark >= 0 ? path.slice(0, mark) : path
   const text = params.toString()
-  return text ? `${path}?${text}` : path
+  return text ? `${base}?${text}` : base
 }

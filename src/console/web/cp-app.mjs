@@ -1,6 +1,7 @@
 // Control-plane console: sign up, sign in, sign out, organizations, and the shell around the
 // organization pages. What the member's role may not do is not offered (from GET /v1/me).
 import { createApi } from './api.mjs'
+import { configPage } from './cp-config.mjs'
 import { keysPage } from './cp-keys.mjs'
 import { skillsPage } from './cp-skills.mjs'
 import { workersPage } from './cp-workers.mjs'
@@ -13,6 +14,7 @@ const PAGES = [
   ['members', 'Members', 'members.read'],
   ['invitations', 'Invitations', 'invitations.read'],
   ['teams', 'Teams', 'teams.read'],
+  ['config', 'Config objects', 'config_objects.read'],
   ['skills', 'Skills', 'skill_hubs.read'],
   ['keys', 'API keys', 'api_keys.read'],
   ['workers', 'Workers', 'workers.read'],
@@ -196,7 +198,9 @@ function shell(root) {
                 ? workersPage(context)
                 : id === 'skills'
                   ? skillsPage(context)
-                  : orgsPage(context)
+                  : id === 'config'
+                    ? configPage(context)
+                    : orgsPage(context)
     mount(root, current.node)
     if (moveFocus) root.focus()
   }
