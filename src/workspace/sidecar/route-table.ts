@@ -54,6 +54,8 @@ export interface SidecarRouteEntry {
   queryPaths?: string[]
   /** The greedy tail parameter names a file that must resolve inside the workspace. */
   tailPath?: boolean
+  /** Search results are filtered to paths inside the workspace (the finder follows symlinked folders). */
+  filterResults?: boolean
   body?: BodyPins
   /** Why the row is classified as it is, when the method alone does not say. */
   note?: string
@@ -136,9 +138,9 @@ export const SIDECAR_ROUTES: readonly SidecarRouteEntry[] = [
   row('GET', '/file', 'file.list', 'viewer', { queryPaths: ['path'] }),
   row('GET', '/file/content', 'file.read', 'viewer', { queryPaths: ['path'] }),
   row('GET', '/file/status', 'file.status', 'viewer'),
-  row('GET', '/find', 'find.text', 'viewer'),
-  row('GET', '/find/file', 'find.files', 'viewer'),
-  row('GET', '/find/symbol', 'find.symbols', 'viewer'),
+  row('GET', '/find', 'find.text', 'viewer', { filterResults: true }),
+  row('GET', '/find/file', 'find.files', 'viewer', { filterResults: true }),
+  row('GET', '/find/symbol', 'find.symbols', 'viewer', { filterResults: true }),
   row('GET', '/vcs', 'vcs.get', 'viewer'),
   row('GET', '/vcs/status', 'vcs.status', 'viewer'),
   row('GET', '/vcs/diff', 'vcs.diff', 'viewer'),
@@ -332,7 +334,7 @@ export const SIDECAR_ROUTES: readonly SidecarRouteEntry[] = [
   }),
   row('GET', '/api/fs/read/:filePath+', 'v2.fs.read', 'viewer', { tailPath: true }),
   row('GET', '/api/fs/list', 'v2.fs.list', 'viewer', { queryPaths: ['path'] }),
-  row('GET', '/api/fs/find', 'v2.fs.find', 'viewer'),
+  row('GET', '/api/fs/find', 'v2.fs.find', 'viewer', { filterResults: true }),
   row('GET', '/api/command', 'v2.command.list', 'viewer'),
   row('GET', '/api/skill', 'v2.skill.list', 'viewer'),
   row('GET', '/api/event', 'v2.event.subscribe', 'viewer', {

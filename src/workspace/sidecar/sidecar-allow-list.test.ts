@@ -16,6 +16,7 @@ import {
 import { classifySidecarRequest } from './route-policy.ts'
 import { SIDECAR_ROUTES } from './route-table.ts'
 import { DOC_PATH, renderAllowList } from './route-table-doc.ts'
+import { SocketTickets, TICKET_TTL_MS } from './socket-tickets.ts'
 
 const ctx: { fx: ProxyFixture; outside: string } = {} as never
 const list = suite<typeof ctx>('workspace/sidecar allow-list (fake upstream)', { timeoutMs: 20_000 })
@@ -209,6 +210,48 @@ list('the OpenAPI document declares every row on both mounts with the role the p
   }
   const fallback = doc.paths['/sidecar/{path}']!.post!
   assert.equal(fallback.security, expected.owner)
+})
+
+list(
+  'every row, called as viewer, collaborator and owner, is forwarded exactly when the table allows the role',
+  async () => {
+    const rank = { viewer: 1, collaborator: 2, owner: 3 } as const
+    const mismatches: string[] = []
+    for (const entry of SIDECAR_ROUTES) {
+      const path = `/sidecar${entry.path.replace(/:\w+\+?/g, 'x1')}`
+      for (const as of ['viewer', 'collaborator', 'owner'] as const) {
+        const before = ctx.fx.fake.requests.length
+        const hasBody = entry.method !== 'GET' && entry.method !== 'DELETE'
+        const res = await ctx.fx.kit.req(path, { as, method: entry.method, ...(hasBody ? { json: {} } : {}) })
+        // Event streams stay open: only their status matters here.
+        const body = entry.kind === 'sse' ? (await res.body?.cancel(), '') : await res.text()
+        const allowed = rank[as] >= rank[entry.role]
+        const forwarded = ctx.fx.fake.requests.length > before
+        // A WebSocket row in-process has no listener to upgrade: 426 means it passed every check.
+        const passed = forwarded || (entry.kind === 'websocket' && res.status === 426)
+        if (allowed !== passed)
+          mismatches.push(`${as} ${entry.method} ${entry.path}: ${res.status} ${body.slice(0, 80)}`)
+        if (!allowed && res.status !== 403)
+          mismatches.push(`${as} ${entry.method} ${entry.path}: refused with ${res.status}`)
+      }
+    }
+    assert.equal(mismatches, [])
+  },
+)
+
+list('a WebSocket ticket opens one path of one workspace once, and expires', () => {
+  let now = 1000
+  const tickets = new SocketTickets(() => now)
+  const principal = { type: 'remote' as const, scope: 'collaborator' as const, tokenHash: 'h' }
+  const { ticket } = tickets.issue({ workspaceId: 'a', path: '/pty/pty_1/connect', principal })
+  assert.is(tickets.consume(ticket, 'b', '/pty/pty_1/connect'), null, 'another workspace')
+  assert.is(tickets.consume(ticket, 'a', '/pty/pty_1/connect'), null, 'burnt by the wrong use')
+  const second = tickets.issue({ workspaceId: 'a', path: '/pty/pty_1/connect', principal }).ticket
+  assert.equal(tickets.consume(second, 'a', '/PTY/pty_1/connect'), principal)
+  assert.is(tickets.consume(second, 'a', '/pty/pty_1/connect'), null, 'single use')
+  const third = tickets.issue({ workspaceId: 'a', path: '/pty/pty_1/connect', principal }).ticket
+  now += TICKET_TTL_MS
+  assert.is(tickets.consume(third, 'a', '/pty/pty_1/connect'), null, 'expired')
 })
 
 list('the table in docs/sidecar-proxy.md is the one generated from the allow-list', () => {

@@ -14,6 +14,7 @@ import { relayBody } from './body-relay.ts'
 import { ambiguousPath, pinnedUpstreamUrl, sessionIdInPath, upstreamRelativePath } from './directory-pin.ts'
 import { heartbeatFrameFor, relayEventStream } from './event-stream-relay.ts'
 import { basicAuthorization, downstreamResponseHeaders, upstreamRequestHeaders } from './header-policy.ts'
+import { filteredResponse } from './result-filter.ts'
 import { pinBody, pinQueryPaths, pinTailPath, readPinnedBody } from './request-pins.ts'
 import { assertSidecarAllowed, type Classified, classifySidecarRequest } from './route-policy.ts'
 import type { SidecarRouteEntry } from './route-table.ts'
@@ -191,6 +192,7 @@ export async function forwardToSidecar(input: ProxyInput, ctx: ProxyContext): Pr
   }
 
   const headers = downstreamResponseHeaders(response.headers)
+  if (entry?.filterResults) return filteredResponse(response, target.directory, headers)
   if (!response.body || response.status === 204 || response.status === 304) {
     return new Response(null, { status: response.status, headers })
   }

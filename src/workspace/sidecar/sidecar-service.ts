@@ -13,6 +13,7 @@ import { SessionGuard } from './session-guard.ts'
 import type { SidecarConfig, SidecarTarget } from './sidecar-config.ts'
 import { ProbeCache, probeSidecar, type SidecarStatus } from './sidecar-probe.ts'
 import type { SidecarRouteEntry } from './route-table.ts'
+import { SocketRelay } from './socket-relay.ts'
 import { SocketTickets } from './socket-tickets.ts'
 import { forwardToSidecar, type ProxyGovernance } from './sidecar-proxy.ts'
 import { ReloadDebouncer, reloadSidecar, type ReloadResult } from './sidecar-reload.ts'
@@ -57,6 +58,8 @@ export class SidecarService {
   readonly #debouncer: ReloadDebouncer
   /** Single-use WebSocket tickets for browsers. */
   readonly tickets = new SocketTickets()
+  /** Relays allow-listed WebSocket routes. */
+  readonly sockets: SocketRelay
 
   constructor(private readonly options: SidecarServiceOptions) {
     this.managed = options.config.managed
@@ -66,6 +69,12 @@ export class SidecarService {
         })
       : null
     this.managed?.onChange(() => this.#probes.invalidate())
+    this.sockets = new SocketRelay({
+      tuning: options.config.tuning,
+      streams: options.streams,
+      tickets: this.tickets,
+      log: options.log,
+    })
     this.#debouncer = new ReloadDebouncer(options.config.tuning.reloadDebounceMs, (workspaceId) => {
       this.reload(workspaceId, 'extension-change').catch((error) => {
         options.log.warn('automatic sidecar reload failed', {
@@ -131,6 +140,7 @@ export class SidecarService {
         log: input.log,
         guard: this.#guard,
         governance: this.options.governance,
+        socket: this.sockets.handle,
       },
     )
   }
