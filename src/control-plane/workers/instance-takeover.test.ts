@@ -13,6 +13,7 @@ import { silentLogger } from '../../core/logger.ts'
 import type { AsyncContext } from '../jobs/async-context.ts'
 import { startAsyncTestPlane, waitFor } from '../jobs/async-test-kit.ts'
 import { buildFixtureOrg } from '../testing/org-fixture.ts'
+import { dropTestDatabase, TEST_ENGINE, testDatabaseUrl } from '../testing/test-database.ts'
 import { ControlPlaneInstance } from './control-plane-instance.ts'
 import { sweepLostInstances } from './runtime-ownership.ts'
 
@@ -47,9 +48,12 @@ function runtimesOf(workerId: string): Array<{ pid: number; parent: number }> {
 test('when the control plane that runs a Worker dies, the other instance on the same database stops its runtime and leaves the Worker unreachable with the reason; new tokens start it there', async () => {
   await withTempDir(async (dir) => {
     const config = join(dir, 'cp.json')
+    // On the PostgreSQL pass both processes share one fresh PostgreSQL database instead of the file.
+    const databaseUrl = TEST_ENGINE === 'postgres' ? await testDatabaseUrl(dir) : undefined
     writeFileSync(
       config,
       JSON.stringify({
+        ...(databaseUrl ? { databaseUrl } : {}),
         logRequests: false,
         openSignUp: true,
         jobs: { pollIntervalMs: 20 },
@@ -154,6 +158,7 @@ test('when the control plane that runs a Worker dies, the other instance on the 
       )
     } finally {
       for (const plane of planes) await plane.stop('SIGTERM')
+      if (databaseUrl) await dropTestDatabase(dir)
       for (const pid of leftovers) {
         if (!running(pid) || !readFileSync(`/proc/${pid}/environ`, 'utf8').includes(dir)) continue
         process.kill(pid, 'SIGKILL')
@@ -167,7 +172,10 @@ test('two instances sweeping at once act on a lost instance once: its Workers en
   // are the only ones, started together.
   const quiet = { workers: { sweepIntervalMs: 3_600_000 } }
   const first = await startAsyncTestPlane({ file: quiet })
-  const second = await startAsyncTestPlane({ file: quiet, dir: first.dir })
+  // On PostgreSQL a second control plane with its own pool. On SQLite the two instances share the
+  // first plane's connection: two connections to one file in one process deadlock (SQLite's busy
+  // wait blocks the only thread while the other connection's transaction waits for it).
+  const second = TEST_ENGINE === 'postgres' ? await startAsyncTestPlane({ file: quiet, dir: first.dir }) : first
   const contexts = [first, second].map((plane) => {
     const instance = new ControlPlaneInstance({
       db: plane.app.deps.db,
@@ -242,7 +250,7 @@ test('two instances sweeping at once act on a lost instance once: its Workers en
     assert.equal(await Promise.all(contexts.map((ctx) => sweepLostInstances(ctx))), [0, 0])
   } finally {
     for (const ctx of contexts) await ctx.instance.stop().catch(() => {})
-    await second.close()
+    if (second !== first) await second.close()
     await first.close()
   }
 })
