@@ -28,6 +28,7 @@ import cpWorkersJs from './web/cp-workers.mjs' with { type: 'text' }
 import cpSkillsJs from './web/cp-skills.mjs' with { type: 'text' }
 import cpConfigJs from './web/cp-config.mjs' with { type: 'text' }
 import cpDiffJs from './web/cp-diff.mjs' with { type: 'text' }
+import cpConnectorsJs from './web/cp-connectors.mjs' with { type: 'text' }
 
 /** Source files by their unhashed name. Every file the page can load is listed here. */
 const SOURCES: Record<string, string> = {
@@ -48,6 +49,7 @@ const SOURCES: Record<string, string> = {
   'cp-skills.mjs': cpSkillsJs,
   'cp-config.mjs': cpConfigJs,
   'cp-diff.mjs': cpDiffJs,
+  'cp-connectors.mjs': cpConnectorsJs,
 }
 
 /** One servable file. */

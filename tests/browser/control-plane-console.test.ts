@@ -1,3 +1,5 @@
+import { execFileSync } from 'node:child_process'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
@@ -32,7 +34,8 @@ if (browserAvailable()) {
         '--host',
         '127.0.0.1',
       ],
-      { cwd: ROOT, timeoutMs: 60_000 },
+      // file:// remotes let the connector flow sync a local repository.
+      { cwd: ROOT, timeoutMs: 60_000, env: { SERVICE_CONNECTORS_ALLOW_FILE_URLS: 'true' } },
     )
     browser = await launchBrowser()
     adminContext = await browser.browser.newContext({ viewport: WIDTHS.wide })
@@ -197,6 +200,54 @@ if (browserAvailable()) {
     await admin.getByLabel('Search').fill('nothingmatches')
     await admin.getByRole('button', { name: 'Apply' }).click()
     await admin.getByRole('cell', { name: 'No config objects.' }).waitFor()
+  })
+
+  test('a git connector over a local repository is connected, discovered, mapped and synced with progress', async () => {
+    const repo = join(dir.path, 'skills-repo')
+    for (const name of ['lint', 'triage']) {
+      mkdirSync(join(repo, 'skills', name), { recursive: true })
+      writeFileSync(
+        join(repo, 'skills', name, 'SKILL.md'),
+        `---\nname: ${name}\ndescription: The ${name} skill\n---\nDo ${name}.\n`,
+      )
+    }
+    // One broken skill: the sync finishes partial and names it.
+    mkdirSync(join(repo, 'skills', 'broken'), { recursive: true })
+    writeFileSync(join(repo, 'skills', 'broken', 'SKILL.md'), '---\nname: Not Kebab\n---\n')
+    const git = (...args: string[]) =>
+      execFileSync('git', ['-c', 'user.email=t@example.test', '-c', 'user.name=t', ...args], {
+        cwd: repo,
+        stdio: 'ignore',
+      })
+    git('init', '-q', '-b', 'main')
+    git('add', '.')
+    git('commit', '-q', '-m', 'skills')
+
+    await admin.getByRole('link', { name: 'Connectors' }).click()
+    await admin.getByLabel('Type').selectOption('git')
+    await admin.getByLabel('Account', { exact: true }).fill(`file://${dir.path}`)
+    await admin.getByLabel('Account name').fill('Local git')
+    await admin.getByLabel('Instance name').fill('Team skills')
+    await admin.getByLabel('Repository').fill(`file://${repo}`)
+    await admin.getByRole('button', { name: 'Connect' }).click()
+    await admin.getByText(/Target .* added/).waitFor()
+    const card = admin.locator('[data-instance]', { hasText: 'Team skills' })
+    await card.getByRole('button', { name: 'Discover' }).click()
+    await card.getByRole('button', { name: /^Map / }).first().click()
+    await card
+      .getByRole('list', { name: /Mappings of/ })
+      .locator('code')
+      .first()
+      .waitFor()
+    await card.getByRole('button', { name: 'Sync now' }).click()
+    await card
+      .getByRole('status')
+      .filter({ hasText: /Sync (completed|partial)/ })
+      .waitFor({ timeout: 60_000 })
+    const text = (await card.textContent()) ?? ''
+    assert.match(text, /created 2/, text)
+    assert.match(text, /skills\/broken\/SKILL\.md/, 'the failed item is named')
+    await reviewPage(admin, 'cp-connectors')
   })
 
   test('a Worker is created, its state follows live, its tokens are shown once and rotated, and it is deleted', async () => {

@@ -2,6 +2,7 @@
 // organization pages. What the member's role may not do is not offered (from GET /v1/me).
 import { createApi } from './api.mjs'
 import { configPage } from './cp-config.mjs'
+import { connectorsPage } from './cp-connectors.mjs'
 import { keysPage } from './cp-keys.mjs'
 import { skillsPage } from './cp-skills.mjs'
 import { workersPage } from './cp-workers.mjs'
@@ -16,6 +17,7 @@ const PAGES = [
   ['teams', 'Teams', 'teams.read'],
   ['config', 'Config objects', 'config_objects.read'],
   ['skills', 'Skills', 'skill_hubs.read'],
+  ['connectors', 'Connectors', 'connectors.read'],
   ['keys', 'API keys', 'api_keys.read'],
   ['workers', 'Workers', 'workers.read'],
   ['orgs', 'Organizations', null],
@@ -200,7 +202,9 @@ function shell(root) {
                   ? skillsPage(context)
                   : id === 'config'
                     ? configPage(context)
-                    : orgsPage(context)
+                    : id === 'connectors'
+                      ? connectorsPage(context)
+                      : orgsPage(context)
     mount(root, current.node)
     if (moveFocus) root.focus()
   }
