@@ -34,6 +34,11 @@ export function databaseProbe(db: Kysely<any>, options: DatabaseProbeOptions = {
         () => 'ok' as const,
         () => 'unavailable' as const,
       )
+      .then((state) => {
+        // A probe that answered after the wait (a busy pool, not a lost database) still counts.
+        last = { state, at: performance.now() }
+        return state
+      })
       .finally(() => {
         query = undefined
       })
