@@ -550,6 +550,10 @@ export function impliedErrorStatuses<Rule>(
     statuses.add(validation.status)
     statuses.add(413)
   }
+  // The listener's guard (request-guard.ts) answers before routing: 408 `request_timeout` when a
+  // body stops arriving, 503 `server_busy` over the request caps (never for /health).
+  if (route.body) statuses.add(408)
+  if (route.path !== '/health') statuses.add(503)
   if (route.query) statuses.add(validation.status)
   if (route.path.includes(':')) statuses.add(404)
   statuses.add(500)

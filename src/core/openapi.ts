@@ -39,6 +39,7 @@ const STATUS_TEXT: Record<number, string> = {
   403: 'Not allowed',
   404: 'Not found',
   405: 'Method not allowed',
+  408: 'The request body stopped arriving (request_timeout)',
   409: 'Conflict',
   410: 'Gone',
   413: 'Payload too large',
@@ -48,9 +49,22 @@ const STATUS_TEXT: Record<number, string> = {
   499: 'Client closed request',
   500: 'Unexpected server error',
   502: 'Upstream unreachable',
-  503: 'Unavailable',
+  503: 'Unavailable (server_busy with Retry-After when too many requests are in progress)',
   504: 'Upstream timeout',
 }
+
+/**
+ * Limits enforced before any route runs, the same for every operation; stated once here because
+ * some are answered by the runtime itself, in its shape rather than ours.
+ */
+const TRANSPORT_LIMITS = [
+  'Limits applied before routing, to every operation:',
+  '- 408 `request_timeout` (connection closed) when a request body stops arriving for `SERVICE_BODY_IDLE_TIMEOUT` seconds (default 15).',
+  '- 503 `server_busy` with `Retry-After` when the client address already has `SERVICE_MAX_REQUESTS_PER_ADDRESS` requests in progress (default 64), or the server `SERVICE_MAX_REQUESTS` (default 1024, lowered to the open-file limit minus 64). `GET /health` is never refused.',
+  '- Idle keep-alive connections close after `SERVICE_IDLE_TIMEOUT` seconds (default 10); event streams are exempt and send heartbeats.',
+  '- 400 `invalid_path` for a `.` or `..` path segment, literal or percent-encoded, where the runtime passes the path as sent (Deno); the Bun binary resolves dot segments before the request reaches the server, as a browser would.',
+  '- Request headers: the Bun binary refuses more than 16 KiB of request headers in total with a bare `431` (no JSON body, no `X-Request-Id`) and closes headers that take longer than about 10 s; under Deno the limit is about 64 KiB (a bare `400`). These answers come from the runtime before the server sees the request.',
+].join('\n')
 
 const conversion: ConversionConfig = {
   target: 'draft-2020-12',
@@ -195,7 +209,7 @@ export function buildOpenApi<Rule>(
   }
   return {
     openapi: '3.1.0',
-    info: { title: info.title, version: info.version, description: info.description },
+    info: { title: info.title, version: info.version, description: `${info.description}\n\n${TRANSPORT_LIMITS}` },
     ...(info.tags ? { tags: info.tags } : {}),
     paths,
     components: { schemas: { ErrorBody: jsonSchemaOf(ErrorBodySchema) }, securitySchemes: info.securitySchemes },
