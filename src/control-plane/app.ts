@@ -103,6 +103,7 @@ export async function createControlPlaneApp(
       sessionTtlMs: config.sessionTtlHours * 3600_000,
       invitationTtlMs: INVITATION_TTL_MS,
       scrypt: options.scrypt ?? DEFAULT_SCRYPT,
+      skills: config.file.skills,
     },
     secrets: secretKey.box,
     notifier: database.notifier,

@@ -7,6 +7,7 @@
 import { dirname, join, resolve } from 'node:path'
 import * as v from 'valibot'
 import type { Flags } from '../cli-flags.ts'
+import { SkillLimitsFileSchema } from '../opencode/skill-wire.ts'
 import { ConnectorsFileSchema, JobsFileSchema, WorkersFileSchema } from './jobs/async-settings.ts'
 import {
   defaultDataDir,
@@ -68,6 +69,8 @@ export const ControlPlaneFileSchema = v.looseObject({
   encryptionKeyFile: v.optional(v.pipe(v.string(), v.minLength(1))),
   /** JSON file replacing the embedded model-provider catalog. */
   llmProviderCatalogFile: v.optional(v.pipe(v.string(), v.minLength(1))),
+  /** Skill folder and zip upload limits (defaults 200 files, 5 MiB per file, 20 MiB per skill; 50 MiB zips). */
+  skills: v.optional(SkillLimitsFileSchema),
 })
 /** The parsed file. */
 export type ControlPlaneFile = v.InferOutput<typeof ControlPlaneFileSchema>

@@ -223,10 +223,10 @@ function wireBytes(path: string, file: WireFileIn, limits: SkillLimits): Uint8Ar
     return bytes
   }
   const b64 = file.contentBase64!.replace(/\s+/g, '')
-  // Refuse before decoding: a huge string need not be decoded to know it is over the limit.
-  const approx = Math.floor((b64.length * 3) / 4)
-  if (approx - 2 > limits.maxFileBytes) throw fileTooLarge(path, approx, limits)
   if (b64.length % 4 !== 0 || !BASE64.test(b64)) throw invalidFile(path, 'contentBase64 is not valid base64')
+  // Refuse before decoding: a huge string need not be decoded to know it is over the limit.
+  const size = (b64.length / 4) * 3 - (b64.endsWith('==') ? 2 : b64.endsWith('=') ? 1 : 0)
+  if (size > limits.maxFileBytes) throw fileTooLarge(path, size, limits)
   return new Uint8Array(Buffer.from(b64, 'base64'))
 }
 
@@ -265,6 +265,11 @@ export function encodeWireFile(file: BundleFile): WireFileOut {
       : { path: file.path, content: text, sha256: sha256Hex(file.bytes) }
   if (file.executable) out.executable = true
   return out
+}
+
+/** A bundle file as a client would send it (base64, so any bytes pass through unchanged). */
+export function toWireIn(file: BundleFile): WireFileIn {
+  return { path: file.path, contentBase64: Buffer.from(file.bytes).toString('base64'), executable: file.executable }
 }
 
 /** The listing of a file. */

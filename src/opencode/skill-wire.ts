@@ -50,3 +50,18 @@ export const SkillFileListing = v.pipe(
   v.strictObject({ path: v.string(), bytes: v.number(), executable: v.boolean(), sha256: v.string() }),
   v.title('SkillFileListing'),
 )
+
+const positiveInt = v.pipe(v.number('must be a number'), v.integer('must be a whole number'), v.minValue(1))
+
+/**
+ * The `skills` key of either surface's config file: skill folder limits (and, on the control
+ * plane, zip upload limits). Every key is optional and falls back to its default.
+ */
+export const SkillLimitsFileSchema = v.strictObject({
+  maxFiles: v.optional(positiveInt),
+  maxFileBytes: v.optional(positiveInt),
+  maxBytes: v.optional(positiveInt),
+  maxZipBytes: v.optional(positiveInt),
+  maxEntries: v.optional(positiveInt),
+  maxInflatedBytes: v.optional(positiveInt),
+})

@@ -7,6 +7,7 @@ import { actorOf } from '../auth.ts'
 import { changeLifecycle, createConfigObject, getConfigObject, listConfigObjects } from '../catalog/config-objects.ts'
 import { addVersion, getLatestVersion, getResolved, getVersion, listVersions } from '../catalog/config-versions.ts'
 import { addObjectToPlugin, listObjectPlugins, removeObjectFromPlugin } from '../catalog/memberships.ts'
+import { importLimits, importSkillZip } from '../catalog/skill-import.ts'
 import { pageQuery } from '../pagination.ts'
 import { rules } from '../policy.ts'
 import { AddObjectPluginBody, ObjectPluginItem, ObjectPluginPage } from '../wire/catalog.ts'
@@ -20,9 +21,12 @@ import {
   ConfigObjectVersionPage,
   CreateConfigObjectBody,
   ResolvedConfigObjectItem,
+  SkillImportQuery,
+  SkillImportResult,
 } from '../wire/config-objects.ts'
 import { accessRoutes } from './access-routes.ts'
 import { route, type RouteContext } from './route.ts'
+import { readZipBody } from './zip-body.ts'
 
 const ObjectParams = idParams(['configObjectId', 'cob'])
 const VersionParams = idParams(['configObjectId', 'cob'], ['versionId', 'cov'])
@@ -49,6 +53,30 @@ export function configObjectRoutes(ctx: RouteContext) {
       }),
     })
   return [
+    // Before any `/v1/config-objects/:configObjectId` route, so `import` is never read as an id.
+    route({
+      method: 'POST',
+      path: '/v1/config-objects/import',
+      operationId: 'importSkillZip',
+      tags: [TAG],
+      summary: 'Upload skill folders as a zip: each becomes a new skill or a new version of the skill with its name',
+      description:
+        'Body: the archive (`Content-Type: application/zip`, else 415 `unsupported_media_type`). It holds a SKILL.md at its root or one folder per skill (`<name>/SKILL.md` with its scripts, references and assets; the folder name must equal the frontmatter name, 422 `zip_skill_name_mismatch`). A folder becomes a new object (source mode `import`, the uploader gets a manager grant) or, when one visible skill has that name, a new version of it (editor needed; 409 `skill_name_ambiguous` when several do); an unchanged folder adds no version (`action: "unchanged"`). Executable bits come from the Unix mode of each entry. Everything is imported in one transaction or nothing is. `?preview=true` does the same work, rolls it back and answers what it would do. Refused archives: 413 `zip_too_large` (archive bytes), 413 `zip_bomb` (inflated bytes), 413 `skill_file_too_large` / `skill_too_large`, 422 `zip_too_many_entries`, `skill_too_many_files`, `zip_entry_escapes` (`..`, absolute or backslash names), `zip_entry_symlink`, `zip_entry_not_file`, `zip_duplicate_entry`, `zip_duplicate_skill`, `zip_no_skill`, `zip_nested_skill`, `zip_entry_outside_skill`, `invalid_zip`; a SKILL.md that is not a valid skill is 422 `validation_failed` with `details.reason`. Limits are configured under `skills` in the config file.',
+      auth: rules.org('config_objects.write'),
+      query: SkillImportQuery,
+      body: {
+        raw: true,
+        contentType: 'application/zip',
+        description: 'A zip archive of one skill folder or several',
+        required: true,
+      },
+      responses: { 200: SkillImportResult },
+      errors: [403, 409, 413, 415, 422],
+      handler: async ({ request, principal, query }) => {
+        const zip = await readZipBody(request, importLimits(ctx.deps).maxZipBytes)
+        return importSkillZip(ctx.deps, actorOf(principal), zip, { preview: query.preview === 'true' })
+      },
+    }),
     route({
       method: 'GET',
       path: '/v1/config-objects',

@@ -33,8 +33,8 @@ export interface ContractSource<Rule> {
 /** Per-call options: a JSON body and the credential to send. */
 export interface CallOptions {
   json?: unknown
-  /** Raw body text (for malformed-JSON tests). */
-  body?: string
+  /** Raw body: text (for malformed-JSON tests) or bytes (uploads). */
+  body?: string | Uint8Array
   /** Session token, sent as `Authorization: Bearer`. */
   token?: string
   /** API key, sent as `x-api-key`. */
@@ -139,7 +139,7 @@ export function contractClient<Rule>(source: ContractSource<Rule>) {
 
   async function call(method: string, path: string, options: CallOptions = {}): Promise<CheckedResponse> {
     const headers = new Headers(options.headers)
-    let body: string | undefined = options.body
+    let body: string | Uint8Array | undefined = options.body
     if (options.json !== undefined) {
       headers.set('content-type', 'application/json')
       body = JSON.stringify(options.json)
@@ -148,7 +148,7 @@ export function contractClient<Rule>(source: ContractSource<Rule>) {
     if (options.apiKey !== undefined) headers.set('x-api-key', options.apiKey)
     if (options.orgId !== undefined) headers.set('x-service-org-id', options.orgId)
     const url = new URL(path, 'http://contract.test')
-    const response = await source.fetch(new Request(url, { method, headers, body }))
+    const response = await source.fetch(new Request(url, { method, headers, body: body as BodyInit | undefined }))
     const text = await response.text()
     return check(
       method === 'HEAD' ? 'GET' : method,

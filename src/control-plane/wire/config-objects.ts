@@ -247,3 +247,33 @@ export function principalOf(body: {
   if (body.teamId) return { teamId: body.teamId }
   return { orgWide: true }
 }
+
+/** `POST /v1/config-objects/import` query. */
+export const SkillImportQuery = v.object({
+  preview: v.optional(
+    v.pipe(
+      v.picklist(['true', 'false'], 'must be true or false'),
+      v.description('true: answer what the import would do and store nothing'),
+    ),
+  ),
+})
+
+/** What a zip import did (or would do) with each skill folder. */
+export const SkillImportResult = v.pipe(
+  v.strictObject({
+    preview: v.boolean(),
+    items: v.array(
+      v.strictObject({
+        name: v.string(),
+        folder: v.pipe(v.string(), v.description("The folder in the archive ('' for a SKILL.md at its root)")),
+        action: v.picklist(['create', 'update', 'unchanged']),
+        configObjectId: v.pipe(v.nullable(idOf('cob')), v.description('null for a create in a preview')),
+        versionId: v.nullable(idOf('cov')),
+        versionNumber: v.number(),
+        fileCount: v.pipe(v.number(), v.description('Files beside SKILL.md')),
+        bytes: v.number(),
+      }),
+    ),
+  }),
+  v.title('SkillImportResult'),
+)
