@@ -78,6 +78,8 @@ const FEED_ACTIONS: Record<string, Visibility> = {
   'member.role_changed': { permission: 'members.read', hint: true },
   'worker.created': { permission: 'workers.read' },
   'worker.deleted': { permission: 'workers.read' },
+  'worker.tokens_issued': { permission: 'workers.read' },
+  'worker.tokens_revoked': { permission: 'workers.read' },
   'worker.state_changed': { permission: 'workers.read' },
   'connector_sync.requested': { permission: 'connectors.read' },
   'connector_sync.retried': { permission: 'connectors.read' },

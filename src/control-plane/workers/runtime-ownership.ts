@@ -19,6 +19,7 @@
  *   `control_plane_instance_lost` ({@link sweepLostInstances}).
  * @module
  */
+import { announceWorkerStates, WORKER_STATE_COLUMNS } from './worker-events.ts'
 import { isoAt } from '../deps.ts'
 import type { AsyncContext } from '../jobs/async-context.ts'
 import { enqueueJob } from '../jobs/job-queue.ts'
@@ -339,8 +340,9 @@ export async function recoverRuntimes(ctx: AsyncContext): Promise<number> {
         row.runtime_instance_id === null
           ? q.where('runtime_instance_id', 'is', null)
           : q.where('runtime_instance_id', '=', row.runtime_instance_id)
-      const moved = await q.executeTakeFirst()
-      if (Number(moved.numUpdatedRows) !== 1 || !restart) return
+      const moved = await q.returning(WORKER_STATE_COLUMNS).executeTakeFirst()
+      if (!moved || !restart) return
+      await announceWorkerStates(ctx.deps, trx, [moved])
       recovered++
       await trx
         .updateTable('job')
@@ -393,30 +395,35 @@ export async function sweepLostInstances(ctx: AsyncContext): Promise<number> {
       const now = isoAt(ctx.deps)
       const lost = row.state === 'healthy' || row.state === 'unreachable'
       const message = `Control-plane instance ${owner}, which ran this runtime, stopped heartbeating`
-      const result = await ctx.deps.db
-        .updateTable('worker')
-        .set({
-          ...(lost
-            ? {
-                state: 'unreachable',
-                state_reason: 'control_plane_instance_lost',
-                state_message: message,
-                last_error_reason: 'control_plane_instance_lost',
-                last_error_message: message,
-                last_error_at: now,
-              }
-            : {}),
-          runtime_instance_id: null,
-          runtime_url: null,
-          // A runtime on another host is kept on record, so a control plane restarted there stops it.
-          ...(here ? { runtime_host: null, runtime_pid: null } : {}),
-          updated_at: now,
-        })
-        .where('id', '=', row.id)
-        .where('runtime_instance_id', '=', owner)
-        .where('state', '=', row.state)
-        .executeTakeFirst()
-      moved += Number(result.numUpdatedRows)
+      const result = await ctx.deps.db.transaction().execute(async (trx) => {
+        const changed = await trx
+          .updateTable('worker')
+          .set({
+            ...(lost
+              ? {
+                  state: 'unreachable',
+                  state_reason: 'control_plane_instance_lost',
+                  state_message: message,
+                  last_error_reason: 'control_plane_instance_lost',
+                  last_error_message: message,
+                  last_error_at: now,
+                }
+              : {}),
+            runtime_instance_id: null,
+            runtime_url: null,
+            // A runtime on another host is kept on record, so a control plane restarted there stops it.
+            ...(here ? { runtime_host: null, runtime_pid: null } : {}),
+            updated_at: now,
+          })
+          .where('id', '=', row.id)
+          .where('runtime_instance_id', '=', owner)
+          .where('state', '=', row.state)
+          .returning(WORKER_STATE_COLUMNS)
+          .executeTakeFirst()
+        if (changed && lost) await announceWorkerStates(ctx.deps, trx, [changed])
+        return changed ? 1 : 0
+      })
+      moved += result
     }
   }
   return moved

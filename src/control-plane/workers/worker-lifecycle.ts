@@ -14,6 +14,7 @@ import type { JobHandler } from '../jobs/job-runner.ts'
 import type { ProvisionedRuntime } from './provisioner.ts'
 import { claimRuntime, recordSpawn, releaseRuntime, stopLocalRuntime } from './runtime-ownership.ts'
 import { openCredentials, PROVISION_JOB, type WorkerState } from './workers.ts'
+import { announceWorkerStates, WORKER_STATE_COLUMNS } from './worker-events.ts'
 
 /**
  * The provisioning job: claims the Worker's runtime for this instance (waiting while another
@@ -100,7 +101,7 @@ export function provisionJobHandler(ctx: AsyncContext): JobHandler<{ generation:
       const changes = failure.final
         ? { state: 'failed', state_reason: failure.reason, state_message: failure.message }
         : {}
-      await trx
+      const failed = await trx
         .updateTable('worker')
         .set({
           ...changes,
@@ -111,7 +112,9 @@ export function provisionJobHandler(ctx: AsyncContext): JobHandler<{ generation:
         })
         .where('id', '=', job.subject_id!)
         .where('state', '=', 'provisioning')
+        .returning(WORKER_STATE_COLUMNS)
         .execute()
+      if (failure.final) await announceWorkerStates(ctx.deps, trx, failed)
       if (failure.final) {
         // A runtime this instance still holds for the Worker is stopped (by the watch, which sees
         // the failed state) and the claim is let go here, in the transaction that fails it.
@@ -138,7 +141,9 @@ export function provisionJobHandler(ctx: AsyncContext): JobHandler<{ generation:
         })
         .where('id', '=', job.subject_id!)
         .where('state', '=', 'failed')
+        .returning(WORKER_STATE_COLUMNS)
         .execute()
+        .then((rows) => announceWorkerStates(ctx.deps, trx, rows))
     },
   }
 }
@@ -198,21 +203,25 @@ export async function recordHeartbeat(
   const lastActive = input.isActiveRecently
     ? laterOf(row.last_active_at, input.lastActivityAt ?? now)
     : row.last_active_at
-  await ctx.deps.db
-    .updateTable('worker')
-    .set({
-      last_heartbeat_at: laterOf(row.last_heartbeat_at, now)!,
-      last_active_at: lastActive,
-      open_session_count: input.openSessionCount ?? row.open_session_count,
-      version: input.version ?? row.version,
-      ...(becomesHealthy
-        ? { state: 'healthy', state_reason: 'heartbeat', state_message: null, provisioning_deadline_at: null }
-        : {}),
-      updated_at: now,
-    })
-    .where('id', '=', workerId)
-    .where('state', '=', row.state)
-    .execute()
+  await ctx.deps.db.transaction().execute(async (trx) => {
+    const moved = await trx
+      .updateTable('worker')
+      .set({
+        last_heartbeat_at: laterOf(row.last_heartbeat_at, now)!,
+        last_active_at: lastActive,
+        open_session_count: input.openSessionCount ?? row.open_session_count,
+        version: input.version ?? row.version,
+        ...(becomesHealthy
+          ? { state: 'healthy', state_reason: 'heartbeat', state_message: null, provisioning_deadline_at: null }
+          : {}),
+        updated_at: now,
+      })
+      .where('id', '=', workerId)
+      .where('state', '=', row.state)
+      .returning(WORKER_STATE_COLUMNS)
+      .execute()
+    if (becomesHealthy) await announceWorkerStates(ctx.deps, trx, moved)
+  })
   return {
     workerId,
     state: becomesHealthy ? 'healthy' : (row.state as WorkerState),
@@ -245,8 +254,10 @@ export async function sweepWorkers(ctx: AsyncContext): Promise<void> {
         })
         .where('id', '=', row.id)
         .where('state', '=', 'provisioning')
+        .returning(WORKER_STATE_COLUMNS)
         .executeTakeFirst()
-      if (Number(moved.numUpdatedRows) === 0) return
+      if (!moved) return
+      await announceWorkerStates(ctx.deps, trx, [moved])
       await trx
         .updateTable('job')
         .set({ status: 'canceled', finished_at: now, updated_at: now, locked_by: null, lease_until: null })
@@ -257,17 +268,21 @@ export async function sweepWorkers(ctx: AsyncContext): Promise<void> {
     await stopLocalRuntime(ctx, row.id, Number.POSITIVE_INFINITY)
   }
   const staleBefore = isoAt(ctx.deps, -ctx.settings.workers.staleAfterMs)
-  await ctx.deps.db
-    .updateTable('worker')
-    .set({
-      state: 'unreachable',
-      state_reason: 'heartbeat_stale',
-      state_message: `No heartbeat for more than ${ctx.settings.workers.staleAfterMs} ms`,
-      updated_at: now,
-    })
-    .where('state', '=', 'healthy')
-    .where('last_heartbeat_at', '<', staleBefore)
-    .execute()
+  await ctx.deps.db.transaction().execute(async (trx) => {
+    const moved = await trx
+      .updateTable('worker')
+      .set({
+        state: 'unreachable',
+        state_reason: 'heartbeat_stale',
+        state_message: `No heartbeat for more than ${ctx.settings.workers.staleAfterMs} ms`,
+        updated_at: now,
+      })
+      .where('state', '=', 'healthy')
+      .where('last_heartbeat_at', '<', staleBefore)
+      .returning(WORKER_STATE_COLUMNS)
+      .execute()
+    await announceWorkerStates(ctx.deps, trx, moved)
+  })
 }
 
 /** Keeps a runtime's own exit (crash, kill) as the Worker's last error. */
@@ -348,8 +363,10 @@ export async function stopRuntimes(ctx: AsyncContext): Promise<void> {
         .where('id', '=', row.id)
         .where('runtime_instance_id', '=', ctx.instance.id)
         .where('state', '=', row.state)
+        .returning(WORKER_STATE_COLUMNS)
         .executeTakeFirst()
-      if (!handOver || Number(moved.numUpdatedRows) !== 1) return
+      if (moved && running) await announceWorkerStates(ctx.deps, trx, [moved])
+      if (!handOver || !moved) return
       await trx
         .updateTable('job')
         .set({ status: 'canceled', finished_at: now, updated_at: now, locked_by: null, lease_until: null })
@@ -396,8 +413,10 @@ export async function resumeRuntimes(ctx: AsyncContext): Promise<number> {
         })
         .where('id', '=', row.id)
         .where('state', '=', 'stopped')
+        .returning(WORKER_STATE_COLUMNS)
         .executeTakeFirst()
-      if (Number(moved.numUpdatedRows) !== 1) return
+      if (!moved) return
+      await announceWorkerStates(ctx.deps, trx, [moved])
       await enqueueJob(trx, ctx.deps.now(), {
         kind: PROVISION_JOB,
         orgId: row.org_id,
