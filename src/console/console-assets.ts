@@ -29,6 +29,7 @@ import cpSkillsJs from './web/cp-skills.mjs' with { type: 'text' }
 import cpConfigJs from './web/cp-config.mjs' with { type: 'text' }
 import cpDiffJs from './web/cp-diff.mjs' with { type: 'text' }
 import cpConnectorsJs from './web/cp-connectors.mjs' with { type: 'text' }
+import cpCatalogJs from './web/cp-catalog.mjs' with { type: 'text' }
 
 /** Source files by their unhashed name. Every file the page can load is listed here. */
 const SOURCES: Record<string, string> = {
@@ -50,6 +51,7 @@ const SOURCES: Record<string, string> = {
   'cp-config.mjs': cpConfigJs,
   'cp-diff.mjs': cpDiffJs,
   'cp-connectors.mjs': cpConnectorsJs,
+  'cp-catalog.mjs': cpCatalogJs,
 }
 
 /** One servable file. */

@@ -250,6 +250,36 @@ if (browserAvailable()) {
     await reviewPage(admin, 'cp-connectors')
   })
 
+  test('a model provider is added with a key that is never shown again, and plugins and marketplaces are assembled', async () => {
+    await admin.getByRole('link', { name: 'Model providers' }).click()
+    await admin.getByLabel('Models').waitFor()
+    await admin.waitForFunction(
+      () => (document.querySelector('select[name="catalogProviderId"]') as HTMLSelectElement)?.options.length > 0,
+    )
+    await admin.getByLabel('Name', { exact: true }).fill('Team models')
+    await admin.getByLabel('API key').fill('provider-key-never-shown-0123')
+    await admin.getByRole('button', { name: 'Add provider' }).click()
+    const provider = admin.locator('li.card', { hasText: 'Team models' })
+    await provider.getByText('key stored').waitFor()
+    assert.is(await admin.getByLabel('API key').inputValue(), '')
+    assert.not.match((await admin.locator('main').innerHTML()) ?? '', /provider-key-never-shown/)
+    await reviewPage(admin, 'cp-providers')
+
+    await admin.getByRole('link', { name: 'Plugins' }).click()
+    await admin.getByLabel('Plugin name').fill('Review kit')
+    await admin.getByRole('button', { name: 'Create plugin' }).click()
+    const plugin = admin.locator('li.card', { has: admin.getByRole('heading', { name: 'Review kit' }) })
+    await plugin.getByLabel('Config object to add to Review kit').selectOption({ label: 'Merge rules' })
+    await plugin.getByRole('button', { name: 'Add to Review kit' }).click()
+    await plugin.getByText('Merge rules (context)').waitFor()
+    await admin.getByLabel('Marketplace name').fill('Company')
+    await admin.getByRole('button', { name: 'Create marketplace' }).click()
+    const market = admin.locator('li.card', { has: admin.getByRole('heading', { name: 'Company' }) })
+    await market.getByRole('button', { name: 'Add to Company' }).click()
+    await market.getByText('Review kit').waitFor()
+    await reviewPage(admin, 'cp-plugins')
+  })
+
   test('a Worker is created, its state follows live, its tokens are shown once and rotated, and it is deleted', async () => {
     await admin.getByRole('link', { name: 'Workers' }).click()
     await admin.getByLabel('Name').fill('build-runner')

@@ -1,6 +1,7 @@
 // Control-plane console: sign up, sign in, sign out, organizations, and the shell around the
 // organization pages. What the member's role may not do is not offered (from GET /v1/me).
 import { createApi } from './api.mjs'
+import { pluginsPage, providersPage } from './cp-catalog.mjs'
 import { configPage } from './cp-config.mjs'
 import { connectorsPage } from './cp-connectors.mjs'
 import { keysPage } from './cp-keys.mjs'
@@ -17,7 +18,9 @@ const PAGES = [
   ['teams', 'Teams', 'teams.read'],
   ['config', 'Config objects', 'config_objects.read'],
   ['skills', 'Skills', 'skill_hubs.read'],
+  ['plugins', 'Plugins', 'plugins.read'],
   ['connectors', 'Connectors', 'connectors.read'],
+  ['providers', 'Model providers', 'llm_providers.read'],
   ['keys', 'API keys', 'api_keys.read'],
   ['workers', 'Workers', 'workers.read'],
   ['orgs', 'Organizations', null],
@@ -187,24 +190,19 @@ function shell(root) {
     current?.dispose?.()
     document.title = `${pages.find(([p]) => p === id)[1]} · control plane console`
     const context = { api, me, can, reload: () => enter(root) }
-    current =
-      id === 'members'
-        ? membersPage(context)
-        : id === 'invitations'
-          ? invitationsPage(context)
-          : id === 'teams'
-            ? teamsPage(context)
-            : id === 'keys'
-              ? keysPage(context)
-              : id === 'workers'
-                ? workersPage(context)
-                : id === 'skills'
-                  ? skillsPage(context)
-                  : id === 'config'
-                    ? configPage(context)
-                    : id === 'connectors'
-                      ? connectorsPage(context)
-                      : orgsPage(context)
+    const make = {
+      members: membersPage,
+      invitations: invitationsPage,
+      teams: teamsPage,
+      config: configPage,
+      skills: skillsPage,
+      plugins: pluginsPage,
+      connectors: connectorsPage,
+      providers: providersPage,
+      keys: keysPage,
+      workers: workersPage,
+    }[id]
+    current = make ? make(context) : orgsPage(context)
     mount(root, current.node)
     if (moveFocus) root.focus()
   }
