@@ -4,7 +4,7 @@
  * writes, edits made while stopped, crash leftovers, shutdown with writes waiting for approval, and
  * a scan of everything the processes printed for the credentials they were given.
  */
-import { cpSync, existsSync, mkdirSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { assert, BUN, runCommand, startChild, suite, tempDir, type ChildServer } from '../harness.ts'
 import { rawConnect, type RawConnection } from '../raw-socket.ts'
@@ -29,7 +29,11 @@ faults.after(() => dir.remove())
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 /** A workspace server over `name`'s directories (fixture copied once), started with the binary. */
-async function startWorkspace(name: string, approval: 'auto' | 'manual' = 'auto'): Promise<ChildServer> {
+async function startWorkspace(
+  name: string,
+  approval: 'auto' | 'manual' = 'auto',
+  env: Record<string, string> = {},
+): Promise<ChildServer> {
   const base = join(dir.path, name)
   if (!existsSync(base)) {
     mkdirSync(base)
@@ -48,7 +52,7 @@ async function startWorkspace(name: string, approval: 'auto' | 'manual' = 'auto'
   )
   return startChild(binary, ['--config', join(base, 'server.json'), '--port', '0'], {
     cwd: base,
-    env: { HOME: base },
+    env: { HOME: base, ...env },
   })
 }
 
@@ -134,6 +138,37 @@ faults(
     }
   },
 )
+
+faults('a stalled inbox upload is answered 408 at its deadline and leaves no temp file behind', async () => {
+  const child = await startWorkspace('inbox-stall', 'auto', { SERVICE_BODY_IDLE_TIMEOUT: '2' })
+  const inbox = join(dir.path, 'inbox-stall', 'ws', '.opencode/service/inbox')
+  try {
+    const boundary = 'faultsboundary'
+    const head = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`
+    const conn = await rawConnect(
+      child.url,
+      `POST /workspace/main/inbox HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${CLIENT}\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: 1000000\r\n\r\n${head}${'x'.repeat(64 * 1024)}`,
+    )
+    // The part has begun streaming to a temp file in the inbox by now.
+    let staged: string[] = []
+    for (let i = 0; i < 20 && staged.length === 0; i++) {
+      await sleep(50)
+      staged = existsSync(inbox) ? readdirSync(inbox).filter((n) => n.startsWith('.svc-tmp-')) : []
+    }
+    assert.ok(staged.length > 0, 'the upload was being staged')
+    const closedAfter = await conn.closed(10_000)
+    assert.ok(closedAfter !== null && closedAfter >= 1500, `closed after ${closedAfter} ms`)
+    assert.match(conn.received(), /^HTTP\/1\.1 408/)
+    let left = staged
+    for (let i = 0; i < 40 && left.length; i++) {
+      await sleep(50)
+      left = readdirSync(inbox).filter((n) => n.startsWith('.svc-tmp-'))
+    }
+    assert.equal(left, [], 'the temp file was removed')
+  } finally {
+    await stop(child)
+  }
+})
 
 faults('SIGKILL right after an acknowledged SKILL.md write-batch: the event is there after restart', async () => {
   let child = await startWorkspace('kill')
