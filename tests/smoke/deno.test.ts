@@ -4,6 +4,7 @@
  */
 import { mkdirSync } from 'node:fs'
 import { join, resolve } from 'node:path'
+import pg from 'pg'
 import { assert, DENO, startChild, suite, tempDir } from '../harness.ts'
 
 const root = resolve(import.meta.dirname, '../..')
@@ -25,6 +26,55 @@ denoSuite('the control plane runs under Deno with node:sqlite and answers /healt
     assert.is((await fetch(`${child.url}/openapi.json`)).status, 200)
   } finally {
     assert.is(await child.stop(), 0)
+  }
+})
+
+denoSuite('the control plane runs under Deno on PostgreSQL and keeps an account across a restart', async () => {
+  const serverUrl = process.env.SERVICE_TEST_DATABASE_URL
+  if (!serverUrl) {
+    console.log('  PostgreSQL under Deno skipped: SERVICE_TEST_DATABASE_URL is not set (.ci/run sets it)')
+    return
+  }
+  const name = `svc_deno_${process.pid}_${Date.now().toString(36)}`
+  const admin = new pg.Client({ connectionString: serverUrl })
+  await admin.connect()
+  await admin.query(`create database ${name}`)
+  const url = new URL(serverUrl)
+  url.pathname = `/${name}`
+  const start = () =>
+    startChild(DENO, [...DENO_ARGS, '--mode', 'control-plane', '--data-dir', join(dir.path, 'cp-pg'), '--port', '0'], {
+      cwd: root,
+      env: { HOME: dir.path, SERVICE_DATABASE_URL: url.toString() },
+      timeoutMs: 90_000,
+    })
+  try {
+    const first = await start()
+    try {
+      const health = await (await fetch(`${first.url}/health`)).json()
+      assert.equal([health.mode, health.database], ['control-plane', 'ok'])
+      const signUp = await fetch(`${first.url}/v1/auth/sign-up`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'deno@pg.test', password: 'correct horse battery', name: 'D' }),
+      })
+      assert.is(signUp.status, 201)
+    } finally {
+      assert.is(await first.stop(), 0)
+    }
+    const second = await start()
+    try {
+      const signIn = await fetch(`${second.url}/v1/auth/sign-in`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'deno@pg.test', password: 'correct horse battery' }),
+      })
+      assert.is(signIn.status, 200)
+    } finally {
+      assert.is(await second.stop(), 0)
+    }
+  } finally {
+    await admin.query(`drop database if exists ${name} with (force)`)
+    await admin.end()
   }
 })
 
