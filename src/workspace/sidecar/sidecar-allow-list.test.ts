@@ -224,7 +224,9 @@ list(
         const hasBody = entry.method !== 'GET' && entry.method !== 'DELETE'
         const res = await ctx.fx.kit.req(path, { as, method: entry.method, ...(hasBody ? { json: {} } : {}) })
         // Event streams stay open: only their status matters here.
-        const body = entry.kind === 'sse' ? (await res.body?.cancel(), '') : await res.text()
+        let body = ''
+        if (entry.kind === 'sse') await res.body?.cancel()
+        else body = await res.text()
         const allowed = rank[as] >= rank[entry.role]
         const forwarded = ctx.fx.fake.requests.length > before
         // A WebSocket row in-process has no listener to upgrade: 426 means it passed every check.
