@@ -152,6 +152,22 @@ export const BUN = process.execPath
 export const DENO = fileURLToPath(new URL('../node_modules/.bin/deno', import.meta.url))
 if (!existsSync(DENO)) throw new Error(`${DENO} is missing: run npm install (the deno devDependency ships it)`)
 
+let built: Promise<string> | undefined
+
+/**
+ * Builds `dist/service-server` once per test process and returns its path: every suite that runs
+ * the compiled binary shares one build instead of compiling it again.
+ */
+export function compiledBinary(): Promise<string> {
+  built ??= (async () => {
+    const root = fileURLToPath(new URL('..', import.meta.url))
+    const result = await runCommand(BUN, ['build.ts'], { cwd: root, timeoutMs: 240_000 })
+    if (result.code !== 0) throw new Error(`build failed: ${result.stderr}`)
+    return join(root, 'dist', 'service-server')
+  })()
+  return built
+}
+
 /** A server started as a child process. */
 export interface ChildServer {
   readonly process: ChildProcess

@@ -15,7 +15,7 @@ import { controlPlaneMigrations } from '../../migrations/control-plane/index.ts'
 import { enqueueJob } from '../../src/control-plane/jobs/job-queue.ts'
 import type { ControlPlaneDb } from '../../src/control-plane/schema.ts'
 import { openDatabase } from '../../src/storage/database.ts'
-import { assert, BUN, runCommand, startChild, suite, takeSse, tempDir, type ChildServer } from '../harness.ts'
+import { assert, BUN, compiledBinary, startChild, suite, takeSse, tempDir, type ChildServer } from '../harness.ts'
 
 const root = resolve(import.meta.dirname, '../..')
 const binary = join(root, 'dist', 'service-server')
@@ -25,9 +25,7 @@ const dir = tempDir('svc-multi-')
 const KEY = randomBytes(32).toString('base64')
 
 test.before(async () => {
-  if (!serverUrl) return
-  const built = await runCommand(BUN, ['build.ts'], { cwd: root, timeoutMs: 180_000 })
-  if (built.code !== 0) throw new Error(`build failed: ${built.stderr}`)
+  if (serverUrl) await compiledBinary()
 })
 test.after(() => dir.remove())
 
