@@ -7,6 +7,7 @@
  * reference, a file that exists but is invalid stops start-up instead of being read as empty.
  * @module
  */
+import { SkillLimitsFileSchema } from '../opencode/skill-wire.ts'
 import { createHash } from 'node:crypto'
 import { chmodSync, mkdirSync, realpathSync, renameSync, statSync, writeFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
@@ -54,6 +55,8 @@ export const WorkspaceEntrySchema = v.looseObject({
 
 /** The config file's known keys; unknown keys are kept (later features read them) and reported. */
 export const ServerFileSchema = v.looseObject({
+  /** Skill folder limits: maxFiles, maxFileBytes, maxBytes (defaults 200, 5 MiB, 20 MiB). */
+  skills: v.optional(SkillLimitsFileSchema),
   host: v.optional(v.pipe(v.string('must be a string'), v.minLength(1))),
   port: v.optional(Port),
   token: v.optional(Secret),

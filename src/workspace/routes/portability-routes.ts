@@ -156,7 +156,7 @@ export function portabilityRoutes(s: WorkspaceServices, files: FileService) {
       handler: async ({ params, body }) => {
         const ws = s.workspaces.get(params.id)
         return previewOf(
-          await planImport(ws.entry.path, body as ImportPayload, skillLimitsOf(s.config.file as { skills?: object })),
+          await planImport(ws.entry.path, body as ImportPayload, skillLimitsOf(s.config.file)),
         )
       },
     }),
@@ -180,7 +180,7 @@ export function portabilityRoutes(s: WorkspaceServices, files: FileService) {
         if (fingerprint !== undefined && typeof fingerprint !== 'string')
           throw new ApiError(400, 'invalid_workspace_import_preview_fingerprint', 'previewFingerprint must be a string')
         const payload = body as ImportPayload
-        const plan = await planImport(ws.entry.path, payload, skillLimitsOf(s.config.file as { skills?: object }))
+        const plan = await planImport(ws.entry.path, payload, skillLimitsOf(s.config.file))
         const preview = previewOf(plan)
         if (fingerprint !== undefined && fingerprint !== preview.fingerprint)
           throw previewConflict(
@@ -214,7 +214,7 @@ export function portabilityRoutes(s: WorkspaceServices, files: FileService) {
         const log = files.events(ws)
         const applied = await ws.lock.run(async () => {
           const again = previewOf(
-            await planImport(ws.entry.path, payload, skillLimitsOf(s.config.file as { skills?: object })),
+            await planImport(ws.entry.path, payload, skillLimitsOf(s.config.file)),
           )
           if (again.fingerprint !== preview.fingerprint)
             throw previewConflict(

@@ -124,7 +124,7 @@ export function skillRoutes(s: WorkspaceServices) {
       handler: async ({ request, params, body, principal }) => {
         s.gate.ensureWritable()
         const ws = s.workspaces.get(params.id)
-        const skill = await prepareSkill(body, skillLimitsOf(s.config.file as { skills?: object }))
+        const skill = await prepareSkill(body, skillLimitsOf(s.config.file))
         const current = (await loadSkills(ws.entry.path)).find((x) => x.item.name === skill.name)
         const exists = current !== undefined
         const before = await readSkillFolder(ws.entry.path, skill.name)
