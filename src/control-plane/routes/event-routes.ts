@@ -11,6 +11,7 @@ import { queryInt } from '../../core/validation.ts'
 import { actorOf } from '../auth.ts'
 import { type ChangeSubscriptions, latestSeq, readChanges, stillAllowed } from '../events/change-feed.ts'
 import { isoAt } from '../deps.ts'
+import { pageQuery } from '../pagination.ts'
 import { rules } from '../policy.ts'
 import { route, type RouteContext } from './route.ts'
 
@@ -45,7 +46,7 @@ export function eventRoutes(ctx: RouteContext, subscriptions: ChangeSubscription
       auth: rules.org('config_objects.read'),
       query: v.object({
         after: queryInt({ min: 0, max: Number.MAX_SAFE_INTEGER, description: 'Return changes after this seq' }),
-        limit: queryInt({ min: 1, max: 500, default: 100, description: 'Page size for JSON (1-500, default 100)' }),
+        limit: pageQuery({ defaultLimit: 100 }).limit,
       }),
       responses: {
         200: {
