@@ -15,7 +15,7 @@ import type { JobHandler } from '../jobs/job-runner.ts'
 import { accountToken, type ConnectorType } from './connector-accounts.ts'
 import type { ConnectorDiscoveryTable } from './connector-tables.ts'
 import { targetFor, type TargetConfig } from './connector-targets.ts'
-import { classifyPath, type DiscoveredItem } from './source-items.ts'
+import { classifyPath, type DiscoveredItem, skillFolderEntries } from './source-items.ts'
 import { openSnapshot } from './sources/open-source.ts'
 
 /** Discovery states. */
@@ -178,6 +178,7 @@ export function discoveryJobHandler(ctx: AsyncContext): JobHandler<{ discoveryId
             warnings.push(`More than ${ctx.settings.connectors.maxItems} importable items; the rest are not listed`)
             break
           }
+          if (item.kind === 'skill') item.fileCount = 1 + skillFolderEntries(snapshot.entries, entry.path).length
           items.push(item)
         }
         return job.finish(async (trx) => {

@@ -44,7 +44,8 @@ import type { ControlPlaneDb } from '../schema.ts'
 import { accountToken, type ConnectorType } from './connector-accounts.ts'
 import type { ConnectorMappingTable, ConnectorSyncEventTable, ConnectorTargetTable } from './connector-tables.ts'
 import { targetFor, type TargetConfig } from './connector-targets.ts'
-import { itemTitle, compileSelector } from './source-items.ts'
+import { bundleHash, DEFAULT_SKILL_LIMITS, type SkillLimits, toWireIn } from '../../opencode/skill-bundle.ts'
+import { itemTitle, compileSelector, skillFolderEntries } from './source-items.ts'
 import { openSnapshot } from './sources/open-source.ts'
 import type { SourceEntry } from './sources/source.ts'
 
@@ -343,12 +344,44 @@ const contentHash = (text: string) => createHash('sha256').update(text, 'utf8').
 
 /** How many items one transaction writes. */
 const BATCH = 50
+/** Bytes of skill folders one batch holds in memory at most (a folder may be up to 20 MiB). */
+const BATCH_BYTES = 32 * 1024 * 1024
 
 interface Item {
   mappingId: string
   pluginId: string | null
   objectType: ObjectType
   entry: SourceEntry
+  /** Skills: the other files of the SKILL.md's folder; null for other items. */
+  folder: SourceEntry[] | null
+}
+
+/**
+ * Why a skill folder cannot be imported, judged from the listed sizes before anything is read,
+ * with the same reasons the API gives; null when it fits the limits.
+ */
+function folderProblem(entry: SourceEntry, folder: SourceEntry[], limits: SkillLimits): SyncFailure | null {
+  if (folder.length + 1 > limits.maxFiles)
+    return {
+      path: entry.path,
+      reason: 'skill_too_many_files',
+      message: `The skill folder has ${folder.length + 1} files; at most ${limits.maxFiles} are allowed`,
+    }
+  const big = folder.find((f) => f.size > limits.maxFileBytes)
+  if (big)
+    return {
+      path: entry.path,
+      reason: 'skill_file_too_large',
+      message: `${big.path} is ${big.size} bytes; at most ${limits.maxFileBytes} are allowed per file`,
+    }
+  const total = folder.reduce((n, f) => n + f.size, entry.size)
+  if (total > limits.maxBytes)
+    return {
+      path: entry.path,
+      reason: 'skill_too_large',
+      message: `The skill folder is ${total} bytes; at most ${limits.maxBytes} are allowed`,
+    }
+  return null
 }
 
 /** Runs one attempt of a sync. */
@@ -467,6 +500,7 @@ async function importSnapshot(
     .orderBy('id')
     .execute()
   const denied = await deniedMappings(ctx, event, mappings)
+  const skillLimits = { ...DEFAULT_SKILL_LIMITS, ...ctx.deps.settings.skills }
   const items: Item[] = []
   const failures = new Map<string, SyncFailure>(
     (event.failures ? (JSON.parse(event.failures) as SyncFailure[]) : []).map((f) => [f.path, f]),
@@ -494,11 +528,22 @@ async function importSnapshot(
         })
         continue
       }
+      // A mapping that selects a SKILL.md brings the skill's whole folder, under the skill limits.
+      const folder =
+        mapping.object_type === 'skill' && /(^|\/)SKILL\.md$/.test(entry.path)
+          ? skillFolderEntries(snapshot.entries, entry.path)
+          : null
+      const problem = folder && folderProblem(entry, folder, skillLimits)
+      if (problem) {
+        failures.set(entry.path, problem)
+        continue
+      }
       items.push({
         mappingId: mapping.id,
         pluginId: mapping.plugin_id,
         objectType: mapping.object_type as ObjectType,
         entry,
+        folder,
       })
     }
   }
@@ -521,11 +566,24 @@ async function importSnapshot(
     ).map((b) => [`${b.mapping_id}\0${b.locator}`, b]),
   )
   const writer: Writer = { orgId: event.org_id, memberId: null }
-  for (let i = 0; i < items.length; i += BATCH) {
+  for (let i = 0; i < items.length; ) {
     if (job.signal.aborted) throw job.signal.reason
-    const batch = items.slice(i, i + BATCH)
+    const batch: Item[] = []
+    let bytes = 0
+    while (i < items.length && batch.length < BATCH) {
+      const item = items[i]!
+      const size = (item.folder ?? []).reduce((n, f) => n + f.size, item.entry.size)
+      if (batch.length > 0 && bytes + size > BATCH_BYTES) break
+      batch.push(item)
+      bytes += size
+      i++
+    }
     const contents = await snapshot.read(
       batch.map((item) => item.entry),
+      job.signal,
+    )
+    const folderBytes = await snapshot.readBytes(
+      batch.flatMap((item) => item.folder ?? []),
       job.signal,
     )
     await job.commit(async (trx) => {
@@ -537,7 +595,16 @@ async function importSnapshot(
         if (binding && binding.last_sync_event_id === event.id) continue
         delta.processed++
         const text = contents.get(item.entry.path) ?? ''
-        const hash = contentHash(text)
+        const dir = item.entry.path.slice(0, item.entry.path.length - 'SKILL.md'.length)
+        const files = (item.folder ?? []).map((f) => ({
+          path: f.path.slice(dir.length),
+          bytes: folderBytes.get(f.path) ?? new Uint8Array(),
+          executable: f.executable === true,
+        }))
+        // A change to any file of a skill's folder is a change of the skill. A skill without other
+        // files keeps the plain text hash, so bindings made before folders were synced stay equal.
+        const hash = files.length ? bundleHash(text, files) : contentHash(text)
+        const input = files.length ? { rawSourceText: text, files: files.map(toWireIn) } : { rawSourceText: text }
         const now = isoAt(ctx.deps)
         try {
           if (binding && binding.content_hash === hash) {
@@ -548,14 +615,11 @@ async function importSnapshot(
               .execute()
             delta.unchanged++
           } else if (binding) {
-            await appendVersionIn(
-              ctx.deps,
-              trx,
-              writer,
-              binding.config_object_id,
-              { rawSourceText: text },
-              { createdVia: 'connector', connectorSyncEventId: event.id, sourceRevisionRef: snapshot.revision },
-            )
+            await appendVersionIn(ctx.deps, trx, writer, binding.config_object_id, input, {
+              createdVia: 'connector',
+              connectorSyncEventId: event.id,
+              sourceRevisionRef: snapshot.revision,
+            })
             await trx
               .updateTable('connector_source_binding')
               .set({
@@ -576,7 +640,7 @@ async function importSnapshot(
                 type: item.objectType,
                 title: itemTitle(item.entry.path, item.objectType),
                 description: `${target.remote_id}: ${item.entry.path}`.slice(0, 1000),
-                input: { rawSourceText: text },
+                input,
               },
               {
                 sourceMode: 'connector',

@@ -3,6 +3,7 @@
  * tree (skills, commands, agents, tools, plugin manifests) and the path selectors of mappings.
  * @module
  */
+import { isExcludedSegment, SKILL_FILE } from '../../opencode/skill-bundle.ts'
 import type { SourceEntry } from './sources/source.ts'
 
 /** Kinds of importable items discovery reports. */
@@ -20,12 +21,35 @@ export interface DiscoveredItem {
   size: number
   /** A mapping selector that picks this item and its siblings. */
   suggestedSelector: string
+  /** Skills: files of the folder a sync brings (SKILL.md included). */
+  fileCount?: number
 }
 
 const base = (path: string) => path.slice(path.lastIndexOf('/') + 1)
 const parent = (path: string) => (path.includes('/') ? path.slice(0, path.lastIndexOf('/')) : '')
 const stem = (path: string) => base(path).replace(/\.[^.]+$/, '')
 const under = (dir: string, tail: string) => (dir ? `${dir}/${tail}` : tail)
+
+/**
+ * The files a skill brings besides its SKILL.md at `skillMdPath`: every regular file under the
+ * same folder, except those of a skill folder nested inside it (that is its own skill), symbolic
+ * links (never imported) and `.git`, `node_modules` and `.DS_Store` entries. Sorted by path.
+ */
+export function skillFolderEntries(entries: SourceEntry[], skillMdPath: string): SourceEntry[] {
+  const dir = parent(skillMdPath)
+  const prefix = dir ? `${dir}/` : ''
+  const inside = entries.filter((e) => e.path.startsWith(prefix) && e.path !== skillMdPath)
+  const nested = inside.filter((e) => base(e.path) === SKILL_FILE).map((e) => `${parent(e.path)}/`)
+  return inside.filter(
+    (e) =>
+      !e.symlink &&
+      !nested.some((n) => e.path.startsWith(n)) &&
+      !e.path
+        .slice(prefix.length)
+        .split('/')
+        .some((part) => isExcludedSegment(part)),
+  )
+}
 
 /** Classifies one path, or null when it is not importable. */
 export function classifyPath(entry: SourceEntry): DiscoveredItem | null {

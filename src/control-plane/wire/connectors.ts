@@ -191,6 +191,9 @@ export const ConnectorDiscovery = v.pipe(
         name: v.string(),
         size: v.number(),
         suggestedSelector: v.string(),
+        fileCount: v.optional(
+          v.pipe(v.number(), v.description('Skills: files of the folder a sync brings, SKILL.md included')),
+        ),
       }),
     ),
     warnings: v.array(v.string()),

@@ -151,15 +151,15 @@ function gitEnv(location: SourceLocation, allowFileUrls: boolean): Record<string
   return env
 }
 
-/** Reads blobs through one `git cat-file --batch`. */
+/** Reads blobs (as bytes) through one `git cat-file --batch`. */
 async function readBlobs(
   command: string,
   dir: string,
   env: Record<string, string>,
   entries: SourceEntry[],
   signal: AbortSignal,
-): Promise<Map<string, string>> {
-  const out = new Map<string, string>()
+): Promise<Map<string, Uint8Array>> {
+  const out = new Map<string, Uint8Array>()
   if (entries.length === 0) return out
   const result = await new Promise<Buffer>((resolve, reject) => {
     const child = spawn(command, ['cat-file', '--batch'], { cwd: dir, env, stdio: ['pipe', 'pipe', 'pipe'] })
@@ -187,7 +187,7 @@ async function readBlobs(
     const [, type, sizeText] = header.split(' ')
     if (type !== 'blob') throw sourceFailure('git_read_failed', `unexpected object for ${entry.path}: ${header}`, false)
     const size = Number(sizeText)
-    out.set(entry.path, result.subarray(newline + 1, newline + 1 + size).toString('utf8'))
+    out.set(entry.path, new Uint8Array(result.subarray(newline + 1, newline + 1 + size)))
     offset = newline + 1 + size + 1
   }
   return out
@@ -247,15 +247,25 @@ export async function gitSnapshot(
     for (const record of tree.stdout.toString('utf8').split('\0')) {
       if (!record) continue
       const tab = record.indexOf('\t')
-      const [, type, sha, size] = record.slice(0, tab).split(/\s+/)
+      const [mode, type, sha, size] = record.slice(0, tab).split(/\s+/)
       if (type !== 'blob') continue
-      entries.push({ path: record.slice(tab + 1), sha: sha!, size: Number(size) })
+      entries.push({
+        path: record.slice(tab + 1),
+        sha: sha!,
+        size: Number(size),
+        executable: mode === '100755',
+        symlink: mode === '120000',
+      })
     }
     entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
     return {
       revision,
       entries,
-      read: (wanted, readSignal) => readBlobs(options.command, dir, env, wanted, readSignal),
+      read: async (wanted, readSignal) => {
+        const bytes = await readBlobs(options.command, dir, env, wanted, readSignal)
+        return new Map([...bytes].map(([path, data]) => [path, Buffer.from(data).toString('utf8')]))
+      },
+      readBytes: (wanted, readSignal) => readBlobs(options.command, dir, env, wanted, readSignal),
       close: cleanup,
     }
   } catch (error) {

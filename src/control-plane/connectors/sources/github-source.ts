@@ -73,39 +73,47 @@ export async function githubSnapshot(
   )
   const revision = head.commit.sha
   const tree = await call<{
-    tree: Array<{ path: string; type: string; sha: string; size?: number }>
+    tree: Array<{ path: string; mode?: string; type: string; sha: string; size?: number }>
     truncated?: boolean
   }>(apiUrl, `${repo}/git/trees/${revision}?recursive=1`, location.token, signal)
   if (tree.truncated)
     throw sourceFailure('github_tree_truncated', 'The repository tree is too large for one GitHub API listing', false)
   const entries: SourceEntry[] = tree.tree
     .filter((e) => e.type === 'blob')
-    .map((e) => ({ path: e.path, sha: e.sha, size: e.size ?? 0 }))
+    .map((e) => ({
+      path: e.path,
+      sha: e.sha,
+      size: e.size ?? 0,
+      executable: e.mode === '100755',
+      symlink: e.mode === '120000',
+    }))
   entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+  async function readBytes(wanted: SourceEntry[], readSignal: AbortSignal): Promise<Map<string, Uint8Array>> {
+    const out = new Map<string, Uint8Array>()
+    let next = 0
+    const worker = async () => {
+      while (next < wanted.length) {
+        const entry = wanted[next++]!
+        const blob = await call<{ content: string; encoding: string }>(
+          apiUrl,
+          `${repo}/git/blobs/${entry.sha}`,
+          location.token,
+          readSignal,
+        )
+        out.set(entry.path, new Uint8Array(Buffer.from(blob.content, blob.encoding === 'base64' ? 'base64' : 'utf8')))
+      }
+    }
+    await Promise.all(Array.from({ length: Math.min(BLOB_CONCURRENCY, wanted.length) }, worker))
+    return out
+  }
   return {
     revision,
     entries,
     async read(wanted, readSignal) {
-      const out = new Map<string, string>()
-      let next = 0
-      const worker = async () => {
-        while (next < wanted.length) {
-          const entry = wanted[next++]!
-          const blob = await call<{ content: string; encoding: string }>(
-            apiUrl,
-            `${repo}/git/blobs/${entry.sha}`,
-            location.token,
-            readSignal,
-          )
-          out.set(
-            entry.path,
-            blob.encoding === 'base64' ? Buffer.from(blob.content, 'base64').toString('utf8') : blob.content,
-          )
-        }
-      }
-      await Promise.all(Array.from({ length: Math.min(BLOB_CONCURRENCY, wanted.length) }, worker))
-      return out
+      const bytes = await readBytes(wanted, readSignal)
+      return new Map([...bytes].map(([path, data]) => [path, Buffer.from(data).toString('utf8')]))
     },
+    readBytes: (wanted, readSignal) => readBytes(wanted, readSignal),
     close: async () => {},
   }
 }

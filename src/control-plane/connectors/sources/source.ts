@@ -13,6 +13,10 @@ export interface SourceEntry {
   size: number
   /** Content id (a git blob sha) used to read it. */
   sha: string
+  /** Git mode 100755: restored as an executable file (skill scripts). */
+  executable?: boolean
+  /** Git mode 120000: a symbolic link, never imported as a file. */
+  symlink?: boolean
 }
 
 /** A source at one revision. */
@@ -23,6 +27,8 @@ export interface SourceSnapshot {
   entries: SourceEntry[]
   /** Reads the given files as UTF-8 text; keys are paths. */
   read(entries: SourceEntry[], signal: AbortSignal): Promise<Map<string, string>>
+  /** Reads the given files byte for byte (skill assets may be binary); keys are paths. */
+  readBytes(entries: SourceEntry[], signal: AbortSignal): Promise<Map<string, Uint8Array>>
   /** Releases local resources (a temporary clone). */
   close(): Promise<void>
 }
