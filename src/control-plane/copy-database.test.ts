@@ -84,7 +84,8 @@ function plainClient(app: ControlPlaneApp): ContractClient {
     if (options.token !== undefined) headers.set('authorization', `Bearer ${options.token}`)
     if (options.apiKey !== undefined) headers.set('x-api-key', options.apiKey)
     if (options.orgId !== undefined) headers.set('x-service-org-id', options.orgId)
-    const body = options.json !== undefined ? JSON.stringify(options.json) : options.body
+    const body: BodyInit | undefined =
+      options.json !== undefined ? JSON.stringify(options.json) : (options.body as BodyInit | undefined)
     const response = await app.fetch(new Request(new URL(path, 'http://copy.test'), { method, headers, body }))
     const text = await response.text()
     return {

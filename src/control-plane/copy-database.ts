@@ -187,7 +187,12 @@ async function copyTable(source: AnyDb, target: Transaction<any>, table: string,
  * `to` in one transaction and returns the verified per-table counts. The SQLite file is brought to
  * this version's schema first, exactly as starting the server on it would.
  */
-export async function copyDatabase(options: { from: string; to: string }): Promise<CopiedTable[]> {
+export async function copyDatabase(options: {
+  from: string
+  to: string
+  /** Progress lines for a person watching (never the password). */
+  log?: (line: string) => void
+}): Promise<CopiedTable[]> {
   if (!isPostgresUrl(options.to)) throw new CopyRefusedError('--to must be a postgres:// or postgresql:// URL')
   if (!existsSync(options.from) || !statSync(options.from).isFile())
     throw new CopyRefusedError(`no SQLite database at ${options.from}`)
@@ -207,6 +212,7 @@ export async function copyDatabase(options: { from: string; to: string }): Promi
     const targetTables = await postgresTables(targetDb)
     compareSchemas(sourceTables, targetTables)
     const order = await foreignKeyOrder(targetDb, [...targetTables.keys()])
+    options.log?.(`copying ${order.length} tables from ${options.from} into ${redactDatabaseUrl(options.to)}`)
     // One read transaction on SQLite: the copy is one consistent snapshot even if a server still writes.
     return await sourceDb.transaction().execute((source) =>
       targetDb.transaction().execute(async (target) => {
@@ -287,8 +293,7 @@ export async function runControlPlaneCli(argv: string[], io: CopyDatabaseIo): Pr
   }
   const from = resolve(io.cwd, values.from)
   try {
-    io.stderr(`copying ${from} into ${isPostgresUrl(to) ? redactDatabaseUrl(to) : 'the target'}…`)
-    const counts = await copyDatabase({ from, to })
+    const counts = await copyDatabase({ from, to, log: io.stderr })
     for (const line of formatCounts(counts)) io.stdout(line)
     return 0
   } catch (error) {
