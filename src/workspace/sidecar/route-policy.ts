@@ -74,12 +74,12 @@ const ROLE_SCOPE: Record<SidecarRole, 'viewer' | 'collaborator' | 'owner'> = {
 }
 
 /** 403 `sidecar_route_not_allowed`: the route is not on the allow-list and the caller is not the host. */
-export function routeNotAllowed(method: string, path: string): ApiError {
+export function routeNotAllowed(method: string, path: string, scope: string | null): ApiError {
   return new ApiError(
     403,
     'sidecar_route_not_allowed',
     'This sidecar route is not on the allow-list; only the host may call it',
-    { details: { method, path } },
+    { details: { method, path, required: 'owner', scope } },
   )
 }
 
@@ -98,7 +98,7 @@ export function assertSidecarAllowed(input: {
   const { classified, principal } = input
   const isRead = input.method === 'GET' || input.method === 'HEAD'
   if (!classified) {
-    if (principal.scope !== 'owner') throw routeNotAllowed(input.method, input.path)
+    if (principal.scope !== 'owner') throw routeNotAllowed(input.method, input.path, principal.scope)
     if (input.readOnly && !isRead) throw new ApiError(403, 'read_only', 'Server is read-only')
     return
   }

@@ -48,7 +48,7 @@ list(
         assert.is(res.status, 403, `${as} ${path}`)
         const body = await res.json()
         assert.is(body.code, 'sidecar_route_not_allowed')
-        assert.equal(body.details, { method: 'POST', path: '/echo' })
+        assert.equal(body.details, { method: 'POST', path: '/echo', required: 'owner', scope: as })
       }
     }
     assert.is(reached('/echo'), before, 'a refused request reached the sidecar')

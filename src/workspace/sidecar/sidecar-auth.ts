@@ -44,7 +44,8 @@ export function sidecarAuth(
     (error: unknown): never => {
       if (error instanceof ApiError && error.status === 403) {
         const { pathname } = new URL(request.url)
-        throw routeNotAllowed(request.method, deps.mountOf(pathname)?.path ?? pathname)
+        const scope = (error.details as { scope?: string | null } | undefined)?.scope ?? null
+        throw routeNotAllowed(request.method, deps.mountOf(pathname)?.path ?? pathname, scope)
       }
       throw error
     }
