@@ -80,7 +80,7 @@ test.run()
 
 const approvals = suite('workspace/approval-service')
 
-approvals('pending approvals are capped, and closing ends them as timed out', async () => {
+approvals('pending approvals are capped, and closing ends them with 503 server_stopping', async () => {
   const { ApprovalService, MAX_PENDING } = await import('./approvals.ts')
   const { AuditLog } = await import('./audit-log.ts')
   const db = await openStateDatabase(':memory:')
@@ -104,8 +104,10 @@ approvals('pending approvals are capped, and closing ends them as timed out', as
       assert.is((error as { status: number }).status, 429)
     }
     service.close()
-    const outcomes = await Promise.all(waiting)
-    assert.ok(outcomes.every((o) => !o.allowed && o.reason === 'timeout'))
+    const outcomes = await Promise.allSettled(waiting)
+    assert.ok(
+      outcomes.every((o) => o.status === 'rejected' && (o.reason as { code?: string }).code === 'server_stopping'),
+    )
     assert.is(service.list().length, 0)
   } finally {
     await db.close()
