@@ -194,6 +194,8 @@ test('a member sees the files through /v1/me/skills only once a grant or a hub g
     const resolved = await t.client.get(`/v1/config-objects/${id}/resolved`, { token: org.member.token })
     assert.is(resolved.status, 200)
     assert.is(resolved.body.item.files.length, 4)
+    const viaHub = await t.client.get(`/v1/skill-hubs/${hub}/resolved`, { token: owner })
+    assert.equal(viaHub.body.items[0].files, resolved.body.item.files, 'the hub resolves every file of its skills')
   })
 })
 

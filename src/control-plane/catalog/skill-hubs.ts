@@ -21,6 +21,7 @@ import {
   type Db,
   type GrantPrincipal,
 } from './access-grants.ts'
+import { resolveObjectIn, type ResolvedView } from './config-versions.ts'
 import { skillQuery, skillView, type SkillView } from './skills.ts'
 
 /** A hub as the API shows it. */
@@ -197,6 +198,36 @@ export async function listHubSkills(
     order: [{ column: 'shs.id', field: 'entry_id', direction: 'asc' }],
     map: skillView,
   })
+}
+
+/**
+ * The resolved form of each active skill in the hub, in the order they were added: every file of
+ * each skill's folder, ready to install.
+ */
+export async function resolveHub(
+  deps: Deps,
+  actor: Actor,
+  hubId: string,
+  page: { cursor?: string; limit: number },
+): Promise<Page<ResolvedView>> {
+  await requireRole(deps.db, actor, 'skill_hub', hubId, 'viewer')
+  const query = deps.db
+    .selectFrom('skill_hub_skill as shs')
+    .innerJoin('config_object as co', 'co.id', 'shs.config_object_id')
+    .select(['shs.id', 'co.id as object_id'])
+    .where('shs.hub_id', '=', hubId)
+    .where('shs.org_id', '=', actor.orgId)
+    .where('co.status', '=', 'active')
+  const ids = await keysetPage(query, {
+    scope: `hub-resolved:${hubId}`,
+    cursor: page.cursor,
+    limit: page.limit,
+    order: [{ column: 'shs.id', field: 'id', direction: 'asc' }],
+    map: (row) => row.object_id,
+  })
+  const items: ResolvedView[] = []
+  for (const id of ids.items) items.push(await resolveObjectIn(deps, actor.orgId, id))
+  return { items, nextCursor: ids.nextCursor }
 }
 
 /** Adds a visible skill to a hub (editor on the hub); 404 `skill_not_found` for non-skills, 409 `already_in_hub`. */
