@@ -295,12 +295,6 @@ export interface LlmProviderTable {
 }
 
 /** All control-plane tables. */
-/** The head of an organization's change feed: the last number handed out. */
-export interface ChangeFeedHeadTable {
-  org_id: string
-  last_seq: number
-}
-
 /** One change in an organization's feed (`GET /v1/events`). */
 export interface ChangeEventTable {
   org_id: string
@@ -313,7 +307,6 @@ export interface ChangeEventTable {
 }
 
 export interface ControlPlaneDb {
-  change_feed_head: ChangeFeedHeadTable
   change_event: ChangeEventTable
   instance: InstanceTable
   app_user: UserTable

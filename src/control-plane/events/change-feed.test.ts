@@ -52,7 +52,7 @@ test('the page form lists config-object changes in order and continues from next
     assert.equal(kinds, ['config_object.created', 'config_object.version_added'])
     assert.equal(page.body.items[0].subject, { type: 'config_object', id })
     const seqs = page.body.items.map((e: { seq: number }) => e.seq)
-    assert.is(seqs[1], seqs[0] + 1, 'numbered without gaps')
+    assert.ok(seqs[1] > seqs[0], 'numbered in order')
     const rest = await t.client.get(`/v1/events?after=${page.body.next}`, { token: org.owner.token })
     assert.equal(rest.body.items, [])
     assert.is(rest.body.next, page.body.next)
@@ -102,14 +102,17 @@ test('the SSE form streams new changes with ids, resumes after Last-Event-ID, an
       ['config_object.created', 'config_object.created'],
     )
     assert.is(JSON.parse(frames[0]!.data).subject.id, first)
-    assert.is(Number(frames[1]!.id), Number(frames[0]!.id) + 1)
+    assert.ok(Number(frames[1]!.id) > Number(frames[0]!.id))
 
-    await makeSkill(t, org.owner.token, 'three')
+    const third = await makeSkill(t, org.owner.token, 'three')
     const resumed = await stream(t, org.admin.token, { 'last-event-id': frames[0]!.id! })
     const replay = await takeSse(resumed, 2, 8000)
     assert.equal(
-      replay.map((f) => Number(f.id)),
-      [Number(frames[0]!.id) + 1, Number(frames[0]!.id) + 2],
+      replay.map((f) => [f.id, JSON.parse(f.data).subject.id]),
+      [
+        [frames[1]!.id, JSON.parse(frames[1]!.data).subject.id],
+        [replay[1]!.id, third],
+      ],
     )
 
     const out = await stream(t, org.member.token)
