@@ -15,7 +15,7 @@ import { type SidecarApp, startSidecarApp } from './sidecar-test-kit.ts'
 
 const ctx: { home: { path: string; remove(): void }; kit: SidecarApp; listener: Listener; base: string } = {} as never
 const oc = suite<typeof ctx>('workspace/sidecar allow-list and WebSocket relay against the real OpenCode', {
-  timeoutMs: 45_000,
+  timeoutMs: 90_000,
 })
 
 oc.before(async () => {
@@ -28,6 +28,8 @@ oc.before(async () => {
         env: isolatedOpencodeEnv(ctx.home.path),
         startTimeoutMs: 40_000,
         heartbeatMs: 60_000,
+        // Lookups and socket upgrades get room on a loaded machine.
+        eventEstablishTimeoutMs: 20_000,
       },
     },
   })
@@ -84,6 +86,20 @@ function open(url: string, init?: { headers?: Record<string, string> }) {
     opened,
     closed,
     output: () => text,
+    /**
+     * Types `input` once the terminal has attached (its cursor frame arrived) and waits for `expect`.
+     * OpenCode starts reading input just after that frame, and a shell discards typeahead while its
+     * line editor takes the terminal, so the input is typed again if nothing came back.
+     */
+    async type(input: string, expect: RegExp) {
+      await this.until(/\{"cursor":\d+\}/, 20_000)
+      const deadline = Date.now() + 30_000
+      while (!expect.test(text)) {
+        if (Date.now() > deadline) throw new Error(`no ${expect} in ${JSON.stringify(text.slice(-300))}`)
+        ws.send(input)
+        await this.until(expect, 3000).catch(() => {})
+      }
+    },
     async until(pattern: RegExp, timeoutMs = 10_000) {
       const deadline = Date.now() + timeoutMs
       while (!pattern.test(text)) {
@@ -113,8 +129,7 @@ oc('a terminal created through the proxy is driven over the relayed WebSocket wi
   assert.is(expires_in, 30)
   const socket = open(`ws://${ctx.base}${mount}/pty/${id}/connect?ticket=${encodeURIComponent(ticket)}`)
   assert.ok(await socket.opened, 'the relayed socket did not open')
-  socket.ws.send('echo relay-ok\n')
-  await socket.until(/[\r\n]relay-ok\r\n/)
+  await socket.type('echo relay-ok\n', /[\r\n]relay-ok\r\n/)
   assert.is(
     ctx.kit.app.sidecar.sockets.openCount({ type: 'remote', scope: 'collaborator', tokenHash: ticketHolder() }),
     1,
@@ -143,8 +158,7 @@ oc('when the terminal ends upstream the client socket is closed, with the bearer
     headers: { authorization: `Bearer ${ctx.kit.tokens.collaborator}` },
   })
   assert.ok(await socket.opened)
-  socket.ws.send('echo second-ok\n')
-  await socket.until(/[\r\n]second-ok\r\n/)
+  await socket.type('echo second-ok\n', /[\r\n]second-ok\r\n/)
   const removed = await ctx.kit.req(`${mount}/pty/${id}`, { method: 'DELETE' })
   assert.is(removed.status, 200)
   const closed = await socket.closed
