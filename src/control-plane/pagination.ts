@@ -44,6 +44,12 @@ export interface KeysetOptions<Row, Item> {
   /** Order columns; the last must be unique (the id) so the order is total. */
   order: KeysetColumn[]
   map: (row: Row) => Item
+  /**
+   * The fingerprint cursors are bound to, when the query run is one of several equivalent forms
+   * of the same list (so a cursor stays valid whichever form answers the next page); by default
+   * the fingerprint of `query` itself.
+   */
+  fingerprint?: string
 }
 
 const MAX_CURSOR_LENGTH = 512
@@ -154,7 +160,7 @@ export async function keysetPage<DB, TB extends keyof DB, Row, Item>(
   // deno-lint-ignore no-explicit-any
   let q = query as SelectQueryBuilder<any, any, any>
   // Compiled before the cursor condition is added, so every page of one list has the same one.
-  const fingerprint = queryFingerprint(q.compile())
+  const fingerprint = options.fingerprint ?? queryFingerprint(q.compile())
   if (options.cursor !== undefined) {
     const after = decodeCursor(options.scope, options.cursor, order.length, fingerprint)
     q = q.where((eb) => {

@@ -208,6 +208,66 @@ function visibleSql(
   return direct
 }
 
+/**
+ * The visibility of {@link visibleSql} for config objects, as a check of the one row `ref` names:
+ * EXISTS probes keyed by that id (a grant on it, a visible plugin holding it, a visible or
+ * assigned hub holding it) instead of the set of every visible id. A list walking its index in id
+ * order then pays per row it passes, not per object the member can reach; the small sets inside
+ * (the member's teams, visible plugins and hubs) do not depend on the row and are computed once
+ * per statement. Must stay equivalent to {@link visibleSql} (the list tests compare both forms).
+ *
+ * The probes carry no `org_id` term: ids are unique across organizations, the row is already in
+ * the caller's organization and so is everything attached to it, and an `org_id` term lets a
+ * planner without statistics pick an `(org_id, resource_type, …)` index and scan every grant of
+ * the type instead of probing the one resource.
+ */
+export function visibleRowSql(
+  actor: Pick<Actor, 'orgId' | 'memberId'>,
+  ref: RawBuilder<unknown> | ReturnType<typeof sql.ref>,
+): RawBuilder<unknown> {
+  const plugins = sql`exists (select 1 from plugin_config_object pco where pco.config_object_id = ${ref} and (pco.plugin_id in (${grantedSql(actor, 'plugin')}) or pco.plugin_id in (${viaMarketplaceSql(actor)})))`
+  const hubs = sql`exists (select 1 from skill_hub_skill shs where shs.config_object_id = ${ref} and (shs.hub_id in (${grantedSql(actor, 'skill_hub')}) or shs.hub_id in (${assignedSql(actor)})))`
+  return sql`(${grantExistsSql(actor, 'config_object', ref)} or ${plugins} or ${hubs})`
+}
+
+/**
+ * "The actor receives config object `ref`" (a grant on it, or a hub assigned to them holding it)
+ * as a check of that one row; the row form of the set `listReceivedSkills` filters by.
+ */
+export function receivedRowSql(
+  actor: Pick<Actor, 'orgId' | 'memberId'>,
+  ref: RawBuilder<unknown> | ReturnType<typeof sql.ref>,
+): RawBuilder<unknown> {
+  const hubs = sql`exists (select 1 from skill_hub_skill shs where shs.config_object_id = ${ref} and shs.hub_id in (${assignedSql(actor)}))`
+  return sql`(${grantExistsSql(actor, 'config_object', ref)} or ${hubs})`
+}
+
+/**
+ * Ids of the config objects the actor can see, as a UNION ALL of index ranges driven from what
+ * they hold (their grants, the objects of each plugin and hub they see; an id may repeat). As
+ * one `co.id IN (…)` a planner looks the few reachable rows up by id, where the OR of `IN`s of
+ * {@link visibleSql} makes it walk the catalog testing each row. Same set as {@link visibleSql}.
+ */
+export function visibleIdsSql(actor: Pick<Actor, 'orgId' | 'memberId'>): RawBuilder<unknown> {
+  const pco = sql`select pco.config_object_id from plugin_config_object pco where pco.org_id = ${actor.orgId} and pco.plugin_id in`
+  const shs = sql`select shs.config_object_id from skill_hub_skill shs where shs.org_id = ${actor.orgId} and shs.hub_id in`
+  return sql`${grantedSql(actor, 'config_object')} union all ${pco} (${grantedSql(actor, 'plugin')}) union all ${pco} (${viaMarketplaceSql(actor)}) union all ${shs} (${grantedSql(actor, 'skill_hub')}) union all ${shs} (${assignedSql(actor)})`
+}
+
+/** Ids of the config objects the actor receives (a grant, or an assigned hub), as {@link visibleIdsSql} does it. */
+export function receivedIdsSql(actor: Pick<Actor, 'orgId' | 'memberId'>): RawBuilder<unknown> {
+  return sql`${grantedSql(actor, 'config_object')} union all select shs.config_object_id from skill_hub_skill shs where shs.org_id = ${actor.orgId} and shs.hub_id in (${assignedSql(actor)})`
+}
+
+/** A grant of `type` on `ref` applying to the actor, probed through `(resource_type, resource_id)`. */
+function grantExistsSql(
+  actor: Pick<Actor, 'orgId' | 'memberId'>,
+  type: ResourceType,
+  ref: RawBuilder<unknown> | ReturnType<typeof sql.ref>,
+): RawBuilder<unknown> {
+  return sql`exists (select 1 from access_grant g where g.resource_type = ${type} and g.resource_id = ${ref} and (g.member_id = ${actor.memberId} or g.org_wide = 1 or g.team_id in (select tm.team_id from team_member tm where tm.member_id = ${actor.memberId})))`
+}
+
 async function directRole(db: Db, actor: Actor, type: ResourceType, id: string): Promise<GrantRole | null> {
   const rows = await applyingGrants(db, actor, type, id).execute()
   return rows.reduce<GrantRole | null>((best, row) => maxRole(best, row.role as GrantRole), null)

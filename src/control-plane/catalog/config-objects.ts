@@ -11,7 +11,15 @@ import { newId } from '../../core/ids.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
-import { requireRole, upsertGrant, visibleCondition, type Db } from './access-grants.ts'
+import {
+  isOrgAdmin,
+  requireRole,
+  upsertGrant,
+  visibleCondition,
+  visibleRowSql,
+  visibleIdsSql,
+  type Db,
+} from './access-grants.ts'
 import type { ObjectType, VersionInput } from './config-source.ts'
 import {
   changeLifecycleIn,
@@ -22,6 +30,7 @@ import {
   type SourceMode,
 } from './config-store.ts'
 import { prefixUpperBound, queryTerms } from './search-terms.ts'
+import { visiblePage } from './visible-page.ts'
 
 /** A short summary of the latest version (no payload). */
 export interface VersionSummary {
@@ -171,15 +180,27 @@ export function listConfigObjects(
         .where('t.term', '<', prefixUpperBound(term)),
     )
   }
-  query = query.where(visibleCondition(deps.db, actor, 'config_object', 'co.id'))
   // A query of only punctuation has no words: it matches nothing rather than everything.
   if (filters.q !== undefined && queryTerms(filters.q).length === 0) query = query.where(sql<boolean>`1 = 0`)
-  return keysetPage(query, {
+  if (isOrgAdmin(actor)) {
+    return keysetPage(query.where(visibleCondition(deps.db, actor, 'config_object', 'co.id')), {
+      scope: 'config-objects',
+      cursor: filters.cursor,
+      limit: filters.limit,
+      order: [{ column: 'co.id', field: 'id', direction: 'asc' }],
+      map: objectView,
+    })
+  }
+  return visiblePage(deps.db, query, {
     scope: 'config-objects',
     cursor: filters.cursor,
     limit: filters.limit,
-    order: [{ column: 'co.id', field: 'id', direction: 'asc' }],
+    column: 'co.id',
+    field: 'id',
     map: objectView,
+    setCondition: visibleCondition(deps.db, actor, 'config_object', 'co.id'),
+    reachIds: visibleIdsSql(actor),
+    rowCondition: visibleRowSql(actor, sql.ref('co.id')),
   })
 }
 

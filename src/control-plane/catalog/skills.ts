@@ -4,6 +4,7 @@
  * skill hub assigned to them, each with every path that delivers it.
  * @module
  */
+import { sql } from 'kysely'
 import { errors } from '../../core/errors.ts'
 import {
   DEFAULT_SKILL_LIMITS,
@@ -16,10 +17,22 @@ import {
 import type { Actor } from '../admin/audit.ts'
 import type { Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
-import { assignedHubIds, grantedIds, requireRole, visibleCondition, type Db } from './access-grants.ts'
+import {
+  assignedHubIds,
+  grantedIds,
+  isOrgAdmin,
+  receivedRowSql,
+  receivedIdsSql,
+  requireRole,
+  visibleCondition,
+  visibleRowSql,
+  visibleIdsSql,
+  type Db,
+} from './access-grants.ts'
 import { createConfigObject } from './config-objects.ts'
 import { normalizeSource } from './config-source.ts'
 import type { ObjectState } from './config-store.ts'
+import { visiblePage } from './visible-page.ts'
 
 /** A skill as the API shows it. */
 export interface SkillView {
@@ -93,15 +106,26 @@ export function listSkills(
   actor: Actor,
   page: { cursor?: string; limit: number },
 ): Promise<Page<SkillView>> {
-  const query = skillQuery(deps.db, actor.orgId)
-    .where('co.status', '!=', 'deleted')
-    .where(visibleCondition(deps.db, actor, 'config_object', 'co.id'))
-  return keysetPage(query, {
+  const query = skillQuery(deps.db, actor.orgId).where('co.status', '!=', 'deleted')
+  if (isOrgAdmin(actor)) {
+    return keysetPage(query.where(visibleCondition(deps.db, actor, 'config_object', 'co.id')), {
+      scope: 'skills',
+      cursor: page.cursor,
+      limit: page.limit,
+      order: [{ column: 'co.id', field: 'id', direction: 'asc' }],
+      map: skillView,
+    })
+  }
+  return visiblePage(deps.db, query, {
     scope: 'skills',
     cursor: page.cursor,
     limit: page.limit,
-    order: [{ column: 'co.id', field: 'id', direction: 'asc' }],
+    column: 'co.id',
+    field: 'id',
     map: skillView,
+    setCondition: visibleCondition(deps.db, actor, 'config_object', 'co.id'),
+    reachIds: visibleIdsSql(actor),
+    rowCondition: visibleRowSql(actor, sql.ref('co.id')),
   })
 }
 
@@ -160,17 +184,18 @@ export async function listReceivedSkills(
     .select('shs.config_object_id')
     .where('shs.org_id', '=', actor.orgId)
     .where('shs.hub_id', 'in', assignedHubIds(deps.db, actor))
-  const query = skillQuery(deps.db, actor.orgId)
-    .where('co.status', '=', 'active')
-    .where((eb) =>
-      eb.or([eb('co.id', 'in', grantedIds(deps.db, actor, 'config_object')), eb('co.id', 'in', hubSkills)]),
-    )
-  const skills = await keysetPage(query, {
+  // Admins receive skills like anyone else (by grants and hubs), so there is no admin shortcut here.
+  const skills = await visiblePage(deps.db, skillQuery(deps.db, actor.orgId).where('co.status', '=', 'active'), {
     scope: 'my-skills',
     cursor: page.cursor,
     limit: page.limit,
-    order: [{ column: 'co.id', field: 'id', direction: 'asc' }],
+    column: 'co.id',
+    field: 'id',
     map: skillView,
+    setCondition: (eb) =>
+      eb.or([eb('co.id', 'in', grantedIds(deps.db, actor, 'config_object')), eb('co.id', 'in', hubSkills)]),
+    reachIds: receivedIdsSql(actor),
+    rowCondition: receivedRowSql(actor, sql.ref('co.id')),
   })
   const ids = skills.items.map((s) => s.id)
   if (ids.length === 0) return { items: [], nextCursor: skills.nextCursor }
