@@ -17,7 +17,7 @@ function consolePaths(): string[] {
 }
 
 async function checkEveryResponse(fetch: Fetch): Promise<void> {
-  for (const path of [...consolePaths(), '/console/missing.0123456789ab.mjs']) {
+  for (const path of [...consolePaths(), '/console/missing.0123456789ab.mjs', `/console/${'x'.repeat(2000)}.mjs`]) {
     for (const method of ['GET', 'HEAD']) {
       const response = await Promise.resolve(fetch(new Request(`http://test.local${path}`, { method })))
       await response.arrayBuffer()

@@ -11,7 +11,7 @@ const HOST = 'browser-suite-host-token-0123456'
 
 // Without chromium, browser-kit has said so in one line and the suite is left out.
 if (browserAvailable()) {
-  const test = suite('console in a browser: workspace host', { timeoutMs: 120_000 })
+  const test = suite('console in a browser: workspace host', { timeoutMs: 300_000 })
   const dir = tempDir('svc-browser-ws-')
   let server: ChildServer
   let browser: { browser: Browser; close(): Promise<void> }
@@ -68,6 +68,8 @@ if (browserAvailable()) {
     )
     browser = await launchBrowser()
     const context = await browser.browser.newContext({ viewport: WIDTHS.wide })
+    // Generous waits: the suite must hold on a machine shared with other builds and test runs.
+    context.setDefaultTimeout(60_000)
     page = await context.newPage()
     page.on('dialog', (dialog) => void dialog.accept())
     violations = cspViolations(page)

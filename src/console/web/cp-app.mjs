@@ -73,6 +73,8 @@ async function enter(root) {
 }
 
 function signedOut(reason) {
+  // The shell's page router must not render signed-in pages any more.
+  window.onhashchange = null
   current?.dispose?.()
   current = null
   token = null

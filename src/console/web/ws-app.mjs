@@ -103,6 +103,8 @@ function signIn(root, problem) {
 }
 
 function signedOut(reason) {
+  // The shell's page router must not render signed-in pages any more.
+  window.onhashchange = null
   store?.close()
   store = null
   current?.dispose?.()
