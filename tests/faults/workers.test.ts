@@ -5,18 +5,17 @@
  * stopped and replaced). Runtimes are counted from /proc by the Worker id in their environment.
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { join, resolve } from 'node:path'
-import { assert, BUN, runCommand, startChild, suite, tempDir, type ChildServer } from '../harness.ts'
+import { join } from 'node:path'
+import { assert, compiledBinary, startChild, suite, tempDir, type ChildServer } from '../harness.ts'
 import { rawConnect, type RawConnection } from '../raw-socket.ts'
 
-const root = resolve(import.meta.dirname, '../..')
-const binary = join(root, 'dist', 'service-server')
-const faults = suite('faults/workers', { timeoutMs: 180_000 })
+const faults = suite('faults/workers', { timeoutMs: 240_000 })
 const dir = tempDir('svc-faults-workers-')
+let binary = ''
 
 faults.before(async () => {
-  const built = await runCommand(BUN, ['build.ts'], { cwd: root, timeoutMs: 180_000 })
-  if (built.code !== 0) throw new Error(`build failed: ${built.stderr}`)
+  // One build shared with every other suite that runs the binary in this test process.
+  binary = await compiledBinary()
 })
 
 faults.after(() => {
