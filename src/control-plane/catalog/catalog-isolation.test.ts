@@ -171,6 +171,7 @@ test("every id-taking catalog route given the other organization's ids is 404 an
       updateSkillHub: [{ method: 'PATCH', path: `/v1/skill-hubs/${b.hub}`, json: { name: 'taken' } }],
       deleteSkillHub: [{ method: 'DELETE', path: `/v1/skill-hubs/${b.hub}` }],
       listSkillHubSkills: [{ method: 'GET', path: `/v1/skill-hubs/${b.hub}/skills` }],
+      getResolvedSkillHub: [{ method: 'GET', path: `/v1/skill-hubs/${b.hub}/resolved` }],
       addSkillHubSkill: [
         { method: 'POST', path: `/v1/skill-hubs/${b.hub}/skills`, json: { skillId: a.object } },
         { method: 'POST', path: `/v1/skill-hubs/${a.hub}/skills`, json: { skillId: b.object } },

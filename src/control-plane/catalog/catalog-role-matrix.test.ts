@@ -5,6 +5,7 @@
  * status the table implies. Each request targets a resource the caller itself created (and so
  * manages), so the per-resource grant check passes and the policy table alone decides.
  */
+import { strToU8, zipSync } from 'fflate'
 import { assert, suite } from '../../../tests/harness.ts'
 import type { CallOptions } from '../testing/contract-client.ts'
 import {
@@ -216,6 +217,15 @@ const REQUESTS: MatrixRequests = {
   updateSkillHub: async (w, c) => ({ path: `/v1/skill-hubs/${await hub(w, c)}`, json: { description: 'changed' } }),
   deleteSkillHub: async (w, c) => ({ path: `/v1/skill-hubs/${await hub(w, c)}` }),
   listSkillHubSkills: async (w, c) => ({ path: `/v1/skill-hubs/${await hub(w, c)}/skills` }),
+  getResolvedSkillHub: async (w, c) => ({ path: `/v1/skill-hubs/${await hub(w, c)}/resolved` }),
+  importSkillZip: async (w) => {
+    const name = `zipped-${w.seq()}`
+    return {
+      path: '/v1/config-objects/import',
+      body: zipSync({ [`${name}/SKILL.md`]: strToU8(skillMd(name)) }),
+      headers: { 'content-type': 'application/zip' },
+    }
+  },
   addSkillHubSkill: async (w, c) => ({
     path: `/v1/skill-hubs/${await hub(w, c)}/skills`,
     json: { skillId: await object(w, c) },

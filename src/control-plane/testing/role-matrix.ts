@@ -23,6 +23,9 @@ export const MATRIX_CALLERS: MatrixCaller[] = ['owner', 'admin', 'member', 'owne
 export interface MatrixRequest {
   path: string
   json?: unknown
+  /** A raw body (an upload) with its headers, instead of JSON. */
+  body?: Uint8Array
+  headers?: Record<string, string>
   /** The call changes the session it is made with; use a fresh sign-in for it. */
   freshSession?: boolean
 }
@@ -124,7 +127,12 @@ export async function runRoleMatrix(
       const world = isolated.has(route.operationId) ? await makeMatrixWorld(t.client) : shared
       const { org } = world
       const req = await build(world, caller)
-      const call: CallOptions = req.json !== undefined ? { json: req.json } : {}
+      const call: CallOptions =
+        req.json !== undefined
+          ? { json: req.json }
+          : req.body !== undefined
+            ? { body: req.body, headers: req.headers }
+            : {}
       const person =
         caller === 'owner' ? org.owner : caller === 'admin' ? org.admin : caller === 'member' ? org.member : null
       if (person) {
