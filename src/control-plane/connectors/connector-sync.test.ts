@@ -85,6 +85,12 @@ test('a sync into a plugin its member can no longer edit fails those items with 
       }
       const first = await sync()
       assert.equal([first.body.item.status, first.body.item.counts.created], ['completed', 2])
+      // The sync's moves are in the change feed of whoever can see its connector instance.
+      const feed = await t.client.get('/v1/events?after=0&limit=100', { token: member })
+      const moves = (feed.body.items as Array<{ kind: string; data: any }>)
+        .filter((e) => e.kind === 'connector_sync.state_changed' && e.data.syncEventId === first.body.item.id)
+        .map((e) => e.data.status)
+      assert.equal(moves, ['running', 'completed'])
       const inPlugin = async () =>
         (await t.client.get(`/v1/plugins/${pluginId}/config-objects`, { token: org.admin.token })).body.items.map(
           (m: { configObject: { id: string; title: string } }) => m.configObject,

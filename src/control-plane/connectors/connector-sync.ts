@@ -33,7 +33,8 @@ import {
   insertConfigObject,
   type Writer,
 } from '../catalog/config-store.ts'
-import { isoAt } from '../deps.ts'
+import { isoAt, type Deps } from '../deps.ts'
+import { appendChange } from '../events/change-feed.ts'
 import type { AsyncContext } from '../jobs/async-context.ts'
 import { enqueueJob, JobFailure, shortMessage } from '../jobs/job-queue.ts'
 import type { JobContext, JobHandler } from '../jobs/job-runner.ts'
@@ -417,6 +418,7 @@ async function runSync(ctx: AsyncContext, job: JobContext<{ syncEventId: string 
       })
       .where('id', '=', eventId)
       .execute()
+    await announceSyncState(ctx.deps, trx, event, 'running', null)
     return { event, target, account }
   })
   if (!start) return { skipped: true }
@@ -765,6 +767,7 @@ async function importSnapshot(
       })
       .where('id', '=', event.id)
       .execute()
+    await announceSyncState(ctx.deps, trx, event, status, status === 'failed' ? 'all_items_failed' : null)
     await trx
       .updateTable('connector_instance')
       .set({ last_synced_at: now, last_sync_status: status, updated_at: now })
@@ -801,7 +804,15 @@ export function syncJobHandler(ctx: AsyncContext): JobHandler<{ syncEventId: str
           updated_at: now,
         })
         .where('id', '=', job.subject_id!)
+        .returning(['id', 'org_id', 'instance_id'])
         .execute()
+        .then((rows) =>
+          Promise.all(
+            rows.map((row) =>
+              announceSyncState(ctx.deps, trx, row, failure.final ? 'failed' : 'queued', failure.reason),
+            ),
+          ),
+        )
       if (failure.final) {
         const event = await trx
           .selectFrom('connector_sync_event')
@@ -818,4 +829,23 @@ export function syncJobHandler(ctx: AsyncContext): JobHandler<{ syncEventId: str
     },
     onRetry: (trx, job) => resetForRetry(ctx, trx, job.subject_id!),
   }
+}
+
+/**
+ * A sync event moving state, in the change feed (`connector_sync.state_changed`), written in the
+ * transaction that moved it; it is about the connector instance, so it reaches whoever can see that.
+ */
+async function announceSyncState(
+  deps: Deps,
+  trx: Transaction<ControlPlaneDb>,
+  event: { id: string; org_id: string; instance_id: string },
+  status: string,
+  reason: string | null,
+): Promise<void> {
+  await appendChange(deps, trx, {
+    orgId: event.org_id,
+    kind: 'connector_sync.state_changed',
+    subject: { type: 'connector_instance', id: event.instance_id },
+    data: { syncEventId: event.id, status, reason },
+  })
 }

@@ -85,7 +85,7 @@ const FEED_ACTIONS: Record<string, Visibility> = {
   'worker.state_changed': { permission: 'workers.read' },
   'connector_sync.requested': { permission: 'connectors.read' },
   'connector_sync.retried': { permission: 'connectors.read' },
-  'connector_sync.state_changed': { permission: 'connectors.read' },
+  'connector_sync.state_changed': { resource: 'connector_instance' },
 }
 
 /** Event kinds the feed carries (the contract lists them). */
