@@ -181,7 +181,7 @@ test('a runtime that never reports fails at the provisioning deadline with that 
     )
     assert.equal(pids.filter(alive), [], 'the runtime was stopped')
     // The change feed carries the Worker's creation and its move to failed, with the reason.
-    const feed = await t.client.get('/v1/events?after=0&limit=500', { token: org.member.token })
+    const feed = await t.client.get('/v1/events?after=0&limit=100', { token: org.member.token })
     const forWorker = (feed.body.items as Array<{ kind: string; subject: { id: string } | null; data: any }>).filter(
       (e) => e.subject?.id === id,
     )
