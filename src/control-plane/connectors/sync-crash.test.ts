@@ -96,7 +96,7 @@ test('a sync interrupted by SIGKILL resumes after restart and completes exactly 
         60_000,
         100,
       )
-      assert.is(finished.body.item.status, 'completed')
+      assert.is(finished.body.item.status, 'completed', JSON.stringify(finished.body.item).slice(0, 1500))
       assert.equal(finished.body.item.counts, {
         total: SKILLS,
         processed: SKILLS,
