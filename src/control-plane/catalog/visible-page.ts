@@ -75,8 +75,15 @@ export async function visiblePage<DB, TB extends keyof DB, Row, Item>(
   const after =
     options.cursor === undefined ? undefined : decodeCursor(options.scope, options.cursor, 1, fingerprint)[0]
   const id = sql.ref(options.column)
+  // On a later page only ids after the cursor are looked up: the reachable ids are spread through
+  // the catalog, and each lookup of a row before the cursor would touch pages for nothing. (The
+  // first branch of every reach set selects `g.resource_id`, which names the UNION's column.)
+  const reachAfter =
+    after === undefined
+      ? options.reachIds
+      : sql`select r.resource_id from (${options.reachIds}) r where r.resource_id > ${after}`
   const bySet = () =>
-    keysetPage(q.where(sql<SqlBool>`${id} in (${options.reachIds})`), {
+    keysetPage(q.where(sql<SqlBool>`${id} in (${reachAfter})`), {
       scope: options.scope,
       cursor: options.cursor,
       limit: options.limit,
