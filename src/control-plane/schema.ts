@@ -294,7 +294,13 @@ export interface LlmProviderTable {
   updated_at: string
 }
 
-/** All control-plane tables. */
+/** Sign-in/sign-up throttle windows, keyed by a hash of `account:<email>` or `address:<ip>`. */
+export interface SignInThrottleTable {
+  key: string
+  failures: number
+  window_started_at: string
+}
+
 /** One change in an organization's feed (`GET /v1/events`). */
 export interface ChangeEventTable {
   org_id: string
@@ -306,20 +312,14 @@ export interface ChangeEventTable {
   created_at: string
 }
 
+/** All control-plane tables. */
 export interface ControlPlaneDb {
   change_event: ChangeEventTable
+  sign_in_throttle: SignInThrottleTable
   instance: InstanceTable
   app_user: UserTable
   user_session: SessionTable
-/** Sign-in/sign-up throttle windows, keyed by a hash of `account:<email>` or `address:<ip>`. */
-export interface SignInThrottleTable {
-  key: string
-  failures: number
-  window_started_at: string
-}
-
   organization: OrganizationTable
-  sign_in_throttle: SignInThrottleTable
   member: MemberTable
   invitation: InvitationTable
   api_key: ApiKeyTable
