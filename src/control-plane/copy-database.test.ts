@@ -255,7 +255,13 @@ async function sqliteRows(db: Kysely<any>, table: string): Promise<string[]> {
 }
 
 async function postgresRows(client: pg.Client, table: string): Promise<string[]> {
-  const rows = await client.query(`select * from "${table}"`)
+  // bigint columns come back as text from a plain client; the product reads them as numbers, as SQLite does.
+  const rows = await client.query({
+    text: `select * from "${table}"`,
+    types: {
+      getTypeParser: (oid: number, format?: any) => (oid === 20 ? Number : pg.types.getTypeParser(oid, format)),
+    },
+  })
   return rows.rows.map((r) => JSON.stringify(Object.entries(r).sort(([a], [b]) => (a < b ? -1 : 1)))).sort()
 }
 

@@ -227,6 +227,12 @@ export async function copyDatabase(options: {
             postgresRows: await countRows(target, table),
           })
         }
+        // The feed's numbers come from a PostgreSQL sequence: start it past the copied ones.
+        if (targetTables.has('change_event')) {
+          await sql`select setval('change_event_seq', coalesce((select max(seq) from change_event), 0) + 1, false)`.execute(
+            target,
+          )
+        }
         const differ = counts.filter((c) => c.sqliteRows !== c.postgresRows)
         if (differ.length)
           throw new Error(
