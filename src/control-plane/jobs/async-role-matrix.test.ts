@@ -63,6 +63,7 @@ async function failedSync(
     (r) => r.body.item.status === 'failed',
     10_000,
   )
+  if (failed.body.item.status !== 'failed') throw new Error(`the sync did not fail in time: ${failed.body.item.status}`)
   return { eventId: failed.body.item.id, jobId: failed.body.item.jobId }
 }
 
@@ -72,7 +73,13 @@ test('every job, Worker and connector route answers each caller with the status 
     const missing = `file://${dir}/missing.git`
     // Runtimes report nowhere, so Workers stay provisioning and the matrix does not wait on them.
     const t: AsyncTestPlane = await startAsyncTestPlane({
-      file: { connectors: { maxAttempts: 1 }, workers: { publicUrl: 'http://127.0.0.1:9', maxAttempts: 1 } },
+      // Provisioning attempts hold a job slot until their runtime reports or the deadline passes, so
+      // give syncs slots of their own: the matrix waits for failed syncs, not for job throughput.
+      file: {
+        jobs: { concurrency: 8 },
+        connectors: { maxAttempts: 1 },
+        workers: { publicUrl: 'http://127.0.0.1:9', maxAttempts: 1 },
+      },
     })
     try {
       let n = 0
