@@ -5,8 +5,7 @@
  * audited.
  */
 import { storedText } from '../testing/stored-text.ts'
-import { Buffer } from 'node:buffer'
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { assert, suite, withTempDir } from '../../../tests/harness.ts'
 import { ConfigError } from '../../core/settings.ts'

@@ -155,9 +155,7 @@ export function portabilityRoutes(s: WorkspaceServices, files: FileService) {
       errors: [422],
       handler: async ({ params, body }) => {
         const ws = s.workspaces.get(params.id)
-        return previewOf(
-          await planImport(ws.entry.path, body as ImportPayload, skillLimitsOf(s.config.file)),
-        )
+        return previewOf(await planImport(ws.entry.path, body as ImportPayload, skillLimitsOf(s.config.file)))
       },
     }),
     route({
@@ -213,9 +211,7 @@ export function portabilityRoutes(s: WorkspaceServices, files: FileService) {
           })
         const log = files.events(ws)
         const applied = await ws.lock.run(async () => {
-          const again = previewOf(
-            await planImport(ws.entry.path, payload, skillLimitsOf(s.config.file)),
-          )
+          const again = previewOf(await planImport(ws.entry.path, payload, skillLimitsOf(s.config.file)))
           if (again.fingerprint !== preview.fingerprint)
             throw previewConflict(
               'workspace_import_preview_stale',
