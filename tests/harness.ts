@@ -152,6 +152,34 @@ export const BUN = process.execPath
 export const DENO = fileURLToPath(new URL('../node_modules/.bin/deno', import.meta.url))
 if (!existsSync(DENO)) throw new Error(`${DENO} is missing: run npm install (the deno devDependency ships it)`)
 
+/**
+ * Runs `fn` with the URL of a new, empty PostgreSQL database on the test server
+ * (`SERVICE_TEST_DATABASE_URL`), dropped afterwards even if `fn` throws.
+ */
+export async function withPostgresDatabase(fn: (url: string) => Promise<void>, prefix = 'svc_t'): Promise<void> {
+  const server = process.env.SERVICE_TEST_DATABASE_URL
+  if (!server) throw new Error('SERVICE_TEST_DATABASE_URL is not set')
+  const { default: pg } = await import('pg')
+  const admin = async (statement: string) => {
+    const client = new pg.Client({ connectionString: server })
+    await client.connect()
+    try {
+      await client.query(statement)
+    } finally {
+      await client.end()
+    }
+  }
+  const name = `${prefix}_${process.pid}_${Math.random().toString(36).slice(2, 10)}`
+  await admin(`create database ${name}`)
+  const url = new URL(server)
+  url.pathname = `/${name}`
+  try {
+    await fn(url.toString())
+  } finally {
+    await admin(`drop database if exists ${name} with (force)`)
+  }
+}
+
 let built: Promise<string> | undefined
 
 /**

@@ -4,10 +4,8 @@
  * and a transaction that loses a serialization conflict is run again instead of failing.
  * Needs `SERVICE_TEST_DATABASE_URL` (`.ci/run` sets it).
  */
-import { randomBytes } from 'node:crypto'
 import { sql } from 'kysely'
-import pg from 'pg'
-import { assert, suite } from '../../tests/harness.ts'
+import { assert, suite, withPostgresDatabase } from '../../tests/harness.ts'
 import { openDatabase, type Database, type MigrationSet } from './database.ts'
 
 const serverUrl = process.env.SERVICE_TEST_DATABASE_URL
@@ -31,30 +29,17 @@ const migrations: MigrationSet = {
   },
 }
 
-async function admin(statement: string) {
-  const client = new pg.Client({ connectionString: serverUrl })
-  await client.connect()
-  try {
-    await client.query(statement)
-  } finally {
-    await client.end()
-  }
-}
-
 async function withTwoHandles(fn: (a: Database<Db>, b: Database<Db>) => Promise<void>) {
-  const name = `svc_storage_${randomBytes(5).toString('hex')}`
-  await admin(`create database ${name}`)
-  const url = new URL(serverUrl!)
-  url.pathname = `/${name}`
-  const a = await openDatabase<Db>({ path: ':unused:', url: url.toString(), migrations })
-  const b = await openDatabase<Db>({ path: ':unused:', url: url.toString(), migrations })
-  try {
-    await fn(a, b)
-  } finally {
-    await a.close()
-    await b.close()
-    await admin(`drop database if exists ${name} with (force)`)
-  }
+  await withPostgresDatabase(async (url) => {
+    const a = await openDatabase<Db>({ path: ':unused:', url, migrations })
+    const b = await openDatabase<Db>({ path: ':unused:', url, migrations })
+    try {
+      await fn(a, b)
+    } finally {
+      await a.close()
+      await b.close()
+    }
+  }, 'svc_storage')
 }
 
 function nextWake(database: Database<Db>, channel: string, ms: number): Promise<string | null> {

@@ -15,7 +15,17 @@ import { controlPlaneMigrations } from '../../migrations/control-plane/index.ts'
 import { enqueueJob } from '../../src/control-plane/jobs/job-queue.ts'
 import type { ControlPlaneDb } from '../../src/control-plane/schema.ts'
 import { openDatabase } from '../../src/storage/database.ts'
-import { assert, BUN, compiledBinary, startChild, suite, takeSse, tempDir, type ChildServer } from '../harness.ts'
+import {
+  assert,
+  BUN,
+  compiledBinary,
+  startChild,
+  suite,
+  takeSse,
+  tempDir,
+  withPostgresDatabase,
+  type ChildServer,
+} from '../harness.ts'
 
 const root = resolve(import.meta.dirname, '../..')
 const binary = join(root, 'dist', 'service-server')
@@ -29,28 +39,7 @@ test.before(async () => {
 })
 test.after(() => dir.remove())
 
-async function admin(statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: serverUrl })
-  await client.connect()
-  try {
-    await client.query(statement)
-  } finally {
-    await client.end()
-  }
-}
-
-/** A fresh database for one test; dropped afterwards. */
-async function withDatabase(fn: (url: string) => Promise<void>): Promise<void> {
-  const name = `svc_multi_${randomBytes(6).toString('hex')}`
-  await admin(`create database ${name}`)
-  const url = new URL(serverUrl!)
-  url.pathname = `/${name}`
-  try {
-    await fn(url.toString())
-  } finally {
-    await admin(`drop database if exists ${name} with (force)`)
-  }
-}
+const withDatabase = (fn: (url: string) => Promise<void>) => withPostgresDatabase(fn, 'svc_multi')
 
 function startInstance(url: string, n: number): Promise<ChildServer> {
   return startChild(binary, ['--mode', 'control-plane', '--data-dir', join(dir.path, `data-${n}`), '--port', '0'], {
