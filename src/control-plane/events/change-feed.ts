@@ -206,7 +206,6 @@ export async function readChanges(
     }
     if (rows.length < Math.max(limit, 100)) break
   }
-  if (items.length === 0) next = Math.max(next, after)
   return { items, next }
 }
 

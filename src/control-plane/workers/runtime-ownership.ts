@@ -22,9 +22,8 @@
 import { announceWorkerStates, WORKER_STATE_COLUMNS } from './worker-events.ts'
 import { isoAt } from '../deps.ts'
 import type { AsyncContext } from '../jobs/async-context.ts'
-import { enqueueJob } from '../jobs/job-queue.ts'
 import type { Provisioner } from './provisioner.ts'
-import { PROVISION_JOB } from './workers.ts'
+import { reprovisionIn } from './workers.ts'
 
 /** How long a rotation, revocation or delete waits for another live instance to stop its runtime. */
 export const RETIRE_WAIT_MS = 5000
@@ -344,21 +343,7 @@ export async function recoverRuntimes(ctx: AsyncContext): Promise<number> {
       if (!moved || !restart) return
       await announceWorkerStates(ctx.deps, trx, [moved])
       recovered++
-      await trx
-        .updateTable('job')
-        .set({ status: 'canceled', finished_at: now, updated_at: now, locked_by: null, lease_until: null })
-        .where('subject_id', '=', row.id)
-        .where('kind', '=', PROVISION_JOB)
-        .where('status', 'in', ['queued', 'running'])
-        .execute()
-      await enqueueJob(trx, ctx.deps.now(), {
-        kind: PROVISION_JOB,
-        orgId: row.org_id,
-        subjectId: row.id,
-        payload: { generation: row.token_generation },
-        maxAttempts: ctx.settings.workers.maxAttempts,
-        deadlineMs: ctx.settings.workers.provisioningDeadlineMs,
-      })
+      await reprovisionIn(ctx, trx, row, row.token_generation)
     })
   }
   return recovered

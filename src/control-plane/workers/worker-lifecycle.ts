@@ -13,7 +13,7 @@ import { enqueueJob, JobFailure, LeaseLost, shortMessage } from '../jobs/job-que
 import type { JobHandler } from '../jobs/job-runner.ts'
 import type { ProvisionedRuntime } from './provisioner.ts'
 import { claimRuntime, recordSpawn, releaseRuntime, stopLocalRuntime } from './runtime-ownership.ts'
-import { openCredentials, PROVISION_JOB, type WorkerState } from './workers.ts'
+import { openCredentials, PROVISION_JOB, reprovisionIn, type WorkerState } from './workers.ts'
 import { announceWorkerStates, WORKER_STATE_COLUMNS } from './worker-events.ts'
 
 /**
@@ -367,21 +367,7 @@ export async function stopRuntimes(ctx: AsyncContext): Promise<void> {
         .executeTakeFirst()
       if (moved && running) await announceWorkerStates(ctx.deps, trx, [moved])
       if (!handOver || !moved) return
-      await trx
-        .updateTable('job')
-        .set({ status: 'canceled', finished_at: now, updated_at: now, locked_by: null, lease_until: null })
-        .where('subject_id', '=', row.id)
-        .where('kind', '=', PROVISION_JOB)
-        .where('status', 'in', ['queued', 'running'])
-        .execute()
-      await enqueueJob(trx, ctx.deps.now(), {
-        kind: PROVISION_JOB,
-        orgId: row.org_id,
-        subjectId: row.id,
-        payload: { generation: row.token_generation },
-        maxAttempts: ctx.settings.workers.maxAttempts,
-        deadlineMs: ctx.settings.workers.provisioningDeadlineMs,
-      })
+      await reprovisionIn(ctx, trx, row, row.token_generation)
     })
   }
 }

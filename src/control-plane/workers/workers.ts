@@ -171,23 +171,36 @@ async function installCredentials(
       })
       .execute()
   }
-  // Earlier provisioning attempts are superseded by this one.
+  await reprovisionIn(ctx, trx, row, generation)
+  return generation
+}
+
+/**
+ * Cancels a Worker's open provisioning jobs and queues a new one for `generation`, in `trx`:
+ * earlier attempts are superseded by this one (new tokens, a hand-over, a recovered runtime).
+ */
+export async function reprovisionIn(
+  ctx: AsyncContext,
+  trx: Transaction<ControlPlaneDb>,
+  worker: { id: string; org_id: string },
+  generation: number,
+): Promise<void> {
+  const now = isoAt(ctx.deps)
   await trx
     .updateTable('job')
     .set({ status: 'canceled', finished_at: now, updated_at: now, locked_by: null, lease_until: null })
-    .where('subject_id', '=', row.id)
+    .where('subject_id', '=', worker.id)
     .where('kind', '=', PROVISION_JOB)
     .where('status', 'in', ['queued', 'running'])
     .execute()
   await enqueueJob(trx, ctx.deps.now(), {
     kind: PROVISION_JOB,
-    orgId: row.org_id,
-    subjectId: row.id,
+    orgId: worker.org_id,
+    subjectId: worker.id,
     payload: { generation },
     maxAttempts: ctx.settings.workers.maxAttempts,
     deadlineMs: ctx.settings.workers.provisioningDeadlineMs,
   })
-  return generation
 }
 
 /** Opens the sealed token set of a Worker. */
