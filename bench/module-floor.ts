@@ -11,7 +11,7 @@
  * Usage: module-floor [--port 0] [--host 127.0.0.1]
  */
 await import('../src/main.ts')
-await import('../src/workspace/server-config.ts')
+await import('../src/workspace/config/server-config.ts')
 await import('../src/workspace/app.ts')
 // Then exactly the hello-world reference (its listening line names it hello; the harness only
 // needs the port).

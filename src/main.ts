@@ -49,7 +49,7 @@ async function startSurface(
     const surface = await createControlPlaneApp(config, { logger: log })
     return { surface, host: config.host, port: config.port, cors: config.corsOrigins, log }
   }
-  const { loadWorkspaceConfig } = await import('./workspace/server-config.ts')
+  const { loadWorkspaceConfig } = await import('./workspace/config/server-config.ts')
   const { createWorkspaceApp } = await import('./workspace/app.ts')
   const config = loadWorkspaceConfig(flags as never, io.env, io.cwd)
   const log = logger(config.logFormat)
@@ -62,7 +62,7 @@ async function startSurface(
 /** Runs the server until a stop signal; returns the exit code. */
 export async function main(argv: string[], io: MainIo): Promise<number> {
   if (HOST_COMMANDS.includes(argv[0] ?? '')) {
-    const { runHostCli } = await import('./workspace/host-cli.ts')
+    const { runHostCli } = await import('./workspace/access/host-cli.ts')
     return runHostCli(argv, io)
   }
   if (argv[0] === 'control-plane') {

@@ -6,7 +6,13 @@
 import * as v from 'valibot'
 import { errors } from '../core/errors.ts'
 import { routeFactory } from '../core/route.ts'
-import { bearerToken, rules, type CredentialResolver, type Principal, type WorkspaceRule } from '../workspace/auth.ts'
+import {
+  bearerToken,
+  rules,
+  type CredentialResolver,
+  type Principal,
+  type WorkspaceRule,
+} from '../workspace/access/auth.ts'
 import type { ConsoleSessions } from './console-sessions.ts'
 
 const route = routeFactory<WorkspaceRule, Principal>()

@@ -21,18 +21,18 @@ import {
   HOST_TOKEN_HEADER,
   type Principal,
   type WorkspaceRule,
-} from './auth.ts'
+} from './access/auth.ts'
 import { controlRoutes } from './routes/index.ts'
 import { dataPlane } from './routes/data-plane-routes.ts'
-import type { WorkspaceServerConfig } from './server-config.ts'
-import { startWorkspaceServices, type WorkspaceServices } from './workspace-services.ts'
-import { actorOf } from './audit-log.ts'
+import type { WorkspaceServerConfig } from './config/server-config.ts'
+import { startWorkspaceServices, type WorkspaceServices } from './runtime/workspace-services.ts'
+import { actorOf } from './events/audit-log.ts'
 import { sidecarRoutes } from './sidecar/sidecar-routes.ts'
 import { SidecarService } from './sidecar/sidecar-service.ts'
 import { sidecarAuth, sidecarSecuritySchemes } from './sidecar/sidecar-auth.ts'
 import { sidecarGovernance } from './sidecar/sidecar-governance.ts'
 import { workspaceMountRewrite } from './sidecar/workspace-mount.ts'
-import { startControlPlaneHeartbeat, type HeartbeatReporter } from './control-plane-heartbeat.ts'
+import { startControlPlaneHeartbeat, type HeartbeatReporter } from './runtime/control-plane-heartbeat.ts'
 import { consoleRoutes } from '../console/console-routes.ts'
 import { ConsoleSessions } from '../console/console-sessions.ts'
 import { consoleLink, consoleSessionRoutes, withConsoleSessions } from '../console/workspace-console.ts'

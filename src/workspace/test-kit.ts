@@ -9,8 +9,8 @@ import { join, resolve } from 'node:path'
 import { request, tempDir } from '../../tests/harness.ts'
 import { silentLogger } from '../core/logger.ts'
 import { createWorkspaceApp, type WorkspaceSurface } from './app.ts'
-import { HOST_TOKEN_HEADER } from './auth.ts'
-import { loadWorkspaceConfig } from './server-config.ts'
+import { HOST_TOKEN_HEADER } from './access/auth.ts'
+import { loadWorkspaceConfig } from './config/server-config.ts'
 
 /** The fixture workspace every suite copies. */
 export const FIXTURE = resolve(

@@ -15,15 +15,15 @@ import {
   type SkillLimits,
   type WireFileIn,
 } from '../../opencode/skill-bundle.ts'
-import { loadCommands, prepareCommand, sanitizeCommandName } from '../commands.ts'
-import { setTopLevelKeys } from '../jsonc-document.ts'
-import { readOpencodeConfig } from '../opencode-config-file.ts'
-import { readSkillFolder, skillDir } from '../skill-folder.ts'
-import { loadSkills, prepareSkill } from '../skills.ts'
-import { readServiceConfig } from '../workspace-config.ts'
-import { commandFile, SERVICE_CONFIG_FILE, SKILLS_DIR } from '../workspace-layout.ts'
+import { loadCommands, prepareCommand, sanitizeCommandName } from '../extensions/commands.ts'
+import { setTopLevelKeys } from '../config/jsonc-document.ts'
+import { readOpencodeConfig } from '../config/opencode-config-file.ts'
+import { readSkillFolder, skillDir } from '../extensions/skill-folder.ts'
+import { loadSkills, prepareSkill } from '../extensions/skills.ts'
+import { readServiceConfig } from '../config/workspace-config.ts'
+import { commandFile, SERVICE_CONFIG_FILE, SKILLS_DIR } from '../config/workspace-layout.ts'
 import { openForRead } from '../files/workspace-path.ts'
-import { sameJson } from '../write-gate.ts'
+import { sameJson } from '../access/write-gate.ts'
 import { listPortableFiles, PORTABLE_OPENCODE_KEYS, portablePath } from './portable-layout.ts'
 
 /** Per-section mode. */

@@ -6,13 +6,13 @@
  * @module
  */
 import { ApiError } from '../../core/errors.ts'
-import { loadCommands } from '../commands.ts'
-import { withoutMcpSecrets } from '../mcp.ts'
-import { readOpencodeConfig } from '../opencode-config-file.ts'
+import { loadCommands } from '../extensions/commands.ts'
+import { withoutMcpSecrets } from '../extensions/mcp.ts'
+import { readOpencodeConfig } from '../config/opencode-config-file.ts'
 import { encodeWireFile, utf8OrNull, type WireFileOut } from '../../opencode/skill-bundle.ts'
-import { readSkillFolder } from '../skill-folder.ts'
-import { loadSkills } from '../skills.ts'
-import { readServiceConfig } from '../workspace-config.ts'
+import { readSkillFolder } from '../extensions/skill-folder.ts'
+import { loadSkills } from '../extensions/skills.ts'
+import { readServiceConfig } from '../config/workspace-config.ts'
 import { listPortableFiles, portableOpencode } from './portable-layout.ts'
 import { findSecrets, stripSecrets, textHasSecret } from './secret-scan.ts'
 

@@ -5,12 +5,18 @@
 import * as v from 'valibot'
 import { errors } from '../../core/errors.ts'
 import { routeFactory } from '../../core/route.ts'
-import { rules, type Principal, type WorkspaceRule } from '../auth.ts'
-import { deleteCommand, loadCommands, prepareCommand, sanitizeCommandName, writeCommand } from '../commands.ts'
-import { commandFile } from '../workspace-layout.ts'
-import type { WorkspaceRuntime } from '../workspace-registry.ts'
-import type { WorkspaceServices } from '../workspace-services.ts'
-import { fileHolds } from '../write-gate.ts'
+import { rules, type Principal, type WorkspaceRule } from '../access/auth.ts'
+import {
+  deleteCommand,
+  loadCommands,
+  prepareCommand,
+  sanitizeCommandName,
+  writeCommand,
+} from '../extensions/commands.ts'
+import { commandFile } from '../config/workspace-layout.ts'
+import type { WorkspaceRuntime } from '../runtime/workspace-registry.ts'
+import type { WorkspaceServices } from '../runtime/workspace-services.ts'
+import { fileHolds } from '../access/write-gate.ts'
 import { NamedParams, WorkspaceParams, WRITE_ERRORS } from './schemas.ts'
 
 const route = routeFactory<WorkspaceRule, Principal>()

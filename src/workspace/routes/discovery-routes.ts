@@ -6,10 +6,10 @@
 import * as v from 'valibot'
 import { routeFactory } from '../../core/route.ts'
 import { VERSION } from '../../version.ts'
-import { rules, SCOPES, type Principal, type WorkspaceRule } from '../auth.ts'
-import { jsonText } from '../read-cache.ts'
-import { workspaceView } from '../workspace-registry.ts'
-import type { WorkspaceServices } from '../workspace-services.ts'
+import { rules, SCOPES, type Principal, type WorkspaceRule } from '../access/auth.ts'
+import { jsonText } from '../runtime/read-cache.ts'
+import { workspaceView } from '../runtime/workspace-registry.ts'
+import type { WorkspaceServices } from '../runtime/workspace-services.ts'
 import { WorkspaceSchema } from './schemas.ts'
 import {
   reachability,

@@ -8,9 +8,9 @@ import * as v from 'valibot'
 import { routeFactory } from '../../core/route.ts'
 import { lastEventId, replayThenFollow, sseResponse, wantsEventStream, type StreamRegistry } from '../../core/sse.ts'
 import { queryInt } from '../../core/validation.ts'
-import { rules, type Principal, type WorkspaceRule } from '../auth.ts'
-import type { WorkspaceEvent } from '../event-store.ts'
-import type { WorkspaceServices } from '../workspace-services.ts'
+import { rules, type Principal, type WorkspaceRule } from '../access/auth.ts'
+import type { WorkspaceEvent } from '../events/event-store.ts'
+import type { WorkspaceServices } from '../runtime/workspace-services.ts'
 import { EventSchema, WorkspaceParams } from './schemas.ts'
 
 const route = routeFactory<WorkspaceRule, Principal>()

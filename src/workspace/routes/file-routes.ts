@@ -10,11 +10,11 @@ import { requestedPath } from '../../core/requested-path.ts'
 import { routeFactory } from '../../core/route.ts'
 import { lastEventId, replayThenFollow, sseResponse, wantsEventStream, type StreamRegistry } from '../../core/sse.ts'
 import { queryBool, queryInt, queryString } from '../../core/validation.ts'
-import { rules, type Principal, type WorkspaceRule } from '../auth.ts'
+import { rules, type Principal, type WorkspaceRule } from '../access/auth.ts'
 import type { CatalogEvent } from '../files/catalog-events.ts'
 import type { FileService } from '../files/file-service.ts'
 import { assertNotTemp, normalizeRelPath } from '../files/workspace-path.ts'
-import type { WorkspaceServices } from '../workspace-services.ts'
+import type { WorkspaceServices } from '../runtime/workspace-services.ts'
 import { WorkspaceParams } from './schemas.ts'
 
 const route = routeFactory<WorkspaceRule, Principal>()

@@ -5,8 +5,8 @@
  */
 import type { AnyRoute } from '../../core/route.ts'
 import type { StreamRegistry } from '../../core/sse.ts'
-import type { Principal, WorkspaceRule } from '../auth.ts'
-import type { WorkspaceServices } from '../workspace-services.ts'
+import type { Principal, WorkspaceRule } from '../access/auth.ts'
+import type { WorkspaceServices } from '../runtime/workspace-services.ts'
 import { approvalRoutes } from './approval-routes.ts'
 import { commandRoutes } from './command-routes.ts'
 import { configRoutes } from './config-routes.ts'

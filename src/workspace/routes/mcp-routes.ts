@@ -6,13 +6,21 @@
 import * as v from 'valibot'
 import { errors } from '../../core/errors.ts'
 import { routeFactory } from '../../core/route.ts'
-import { rules, type Principal, type WorkspaceRule } from '../auth.ts'
-import { listMcp, mcpEntries, removeMcp, setMcpEnabled, upsertMcp, validateMcpConfig, validateMcpName } from '../mcp.ts'
-import { opencodeConfigRel, readOpencodeConfig } from '../opencode-config-file.ts'
-import { cachedOpencodeConfig } from '../workspace-config.ts'
-import type { WorkspaceRuntime } from '../workspace-registry.ts'
-import type { WorkspaceServices } from '../workspace-services.ts'
-import { sameJson } from '../write-gate.ts'
+import { rules, type Principal, type WorkspaceRule } from '../access/auth.ts'
+import {
+  listMcp,
+  mcpEntries,
+  removeMcp,
+  setMcpEnabled,
+  upsertMcp,
+  validateMcpConfig,
+  validateMcpName,
+} from '../extensions/mcp.ts'
+import { opencodeConfigRel, readOpencodeConfig } from '../config/opencode-config-file.ts'
+import { cachedOpencodeConfig } from '../config/workspace-config.ts'
+import type { WorkspaceRuntime } from '../runtime/workspace-registry.ts'
+import type { WorkspaceServices } from '../runtime/workspace-services.ts'
+import { sameJson } from '../access/write-gate.ts'
 import { JsonObject, NamedParams, WorkspaceParams, WRITE_ERRORS } from './schemas.ts'
 
 const route = routeFactory<WorkspaceRule, Principal>()

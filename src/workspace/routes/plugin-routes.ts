@@ -4,8 +4,8 @@
  */
 import * as v from 'valibot'
 import { routeFactory } from '../../core/route.ts'
-import { rules, type Principal, type WorkspaceRule } from '../auth.ts'
-import { opencodeConfigRel, readOpencodeConfig } from '../opencode-config-file.ts'
+import { rules, type Principal, type WorkspaceRule } from '../access/auth.ts'
+import { opencodeConfigRel, readOpencodeConfig } from '../config/opencode-config-file.ts'
 import {
   addPlugin,
   hasPlugin,
@@ -14,10 +14,10 @@ import {
   pluginRemovalPlan,
   removePlugin,
   validatePluginSpec,
-} from '../plugins.ts'
-import { cachedOpencodeConfig } from '../workspace-config.ts'
-import type { WorkspaceRuntime } from '../workspace-registry.ts'
-import type { WorkspaceServices } from '../workspace-services.ts'
+} from '../extensions/plugins.ts'
+import { cachedOpencodeConfig } from '../config/workspace-config.ts'
+import type { WorkspaceRuntime } from '../runtime/workspace-registry.ts'
+import type { WorkspaceServices } from '../runtime/workspace-services.ts'
 import { NamedParams, WorkspaceParams, WRITE_ERRORS } from './schemas.ts'
 
 const route = routeFactory<WorkspaceRule, Principal>()

@@ -9,8 +9,8 @@ import * as v from 'valibot'
 import { ApiError } from '../../core/errors.ts'
 import { routeFactory } from '../../core/route.ts'
 import { queryString } from '../../core/validation.ts'
-import { actorOf } from '../audit-log.ts'
-import { rules, scopeRank, type Principal, type WorkspaceRule } from '../auth.ts'
+import { actorOf } from '../events/audit-log.ts'
+import { rules, scopeRank, type Principal, type WorkspaceRule } from '../access/auth.ts'
 import type { FileService } from '../files/file-service.ts'
 import { applyImport } from '../portability/import-apply.ts'
 import {
@@ -22,8 +22,8 @@ import {
 } from '../portability/import-plan.ts'
 import { buildExport, type SensitiveMode } from '../portability/workspace-export.ts'
 import { SkillFileOut, SkillFilesIn } from '../../opencode/skill-wire.ts'
-import { skillLimitsOf } from '../skills.ts'
-import type { WorkspaceServices } from '../workspace-services.ts'
+import { skillLimitsOf } from '../extensions/skills.ts'
+import type { WorkspaceServices } from '../runtime/workspace-services.ts'
 import { JsonObject, WorkspaceParams, WRITE_ERRORS } from './schemas.ts'
 
 const route = routeFactory<WorkspaceRule, Principal>()

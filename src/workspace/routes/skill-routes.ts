@@ -9,13 +9,20 @@ import { errors } from '../../core/errors.ts'
 import { routeFactory } from '../../core/route.ts'
 import { bundleHash, encodeWireFile, listingOf, normalizeSkillPath, SKILL_FILE } from '../../opencode/skill-bundle.ts'
 import { SkillFileListing, SkillFileOut, SkillFilesIn } from '../../opencode/skill-wire.ts'
-import { rules, type Principal, type WorkspaceRule } from '../auth.ts'
-import { diffSkillFolder, readSkillFolder, skillDir } from '../skill-folder.ts'
-import { deleteSkill, loadSkills, prepareSkill, skillLimitsOf, validateSkillName, writeSkill } from '../skills.ts'
-import { skillFile } from '../workspace-layout.ts'
-import type { WorkspaceRuntime } from '../workspace-registry.ts'
-import type { WorkspaceServices } from '../workspace-services.ts'
-import { fileHolds } from '../write-gate.ts'
+import { rules, type Principal, type WorkspaceRule } from '../access/auth.ts'
+import { diffSkillFolder, readSkillFolder, skillDir } from '../extensions/skill-folder.ts'
+import {
+  deleteSkill,
+  loadSkills,
+  prepareSkill,
+  skillLimitsOf,
+  validateSkillName,
+  writeSkill,
+} from '../extensions/skills.ts'
+import { skillFile } from '../config/workspace-layout.ts'
+import type { WorkspaceRuntime } from '../runtime/workspace-registry.ts'
+import type { WorkspaceServices } from '../runtime/workspace-services.ts'
+import { fileHolds } from '../access/write-gate.ts'
 import { NamedParams, WorkspaceParams, WRITE_ERRORS } from './schemas.ts'
 
 const route = routeFactory<WorkspaceRule, Principal>()

@@ -5,8 +5,8 @@
 import * as v from 'valibot'
 import { errors } from '../../core/errors.ts'
 import { routeFactory } from '../../core/route.ts'
-import { rules, SCOPES, type Principal, type Scope, type WorkspaceRule } from '../auth.ts'
-import type { WorkspaceServices } from '../workspace-services.ts'
+import { rules, SCOPES, type Principal, type Scope, type WorkspaceRule } from '../access/auth.ts'
+import type { WorkspaceServices } from '../runtime/workspace-services.ts'
 
 const route = routeFactory<WorkspaceRule, Principal>()
 

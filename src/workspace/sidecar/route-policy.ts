@@ -8,8 +8,8 @@
  * @module
  */
 import { ApiError, errors } from '../../core/errors.ts'
-import type { Principal } from '../auth.ts'
-import { scopeRank } from '../auth.ts'
+import type { Principal } from '../access/auth.ts'
+import { scopeRank } from '../access/auth.ts'
 import { SIDECAR_ROUTES, type SidecarRole, type SidecarRouteEntry } from './route-table.ts'
 
 interface Compiled {

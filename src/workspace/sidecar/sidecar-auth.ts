@@ -11,7 +11,7 @@
  */
 import { ApiError } from '../../core/errors.ts'
 import type { SurfaceAuth } from '../../core/http-app.ts'
-import type { Principal, WorkspaceRule } from '../auth.ts'
+import type { Principal, WorkspaceRule } from '../access/auth.ts'
 import { routeNotAllowed } from './route-policy.ts'
 import type { SocketTickets } from './socket-tickets.ts'
 

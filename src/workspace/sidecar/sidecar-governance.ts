@@ -6,8 +6,8 @@
  */
 import { ApiError } from '../../core/errors.ts'
 import type { Logger } from '../../core/logger.ts'
-import type { ApprovalService } from '../approvals.ts'
-import { actorOf, type AuditLog } from '../audit-log.ts'
+import type { ApprovalService } from '../access/approvals.ts'
+import { actorOf, type AuditLog } from '../events/audit-log.ts'
 import type { ProxyGovernance } from './sidecar-proxy.ts'
 
 /** Builds the proxy's governance hooks over the workspace services. */

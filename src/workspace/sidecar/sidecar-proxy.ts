@@ -9,7 +9,7 @@
 import { ApiError } from '../../core/errors.ts'
 import type { Logger } from '../../core/logger.ts'
 import type { StreamRegistry } from '../../core/sse.ts'
-import type { Principal } from '../auth.ts'
+import type { Principal } from '../access/auth.ts'
 import { relayBody } from './body-relay.ts'
 import { ambiguousPath, pinnedUpstreamUrl, sessionIdInPath, upstreamRelativePath } from './directory-pin.ts'
 import { heartbeatFrameFor, relayEventStream } from './event-stream-relay.ts'

@@ -7,7 +7,7 @@
 import * as v from 'valibot'
 import type { AnyRoute, HttpMethod, ResponseSpec } from '../../core/route.ts'
 import { routeFactory } from '../../core/route.ts'
-import { rules, type Principal, type WorkspaceRule } from '../auth.ts'
+import { rules, type Principal, type WorkspaceRule } from '../access/auth.ts'
 import { SIDECAR_ROUTES, type SidecarRouteEntry } from './route-table.ts'
 import type { SidecarService } from './sidecar-service.ts'
 import { TICKET_RULE, UNLISTED_RULE } from './sidecar-auth.ts'

@@ -7,7 +7,7 @@
 import { ApiError } from '../../core/errors.ts'
 import type { Logger } from '../../core/logger.ts'
 import type { StreamRegistry } from '../../core/sse.ts'
-import type { Principal } from '../auth.ts'
+import type { Principal } from '../access/auth.ts'
 import { ManagedSidecar, type ManagedState } from './managed-sidecar.ts'
 import { SessionGuard } from './session-guard.ts'
 import type { SidecarConfig, SidecarTarget } from './sidecar-config.ts'

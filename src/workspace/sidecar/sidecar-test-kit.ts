@@ -9,7 +9,7 @@ import { startFakeSidecar, type FakeSidecar } from '../../../fixtures/fake-sidec
 import { request, tempDir } from '../../../tests/harness.ts'
 import { createLogger, type Logger } from '../../core/logger.ts'
 import { createWorkspaceApp, type WorkspaceSurface } from '../app.ts'
-import { loadWorkspaceConfig } from '../server-config.ts'
+import { loadWorkspaceConfig } from '../config/server-config.ts'
 
 export const KIT_CLIENT_TOKEN = 'sidecar-kit-client-token-0123456789'
 export const KIT_HOST_TOKEN = 'sidecar-kit-host-token-0123456789ab'

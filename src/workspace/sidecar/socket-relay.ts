@@ -14,7 +14,7 @@
 import { ApiError } from '../../core/errors.ts'
 import type { StreamRegistry } from '../../core/sse.ts'
 import { type ServerSocket, upgradeOf } from '../../serve.ts'
-import type { Principal } from '../auth.ts'
+import type { Principal } from '../access/auth.ts'
 import { basicAuthorization, directoryHeaderValue } from './header-policy.ts'
 import type { Classified } from './route-policy.ts'
 import type { SidecarTuning } from './sidecar-config.ts'

@@ -9,7 +9,7 @@
  * @module
  */
 import { generateToken, hashToken } from '../../core/secrets.ts'
-import type { Principal } from '../auth.ts'
+import type { Principal } from '../access/auth.ts'
 
 /** How long a ticket is valid. */
 export const TICKET_TTL_MS = 30_000

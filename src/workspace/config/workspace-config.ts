@@ -1,0 +1,90 @@
+/**
+ * Workspace configuration: the project config (`opencode.jsonc`/`opencode.json`) and the
+ * server's per-workspace settings (`.opencode/service.json`). Reads come from the workspace's
+ * read cache; PATCH replaces top-level keys as text edits so comments and formatting survive.
+ * @module
+ */
+import { errors } from '../../core/errors.ts'
+import { writeContained } from '../files/atomic-write.ts'
+import { mcpEntries, unmaskMcpMap } from '../extensions/mcp.ts'
+import { editOpencodeConfig, readOpencodeConfig } from './opencode-config-file.ts'
+import { readContainedText } from '../files/workspace-path.ts'
+import type { ReadCache } from '../runtime/read-cache.ts'
+import { SERVICE_CONFIG_FILE } from './workspace-layout.ts'
+
+/** `GET /workspace/:id/config` body. */
+export interface WorkspaceConfigView {
+  opencode: Record<string, unknown>
+  workspace: Record<string, unknown>
+  updatedAt: number | null
+}
+
+/**
+ * Reads `.opencode/service.json`; 422 `invalid_json` when it is not a JSON object, 400
+ * `invalid_path` when it (or `.opencode`) resolves outside the workspace.
+ */
+export async function readServiceConfig(root: string): Promise<Record<string, unknown>> {
+  const text = await readContainedText(root, SERVICE_CONFIG_FILE)
+  if (text === null || text.trim() === '') return {}
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    throw errors.unprocessable('invalid_json', `Failed to parse ${SERVICE_CONFIG_FILE}`)
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw errors.unprocessable('invalid_json', `${SERVICE_CONFIG_FILE} must contain a JSON object`)
+  return value as Record<string, unknown>
+}
+
+/** The cached parsed project config. */
+export function cachedOpencodeConfig(root: string, cache: ReadCache) {
+  return cache.get('opencode', () => readOpencodeConfig(root))
+}
+
+/** Both config documents, from the cache. */
+export async function readWorkspaceConfig(
+  root: string,
+  cache: ReadCache,
+): Promise<{ opencode: Record<string, unknown>; workspace: Record<string, unknown> }> {
+  const [opencode, workspace] = await Promise.all([
+    cachedOpencodeConfig(root, cache),
+    cache.get('service', () => readServiceConfig(root)),
+  ])
+  return { opencode: opencode.data, workspace }
+}
+
+/** A validated config patch. */
+export interface ConfigPatch {
+  opencode?: Record<string, unknown>
+  workspace?: Record<string, unknown>
+}
+
+/**
+ * Applies a patch: each top-level `opencode` key is replaced (null removes it, arrays are
+ * replaced, not merged); `workspace` keys are shallow-merged into service.json.
+ */
+export async function applyConfigPatch(root: string, patch: ConfigPatch): Promise<void> {
+  // Parse both before writing either, so an invalid file on disk fails the patch without a half write.
+  const service = patch.workspace ? await readServiceConfig(root) : undefined
+  if (patch.opencode) {
+    const current = await readOpencodeConfig(root)
+    await editOpencodeConfig(
+      root,
+      Object.entries(patch.opencode).map(([key, value]) => ({
+        path: [key],
+        // Readers see MCP secrets masked; writing that view back keeps the real values.
+        value: value === null ? undefined : key === 'mcp' ? unmaskMcpMap(value, mcpEntries(current.data)) : value,
+      })),
+    )
+  }
+  if (patch.workspace && service) {
+    const merged: Record<string, unknown> = { ...service }
+    for (const [key, value] of Object.entries(patch.workspace)) {
+      if (value === null) delete merged[key]
+      else merged[key] = value
+    }
+    // Contained like the file data plane: `.opencode` linked outside the workspace is refused.
+    await writeContained(root, SERVICE_CONFIG_FILE, JSON.stringify(merged, null, 2) + '\n')
+  }
+}

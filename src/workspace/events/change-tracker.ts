@@ -1,0 +1,253 @@
+/**
+ * Detects changes to a workspace's config and extension files and turns them into events.
+ *
+ * Content hashes are the truth: a rescan compares the sha256 of every tracked file with the last
+ * snapshot, so a same-content rewrite emits nothing, a burst of filesystem notifications for one
+ * edit emits one event (rescans are debounced), and a write made through the server is recorded
+ * once (the server commits its own event and snapshot while holding the workspace lock, so the
+ * watcher's rescan that follows finds nothing new).
+ *
+ * The snapshot is also kept on disk after every change: a change the watcher had not reported
+ * yet when the process died, or an edit made while the server was down, is found at the next start
+ * by comparing the workspace with that file, and gets its event then.
+ * @module
+ */
+import { createHash } from 'node:crypto'
+import { watch, type FSWatcher } from 'node:fs'
+import { mkdir, readFile, stat } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { Logger } from '../../core/logger.ts'
+import { writeFileAtomic } from '../../storage/fs.ts'
+import type { AsyncLock } from '../runtime/async-lock.ts'
+import type { EventStore, EventTrigger, ReloadReason, WorkspaceEvent } from './event-store.ts'
+import type { ReadCache } from '../runtime/read-cache.ts'
+import { classifyChange, OPENCODE_CONFIG_FILES, trackedFiles, watchedDirs } from '../config/workspace-layout.ts'
+
+/** Dependencies of a {@link ChangeTracker}. */
+export interface ChangeTrackerOptions {
+  workspaceId: string
+  root: string
+  events: EventStore
+  cache: ReadCache
+  lock: AsyncLock
+  logger: Logger
+  /** Quiet period before a rescan after filesystem notifications (default 250 ms). */
+  debounceMs?: number
+  /** Watch the filesystem (default true). */
+  watch?: boolean
+  /** Where the last recorded snapshot is kept between runs (none: start-up emits nothing). */
+  snapshotPath?: string
+}
+
+type Snapshot = Map<string, string>
+
+/** In these directories only the named entries matter; elsewhere every entry does. */
+const RELEVANT_NAMES: Record<string, Set<string>> = {
+  '': new Set([...OPENCODE_CONFIG_FILES, '.opencode']),
+  '.opencode': new Set(['service.json', 'skills', 'commands', 'plugins']),
+}
+
+async function scan(root: string): Promise<Snapshot> {
+  const snapshot: Snapshot = new Map()
+  const files = await trackedFiles(root)
+  await Promise.all(
+    files.map(async (rel) => {
+      try {
+        snapshot.set(
+          rel,
+          createHash('sha256')
+            .update(await readFile(join(root, rel)))
+            .digest('hex'),
+        )
+      } catch {
+        // Missing or unreadable: absent from the snapshot.
+      }
+    }),
+  )
+  return snapshot
+}
+
+/** The persisted snapshot, or null when there is none (first start) or it cannot be read. */
+async function readPersisted(path: string): Promise<Snapshot | null> {
+  try {
+    const parsed = JSON.parse(await readFile(path, 'utf8')) as { version?: number; files?: Record<string, unknown> }
+    if (parsed.version !== 1 || typeof parsed.files !== 'object' || parsed.files === null) return null
+    return new Map(Object.entries(parsed.files).filter((e): e is [string, string] => typeof e[1] === 'string'))
+  } catch {
+    return null
+  }
+}
+
+function diff(before: Snapshot, after: Snapshot): Array<{ rel: string; action: 'added' | 'removed' | 'updated' }> {
+  const changes: Array<{ rel: string; action: 'added' | 'removed' | 'updated' }> = []
+  for (const [rel, hash] of after) {
+    const old = before.get(rel)
+    if (old === undefined) changes.push({ rel, action: 'added' })
+    else if (old !== hash) changes.push({ rel, action: 'updated' })
+  }
+  for (const rel of before.keys()) if (!after.has(rel)) changes.push({ rel, action: 'removed' })
+  return changes.sort((a, b) => (a.rel < b.rel ? -1 : 1))
+}
+
+/** Watches one workspace. */
+export class ChangeTracker {
+  readonly #o: ChangeTrackerOptions
+  #snapshot: Snapshot = new Map()
+  readonly #watchers = new Map<string, { watcher: FSWatcher; ino: number }>()
+  #timer: ReturnType<typeof setTimeout> | undefined
+  #closed = false
+  #rescanning: Promise<void> = Promise.resolve()
+
+  constructor(options: ChangeTrackerOptions) {
+    this.#o = options
+  }
+
+  /**
+   * Takes the initial snapshot and starts watching. What differs from the persisted snapshot
+   * changed while no watcher was looking (the server was down, or died before its debounce
+   * fired): one `disk` event per change, as the watcher would have emitted.
+   */
+  async start(): Promise<void> {
+    const current = await scan(this.#o.root)
+    const path = this.#o.snapshotPath
+    const persisted = path ? await readPersisted(path) : null
+    this.#snapshot = current
+    if (persisted) {
+      const changes = diff(persisted, current)
+      await this.#emit(changes, 'disk')
+      if (changes.length) await this.#persist()
+    } else if (path) {
+      await this.#persist()
+    }
+    if (this.#o.watch !== false) await this.#refreshWatches()
+  }
+
+  /** Writes the snapshot where the next start will compare against it (failures only logged). */
+  async #persist(): Promise<void> {
+    const path = this.#o.snapshotPath
+    if (!path) return
+    try {
+      await mkdir(join(path, '..'), { recursive: true, mode: 0o700 })
+      await writeFileAtomic(path, JSON.stringify({ version: 1, files: Object.fromEntries(this.#snapshot) }), {
+        mode: 0o600,
+      })
+    } catch (error) {
+      this.#o.logger.warn('workspace snapshot not saved', { workspaceId: this.#o.workspaceId, error })
+    }
+  }
+
+  async #emit(changes: ReturnType<typeof diff>, source: 'server' | 'disk'): Promise<void> {
+    for (const change of changes) {
+      const { reason, trigger } = classifyChange(change.rel, change.action)
+      await this.#o.events.append({ workspaceId: this.#o.workspaceId, type: 'reload', reason, trigger, source })
+    }
+  }
+
+  /**
+   * Records a server write. The caller holds the workspace lock. Emits one event with the given
+   * reason when any tracked content changed, none for a no-op write.
+   */
+  async commit(reason: ReloadReason, trigger: EventTrigger): Promise<WorkspaceEvent | null> {
+    this.#o.cache.invalidate()
+    const next = await scan(this.#o.root)
+    const changed = diff(this.#snapshot, next).length > 0
+    this.#snapshot = next
+    if (!changed) return null
+    const event = await this.#o.events.append({
+      workspaceId: this.#o.workspaceId,
+      type: 'reload',
+      reason,
+      trigger,
+      source: 'server',
+    })
+    await this.#persist()
+    return event
+  }
+
+  /**
+   * Runs a rescan now: the debounce timer (`disk`), and file-session writes (`server`), which await
+   * it so their config and extension events exist before the write is acknowledged.
+   */
+  rescan(source: 'server' | 'disk' = 'disk'): Promise<void> {
+    const run = this.#rescanning.then(() =>
+      this.#o.lock.run(async () => {
+        if (this.#closed) return
+        const next = await scan(this.#o.root)
+        const changes = diff(this.#snapshot, next)
+        this.#snapshot = next
+        if (changes.length) this.#o.cache.invalidate()
+        await this.#emit(changes, source)
+        if (changes.length) await this.#persist()
+      }),
+    )
+    this.#rescanning = run.catch((error) => {
+      this.#o.logger.warn('workspace rescan failed', { workspaceId: this.#o.workspaceId, error })
+    })
+    return run
+  }
+
+  #onNotify = () => {
+    if (this.#closed) return
+    // Invalidate at once so a read right after an edit never serves the old parse.
+    this.#o.cache.invalidate()
+    if (this.#timer) clearTimeout(this.#timer)
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined
+      void this.#refreshWatches()
+        .then(() => this.rescan())
+        .catch(() => {})
+    }, this.#o.debounceMs ?? 250)
+  }
+
+  async #refreshWatches(): Promise<void> {
+    if (this.#closed) return
+    const wanted = new Set(await watchedDirs(this.#o.root))
+    let added = false
+    for (const rel of wanted) {
+      // A directory deleted and re-created is a new inode: the old watcher would hear nothing.
+      const ino = await stat(join(this.#o.root, rel)).then(
+        (st) => (st.isDirectory() ? st.ino : null),
+        () => null,
+      )
+      const current = this.#watchers.get(rel)
+      if (current && current.ino === ino) continue
+      if (current) {
+        current.watcher.close()
+        this.#watchers.delete(rel)
+      }
+      if (ino === null || this.#closed) continue
+      try {
+        const relevant = RELEVANT_NAMES[rel]
+        // The root and `.opencode` hold unrelated files too; their churn must not flush the cache.
+        const watcher = watch(join(this.#o.root, rel), { persistent: false }, (_event, name) => {
+          if (!relevant || name === null || relevant.has(String(name))) this.#onNotify()
+        })
+        watcher.on('error', () => {
+          watcher.close()
+          this.#watchers.delete(rel)
+          this.#onNotify()
+        })
+        this.#watchers.set(rel, { watcher, ino })
+        added = true
+      } catch {
+        // The directory vanished between stat and watch; the parent's watcher will notice.
+      }
+    }
+    for (const [rel, entry] of this.#watchers) {
+      if (!wanted.has(rel)) {
+        entry.watcher.close()
+        this.#watchers.delete(rel)
+      }
+    }
+    // Files created before a new directory's watcher existed are caught by the rescan this schedules.
+    if (added) this.#o.cache.invalidate()
+  }
+
+  /** Stops watching. */
+  close(): void {
+    this.#closed = true
+    if (this.#timer) clearTimeout(this.#timer)
+    for (const entry of this.#watchers.values()) entry.watcher.close()
+    this.#watchers.clear()
+  }
+}
