@@ -1,7 +1,7 @@
 import { gunzipSync } from 'node:zlib'
 import { assert, suite } from '../../tests/harness.ts'
 import { startTestControlPlane } from '../control-plane/testing/test-control-plane.ts'
-import { startTestServer } from '../workspace/test-kit.ts'
+import { startTestServer } from '../workspace/testing/test-kit.ts'
 import { buildConsoleAssets, consoleAssets } from './console-assets.ts'
 import { CONSOLE_CSP } from './console-routes.ts'
 

@@ -2,7 +2,7 @@ import { assert, suite } from '../../tests/harness.ts'
 import { ApiError } from '../core/errors.ts'
 import { newId } from '../core/ids.ts'
 import { openDatabase } from '../storage/database.ts'
-import { startAsyncTestPlane } from './jobs/async-test-kit.ts'
+import { startAsyncTestPlane } from './testing/async-test-kit.ts'
 import { decodeCursor, encodeCursor, keysetPage } from './pagination.ts'
 import { buildFixtureOrg } from './testing/org-fixture.ts'
 

@@ -9,7 +9,7 @@ import { join, relative } from 'node:path'
 import { zipSync } from 'fflate'
 import { buildFixtureOrg } from '../../src/control-plane/testing/org-fixture.ts'
 import { startTestControlPlane } from '../../src/control-plane/testing/test-control-plane.ts'
-import { CLIENT_TOKEN, startTestServer, type TestServer } from '../../src/workspace/test-kit.ts'
+import { CLIENT_TOKEN, startTestServer, type TestServer } from '../../src/workspace/testing/test-kit.ts'
 import { assert, suite } from '../harness.ts'
 
 const test = suite('e2e/skill folder round trip', { timeoutMs: 90_000 })

@@ -7,7 +7,7 @@
 import { createServer, type Server } from 'node:http'
 import { createFixtureRepo, skillText } from '../../../fixtures/git-repos/git-repo.ts'
 import { assert, suite, withTempDir } from '../../../tests/harness.ts'
-import { startAsyncTestPlane, waitFor, type AsyncTestPlane } from '../jobs/async-test-kit.ts'
+import { startAsyncTestPlane, waitFor, type AsyncTestPlane } from '../testing/async-test-kit.ts'
 import { buildFixtureOrg } from '../testing/org-fixture.ts'
 
 const test = suite('control-plane/connector-authz', { timeoutMs: 60_000 })

@@ -7,7 +7,7 @@
 import { join } from 'node:path'
 import { createFixtureRepo, skillText } from '../../../fixtures/git-repos/git-repo.ts'
 import { assert, suite, withTempDir } from '../../../tests/harness.ts'
-import { startAsyncTestPlane, waitFor } from '../jobs/async-test-kit.ts'
+import { startAsyncTestPlane, waitFor } from '../testing/async-test-kit.ts'
 import { buildFixtureOrg } from '../testing/org-fixture.ts'
 
 const test = suite('control-plane/connector-sync', { timeoutMs: 60_000 })

@@ -7,7 +7,7 @@
 import { storedText } from '../testing/stored-text.ts'
 import { createFixtureRepo, skillText } from '../../../fixtures/git-repos/git-repo.ts'
 import { assert, suite, withTempDir } from '../../../tests/harness.ts'
-import { startAsyncTestPlane, waitFor, type AsyncTestPlane } from '../jobs/async-test-kit.ts'
+import { startAsyncTestPlane, waitFor, type AsyncTestPlane } from '../testing/async-test-kit.ts'
 import { buildFixtureOrg, type FixtureOrg } from '../testing/org-fixture.ts'
 
 const test = suite('control-plane/connectors', { timeoutMs: 60_000 })

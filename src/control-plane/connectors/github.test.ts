@@ -6,7 +6,7 @@
 import { startFakeGitHub } from '../../../fixtures/fake-github/fake-github.ts'
 import { skillText } from '../../../fixtures/git-repos/git-repo.ts'
 import { assert, suite } from '../../../tests/harness.ts'
-import { startAsyncTestPlane, waitFor, type AsyncTestPlane } from '../jobs/async-test-kit.ts'
+import { startAsyncTestPlane, waitFor, type AsyncTestPlane } from '../testing/async-test-kit.ts'
 import { buildFixtureOrg, type FixtureOrg } from '../testing/org-fixture.ts'
 
 const test = suite('control-plane/github-connector', { timeoutMs: 60_000 })

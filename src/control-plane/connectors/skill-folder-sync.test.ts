@@ -7,7 +7,7 @@ import { chmodSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { createFixtureRepo, skillText } from '../../../fixtures/git-repos/git-repo.ts'
 import { assert, suite, withTempDir } from '../../../tests/harness.ts'
-import { type AsyncTestPlane, startAsyncTestPlane, waitFor } from '../jobs/async-test-kit.ts'
+import { type AsyncTestPlane, startAsyncTestPlane, waitFor } from '../testing/async-test-kit.ts'
 import { buildFixtureOrg, type FixtureOrg } from '../testing/org-fixture.ts'
 
 const test = suite('control-plane/skill-folder-sync', { timeoutMs: 60_000 })

@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { createFixtureRepo, skillText } from '../../../fixtures/git-repos/git-repo.ts'
 import { assert, BUN, startChild, suite, withTempDir, type ChildServer } from '../../../tests/harness.ts'
-import { startAsyncTestPlane, waitFor } from '../jobs/async-test-kit.ts'
+import { startAsyncTestPlane, waitFor } from '../testing/async-test-kit.ts'
 import { contractClient } from '../testing/contract-client.ts'
 import { buildFixtureOrg } from '../testing/org-fixture.ts'
 

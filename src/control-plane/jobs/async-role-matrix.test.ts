@@ -12,7 +12,7 @@ import { buildFixtureOrg, type FixtureOrg } from '../testing/org-fixture.ts'
 import { MATRIX_CALLERS, runRoleMatrix, type MatrixRequests, type MatrixWorld } from '../testing/role-matrix.ts'
 import type { TestControlPlane } from '../testing/test-control-plane.ts'
 import type { ContractClient } from '../testing/contract-client.ts'
-import { startAsyncTestPlane, waitFor, type AsyncTestPlane } from './async-test-kit.ts'
+import { startAsyncTestPlane, waitFor, type AsyncTestPlane } from '../testing/async-test-kit.ts'
 
 const test = suite('control-plane/async-role-matrix', { timeoutMs: 120_000 })
 const TAGS = ['jobs', 'workers', 'worker-heartbeat', 'connectors']

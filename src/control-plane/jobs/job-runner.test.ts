@@ -6,7 +6,7 @@
 import { assert, suite } from '../../../tests/harness.ts'
 import { silentLogger } from '../../core/logger.ts'
 import { buildFixtureOrg } from '../testing/org-fixture.ts'
-import { startAsyncTestPlane, waitFor, type AsyncTestPlane } from './async-test-kit.ts'
+import { startAsyncTestPlane, waitFor, type AsyncTestPlane } from '../testing/async-test-kit.ts'
 import { backoffDelay } from './backoff.ts'
 import { enqueueJob, JobFailure } from './job-queue.ts'
 import { JobRunner, UNEXPECTED_FAILURE, type JobHandler, type JobRunnerSettings } from './job-runner.ts'

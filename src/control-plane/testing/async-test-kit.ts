@@ -11,9 +11,9 @@ import { serve, type Listener } from '../../serve.ts'
 import { tempDir } from '../../../tests/harness.ts'
 import { createControlPlaneApp, type ControlPlaneApp } from '../app.ts'
 import { loadControlPlaneConfig, type ControlPlaneConfig } from '../config.ts'
-import { contractClient, type ContractClient } from '../testing/contract-client.ts'
-import { dropTestDatabase, TEST_ENGINE, testDatabaseUrl } from '../testing/test-database.ts'
-import type { AsyncFileKeys } from './async-settings.ts'
+import { contractClient, type ContractClient } from './contract-client.ts'
+import { dropTestDatabase, TEST_ENGINE, testDatabaseUrl } from './test-database.ts'
+import type { AsyncFileKeys } from '../jobs/async-settings.ts'
 
 /** Fast defaults for tests. */
 export const FAST_ASYNC: Required<AsyncFileKeys> = {

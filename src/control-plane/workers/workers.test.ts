@@ -4,7 +4,7 @@
  * plane. Every control-plane response goes through the contract client.
  */
 import { assert, suite } from '../../../tests/harness.ts'
-import { startAsyncTestPlane, waitFor, type AsyncTestPlane } from '../jobs/async-test-kit.ts'
+import { startAsyncTestPlane, waitFor, type AsyncTestPlane } from '../testing/async-test-kit.ts'
 import { buildFixtureOrg, type FixtureOrg } from '../testing/org-fixture.ts'
 
 const test = suite('control-plane/workers', { timeoutMs: 60_000 })

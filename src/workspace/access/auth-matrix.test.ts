@@ -3,7 +3,7 @@ import { impliedErrorStatuses } from '../../core/http-app.ts'
 import type { AnyRoute } from '../../core/route.ts'
 import { workspaceValidation } from '../app.ts'
 import { scopeRank, workspaceAuth, type Principal, type Scope, type WorkspaceRule } from './auth.ts'
-import { CLIENT_TOKEN, HOST_TOKEN, startTestServer, type Init } from '../test-kit.ts'
+import { CLIENT_TOKEN, HOST_TOKEN, startTestServer, type Init } from '../testing/test-kit.ts'
 import { UNLISTED_RULE } from '../sidecar/sidecar-auth.ts'
 
 const test = suite('workspace/auth-matrix', { timeoutMs: 60_000 })

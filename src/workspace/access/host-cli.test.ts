@@ -1,7 +1,7 @@
 import { assert, suite } from '../../../tests/harness.ts'
 import { serve } from '../../serve.ts'
 import { runHostCli, resolveTarget } from './host-cli.ts'
-import { CLIENT_TOKEN, eventually, HOST_TOKEN, startTestServer } from '../test-kit.ts'
+import { CLIENT_TOKEN, eventually, HOST_TOKEN, startTestServer } from '../testing/test-kit.ts'
 
 const test = suite('workspace/host-cli', { timeoutMs: 20_000 })
 

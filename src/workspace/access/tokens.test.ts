@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { assert, suite } from '../../../tests/harness.ts'
 import { bindPeer, PEER_ADDRESS_HEADER, peerAddress } from '../../core/peer-address.ts'
 import { serve } from '../../serve.ts'
-import { CLIENT_TOKEN, HOST_TOKEN, startTestServer } from '../test-kit.ts'
+import { CLIENT_TOKEN, HOST_TOKEN, startTestServer } from '../testing/test-kit.ts'
 
 const test = suite('workspace/tokens')
 

@@ -7,7 +7,7 @@ import { mkdirSync, symlinkSync, writeFileSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { assert, suite } from '../../../tests/harness.ts'
 import { sweepTempFiles } from '../runtime/temp-sweep.ts'
-import { CLIENT_TOKEN, startTestServer, type TestServer } from '../test-kit.ts'
+import { CLIENT_TOKEN, startTestServer, type TestServer } from '../testing/test-kit.ts'
 
 const test = suite('workspace/crash recovery', { timeoutMs: 30_000 })
 

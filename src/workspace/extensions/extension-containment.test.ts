@@ -13,7 +13,7 @@ import { join } from 'node:path'
 import { assert, suite, tempDir } from '../../../tests/harness.ts'
 import { deleteCommand, writeCommand } from './commands.ts'
 import { deleteSkill, prepareSkill, writeSkill } from './skills.ts'
-import { CLIENT_TOKEN, startTestServer, type TestServer } from '../test-kit.ts'
+import { CLIENT_TOKEN, startTestServer, type TestServer } from '../testing/test-kit.ts'
 
 const test = suite('workspace/extension-containment')
 

@@ -11,7 +11,7 @@ import {
 } from 'node:fs'
 import { join } from 'node:path'
 import { assert, suite, takeSse, tempDir } from '../../../tests/harness.ts'
-import { CLIENT_TOKEN, eventually, HOST_TOKEN, startTestServer, type TestServer } from '../test-kit.ts'
+import { CLIENT_TOKEN, eventually, HOST_TOKEN, startTestServer, type TestServer } from '../testing/test-kit.ts'
 
 const test = suite('workspace/files sessions and batches', { timeoutMs: 60_000 })
 const b64 = (s: string) => Buffer.from(s).toString('base64')

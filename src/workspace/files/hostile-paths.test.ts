@@ -21,7 +21,7 @@ import {
 } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { assert, suite } from '../../../tests/harness.ts'
-import { CLIENT_TOKEN, startTestServer, type TestServer } from '../test-kit.ts'
+import { CLIENT_TOKEN, startTestServer, type TestServer } from '../testing/test-kit.ts'
 
 const test = suite('workspace/files hostile paths', { timeoutMs: 120_000 })
 const CORPUS = resolve(

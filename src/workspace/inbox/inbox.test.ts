@@ -1,7 +1,7 @@
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { assert, suite } from '../../../tests/harness.ts'
-import { CLIENT_TOKEN, eventually, HOST_TOKEN, startTestServer, type TestServer } from '../test-kit.ts'
+import { CLIENT_TOKEN, eventually, HOST_TOKEN, startTestServer, type TestServer } from '../testing/test-kit.ts'
 import { multipartBoundary, readMultipart } from './multipart-stream.ts'
 
 const test = suite('workspace/inbox and artifacts', { timeoutMs: 30_000 })

@@ -1,5 +1,5 @@
 import { assert, suite } from '../../../tests/harness.ts'
-import { CLIENT_TOKEN, HOST_TOKEN, startTestServer } from '../test-kit.ts'
+import { CLIENT_TOKEN, HOST_TOKEN, startTestServer } from '../testing/test-kit.ts'
 
 const test = suite('workspace/discovery')
 

@@ -1,7 +1,7 @@
 import { cpSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { assert, BUN, runCommand, startChild, suite, withTempDir } from '../../../tests/harness.ts'
-import { FIXTURE } from '../test-kit.ts'
+import { FIXTURE } from '../testing/test-kit.ts'
 
 const test = suite('workspace/process', { timeoutMs: 60_000 })
 const ENTRY = resolve(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '../../../bin/service-server.ts')

@@ -11,7 +11,7 @@ import { hashToken } from '../../core/secrets.ts'
 import { type Listener, serve } from '../../serve.ts'
 import { isolatedOpencodeEnv, OPENCODE_BIN } from './opencode-env.ts'
 import { SIDECAR_ROUTES } from './route-table.ts'
-import { type SidecarApp, startSidecarApp } from './sidecar-test-kit.ts'
+import { type SidecarApp, startSidecarApp } from '../testing/sidecar-test-kit.ts'
 
 const ctx: { home: { path: string; remove(): void }; kit: SidecarApp; listener: Listener; base: string } = {} as never
 const oc = suite<typeof ctx>('workspace/sidecar allow-list and WebSocket relay against the real OpenCode', {

@@ -6,7 +6,7 @@
  */
 import { assert, suite, takeSse, tempDir } from '../../../tests/harness.ts'
 import { isolatedOpencodeEnv, OPENCODE_BIN } from './opencode-env.ts'
-import { startSidecarApp, type SidecarApp } from './sidecar-test-kit.ts'
+import { startSidecarApp, type SidecarApp } from '../testing/sidecar-test-kit.ts'
 
 const ctx: {
   home: { path: string; remove(): void }

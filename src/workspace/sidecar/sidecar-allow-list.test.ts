@@ -12,7 +12,7 @@ import {
   startProxyFixture,
   startSidecarApp,
   eventually,
-} from './sidecar-test-kit.ts'
+} from '../testing/sidecar-test-kit.ts'
 import { classifySidecarRequest } from './route-policy.ts'
 import { SIDECAR_ROUTES } from './route-table.ts'
 import { DOC_PATH, renderAllowList } from './route-table-doc.ts'

@@ -5,7 +5,7 @@ import {
   startProxyFixture,
   startSidecarApp,
   type ProxyFixture,
-} from './sidecar-test-kit.ts'
+} from '../testing/sidecar-test-kit.ts'
 
 const BASIC = `Basic ${btoa(`opencode:${PASSWORD}`)}`
 

@@ -8,7 +8,7 @@
 import { createOpencodeClient } from '@opencode-ai/sdk/v2/client'
 import { assert, request, suite } from '../../../tests/harness.ts'
 import { classifySidecarRequest } from './route-policy.ts'
-import { type ProxyFixture, startProxyFixture } from './sidecar-test-kit.ts'
+import { type ProxyFixture, startProxyFixture } from '../testing/sidecar-test-kit.ts'
 
 const ctx: { fx: ProxyFixture } = {} as never
 const sdk = suite<typeof ctx>('workspace/sidecar allow-list driven by the OpenCode SDK (fake upstream)', {

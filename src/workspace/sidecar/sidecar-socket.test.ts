@@ -6,7 +6,7 @@ import { connect } from 'node:net'
 import { assert, suite } from '../../../tests/harness.ts'
 import { type Listener, serve } from '../../serve.ts'
 import { HIGH_WATER_BYTES, MAX_SOCKETS_PER_TOKEN } from './socket-relay.ts'
-import { eventually, type ProxyFixture, startProxyFixture } from './sidecar-test-kit.ts'
+import { eventually, type ProxyFixture, startProxyFixture } from '../testing/sidecar-test-kit.ts'
 
 const ctx: { fx: ProxyFixture; listener: Listener; base: string } = {} as never
 const ws = suite<typeof ctx>('workspace/sidecar WebSocket relay (fake upstream)', { timeoutMs: 20_000 })

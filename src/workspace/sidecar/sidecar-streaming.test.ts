@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { serve } from '../../serve.ts'
 import { assert, request, suite, takeSse } from '../../../tests/harness.ts'
-import { eventually, startProxyFixture, type ProxyFixture } from './sidecar-test-kit.ts'
+import { eventually, startProxyFixture, type ProxyFixture } from '../testing/sidecar-test-kit.ts'
 
 const ctx = {} as ProxyFixture
 const proxy = suite('workspace/sidecar streaming (fake upstream)', { timeoutMs: 20_000 })

@@ -6,16 +6,16 @@
  */
 import { cpSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { request, tempDir } from '../../tests/harness.ts'
-import { silentLogger } from '../core/logger.ts'
-import { createWorkspaceApp, type WorkspaceSurface } from './app.ts'
-import { HOST_TOKEN_HEADER } from './access/auth.ts'
-import { loadWorkspaceConfig } from './config/server-config.ts'
+import { request, tempDir } from '../../../tests/harness.ts'
+import { silentLogger } from '../../core/logger.ts'
+import { createWorkspaceApp, type WorkspaceSurface } from '../app.ts'
+import { HOST_TOKEN_HEADER } from '../access/auth.ts'
+import { loadWorkspaceConfig } from '../config/server-config.ts'
 
 /** The fixture workspace every suite copies. */
 export const FIXTURE = resolve(
   import.meta.dirname ?? new URL('.', import.meta.url).pathname,
-  '../../fixtures/workspace-basic',
+  '../../../fixtures/workspace-basic',
 )
 export const CLIENT_TOKEN = 'test-client-token-0123456789'
 export const HOST_TOKEN = 'test-host-token-0123456789ab'
