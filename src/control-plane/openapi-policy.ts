@@ -6,7 +6,7 @@
  */
 import type * as v from 'valibot'
 import type { AnyRoute } from '../core/route.ts'
-import { openApiPath } from '../core/openapi.ts'
+import { objectEntries, openApiPath } from '../core/openapi.ts'
 import { POLICY, type ControlPlaneRule } from './policy.ts'
 
 const ORG_HEADER_PARAMETER = {
@@ -31,20 +31,6 @@ export function documentQueryParam<S extends v.GenericSchema>(schema: S, json: R
   return schema
 }
 
-function queryEntries(schema: unknown): Record<string, object> {
-  // deno-lint-ignore no-explicit-any
-  let current: any = schema
-  while (
-    current &&
-    current.type !== 'object' &&
-    current.type !== 'strict_object' &&
-    current.type !== 'loose_object' &&
-    current.pipe
-  )
-    current = current.pipe[0]
-  return (current?.entries ?? {}) as Record<string, object>
-}
-
 /** Annotates a generated document in place and returns it. */
 export function annotatePolicy(
   doc: Record<string, unknown>,
@@ -55,7 +41,7 @@ export function annotatePolicy(
     if (route.auth.kind === 'public' || route.auth.kind === 'workerToken') continue
     const operation = paths[openApiPath(route.path)]?.[route.method.toLowerCase()]
     if (!operation) continue
-    for (const [name, schema] of Object.entries(queryEntries(route.query))) {
+    for (const [name, schema] of Object.entries(objectEntries(route.query as v.GenericSchema | undefined))) {
       const json = documented.get(schema)
       const parameter = (operation.parameters as Array<Record<string, unknown>> | undefined)?.find(
         (p) => p.name === name && p.in === 'query',

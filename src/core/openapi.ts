@@ -104,7 +104,8 @@ function pathParamNames(path: string): string[] {
   return [...path.matchAll(/:(\w+)\+?/g)].map((m) => m[1]!)
 }
 
-function objectEntries(schema: v.GenericSchema | undefined): Record<string, v.GenericSchema> {
+/** The entries of the object schema a (possibly piped) valibot schema starts with; `{}` for none. */
+export function objectEntries(schema: v.GenericSchema | undefined): Record<string, v.GenericSchema> {
   if (!schema) return {}
   let current: any = schema
   // Unwrap pipes to the object schema they start with.
