@@ -8,7 +8,8 @@
  * the caller's earliest membership, written back to the session.
  * @module
  */
-import { ApiError, errors } from '../core/errors.ts'
+import { bearerToken } from '../core/bearer-token.ts'
+import { errors } from '../core/errors.ts'
 import type { SurfaceAuth } from '../core/http-app.ts'
 import { API_KEY_PREFIX, resolveApiKey } from './admin/api-keys.ts'
 import type { Actor } from './admin/audit.ts'
@@ -17,6 +18,7 @@ import type { Deps } from './deps.ts'
 import { resolveSession, setActiveOrg, type SessionMembership } from './identity/sessions.ts'
 import { toUserView, type UserView } from './identity/users-view.ts'
 import { allows, asRole, POLICY, type ControlPlaneRule, type CredentialKind, type Role } from './policy.ts'
+import { controlPlaneError } from './control-plane-errors.ts'
 
 /** The header naming the organization to act in. */
 export const ORG_HEADER = 'x-service-org-id'
@@ -45,13 +47,6 @@ export function actorOf(principal: ControlPlanePrincipal): Actor {
     credential: principal.credential,
     apiKeyId: principal.apiKeyId,
   }
-}
-
-function bearerToken(request: Request): string | null {
-  const header = request.headers.get('authorization')
-  if (!header) return null
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header)
-  return match ? match[1]! : ''
 }
 
 const notFoundOrg = () => errors.notFound('organization_not_found', 'Organization not found')
@@ -141,7 +136,7 @@ export function controlPlaneAuth(deps: Deps): SurfaceAuth<ControlPlaneRule, Cont
           'no_organization',
         )
       if (!allows(rule.permission, principal.org.role, principal.credential as CredentialKind)) {
-        throw new ApiError(403, 'forbidden', `Not allowed: needs ${rule.permission}`, {
+        throw controlPlaneError('forbidden', `Not allowed: needs ${rule.permission}`, {
           details: { permission: rule.permission, role: principal.org.role, credential: principal.credential },
         })
       }

@@ -5,6 +5,7 @@
  * provisioning deadline overall, both ending in a stored reason.
  * @module
  */
+import { parseBearer } from '../../core/bearer-token.ts'
 import { errors } from '../../core/errors.ts'
 import { hashToken, secretsEqual } from '../../core/secrets.ts'
 import { isoAt } from '../deps.ts'
@@ -178,7 +179,7 @@ export async function recordHeartbeat(
   authorization: string | null,
   input: HeartbeatInput,
 ): Promise<HeartbeatView> {
-  const token = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')?.[1]
+  const token = parseBearer(authorization)
   if (!token) throw errors.unauthorized('Send the Worker activity token as Authorization: Bearer <token>')
   const hash = hashToken(token)
   const stored = await ctx.deps.db

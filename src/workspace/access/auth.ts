@@ -7,6 +7,7 @@
  * @module
  */
 import { timingSafeEqual } from 'node:crypto'
+import { bearerToken } from '../../core/bearer-token.ts'
 import { ApiError, errors } from '../../core/errors.ts'
 import type { SurfaceAuth } from '../../core/http-app.ts'
 import { peerAddress } from '../../core/peer-address.ts'
@@ -56,13 +57,8 @@ export function scopeRank(scope: Scope | null): number {
   return scope ? SCOPES.indexOf(scope) + 1 : 0
 }
 
-/** The bearer token in an Authorization header, or null. */
-export function bearerToken(request: Request): string | null {
-  const header = request.headers.get('authorization')
-  if (!header) return null
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header)
-  return match ? match[1]! : null
-}
+// The console's sign-out route reads the session it ends the way every route reads its caller.
+export { bearerToken }
 
 /** Resolves a credential to a principal; the token store plugs in here. */
 export interface CredentialResolver {
