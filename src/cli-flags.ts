@@ -1,14 +1,15 @@
 /**
- * Command-line flags for `service-server`, declared once: the parser, the `--help` text and the
- * error for an unknown flag all come from this table.
+ * Command-line flags for `service-server`, declared once: the parser, the `--help` text
+ * (`help-text.ts`) and the error for an unknown flag all come from this table.
  * @module
  */
 import { parseArgs } from 'node:util'
 
 /** Which mode a flag belongs to. */
-type FlagScope = 'common' | 'workspace' | 'control-plane'
+export type FlagScope = 'common' | 'workspace' | 'control-plane'
 
-interface FlagSpec {
+/** One flag: its parser type, which mode it belongs to, and its `--help` line. */
+export interface FlagSpec {
   type: 'string' | 'boolean'
   multiple?: boolean
   short?: string
@@ -29,7 +30,7 @@ export const FLAGS: Record<string, FlagSpec> = {
     type: 'string',
     scope: 'common',
     value: 'path',
-    help: 'Config file (workspace default ~/.config/service/server.json)',
+    help: 'Config file; a path that does not exist stops start-up (exit 2)',
   },
   host: { type: 'string', scope: 'common', value: 'addr', help: 'Bind address (default 127.0.0.1)' },
   port: {
@@ -42,7 +43,7 @@ export const FLAGS: Record<string, FlagSpec> = {
     type: 'string',
     scope: 'common',
     value: 'dir',
-    help: 'State directory (default ~/.local/share/service)',
+    help: 'State directory (default $XDG_DATA_HOME/service, XDG_DATA_HOME ~/.local/share)',
   },
   'log-format': {
     type: 'string',
@@ -57,7 +58,12 @@ export const FLAGS: Record<string, FlagSpec> = {
     help: 'Comma-separated allowed CORS origins, or * (default none)',
   },
   'log-requests': { type: 'boolean', scope: 'common', help: 'Log one line per request (default off)' },
-  help: { type: 'boolean', short: 'h', scope: 'common', help: 'Show this help' },
+  help: {
+    type: 'boolean',
+    short: 'h',
+    scope: 'common',
+    help: "Show help; with --mode, that mode's flags and settings",
+  },
   version: { type: 'boolean', short: 'v', scope: 'common', help: 'Print the version' },
   token: {
     type: 'string',
@@ -101,7 +107,7 @@ export const FLAGS: Record<string, FlagSpec> = {
     type: 'string',
     scope: 'control-plane',
     value: 'url',
-    help: 'postgres://… opens PostgreSQL instead of SQLite (prefer SERVICE_DATABASE_URL: flags show in process lists)',
+    help: 'postgres://… opens PostgreSQL (prefer SERVICE_DATABASE_URL: flags show in process lists)',
   },
 }
 
@@ -159,34 +165,4 @@ export function parseServerFlags(argv: string[]): { mode: Mode; flags: Flags } {
     }
   }
   return { mode: mode as Mode, flags }
-}
-
-/** The `--help` text. */
-export function helpText(version: string): string {
-  const line = (name: string, f: FlagSpec) => `  ${(`--${name}${f.value ? ` <${f.value}>` : ''}`).padEnd(34)}${f.help}`
-  const section = (scope: FlagScope) =>
-    Object.entries(FLAGS)
-      .filter(([, f]) => f.scope === scope)
-      .map(([n, f]) => line(n, f))
-      .join('\n')
-  return [
-    `service-server ${version}`,
-    '',
-    'Usage:',
-    '  service-server [--mode workspace|control-plane] [options]',
-    '  service-server approvals list|allow <id>|deny <id> [--url <base>] [--host-token <t>]',
-    '  service-server tokens list|create <scope> [--label <l>] [--ttl <seconds>]|revoke <id> [--url <base>]',
-    '  service-server control-plane copy-database --from <sqlite file> [--to <postgres url>]',
-    '',
-    'Options:',
-    section('common'),
-    '',
-    'Workspace mode:',
-    section('workspace'),
-    '',
-    'Control-plane mode:',
-    section('control-plane'),
-    '',
-    'Environment variables (SERVICE_*) and config-file keys are listed in README.md.',
-  ].join('\n')
 }

@@ -4,11 +4,13 @@
  * tests can drive it.
  * @module
  */
-import { helpText, parseServerFlags, UsageError, type Mode } from './cli-flags.ts'
+import { parseServerFlags, UsageError, type Mode } from './cli-flags.ts'
+import { helpText } from './help-text.ts'
 import { bufferedStderr, createLogger, type Logger } from './core/logger.ts'
 import { ConfigError, isLoopbackHost, type Env } from './core/settings.ts'
 import type { Surface } from './core/surface.ts'
 import { loadRequestLimits, type RequestLimits } from './core/request-limits.ts'
+import { consoleUrl } from './console/console-url.ts'
 import { serve, type Listener } from './serve.ts'
 import { VERSION } from './version.ts'
 
@@ -55,6 +57,8 @@ async function startSurface(
   const log = logger(config.logFormat)
   if (config.unknownKeys.length)
     log.warn('unknown keys in config file ignored', { file: config.configPath, keys: config.unknownKeys })
+  if (config.approval.mode === 'auto' && !config.readOnly)
+    log.warn('approval mode is auto: writes are applied without asking the host (not gated); for development only')
   const surface = await createWorkspaceApp(config, { logger: log })
   return { surface, host: config.host, port: config.port, cors: config.corsOrigins, log }
 }
@@ -81,7 +85,7 @@ export async function main(argv: string[], io: MainIo): Promise<number> {
     throw error
   }
   if (flags.help) {
-    io.stdout(helpText(VERSION))
+    io.stdout(helpText(VERSION, flags.mode === undefined ? undefined : mode))
     return 0
   }
   if (flags.version) {
@@ -132,6 +136,9 @@ export async function main(argv: string[], io: MainIo): Promise<number> {
   }
   io.stdout(`service-server ${VERSION} ${mode} listening on http://${urlHost(host)}:${listener.port}`)
   for (const line of surface.onListening?.({ host, port: listener.port }) ?? []) io.stdout(line)
+  // Workspace mode prints its console link (with a one-time code) among its own lines; the control
+  // plane's console signs in with an account, so its line is the bare address.
+  if (mode === 'control-plane') io.stdout(`console: ${consoleUrl({ host, port: listener.port })}`)
 
   const signal = await io.stopSignal
   log.info('stopping', { signal })

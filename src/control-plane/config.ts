@@ -14,6 +14,7 @@ import {
   envSchemas,
   envValue,
   flagValue,
+  missingConfigFile,
   pick,
   readConfigFile,
   ConfigError,
@@ -113,7 +114,8 @@ export function loadControlPlaneConfig(flags: Flags, env: Env, cwd: string): Con
   const explicit = (flags.config as string | undefined) ?? env.SERVICE_CONTROL_PLANE_CONFIG
   const configPath = explicit ? resolve(cwd, explicit) : null
   const fileOrNull = configPath ? readConfigFile(configPath, ControlPlaneFileSchema) : null
-  if (configPath && fileOrNull === null) throw new ConfigError(configPath, '', 'file does not exist')
+  if (configPath && fileOrNull === null)
+    throw missingConfigFile(configPath, flags.config !== undefined ? '--config' : 'SERVICE_CONTROL_PLANE_CONFIG')
   const file: ControlPlaneFile = fileOrNull ?? {}
   const fileDir = configPath ? dirname(configPath) : cwd
 

@@ -89,6 +89,25 @@ export function flagValue<S extends v.GenericSchema>(
   return result.output
 }
 
+/** The error for a config file that was named explicitly but is not there. */
+export function missingConfigFile(path: string, namedBy: string): ConfigError {
+  return new ConfigError(
+    path,
+    '',
+    `file does not exist (named by ${namedBy}); create it (an empty {} will do) or fix the path`,
+  )
+}
+
+/** Why a file could not be read, in words, for the errno codes a config path typically hits. */
+const READ_FAILURES: Record<string, string> = {
+  EISDIR: 'is a directory, not a file',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  ENOTDIR: 'a parent of the path is not a directory',
+  ELOOP: 'too many symbolic links',
+  ENAMETOOLONG: 'path too long',
+}
+
 /** Reads and validates a JSON config file. A missing file returns null; anything else wrong throws. */
 export function readConfigFile<S extends v.GenericSchema>(path: string, schema: S): v.InferOutput<S> | null {
   let text: string
@@ -97,7 +116,8 @@ export function readConfigFile<S extends v.GenericSchema>(path: string, schema: 
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
     if (code === 'ENOENT') return null
-    throw new ConfigError(path, '', `cannot read file (${code ?? 'error'})`)
+    const reason = code ? READ_FAILURES[code] : undefined
+    throw new ConfigError(path, '', `cannot read file: ${reason ? `${reason} (${code})` : (code ?? 'error')}`)
   }
   let raw: unknown
   try {

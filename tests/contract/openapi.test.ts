@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { createControlPlaneApp, type ControlPlaneApp } from '../../src/control-plane/app.ts'
 import { loadControlPlaneConfig } from '../../src/control-plane/config.ts'
@@ -16,6 +16,7 @@ const surfaces: Record<string, Surface> = {}
 
 contract.before(async () => {
   mkdirSync(join(dir.path, 'ws'))
+  writeFileSync(join(dir.path, 'server.json'), '{}')
   const env = { HOME: dir.path }
   surfaces.workspace = await createWorkspaceApp(
     loadWorkspaceConfig(

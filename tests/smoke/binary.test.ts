@@ -39,6 +39,8 @@ smoke('workspace mode starts, answers /health and /openapi.json, and exits 0 on 
   mkdirSync(ws)
   // A .env in the working directory must not be loaded by the binary (Bun's compiled default).
   writeFileSync(join(ws, '.env'), 'SERVICE_LOG_FORMAT=not-a-format\n')
+  mkdirSync(join(dir.path, 'cfg1'))
+  writeFileSync(join(dir.path, 'cfg1/server.json'), '{}')
   const child = await startChild(
     binary,
     ['--config', join(dir.path, 'cfg1/server.json'), '--data-dir', join(dir.path, 'data1'), '--port', '0'],

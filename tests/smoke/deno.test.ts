@@ -2,7 +2,7 @@
  * The same source runs under Deno: start both modes with `deno run` and check /health.
  * Deno comes from `npm install` (the harness fails loudly without it), so this never skips.
  */
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import pg from 'pg'
 import { assert, DENO, startChild, suite, tempDir } from '../harness.ts'
@@ -80,6 +80,7 @@ denoSuite('the control plane runs under Deno on PostgreSQL and keeps an account 
 
 denoSuite('the workspace server runs under Deno and answers /health', async () => {
   mkdirSync(join(dir.path, 'ws'))
+  writeFileSync(join(dir.path, 'server.json'), '{}')
   const child = await startChild(
     DENO,
     [

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { assert, suite, withTempDir } from '../../../tests/harness.ts'
 import { ConfigError } from '../../core/settings.ts'
@@ -110,6 +110,21 @@ config('SERVICE_SERVER_CONFIG names the file when --config is absent', async () 
     assert.is(loadWorkspaceConfig({}, { SERVICE_SERVER_CONFIG: file, HOME: dir }, dir).port, 7777)
   })
 })
+
+config(
+  'a --config path that does not exist stops start-up; a missing default or SERVICE_SERVER_CONFIG file does not',
+  async () => {
+    await withTempDir((dir) => {
+      const file = join(dir, 'nowhere', 'server.json')
+      const error = configError(() => loadWorkspaceConfig({ config: file }, { HOME: dir }, dir))
+      assert.is(error.source, file)
+      assert.match(error.message, /file does not exist \(named by --config\)/)
+      assert.not.ok(existsSync(join(dir, 'nowhere')), 'nothing was created beside the missing path')
+      const fromEnv = loadWorkspaceConfig({}, { HOME: dir, SERVICE_SERVER_CONFIG: file }, dir)
+      assert.equal([fromEnv.configFileFound, fromEnv.configPath], [false, file])
+    })
+  },
+)
 
 config('an invalid file stops start-up naming the file, the key and the problem', async () => {
   await withTempDir((dir) => {

@@ -21,6 +21,7 @@ import {
   envSchemas,
   envValue,
   flagValue,
+  missingConfigFile,
   pick,
   readConfigFile,
   type Env,
@@ -251,6 +252,10 @@ export function loadWorkspaceConfig(flags: Flags, env: Env, cwd: string): Worksp
     (flags.config as string | undefined) ?? env.SERVICE_SERVER_CONFIG ?? join(defaultConfigDir(env), 'server.json'),
   )
   const fileOrNull = readConfigFile(configPath, ServerFileSchema)
+  // A missing default file means "no settings"; a path someone typed that is not there is a mistake
+  // (a typo would otherwise start with fresh tokens beside it). SERVICE_SERVER_CONFIG keeps the
+  // lenient reading: hosted Workers point it at a file that is written only when needed.
+  if (fileOrNull === null && flags.config !== undefined) throw missingConfigFile(configPath, '--config')
   const file: ServerFile = fileOrNull ?? {}
   const fileDir = dirname(configPath)
   const unknownKeys = Object.keys(file).filter((k) => !KNOWN_KEYS.has(k))
