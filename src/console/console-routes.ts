@@ -5,10 +5,10 @@
  * @module
  */
 import * as v from 'valibot'
-import { ApiError } from '../core/errors.ts'
 import { lazyModule } from '../core/lazy-module.ts'
 import type { AnyRoute } from '../core/route.ts'
 import type { ConsoleAsset } from './console-assets.ts'
+import { coreError } from '../core/core-errors.ts'
 
 /**
  * Every console response carries this policy: scripts and styles only from this origin (no inline
@@ -99,7 +99,7 @@ export function consoleRoutes<Rule>(publicRule: Rule): AnyRoute<Rule>[] {
       handler: async ({ request, params }) => {
         const file = (await loadAssets()).consoleAssets().files.get(params.path)
         if (!file)
-          throw new ApiError(404, 'not_found', 'No such console file (the console may have been updated: reload)', {
+          throw coreError('not_found', 'No such console file (the console may have been updated: reload)', {
             headers: { ...CONSOLE_HEADERS, 'cache-control': 'no-store' },
           })
         return respond(request, file, IMMUTABLE)

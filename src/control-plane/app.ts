@@ -38,6 +38,7 @@ import { ChangeSubscriptions } from './events/change-feed.ts'
 import type { ControlPlaneDb } from './schema.ts'
 import { loadSecretBox } from './secret-box.ts'
 import { consoleRoutes } from '../console/console-routes.ts'
+import { CONTROL_PLANE_ERRORS } from './control-plane-errors.ts'
 
 export type { ControlPlaneRule } from './policy.ts'
 export type { ControlPlanePrincipal } from './auth.ts'
@@ -132,6 +133,7 @@ export async function createControlPlaneApp(
           description:
             'Organization control plane: identity, members, configuration, connectors and Workers. This document is the authoritative contract. Errors are `{code, message, details?}`; validation failures are 422 `validation_failed` with `details.issues[{path, message}]`; lists are `{items, nextCursor}` (pass `nextCursor` back as `cursor`).',
           securitySchemes: controlPlaneSecuritySchemes,
+          errorCodes: CONTROL_PLANE_ERRORS,
         },
         routes,
         auth,

@@ -17,8 +17,9 @@ import { Buffer } from 'node:buffer'
 import { createHash } from 'node:crypto'
 import { sql, type SelectQueryBuilder } from 'kysely'
 import * as v from 'valibot'
-import { ApiError } from '../core/errors.ts'
+import type { ApiError } from '../core/errors.ts'
 import { documentQueryParam } from './openapi-policy.ts'
+import { controlPlaneError } from './control-plane-errors.ts'
 
 /** A page of a list. */
 export interface Page<T> {
@@ -120,7 +121,7 @@ export function queryFingerprint(compiled: { sql: string; parameters: ReadonlyAr
 }
 
 function invalidCursor(): ApiError {
-  return new ApiError(400, 'invalid_cursor', 'The cursor is not one this list issued; start again without a cursor')
+  return controlPlaneError('invalid_cursor', 'The cursor is not one this list issued; start again without a cursor')
 }
 
 /**

@@ -5,6 +5,7 @@
 import { toJsonSchema, type ConversionConfig } from '@valibot/to-json-schema'
 import * as v from 'valibot'
 import { impliedErrorStatuses, type SurfaceAuth } from './http-app.ts'
+import { type ErrorCatalogue, listErrorCodes } from './error-catalogue.ts'
 import { describeResponse, isRawBody, type AnyRoute } from './route.ts'
 import type { ValidationPolicy } from './validation.ts'
 
@@ -25,6 +26,25 @@ export interface OpenApiInfo {
   description: string
   securitySchemes: Record<string, unknown>
   tags?: Array<{ name: string; description: string }>
+  /** Every code the surface can answer with; listed on `ErrorBody` as `x-error-codes`. */
+  errorCodes?: ErrorCatalogue
+}
+
+/**
+ * The ErrorBody schema with the surface's catalogue. `code` stays an open string rather than an
+ * `enum`: generated clients refuse enum values they do not know, so every new code would break
+ * them. The catalogue goes beside it as `x-error-codes` (`{code, status, description}` sorted by
+ * status), which documentation tools show and clients can read to map codes to meanings.
+ */
+function errorBodySchema(catalogue: ErrorCatalogue | undefined): Record<string, unknown> {
+  const schema = jsonSchemaOf(ErrorBodySchema)
+  if (!catalogue) return schema
+  return {
+    ...schema,
+    description:
+      'Every error response. `x-error-codes` lists each `code` this API answers with, its status and meaning.',
+    'x-error-codes': listErrorCodes(catalogue),
+  }
 }
 
 const STATUS_TEXT: Record<number, string> = {
@@ -213,6 +233,6 @@ export function buildOpenApi<Rule>(
     info: { title: info.title, version: info.version, description: `${info.description}\n\n${TRANSPORT_LIMITS}` },
     ...(info.tags ? { tags: info.tags } : {}),
     paths,
-    components: { schemas: { ErrorBody: jsonSchemaOf(ErrorBodySchema) }, securitySchemes: info.securitySchemes },
+    components: { schemas: { ErrorBody: errorBodySchema(info.errorCodes) }, securitySchemes: info.securitySchemes },
   }
 }

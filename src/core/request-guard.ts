@@ -12,8 +12,9 @@
  * @module
  */
 import { randomBytes } from 'node:crypto'
-import { ApiError, errorResponse } from './errors.ts'
+import { type ApiError, errorResponse } from './errors.ts'
 import type { RequestLimits } from './request-limits.ts'
+import { coreError } from './core-errors.ts'
 
 /** Paths that bypass the caps (cheap, unauthenticated, and what an orchestrator probes). */
 const UNCAPPED_PATHS = new Set(['/health'])
@@ -164,7 +165,7 @@ export class RequestGuard {
       request.body?.cancel().catch(() => {})
       return refusal(
         request,
-        new ApiError(503, 'server_busy', 'Too many requests in progress; retry shortly', {
+        coreError('server_busy', 'Too many requests in progress; retry shortly', {
           headers: { 'retry-after': String(RETRY_AFTER_SECONDS) },
           details: { retryAfterSeconds: RETRY_AFTER_SECONDS },
         }),
@@ -209,7 +210,7 @@ export class RequestGuard {
         timedOut(
           refusal(
             request,
-            new ApiError(408, 'request_timeout', `The request body stopped arriving for ${seconds} s`, {
+            coreError('request_timeout', `The request body stopped arriving for ${seconds} s`, {
               details: { bodyIdleTimeoutSeconds: seconds },
             }),
           ),

@@ -6,6 +6,7 @@
  */
 import * as v from 'valibot'
 import { ApiError } from './errors.ts'
+import { coreError } from './core-errors.ts'
 
 /** How a surface reports schema failures. */
 export interface ValidationPolicy {
@@ -55,7 +56,7 @@ async function readCapped(request: Request, maxBytes: number): Promise<string> {
   for await (const chunk of request.body as unknown as AsyncIterable<Uint8Array>) {
     size += chunk.byteLength
     if (size > maxBytes) {
-      throw new ApiError(413, 'payload_too_large', `JSON body exceeds ${maxBytes} bytes`, {
+      throw coreError('payload_too_large', `JSON body exceeds ${maxBytes} bytes`, {
         details: { maxBytes, size },
       })
     }
@@ -72,7 +73,7 @@ async function readCapped(request: Request, maxBytes: number): Promise<string> {
 export async function readJsonObject(request: Request, policy: ValidationPolicy): Promise<Record<string, unknown>> {
   const length = Number(request.headers.get('content-length') ?? '0')
   if (length > MAX_JSON_BODY_BYTES) {
-    throw new ApiError(413, 'payload_too_large', `JSON body exceeds ${MAX_JSON_BODY_BYTES} bytes`, {
+    throw coreError('payload_too_large', `JSON body exceeds ${MAX_JSON_BODY_BYTES} bytes`, {
       details: { maxBytes: MAX_JSON_BODY_BYTES, size: length },
     })
   }
@@ -82,7 +83,7 @@ export async function readJsonObject(request: Request, policy: ValidationPolicy)
   try {
     value = JSON.parse(text)
   } catch {
-    throw new ApiError(400, 'invalid_json', 'Invalid JSON body')
+    throw coreError('invalid_json', 'Invalid JSON body')
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new ApiError(400, policy.bodyCode, 'Request body must be a JSON object')

@@ -15,7 +15,8 @@
  * @module
  */
 import { createHash } from 'node:crypto'
-import { ApiError } from '../core/errors.ts'
+import type { ApiError } from '../core/errors.ts'
+import { opencodeError } from './opencode-errors.ts'
 
 /** The skill's markdown file, at the folder's root. */
 export const SKILL_FILE = 'SKILL.md'
@@ -79,14 +80,9 @@ const EXCLUDED_SEGMENT = /^(\.git|node_modules|\.DS_Store)$/i
 const MAX_PATH_LENGTH = 512
 
 function badPath(path: string, reason: string): ApiError {
-  return new ApiError(
-    422,
-    'invalid_skill_file_path',
-    `Skill file path ${JSON.stringify(path)} is not allowed: ${reason}`,
-    {
-      details: { path, reason },
-    },
-  )
+  return opencodeError('invalid_skill_file_path', `Skill file path ${JSON.stringify(path)} is not allowed: ${reason}`, {
+    details: { path, reason },
+  })
 }
 
 /**
@@ -157,7 +153,7 @@ export function checkBundle(skillMdBytes: number, files: BundleFile[], limits: S
   const seen = new Set<string>()
   for (const file of files) {
     if (seen.has(file.path))
-      throw new ApiError(422, 'skill_file_duplicate', `Skill file ${file.path} appears twice`, {
+      throw opencodeError('skill_file_duplicate', `Skill file ${file.path} appears twice`, {
         details: { path: file.path },
       })
     seen.add(file.path)
@@ -167,15 +163,14 @@ export function checkBundle(skillMdBytes: number, files: BundleFile[], limits: S
     for (let i = 1; i < parts.length; i++) {
       const dir = parts.slice(0, i).join('/')
       if (seen.has(dir) || dir === SKILL_FILE)
-        throw new ApiError(422, 'skill_file_duplicate', `${dir} is both a file and a folder of the skill`, {
+        throw opencodeError('skill_file_duplicate', `${dir} is both a file and a folder of the skill`, {
           details: { path: dir },
         })
     }
   }
   const count = files.length + 1
   if (count > limits.maxFiles)
-    throw new ApiError(
-      422,
+    throw opencodeError(
       'skill_too_many_files',
       `The skill has ${count} files; at most ${limits.maxFiles} are allowed`,
       {
@@ -193,8 +188,7 @@ export function checkBundle(skillMdBytes: number, files: BundleFile[], limits: S
 
 /** 413 `skill_file_too_large` naming the path, its size and the limit. */
 export function fileTooLarge(path: string, size: number, limits: SkillLimits): ApiError {
-  return new ApiError(
-    413,
+  return opencodeError(
     'skill_file_too_large',
     `Skill file ${path} is ${size} bytes; at most ${limits.maxFileBytes} are allowed per file`,
     { details: { limit: 'maxFileBytes', max: limits.maxFileBytes, path, size } },
@@ -203,7 +197,7 @@ export function fileTooLarge(path: string, size: number, limits: SkillLimits): A
 
 /** 413 `skill_too_large` naming the total and the limit. */
 export function skillTooLarge(size: number, limits: SkillLimits): ApiError {
-  return new ApiError(413, 'skill_too_large', `The skill is ${size} bytes; at most ${limits.maxBytes} are allowed`, {
+  return opencodeError('skill_too_large', `The skill is ${size} bytes; at most ${limits.maxBytes} are allowed`, {
     details: { limit: 'maxBytes', max: limits.maxBytes, size },
   })
 }
@@ -211,7 +205,7 @@ export function skillTooLarge(size: number, limits: SkillLimits): ApiError {
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
 
 function invalidFile(path: string, message: string): ApiError {
-  return new ApiError(422, 'invalid_skill_file', `Skill file ${path}: ${message}`, { details: { path } })
+  return opencodeError('invalid_skill_file', `Skill file ${path}: ${message}`, { details: { path } })
 }
 
 function wireBytes(path: string, file: WireFileIn, limits: SkillLimits): Uint8Array {
@@ -237,8 +231,7 @@ function wireBytes(path: string, file: WireFileIn, limits: SkillLimits): Uint8Ar
  */
 export function decodeWireFiles(skillMdBytes: number, files: WireFileIn[], limits: SkillLimits): BundleFile[] {
   if (files.length + 1 > limits.maxFiles)
-    throw new ApiError(
-      422,
+    throw opencodeError(
       'skill_too_many_files',
       `The skill has ${files.length + 1} files; at most ${limits.maxFiles} are allowed`,
       { details: { limit: 'maxFiles', max: limits.maxFiles, count: files.length + 1 } },
@@ -247,7 +240,7 @@ export function decodeWireFiles(skillMdBytes: number, files: WireFileIn[], limit
     const path = normalizeSkillPath(file.path)
     const bytes = wireBytes(path, file, limits)
     if (file.sha256 !== undefined && file.sha256.toLowerCase() !== sha256Hex(bytes))
-      throw new ApiError(422, 'skill_file_checksum_mismatch', `Skill file ${path}: sha256 does not match its bytes`, {
+      throw opencodeError('skill_file_checksum_mismatch', `Skill file ${path}: sha256 does not match its bytes`, {
         details: { path, expected: file.sha256, actual: sha256Hex(bytes) },
       })
     return { path, bytes, executable: file.executable === true }

@@ -15,7 +15,7 @@
  * @module
  */
 import { Unzip, UnzipInflate, type UnzipFile } from 'fflate'
-import { ApiError } from '../core/errors.ts'
+import type { ApiError } from '../core/errors.ts'
 import {
   type BundleFile,
   checkBundle,
@@ -29,6 +29,7 @@ import {
   utf8OrNull,
 } from './skill-bundle.ts'
 import { readZipEntries } from './zip-entries.ts'
+import { opencodeError, type OpencodeErrorCode } from './opencode-errors.ts'
 
 /** Limits of an uploaded archive, beside each skill's own limits. */
 export interface ZipLimits {
@@ -65,8 +66,8 @@ const S_IFREG = 0o100000
 const S_IFDIR = 0o040000
 const S_IFLNK = 0o120000
 
-function zipError(status: number, code: string, message: string, details: Record<string, unknown>): ApiError {
-  return new ApiError(status, code, message, { details })
+function zipError(code: OpencodeErrorCode, message: string, details: Record<string, unknown>): ApiError {
+  return opencodeError(code, message, { details })
 }
 
 function skipped(name: string): boolean {
@@ -82,13 +83,13 @@ function inflateAll(zip: Uint8Array, limits: SkillLimits & ZipLimits, wanted: Se
   const unzip = new Unzip((file: UnzipFile) => {
     seen++
     if (seen > limits.maxEntries && !failure)
-      failure = zipError(422, 'zip_too_many_entries', `The archive has more than ${limits.maxEntries} entries`, {
+      failure = zipError('zip_too_many_entries', `The archive has more than ${limits.maxEntries} entries`, {
         limit: 'maxEntries',
         max: limits.maxEntries,
       })
     if (failure || !wanted.has(file.name)) return
     if (file.compression !== 0 && file.compression !== 8) {
-      failure = zipError(422, 'invalid_zip', `Entry ${file.name} uses an unsupported compression method`, {
+      failure = zipError('invalid_zip', `Entry ${file.name} uses an unsupported compression method`, {
         path: file.name,
       })
       return
@@ -98,7 +99,7 @@ function inflateAll(zip: Uint8Array, limits: SkillLimits & ZipLimits, wanted: Se
     file.ondata = (error, chunk, final) => {
       if (failure) return
       if (error) {
-        failure = zipError(422, 'invalid_zip', `Entry ${file.name} is corrupt`, { path: file.name })
+        failure = zipError('invalid_zip', `Entry ${file.name} is corrupt`, { path: file.name })
         return
       }
       size += chunk.byteLength
@@ -110,7 +111,6 @@ function inflateAll(zip: Uint8Array, limits: SkillLimits & ZipLimits, wanted: Se
       }
       if (total > limits.maxInflatedBytes) {
         failure = zipError(
-          413,
           'zip_bomb',
           `The archive inflates past ${limits.maxInflatedBytes} bytes; refused as a zip bomb`,
           { limit: 'maxInflatedBytes', max: limits.maxInflatedBytes, path: file.name },
@@ -130,7 +130,7 @@ function inflateAll(zip: Uint8Array, limits: SkillLimits & ZipLimits, wanted: Se
       unzip.push(zip.subarray(at, end), end === zip.byteLength)
     }
   } catch {
-    if (!failure) failure = zipError(422, 'invalid_zip', 'The archive is corrupt', {})
+    if (!failure) failure = zipError('invalid_zip', 'The archive is corrupt', {})
   }
   if (failure) throw failure
   return out
@@ -144,7 +144,7 @@ function inflateAll(zip: Uint8Array, limits: SkillLimits & ZipLimits, wanted: Se
  */
 export function readSkillZip(zip: Uint8Array, limits: SkillLimits & ZipLimits): ZipSkill[] {
   if (zip.byteLength > limits.maxZipBytes)
-    throw zipError(413, 'zip_too_large', `The archive is ${zip.byteLength} bytes; at most ${limits.maxZipBytes}`, {
+    throw zipError('zip_too_large', `The archive is ${zip.byteLength} bytes; at most ${limits.maxZipBytes}`, {
       limit: 'maxZipBytes',
       max: limits.maxZipBytes,
       size: zip.byteLength,
@@ -154,16 +154,16 @@ export function readSkillZip(zip: Uint8Array, limits: SkillLimits & ZipLimits): 
   const files: Array<{ name: string; path: string; executable: boolean }> = []
   for (const entry of entries) {
     if (names.has(entry.name))
-      throw zipError(422, 'zip_duplicate_entry', `The archive holds ${entry.name} twice`, { path: entry.name })
+      throw zipError('zip_duplicate_entry', `The archive holds ${entry.name} twice`, { path: entry.name })
     names.add(entry.name)
-    if (entry.encrypted) throw zipError(422, 'invalid_zip', `Entry ${entry.name} is encrypted`, { path: entry.name })
+    if (entry.encrypted) throw zipError('invalid_zip', `Entry ${entry.name} is encrypted`, { path: entry.name })
     const isDir = entry.name.endsWith('/') || (entry.mode !== null && (entry.mode & S_IFMT) === S_IFDIR)
     let path: string
     try {
       path = normalizeSkillPath(entry.name.replace(/\/+$/, ''), { allowSkillFile: true })
     } catch (error) {
       if (skipped(entry.name)) continue
-      throw zipError(422, 'zip_entry_escapes', `Entry ${JSON.stringify(entry.name)} is not a safe relative path`, {
+      throw zipError('zip_entry_escapes', `Entry ${JSON.stringify(entry.name)} is not a safe relative path`, {
         path: entry.name,
         reason: (error as ApiError).details ? ((error as ApiError).details as { reason: string }).reason : 'invalid',
       })
@@ -171,34 +171,29 @@ export function readSkillZip(zip: Uint8Array, limits: SkillLimits & ZipLimits): 
     if (skipped(path)) continue
     const type = entry.mode === null ? null : entry.mode & S_IFMT
     if (type === S_IFLNK)
-      throw zipError(422, 'zip_entry_symlink', `Entry ${path} is a symbolic link; skills hold regular files only`, {
+      throw zipError('zip_entry_symlink', `Entry ${path} is a symbolic link; skills hold regular files only`, {
         path,
       })
     if (isDir) continue
     if (type !== null && type !== 0 && type !== S_IFREG)
-      throw zipError(422, 'zip_entry_not_file', `Entry ${path} is not a regular file`, { path })
+      throw zipError('zip_entry_not_file', `Entry ${path} is not a regular file`, { path })
     files.push({ name: entry.name, path, executable: entry.mode !== null && executableFromMode(entry.mode) })
   }
   const roots = files
     .filter((f) => f.path === SKILL_FILE || f.path.endsWith(`/${SKILL_FILE}`))
     .map((f) => f.path.slice(0, -SKILL_FILE.length).replace(/\/$/, ''))
   if (roots.length === 0)
-    throw zipError(
-      422,
-      'zip_no_skill',
-      'The archive holds no SKILL.md; put each skill in a folder with its SKILL.md',
-      {},
-    )
+    throw zipError('zip_no_skill', 'The archive holds no SKILL.md; put each skill in a folder with its SKILL.md', {})
   for (const a of roots)
     for (const b of roots)
       if (a !== b && (a === '' || b.startsWith(`${a}/`)))
-        throw zipError(422, 'zip_nested_skill', `Skill folder ${b || '/'} is inside skill folder ${a || '/'}`, {
+        throw zipError('zip_nested_skill', `Skill folder ${b || '/'} is inside skill folder ${a || '/'}`, {
           path: b,
         })
   const rootOf = (path: string) => roots.find((root) => root === '' || path.startsWith(`${root}/`))
   for (const file of files)
     if (rootOf(file.path) === undefined)
-      throw zipError(422, 'zip_entry_outside_skill', `Entry ${file.path} belongs to no skill folder`, {
+      throw zipError('zip_entry_outside_skill', `Entry ${file.path} belongs to no skill folder`, {
         path: file.path,
       })
   const bytes = inflateAll(zip, limits, new Set(files.map((f) => f.name)))
@@ -207,14 +202,14 @@ export function readSkillZip(zip: Uint8Array, limits: SkillLimits & ZipLimits): 
     const rel = (path: string) => (root === '' ? path : path.slice(root.length + 1))
     const md = mine.find((f) => rel(f.path) === SKILL_FILE)!
     const mdBytes = bytes.get(md.name)
-    if (!mdBytes) throw zipError(422, 'invalid_zip', `Entry ${md.path} could not be read`, { path: md.path })
+    if (!mdBytes) throw zipError('invalid_zip', `Entry ${md.path} could not be read`, { path: md.path })
     const skillMd = utf8OrNull(mdBytes)
-    if (skillMd === null) throw zipError(422, 'invalid_zip', `${md.path} is not UTF-8 text`, { path: md.path })
+    if (skillMd === null) throw zipError('invalid_zip', `${md.path} is not UTF-8 text`, { path: md.path })
     const others: BundleFile[] = mine
       .filter((f) => f !== md)
       .map((f) => {
         const data = bytes.get(f.name)
-        if (!data) throw zipError(422, 'invalid_zip', `Entry ${f.path} could not be read`, { path: f.path })
+        if (!data) throw zipError('invalid_zip', `Entry ${f.path} could not be read`, { path: f.path })
         return { path: rel(f.path), bytes: data, executable: f.executable }
       })
     checkBundle(mdBytes.byteLength, others, limits)

@@ -6,7 +6,8 @@
  * views must agree on the names or the archive is refused.
  * @module
  */
-import { ApiError } from '../core/errors.ts'
+import type { ApiError } from '../core/errors.ts'
+import { opencodeError } from './opencode-errors.ts'
 
 /** One central-directory record. */
 export interface ZipEntryInfo {
@@ -22,7 +23,7 @@ const EOCD = 0x06054b50
 const CENTRAL = 0x02014b50
 
 function invalidZip(message: string): ApiError {
-  return new ApiError(422, 'invalid_zip', `Not a readable zip archive: ${message}`)
+  return opencodeError('invalid_zip', `Not a readable zip archive: ${message}`)
 }
 
 /**
@@ -46,14 +47,9 @@ export function readZipEntries(zip: Uint8Array, maxEntries: number): ZipEntryInf
   if (count === 0xffff || size === 0xffffffff || offset === 0xffffffff)
     throw invalidZip('zip64 archives are not accepted for skills')
   if (count > maxEntries)
-    throw new ApiError(
-      422,
-      'zip_too_many_entries',
-      `The archive has ${count} entries; at most ${maxEntries} are allowed`,
-      {
-        details: { limit: 'maxEntries', max: maxEntries, count },
-      },
-    )
+    throw opencodeError('zip_too_many_entries', `The archive has ${count} entries; at most ${maxEntries} are allowed`, {
+      details: { limit: 'maxEntries', max: maxEntries, count },
+    })
   if (offset + size > eocd) throw invalidZip('central directory out of bounds')
   const entries: ZipEntryInfo[] = []
   const decoder = new TextDecoder()

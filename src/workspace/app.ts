@@ -36,6 +36,7 @@ import { startControlPlaneHeartbeat, type HeartbeatReporter } from './runtime/co
 import { consoleRoutes } from '../console/console-routes.ts'
 import { ConsoleSessions } from '../console/console-sessions.ts'
 import { consoleLink, consoleSessionRoutes, withConsoleSessions } from '../console/workspace-console.ts'
+import { WORKSPACE_ERRORS } from './workspace-errors.ts'
 
 /** The reference answers bad payloads with 400 `invalid_payload`; existing clients expect that. */
 export const workspaceValidation: ValidationPolicy = {
@@ -149,6 +150,7 @@ export async function createWorkspaceApp(
         version: VERSION,
         description: 'Private, filesystem-backed API in front of configured workspaces in OpenCode layout.',
         securitySchemes: { ...workspaceSecuritySchemes, ...sidecarSecuritySchemes },
+        errorCodes: WORKSPACE_ERRORS,
       },
       routes,
       proxiedAuth,

@@ -9,6 +9,7 @@
  */
 import { ApiError } from '../../core/errors.ts'
 import { FrontmatterError, parseFrontmatter } from '../../opencode/frontmatter.ts'
+import { checkMcpServer, isMcpName, MCP_NAME_RULE } from '../../opencode/mcp-entries.ts'
 import { isSkillDescription, isSkillName, SKILL_NAME_RULE } from '../../opencode/names.ts'
 import {
   bundleHash,
@@ -18,6 +19,7 @@ import {
   toStored,
   type WireFileIn,
 } from '../../opencode/skill-bundle.ts'
+import { controlPlaneError } from '../control-plane-errors.ts'
 
 /** Config object types. */
 export const OBJECT_TYPES = ['skill', 'agent', 'command', 'tool', 'mcp', 'hook', 'context', 'custom'] as const
@@ -50,7 +52,7 @@ type PlainSource = Omit<NormalizedSource, 'files' | 'contentHash'>
 
 /** 422 for a source that is invalid for its type, naming the field and a machine-readable reason. */
 export function invalidSource(path: string, message: string, reason: string): ApiError {
-  return new ApiError(422, 'validation_failed', `Invalid source: ${message}`, {
+  return controlPlaneError('validation_failed', `Invalid source: ${message}`, {
     details: { reason, issues: [{ path, message }] },
   })
 }
@@ -140,7 +142,7 @@ async function skill(input: VersionInput, limits: SkillLimits): Promise<Normaliz
     // Name the field the way this API spells it; the code, limit and file path stay.
     if (error instanceof ApiError && error.status === 422) {
       const details = (error.details ?? {}) as Record<string, unknown>
-      throw new ApiError(422, 'validation_failed', `Invalid source: ${error.message}`, {
+      throw controlPlaneError('validation_failed', `Invalid source: ${error.message}`, {
         details: { ...details, reason: error.code, issues: [{ path: 'input.files', message: error.message }] },
       })
     }
@@ -229,64 +231,27 @@ function parseJsonObject(raw: string, what: string): Record<string, unknown> {
   return value as Record<string, unknown>
 }
 
-function stringRecord(value: unknown, path: string): Record<string, string> | undefined {
-  if (value === undefined) return undefined
-  if (
-    !value ||
-    typeof value !== 'object' ||
-    Array.isArray(value) ||
-    !Object.values(value).every((v) => typeof v === 'string')
-  ) {
-    throw invalidSource(path, 'must be an object of string values', 'invalid_mcp_definition')
-  }
-  return value as Record<string, string>
-}
-
-/** An MCP server as OpenCode configures it: local (a command) or remote (a URL). */
+/**
+ * An MCP server as OpenCode configures it: local (a command) or remote (a URL), checked by the
+ * rule the workspace server applies to the same entry; given bare or as `{name, config}`.
+ */
 function mcp(input: VersionInput, title: string): PlainSource {
   const source =
     input.rawSourceText !== undefined
       ? parseJsonObject(input.rawSourceText, 'an MCP server definition')
       : input.normalizedPayload!
   const base = input.rawSourceText !== undefined ? RAW : PAYLOAD
-  const def = (source.config && typeof source.config === 'object' ? source.config : source) as Record<string, unknown>
-  const name = source.name === undefined ? slugify(title) : checkName(source.name, `${base}.name`, 'invalid_mcp_name')
-  const enabled = def.enabled === undefined ? undefined : def.enabled
-  if (enabled !== undefined && typeof enabled !== 'boolean')
-    throw invalidSource(`${base}.enabled`, 'enabled must be true or false', 'invalid_mcp_definition')
-  let config: Record<string, unknown>
-  if (def.type === 'local') {
-    const command = def.command
-    if (
-      !Array.isArray(command) ||
-      command.length === 0 ||
-      !command.every((c) => typeof c === 'string' && c.length > 0)
-    ) {
-      throw invalidSource(
-        `${base}.command`,
-        'a local MCP server needs command: a non-empty array of strings',
-        'invalid_mcp_definition',
-      )
-    }
-    config = { type: 'local', command, environment: stringRecord(def.environment, `${base}.environment`), enabled }
-  } else if (def.type === 'remote') {
-    let url: URL | null = null
-    try {
-      url = typeof def.url === 'string' ? new URL(def.url) : null
-    } catch {
-      url = null
-    }
-    if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:'))
-      throw invalidSource(`${base}.url`, 'a remote MCP server needs an http(s) url', 'invalid_mcp_definition')
-    config = { type: 'remote', url: def.url, headers: stringRecord(def.headers, `${base}.headers`), enabled }
-  } else {
+  const wrapped = Boolean(source.config && typeof source.config === 'object')
+  const name = source.name === undefined ? slugify(title) : source.name
+  if (!isMcpName(name)) throw invalidSource(`${base}.name`, MCP_NAME_RULE, 'invalid_mcp_name')
+  const checked = checkMcpServer(wrapped ? source.config : source)
+  if (!checked.ok)
     throw invalidSource(
-      `${base}.type`,
-      'type must be "local" (with command) or "remote" (with url)',
+      `${base}${wrapped ? '.config' : ''}.${checked.path || 'type'}`,
+      checked.message,
       'invalid_mcp_definition',
     )
-  }
-  config = Object.fromEntries(Object.entries(config).filter(([, v]) => v !== undefined))
+  const config = checked.server
   return { name, payload: { name, config }, searchText: `${name} ${JSON.stringify(config)}` }
 }
 

@@ -13,6 +13,7 @@ import type { Deps } from '../deps.ts'
 import { requireRole, upsertGrant, visibleCondition } from './access-grants.ts'
 import { normalizeSource, type VersionInput } from './config-source.ts'
 import { appendVersionIn, insertConfigObject } from './config-store.ts'
+import { controlPlaneError } from '../control-plane-errors.ts'
 
 /** What the import did (or, in a preview, would do) with one skill folder. */
 export interface SkillImportItem {
@@ -77,14 +78,13 @@ export async function importSkillZip(
       throw error
     })
     if (folder.folderName !== null && folder.folderName !== source.name)
-      throw new ApiError(
-        422,
+      throw controlPlaneError(
         'zip_skill_name_mismatch',
         `Folder ${folder.folder} holds skill ${source.name}; a skill's folder must carry its name`,
         { details: { folder: folder.folder, name: source.name } },
       )
     if (names.has(source.name))
-      throw new ApiError(422, 'zip_duplicate_skill', `The archive holds skill ${source.name} twice`, {
+      throw controlPlaneError('zip_duplicate_skill', `The archive holds skill ${source.name} twice`, {
         details: { name: source.name },
       })
     names.add(source.name)

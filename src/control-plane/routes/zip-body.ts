@@ -4,10 +4,11 @@
  * size never holds more than the limit (413 `zip_too_large` naming it).
  * @module
  */
-import { ApiError } from '../../core/errors.ts'
+import type { ApiError } from '../../core/errors.ts'
+import { controlPlaneError } from '../control-plane-errors.ts'
 
 function tooLarge(max: number, size: number): ApiError {
-  return new ApiError(413, 'zip_too_large', `The archive is over ${max} bytes`, {
+  return controlPlaneError('zip_too_large', `The archive is over ${max} bytes`, {
     details: { limit: 'maxZipBytes', max, size },
   })
 }
@@ -16,10 +17,10 @@ function tooLarge(max: number, size: number): ApiError {
 export async function readZipBody(request: Request, maxBytes: number): Promise<Uint8Array> {
   const type = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase()
   if (type !== 'application/zip' && type !== 'application/x-zip-compressed')
-    throw new ApiError(415, 'unsupported_media_type', 'Send the archive with Content-Type: application/zip')
+    throw controlPlaneError('unsupported_media_type', 'Send the archive with Content-Type: application/zip')
   const declared = Number(request.headers.get('content-length') ?? '0')
   if (declared > maxBytes) throw tooLarge(maxBytes, declared)
-  if (!request.body) throw new ApiError(422, 'invalid_zip', 'Not a readable zip archive: the body is empty')
+  if (!request.body) throw controlPlaneError('invalid_zip', 'Not a readable zip archive: the body is empty')
   const chunks: Uint8Array[] = []
   let size = 0
   for await (const chunk of request.body as unknown as AsyncIterable<Uint8Array>) {

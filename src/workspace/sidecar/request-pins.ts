@@ -12,16 +12,17 @@
  */
 import { realpathSync } from 'node:fs'
 import { dirname, isAbsolute, resolve, sep } from 'node:path'
-import { ApiError } from '../../core/errors.ts'
+import type { ApiError } from '../../core/errors.ts'
 import type { BodyPins } from './route-table.ts'
 import { canonicalDirectory } from './session-guard.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 /** Largest request body read for pinning; prompt bodies with inline files stay well below. */
 export const MAX_PINNED_BODY_BYTES = 1024 * 1024
 
 /** 400 `invalid_path`: a requested file resolves outside the workspace (as the native file routes answer). */
 function outside(field: string): ApiError {
-  return new ApiError(400, 'invalid_path', 'The path resolves outside the workspace', { details: { field } })
+  return workspaceError('invalid_path', 'The path resolves outside the workspace', { details: { field } })
 }
 
 /** The real path of `target`, following symlinks of its nearest existing ancestor. */
@@ -95,7 +96,7 @@ export async function readPinnedBody(request: Request): Promise<Json | null> {
     size += value.byteLength
     if (size > MAX_PINNED_BODY_BYTES) {
       await reader.cancel().catch(() => {})
-      throw new ApiError(413, 'payload_too_large', `Request body over ${MAX_PINNED_BODY_BYTES} bytes`)
+      throw workspaceError('payload_too_large', `Request body over ${MAX_PINNED_BODY_BYTES} bytes`)
     }
     chunks.push(value)
   }
@@ -105,10 +106,10 @@ export async function readPinnedBody(request: Request): Promise<Json | null> {
   try {
     parsed = JSON.parse(text)
   } catch {
-    throw new ApiError(400, 'invalid_payload', 'Request body is not valid JSON')
+    throw workspaceError('invalid_payload', 'Request body is not valid JSON')
   }
   if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed))
-    throw new ApiError(400, 'invalid_payload', 'Request body must be a JSON object')
+    throw workspaceError('invalid_payload', 'Request body must be a JSON object')
   return parsed as Json
 }
 
@@ -128,14 +129,13 @@ export function pinBody(body: Json, pins: BodyPins, directory: string): string[]
       // `location` absent or not an object: the session is created with the pinned location.
       const [head] = path.split('.')
       if (body[head!] === undefined) body[head!] = { [path.slice(head!.length + 1)]: directory }
-      else throw new ApiError(400, 'invalid_payload', `Body field ${head} must be an object`)
+      else throw workspaceError('invalid_payload', `Body field ${head} must be an object`)
     }
   }
   for (const path of pins.paths ?? []) {
     const field = getField(body, path)
     if (field?.value === undefined || field.value === null) continue
-    if (typeof field.value !== 'string')
-      throw new ApiError(400, 'invalid_payload', `Body field ${path} must be a string`)
+    if (typeof field.value !== 'string') throw workspaceError('invalid_payload', `Body field ${path} must be a string`)
     assertInsideWorkspace(directory, field.value, `body.${path}`)
     // OpenCode resolves a relative cwd against its own process directory, not the pinned one.
     if (!isAbsolute(field.value)) field.holder[field.key] = resolve(directory, field.value)
@@ -144,8 +144,7 @@ export function pinBody(body: Json, pins: BodyPins, directory: string): string[]
   for (const path of pins.sessions ?? []) {
     const field = getField(body, path)
     if (field?.value === undefined || field.value === null) continue
-    if (typeof field.value !== 'string')
-      throw new ApiError(400, 'invalid_payload', `Body field ${path} must be a string`)
+    if (typeof field.value !== 'string') throw workspaceError('invalid_payload', `Body field ${path} must be a string`)
     sessions.push(field.value)
   }
   return sessions

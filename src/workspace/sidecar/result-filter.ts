@@ -9,8 +9,8 @@
  * @module
  */
 import { fileURLToPath } from 'node:url'
-import { ApiError } from '../../core/errors.ts'
 import { assertInsideWorkspace } from './request-pins.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 /** Largest search answer filtered; a bigger one is refused rather than relayed unfiltered. */
 export const MAX_FILTERED_BYTES = 16 * 1024 * 1024
@@ -68,16 +68,16 @@ export async function filteredResponse(response: Response, directory: string, he
   const declared = Number(response.headers.get('content-length') ?? NaN)
   if (Number.isFinite(declared) && declared > MAX_FILTERED_BYTES) {
     await response.body?.cancel().catch(() => {})
-    throw new ApiError(502, 'sidecar_response_too_large', 'The search answer is too large to filter')
+    throw workspaceError('sidecar_response_too_large', 'The search answer is too large to filter')
   }
   const text = await response.text()
   if (text.length > MAX_FILTERED_BYTES)
-    throw new ApiError(502, 'sidecar_response_too_large', 'The search answer is too large to filter')
+    throw workspaceError('sidecar_response_too_large', 'The search answer is too large to filter')
   let body: unknown
   try {
     body = JSON.parse(text)
   } catch {
-    throw new ApiError(502, 'sidecar_response_failed', 'The sidecar answered a search with invalid JSON')
+    throw workspaceError('sidecar_response_failed', 'The sidecar answered a search with invalid JSON')
   }
   headers.set('content-type', 'application/json')
   return new Response(JSON.stringify(filterResults(directory, body)), { status: response.status, headers })

@@ -7,10 +7,11 @@
  * by another spelling gets that row's rules, and one that reaches no row is treated as unlisted.
  * @module
  */
-import { ApiError, errors } from '../../core/errors.ts'
+import { type ApiError, errors } from '../../core/errors.ts'
 import type { Principal } from '../access/auth.ts'
 import { scopeRank } from '../access/auth.ts'
 import { SIDECAR_ROUTES, type SidecarRole, type SidecarRouteEntry } from './route-table.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 interface Compiled {
   entry: SidecarRouteEntry
@@ -75,8 +76,7 @@ const ROLE_SCOPE: Record<SidecarRole, 'viewer' | 'collaborator' | 'owner'> = {
 
 /** 403 `sidecar_route_not_allowed`: the route is not on the allow-list and the caller is not the host. */
 export function routeNotAllowed(method: string, path: string, scope: string | null): ApiError {
-  return new ApiError(
-    403,
+  return workspaceError(
     'sidecar_route_not_allowed',
     'This sidecar route is not on the allow-list; only the host may call it',
     { details: { method, path, required: 'owner', scope } },
@@ -99,11 +99,11 @@ export function assertSidecarAllowed(input: {
   const isRead = input.method === 'GET' || input.method === 'HEAD'
   if (!classified) {
     if (principal.scope !== 'owner') throw routeNotAllowed(input.method, input.path, principal.scope)
-    if (input.readOnly && !isRead) throw new ApiError(403, 'read_only', 'Server is read-only')
+    if (input.readOnly && !isRead) throw workspaceError('read_only', 'Server is read-only')
     return
   }
   const { entry } = classified
-  if (input.readOnly && entry.changesState) throw new ApiError(403, 'read_only', 'Server is read-only')
+  if (input.readOnly && entry.changesState) throw workspaceError('read_only', 'Server is read-only')
   const required = ROLE_SCOPE[entry.role]
   if (scopeRank(principal.scope) < scopeRank(required)) {
     throw errors.forbidden(

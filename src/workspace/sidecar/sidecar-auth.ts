@@ -14,6 +14,7 @@ import type { SurfaceAuth } from '../../core/http-app.ts'
 import type { Principal, WorkspaceRule } from '../access/auth.ts'
 import { routeNotAllowed } from './route-policy.ts'
 import type { SocketTickets } from './socket-tickets.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 /** The rule of the host-only fallback routes. */
 export const UNLISTED_RULE: WorkspaceRule = Object.freeze({ kind: 'host' }) as WorkspaceRule
@@ -66,7 +67,7 @@ export function sidecarAuth(
           const mount = deps.mountOf(url.pathname)
           const principal = mount ? deps.tickets.consume(ticket, mount.workspaceId, mount.path) : null
           if (!principal)
-            throw new ApiError(401, 'sidecar_ticket_invalid', 'The WebSocket ticket is unknown, used or expired')
+            throw workspaceError('sidecar_ticket_invalid', 'The WebSocket ticket is unknown, used or expired')
           return principal
         }
       }

@@ -4,11 +4,11 @@
  * credential or machine-wide change through it leaves an audit entry naming the caller.
  * @module
  */
-import { ApiError } from '../../core/errors.ts'
 import type { Logger } from '../../core/logger.ts'
 import type { ApprovalService } from '../access/approvals.ts'
 import { actorOf, type AuditLog } from '../events/audit-log.ts'
 import type { ProxyGovernance } from './sidecar-proxy.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 /** Builds the proxy's governance hooks over the workspace services. */
 export function sidecarGovernance(deps: {
@@ -32,7 +32,7 @@ export function sidecarGovernance(deps: {
         input.signal,
       )
       if (!outcome.allowed) {
-        throw new ApiError(403, 'write_denied', 'Write request denied', {
+        throw workspaceError('write_denied', 'Write request denied', {
           details: { requestId: outcome.id, reason: outcome.reason },
         })
       }

@@ -6,7 +6,6 @@
  * a client can tell "not configured" from "down" from "slow" from "refused our credentials".
  * @module
  */
-import { ApiError } from '../../core/errors.ts'
 import type { Logger } from '../../core/logger.ts'
 import type { StreamRegistry } from '../../core/sse.ts'
 import type { Principal } from '../access/auth.ts'
@@ -22,6 +21,7 @@ import type { SessionGuard } from './session-guard.ts'
 import type { SidecarTarget, SidecarTuning } from './sidecar-config.ts'
 import { canonicalDirectory } from './session-guard.ts'
 import { sidecarFetch, unreachable } from './upstream-fetch.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 /** One request to forward. */
 export interface ProxyInput {
@@ -82,10 +82,10 @@ export async function forwardToSidecar(input: ProxyInput, ctx: ProxyContext): Pr
   const method = request.method.toUpperCase()
   if (!target.baseUrl) throw unreachable(input.rest, 'starting', 'The managed sidecar is not running yet')
   const url = pinnedUpstreamUrl(target.baseUrl, input.rest, input.search, target.directory)
-  if (!url) throw new ApiError(404, 'not_found', 'Not found')
+  if (!url) throw workspaceError('not_found', 'Not found')
   const path = upstreamRelativePath(url, target.baseUrl)
   const ambiguous = ambiguousPath(path)
-  if (ambiguous) throw new ApiError(400, 'invalid_sidecar_path', `The sidecar path is ambiguous (${ambiguous})`)
+  if (ambiguous) throw workspaceError('invalid_sidecar_path', `The sidecar path is ambiguous (${ambiguous})`)
   // The row is found again from the path the sidecar will route (normalised, any letter case); a
   // request whose declaration and upstream path disagree is treated as unlisted (host only).
   let classified = classifySidecarRequest(method, path)
@@ -109,7 +109,7 @@ export async function forwardToSidecar(input: ProxyInput, ctx: ProxyContext): Pr
     } else forwardBody = null
   }
   if (entry && classified && entry.kind === 'websocket') {
-    if (!ctx.socket) throw new ApiError(426, 'websocket_upgrade_required', 'This route needs a WebSocket upgrade')
+    if (!ctx.socket) throw workspaceError('websocket_upgrade_required', 'This route needs a WebSocket upgrade')
     return ctx.socket(input, classified, url)
   }
   if (entry && classified && ctx.socket && /(^|\.)connectToken$/.test(entry.operationId))
@@ -136,7 +136,7 @@ export async function forwardToSidecar(input: ProxyInput, ctx: ProxyContext): Pr
   // Until the sidecar answers, a client abort (or, on Deno, the end of the exchange) cancels the request;
   // afterwards the relay's cancel() is the disconnect hook.
   const onClientAbort = () => upstream.abort()
-  if (request.signal.aborted) throw new ApiError(499, 'request_aborted', 'Client closed the request')
+  if (request.signal.aborted) throw workspaceError('request_aborted', 'Client closed the request')
   request.signal.addEventListener('abort', onClientAbort, { once: true })
   const timeoutMs = isEvents ? ctx.tuning.eventEstablishTimeoutMs : ctx.tuning.responseTimeoutMs
   let timedOut = false
@@ -159,7 +159,7 @@ export async function forwardToSidecar(input: ProxyInput, ctx: ProxyContext): Pr
       signal: upstream.signal,
     } as RequestInit)
   } catch (error) {
-    if (request.signal.aborted && !timedOut) throw new ApiError(499, 'request_aborted', 'Client closed the request')
+    if (request.signal.aborted && !timedOut) throw workspaceError('request_aborted', 'Client closed the request')
     if (timedOut) throw unreachable(path, 'timeout', `The sidecar did not answer within ${timeoutMs} ms`)
     throw unreachable(path, (error as { code?: string }).code ?? 'connection_failed', (error as Error).message)
   } finally {
@@ -177,8 +177,7 @@ export async function forwardToSidecar(input: ProxyInput, ctx: ProxyContext): Pr
   }
   if (response.status >= 300 && response.status < 400 && response.status !== 304) {
     await response.body?.cancel().catch(() => {})
-    throw new ApiError(
-      502,
+    throw workspaceError(
       'sidecar_redirect_refused',
       'The sidecar answered with a redirect, which the proxy does not follow',
       { details: { path, status: response.status } },
@@ -186,7 +185,7 @@ export async function forwardToSidecar(input: ProxyInput, ctx: ProxyContext): Pr
   }
   if (response.status === 401) {
     await response.body?.cancel().catch(() => {})
-    throw new ApiError(502, 'sidecar_auth_failed', 'The sidecar rejected the configured sidecar credentials', {
+    throw workspaceError('sidecar_auth_failed', 'The sidecar rejected the configured sidecar credentials', {
       details: { path, status: 401 },
     })
   }
@@ -268,14 +267,14 @@ async function assertOwnSession(sessionId: string, input: ProxyInput, ctx: Proxy
     }
     if (!lookup.ok) {
       await lookup.body?.cancel()
-      throw new ApiError(502, 'sidecar_request_failed', 'The sidecar could not look up the session', {
+      throw workspaceError('sidecar_request_failed', 'The sidecar could not look up the session', {
         details: { status: lookup.status },
       })
     }
     const info = (await lookup.json().catch(() => null)) as { directory?: unknown } | null
     return typeof info?.directory === 'string' ? info.directory : null
   })
-  if (ownership === 'foreign') throw new ApiError(404, 'session_not_found', 'Session not found')
+  if (ownership === 'foreign') throw workspaceError('session_not_found', 'Session not found')
 }
 
 /** Reads a small, length-declared body whole, within the idle deadline; a failure is a 502. */
@@ -290,7 +289,7 @@ async function readSmallBody(
     return await response.arrayBuffer()
   } catch {
     onFailure()
-    throw new ApiError(502, 'sidecar_response_failed', 'The sidecar response body failed before it was complete', {
+    throw workspaceError('sidecar_response_failed', 'The sidecar response body failed before it was complete', {
       details: { status: response.status },
     })
   } finally {

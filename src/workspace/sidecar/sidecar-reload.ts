@@ -7,9 +7,9 @@
  * are debounced per workspace, because reload storms were the most common complaint (#279, #272).
  * @module
  */
-import { ApiError } from '../../core/errors.ts'
 import type { SidecarTarget } from './sidecar-config.ts'
 import { sidecarFetch } from './upstream-fetch.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 /** The result of a successful reload. */
 export interface ReloadResult {
@@ -29,13 +29,13 @@ export async function reloadSidecar(
     method: 'POST',
     timeoutMs,
     onTimeout: () =>
-      new ApiError(504, 'sidecar_reload_timeout', `The sidecar did not finish reloading within ${timeoutMs} ms`, {
+      workspaceError('sidecar_reload_timeout', `The sidecar did not finish reloading within ${timeoutMs} ms`, {
         details: { timeoutMs },
       }),
   })
   const text = await response.text().catch(() => '')
   if (!response.ok) {
-    throw new ApiError(502, 'sidecar_reload_failed', 'The sidecar refused to reload', {
+    throw workspaceError('sidecar_reload_failed', 'The sidecar refused to reload', {
       details: { status: response.status, body: text.slice(0, 500) },
     })
   }

@@ -17,6 +17,7 @@ import { SocketRelay } from './socket-relay.ts'
 import { SocketTickets } from './socket-tickets.ts'
 import { forwardToSidecar, type ProxyGovernance } from './sidecar-proxy.ts'
 import { ReloadDebouncer, reloadSidecar, type ReloadResult } from './sidecar-reload.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 /** Options for {@link SidecarService}. */
 export interface SidecarServiceOptions {
@@ -98,10 +99,10 @@ export class SidecarService {
   /** The effective target of a workspace, or throws 404/400. */
   target(workspaceId: string): SidecarTarget {
     if (!this.options.workspaceIds.includes(workspaceId))
-      throw new ApiError(404, 'workspace_not_found', 'Workspace not found')
+      throw workspaceError('workspace_not_found', 'Workspace not found')
     const configured = this.options.config.targets.get(workspaceId)
     if (!configured)
-      throw new ApiError(400, 'sidecar_unconfigured', 'This workspace has no sidecar configured', {
+      throw workspaceError('sidecar_unconfigured', 'This workspace has no sidecar configured', {
         details: { workspaceId },
       })
     if (!configured.managed || !this.managed) return configured

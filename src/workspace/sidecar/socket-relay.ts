@@ -11,7 +11,6 @@
  * relayed sockets, and shutdown closes every relay with 1001.
  * @module
  */
-import { ApiError } from '../../core/errors.ts'
 import type { StreamRegistry } from '../../core/sse.ts'
 import { type ServerSocket, upgradeOf } from '../../serve.ts'
 import type { Principal } from '../access/auth.ts'
@@ -22,6 +21,7 @@ import type { ProxyInput } from './sidecar-proxy.ts'
 import type { SocketTickets } from './socket-tickets.ts'
 import { openUpstreamSocket, UpgradeRefused, type UpstreamSocket } from './upstream-socket.ts'
 import { sidecarFetch, unreachable } from './upstream-fetch.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 /** Most relayed sockets one token (or the host token) may hold open at once. */
 export const MAX_SOCKETS_PER_TOKEN = 8
@@ -87,11 +87,11 @@ export class SocketRelay {
       signal: input.request.signal,
     })
     await lookup.body?.cancel().catch(() => {})
-    if (lookup.status === 404) throw new ApiError(404, 'not_found', 'The sidecar has no such terminal')
+    if (lookup.status === 404) throw workspaceError('not_found', 'The sidecar has no such terminal')
     if (lookup.status === 401)
-      throw new ApiError(502, 'sidecar_auth_failed', 'The sidecar rejected the configured sidecar credentials')
+      throw workspaceError('sidecar_auth_failed', 'The sidecar rejected the configured sidecar credentials')
     if (!lookup.ok)
-      throw new ApiError(502, 'sidecar_request_failed', 'The sidecar could not look up the terminal', {
+      throw workspaceError('sidecar_request_failed', 'The sidecar could not look up the terminal', {
         details: { status: lookup.status },
       })
     const path = input.rest.replace(/\/connect-token\/?$/i, '/connect')
@@ -101,11 +101,11 @@ export class SocketRelay {
 
   async #relay(input: ProxyInput, url: URL): Promise<Response> {
     const upgrade = upgradeOf(input.request)
-    if (!upgrade) throw new ApiError(426, 'websocket_upgrade_required', 'This route needs a WebSocket upgrade')
+    if (!upgrade) throw workspaceError('websocket_upgrade_required', 'This route needs a WebSocket upgrade')
     const holder = holderOf(input.principal)
     const held = this.#open.get(holder) ?? 0
     if (held >= MAX_SOCKETS_PER_TOKEN) {
-      throw new ApiError(429, 'sidecar_socket_limit', `At most ${MAX_SOCKETS_PER_TOKEN} relayed sockets per token`, {
+      throw workspaceError('sidecar_socket_limit', `At most ${MAX_SOCKETS_PER_TOKEN} relayed sockets per token`, {
         details: { limit: MAX_SOCKETS_PER_TOKEN },
       })
     }
@@ -186,15 +186,11 @@ export class SocketRelay {
       release()
       if (error instanceof UpgradeRefused) {
         if (error.status === 401)
-          throw new ApiError(502, 'sidecar_auth_failed', 'The sidecar rejected the configured sidecar credentials')
-        throw new ApiError(
-          error.status === 404 ? 404 : 502,
-          'sidecar_socket_refused',
-          'The sidecar refused the WebSocket',
-          {
-            details: { status: error.status },
-          },
-        )
+          throw workspaceError('sidecar_auth_failed', 'The sidecar rejected the configured sidecar credentials')
+        throw workspaceError('sidecar_socket_refused', 'The sidecar refused the WebSocket', {
+          status: error.status === 404 ? 404 : 502,
+          details: { status: error.status },
+        })
       }
       throw unreachable(
         upstreamUrl.pathname,
@@ -243,7 +239,7 @@ export class SocketRelay {
     if (!response) {
       sidecar.close(1000, 'client upgrade failed')
       end('server', 1000)
-      throw new ApiError(400, 'websocket_upgrade_failed', 'The WebSocket upgrade failed')
+      throw workspaceError('websocket_upgrade_failed', 'The WebSocket upgrade failed')
     }
     unregister = this.deps.streams.add(() => {
       client?.close(1001, 'server shutting down')

@@ -4,13 +4,14 @@
  * `sidecar_unreachable` naming the cause.
  * @module
  */
-import { ApiError } from '../../core/errors.ts'
+import type { ApiError } from '../../core/errors.ts'
 import { basicAuthorization, directoryHeaderValue } from './header-policy.ts'
 import type { SidecarTarget } from './sidecar-config.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 /** 502 `sidecar_unreachable` with `details: {path, cause}`; `cause` is a short code such as `ECONNREFUSED` or `timeout`. */
 export function unreachable(path: string, cause: string, message: string): ApiError {
-  return new ApiError(502, 'sidecar_unreachable', `Sidecar unreachable: ${message}`, { details: { path, cause } })
+  return workspaceError('sidecar_unreachable', `Sidecar unreachable: ${message}`, { details: { path, cause } })
 }
 
 /** Options for {@link sidecarFetch}. */
@@ -53,7 +54,7 @@ export async function sidecarFetch(
         options.onTimeout?.() ??
         unreachable(path, 'timeout', `The sidecar did not answer within ${options.timeoutMs} ms`)
       )
-    if (options.signal?.aborted) throw new ApiError(499, 'request_aborted', 'Client closed the request')
+    if (options.signal?.aborted) throw workspaceError('request_aborted', 'Client closed the request')
     throw unreachable(path, (error as { code?: string }).code ?? 'connection_failed', (error as Error).message)
   } finally {
     clearTimeout(timer)
