@@ -4,8 +4,8 @@
  * @module
  */
 import { Validator } from '@seriousme/openapi-schema-validator'
-import type { RouterType } from 'itty-router'
 import { openApiPath } from '../src/core/openapi.ts'
+import type { RouteTable } from '../src/core/router.ts'
 
 /** Validates a document with a standard OpenAPI validator; returns its error list (empty when valid). */
 export async function openApiErrors(doc: Record<string, unknown>): Promise<unknown[]> {
@@ -15,8 +15,8 @@ export async function openApiErrors(doc: Record<string, unknown>): Promise<unkno
 }
 
 /** `METHOD /path/{param}` for every route the router registered. */
-export function registeredOperations(router: RouterType): string[] {
-  return router.routes.map(([method, , , path]) => `${method} ${openApiPath(path as string)}`).sort()
+export function registeredOperations(router: RouteTable): string[] {
+  return router.routes.map(({ method, path }) => `${method} ${openApiPath(path)}`).sort()
 }
 
 /** `METHOD /path/{param}` for every operation the document declares. */
@@ -33,7 +33,7 @@ export function documentedOperations(doc: Record<string, unknown>): string[] {
 
 /** The differences between registered and documented operations, both ways. */
 export function operationDrift(
-  router: RouterType,
+  router: RouteTable,
   doc: Record<string, unknown>,
 ): { undocumented: string[]; unregistered: string[] } {
   const registered = registeredOperations(router)

@@ -71,3 +71,24 @@ function appendVary(headers: Headers, value: string): void {
   )
     headers.set('vary', `${current}, ${value}`)
 }
+
+/** Returns a response whose headers can be changed (fetch() responses have immutable headers). */
+function writable(response: Response): Response {
+  try {
+    response.headers.append('vary', 'Origin')
+    return response
+  } catch {
+    return new Response(response.body, response)
+  }
+}
+
+/**
+ * The pipeline's CORS step for a routed response: when the policy allows some origin and the
+ * request sent one, the response varies by Origin and carries the CORS headers for an allowed one.
+ * Preflights are answered before routing by {@link preflightResponse}.
+ */
+export function corsStep(policy: CorsPolicy): (request: Request, response: Response) => Response {
+  if (policy.origins.length === 0) return (_request, response) => response
+  return (request, response) =>
+    request.headers.has('origin') ? applyCors(policy, request, writable(response)) : response
+}

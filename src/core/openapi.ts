@@ -4,8 +4,8 @@
  */
 import { toJsonSchema, type ConversionConfig } from '@valibot/to-json-schema'
 import * as v from 'valibot'
-import { impliedErrorStatuses, type SurfaceAuth } from './http-app.ts'
 import { type ErrorCatalogue, listErrorCodes } from './error-catalogue.ts'
+import { impliedErrorStatuses, type SurfaceAuth } from './surface-auth.ts'
 import { describeResponse, isRawBody, type AnyRoute } from './route.ts'
 import type { ValidationPolicy } from './validation.ts'
 

@@ -2,8 +2,8 @@
  * What each surface hands to the entry point: a Fetch handler plus lifecycle hooks.
  * @module
  */
-import type { RouterType } from 'itty-router'
 import type { PeerLookup } from './peer-address.ts'
+import type { RouteTable } from './router.ts'
 import type { StreamRegistry } from './sse.ts'
 
 /** A running surface (workspace server or control plane), independent of the HTTP listener. */
@@ -11,7 +11,8 @@ export interface Surface {
   readonly mode: 'workspace' | 'control-plane'
   /** Handles one request; the listener passes a lazy peer-address lookup (absent in-process). */
   fetch(request: Request, peer?: PeerLookup): Response | Promise<Response>
-  readonly router: RouterType
+  /** The compiled route table (tests compare it with the document). */
+  readonly router: RouteTable
   /** The generated OpenAPI document. */
   openapi(): Record<string, unknown>
   readonly streams: StreamRegistry

@@ -1,0 +1,33 @@
+/**
+ * Errors turned into responses at the pipeline's edge: an ApiError answers as itself, a request
+ * the client abandoned as 499, anything else as an opaque 500 (logged with its stack, never sent).
+ * No route for the path is 404; a route for the path under another method is 405 with `Allow`.
+ * @module
+ */
+import { ApiError, errorResponse, errors } from './errors.ts'
+import type { Logger } from './logger.ts'
+import type { RouteTable } from './router.ts'
+
+/** The response for an error thrown while handling `request`. */
+export function failureResponse(error: unknown, request: Request, requestId: string, logger: Logger): Response {
+  if (error instanceof ApiError) return errorResponse(error)
+  if (request.signal.aborted) return errorResponse(new ApiError(499, 'request_aborted', 'Client closed the request'))
+  logger.error('unhandled error', {
+    requestId,
+    error: error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : String(error),
+  })
+  return errorResponse(errors.internal())
+}
+
+/** 405 with `Allow` when another method of the path has a route, else 404. */
+export function unmatchedResponse(request: Request, pathname: string, table: RouteTable): Response {
+  const allow = table.allowed(pathname)
+  if (allow.length > 0) {
+    return errorResponse(
+      new ApiError(405, 'method_not_allowed', `Method ${request.method} not allowed`, {
+        headers: { allow: [...allow, 'OPTIONS'].join(', ') },
+      }),
+    )
+  }
+  return errorResponse(errors.notFound())
+}

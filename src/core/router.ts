@@ -1,0 +1,144 @@
+/**
+ * The route table: compiles route patterns and finds the route for a method and path.
+ *
+ * Why our own instead of itty-router: we used itty only as a pattern compiler and then read its
+ * internal `routes` tuples to dispatch ourselves (its `fetch` parses the URL and query on every
+ * call and awaits each handler, about a third of a parameterised read). Reading a library's
+ * internals breaks silently on upgrade, and what we need is small: compile each pattern once and
+ * match in registration order. The pattern syntax stays the one the route declarations are written
+ * in (itty's documented syntax, kept so no declaration changes): `:name` is one segment, `:name+`
+ * the rest of the path (one segment or more), `*` anything, repeated slashes collapse and
+ * trailing slashes are ignored. `tests/dispatch-check.ts` compares every real table with itty's
+ * own first match, through its documented API.
+ *
+ * Matching is first-match in registration order, made cheap two ways: a path without parameters
+ * is found by two Map lookups, and pattern routes are grouped in buckets by their literal
+ * segments, so a request only tries the regexes of routes that share its literal segments.
+ * @module
+ */
+
+/** One compiled route of the table. */
+export interface CompiledRoute<R> {
+  method: string
+  /** The declared pattern, e.g. `/v1/members/:memberId`. */
+  path: string
+  regex: RegExp
+  route: R
+}
+
+/** A match: the route and its raw (still percent-encoded) params; `params` is null for a literal path. */
+export interface RouteMatch<R> {
+  route: R
+  params: Record<string, string> | null
+}
+
+/** The compiled table of a surface. */
+export interface RouteTable<R = unknown> {
+  /** Every route in registration order (the record tests compare with the document). */
+  readonly routes: ReadonlyArray<CompiledRoute<R>>
+  /** The first route in registration order that matches, or null. */
+  match(method: string, pathname: string): RouteMatch<R> | null
+  /** The methods some route answers for this path (HEAD with GET), for 405's `Allow`. */
+  allowed(pathname: string): string[]
+}
+
+/** Compiles a declared pattern to the regex that matches request paths (named groups are params). */
+export function compilePattern(path: string): RegExp {
+  const collapsed = path.replace(/\/+(\/|$)/g, '$1')
+  const source = collapsed
+    .replace(/(\/?\.?):(\w+)\+/g, '($1(?<$2>[^]+))')
+    .replace(/(\/?\.?):(\w+)/g, '($1(?<$2>[^$1/]+?))')
+    .replace(/\./g, '\\.')
+    .replace(/(\/?)\*/g, '($1.*)?')
+  return new RegExp(`^${source}/*$`)
+}
+
+const isLiteral = (segment: string | undefined): segment is string => segment !== undefined && !/[:*]/.test(segment)
+
+/**
+ * The bucket of a route pattern: its first and third segments when both are literal. A greedy
+ * second segment (`*`, `:name+`) can cover any number of request segments, so the third request
+ * segment says nothing and the route is filed under its first segment alone.
+ */
+function bucketOfPattern(path: string): string {
+  const segments = path.split('/').filter(Boolean)
+  if (!isLiteral(segments[0])) return '*'
+  const greedy = segments[1] !== undefined && (segments[1].includes('*') || segments[1].endsWith('+'))
+  return !greedy && isLiteral(segments[2]) ? `${segments[0]}/${segments[2]}` : segments[0]
+}
+
+/** The buckets a request path may match, most specific first (index arithmetic: this runs per request). */
+function bucketsOfPath(pathname: string): string[] {
+  let start = 0
+  while (pathname.charCodeAt(start) === 47) start++
+  if (start >= pathname.length) return ['*']
+  const end0 = pathname.indexOf('/', start)
+  const first = end0 < 0 ? pathname.slice(start) : pathname.slice(start, end0)
+  if (end0 < 0) return [first, '*']
+  const end1 = pathname.indexOf('/', end0 + 1)
+  if (end1 < 0 || end1 + 1 >= pathname.length) return [first, '*']
+  const end2 = pathname.indexOf('/', end1 + 1)
+  const third = end2 < 0 ? pathname.slice(end1 + 1) : pathname.slice(end1 + 1, end2)
+  return third ? [`${first}/${third}`, first, '*'] : [first, '*']
+}
+
+/** Builds the table for routes given in registration order. */
+export function createRouteTable<R extends { method: string; path: string }>(routes: ReadonlyArray<R>): RouteTable<R> {
+  const compiled: Array<CompiledRoute<R>> = []
+  // Param-less routes by path, then method. A literal path that an earlier pattern already matches
+  // belongs to that pattern (registration order), so it goes to the buckets instead.
+  const exact = new Map<string, Map<string, R>>()
+  // Within a bucket registration order holds; across buckets the more specific is tried first,
+  // which agrees with first-match unless an earlier, less specific pattern overlaps a later one
+  // (tests/dispatch-check.ts compares both on every real route table).
+  const buckets = new Map<string, Array<CompiledRoute<R>>>()
+  for (const route of routes) {
+    const entry: CompiledRoute<R> = { method: route.method, path: route.path, regex: compilePattern(route.path), route }
+    const shadowed = compiled.some((c) => c.method === route.method && c.regex.test(route.path))
+    compiled.push(entry)
+    if (!/[:*]/.test(route.path) && !shadowed) {
+      const key = route.path.replace(/\/+(\/|$)/g, '$1') || '/'
+      let methods = exact.get(key)
+      if (!methods) exact.set(key, (methods = new Map()))
+      if (!methods.has(route.method)) methods.set(route.method, route)
+      continue
+    }
+    const key = bucketOfPattern(route.path)
+    let bucket = buckets.get(key)
+    if (!bucket) buckets.set(key, (bucket = []))
+    bucket.push(entry)
+  }
+
+  // Patterns end in `/*$`, so `/health/` is `/health`; the exact map keys have no trailing slash.
+  const exactRoute = (pathname: string, method: string): R | undefined => {
+    const found = exact.get(pathname)?.get(method)
+    if (found || pathname.length < 2 || pathname.charCodeAt(pathname.length - 1) !== 47) return found
+    let end = pathname.length - 1
+    while (end > 1 && pathname.charCodeAt(end - 1) === 47) end--
+    return exact.get(pathname.slice(0, end))?.get(method)
+  }
+
+  return {
+    routes: compiled,
+    match(method, pathname) {
+      const direct = exactRoute(pathname, method)
+      if (direct) return { route: direct, params: null }
+      for (const key of bucketsOfPath(pathname)) {
+        const bucket = buckets.get(key)
+        if (!bucket) continue
+        for (const entry of bucket) {
+          if (entry.method !== method) continue
+          const found = entry.regex.exec(pathname)
+          if (found) return { route: entry.route, params: (found.groups ?? {}) as Record<string, string> }
+        }
+      }
+      return null
+    },
+    allowed(pathname) {
+      const methods = new Set<string>()
+      for (const c of compiled) if (c.regex.test(pathname)) methods.add(c.method)
+      if (methods.has('GET')) methods.add('HEAD')
+      return [...methods]
+    },
+  }
+}
