@@ -25,6 +25,7 @@ import cpAppJs from './web/cp-app.mjs' with { type: 'text' }
 import cpOrgJs from './web/cp-org.mjs' with { type: 'text' }
 import cpKeysJs from './web/cp-keys.mjs' with { type: 'text' }
 import cpWorkersJs from './web/cp-workers.mjs' with { type: 'text' }
+import cpFeedJs from './web/cp-feed.mjs' with { type: 'text' }
 import cpSkillsJs from './web/cp-skills.mjs' with { type: 'text' }
 import cpConfigJs from './web/cp-config.mjs' with { type: 'text' }
 import cpDiffJs from './web/cp-diff.mjs' with { type: 'text' }
@@ -47,6 +48,7 @@ const SOURCES: Record<string, string> = {
   'cp-org.mjs': cpOrgJs,
   'cp-keys.mjs': cpKeysJs,
   'cp-workers.mjs': cpWorkersJs,
+  'cp-feed.mjs': cpFeedJs,
   'cp-skills.mjs': cpSkillsJs,
   'cp-config.mjs': cpConfigJs,
   'cp-diff.mjs': cpDiffJs,

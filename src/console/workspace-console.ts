@@ -14,6 +14,7 @@ import {
   type WorkspaceRule,
 } from '../workspace/access/auth.ts'
 import type { ConsoleSessions } from './console-sessions.ts'
+import { consoleUrl } from './console-url.ts'
 
 const route = routeFactory<WorkspaceRule, Principal>()
 
@@ -87,7 +88,5 @@ export function consoleSessionRoutes(sessions: ConsoleSessions) {
 
 /** The console link for the banner; a wildcard listen address is reached over loopback. */
 export function consoleLink(address: { host: string; port: number }, code: string): string {
-  const host = address.host === '0.0.0.0' ? '127.0.0.1' : address.host === '::' ? '::1' : address.host
-  const shown = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host
-  return `http://${shown}:${address.port}/console/#code=${code}`
+  return `${consoleUrl(address)}#code=${code}`
 }

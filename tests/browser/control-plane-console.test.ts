@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -18,7 +19,46 @@ if (browserAvailable()) {
   let adminContext: BrowserContext
   let violations: string[]
   let inviteLink = ''
+  let consoleUrl = ''
   let bo: Page
+
+  const repo = join(dir.path, 'skills-repo')
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-c', 'user.email=t@example.test', '-c', 'user.name=t', ...args], {
+      cwd: repo,
+      stdio: 'ignore',
+    })
+
+  /** Calls the API outside the browser with the admin's session, as another client of the organization would. */
+  const asAdmin = async (method: string, path: string, body?: unknown) => {
+    const token = await admin.evaluate(() => sessionStorage.getItem('service-console.control-plane-session'))
+    return fetch(`${server.url}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    })
+  }
+  /** Marks the document; `sameDocument` is false once the page was reloaded or navigated away. */
+  const markDocument = (page: Page) =>
+    page.evaluate(() => {
+      ;(window as unknown as { notReloaded?: boolean }).notReloaded = true
+    })
+  const sameDocument = (page: Page) =>
+    page.evaluate(() => (window as unknown as { notReloaded?: boolean }).notReloaded === true)
+  /** The paths a page requests from now until `stop()`. */
+  const recordRequests = (page: Page) => {
+    const paths: string[] = []
+    const listener = (request: { url(): string }) => {
+      const url = new URL(request.url())
+      paths.push(url.pathname + url.search)
+    }
+    page.on('request', listener)
+    return { paths, stop: () => page.off('request', listener) }
+  }
+  const LIVE = 'Live: changes appear as they happen.'
 
   test.before(async () => {
     server = await startChild(
@@ -52,8 +92,21 @@ if (browserAvailable()) {
     dir.remove()
   })
 
+  test('the start-up banner keeps the listening line first and names the console address', async () => {
+    // The console line comes right after the listening line; give a loaded machine a moment to flush it.
+    for (let i = 0; i < 50 && !server.stdoutLines.some((l) => l.startsWith('console: ')); i++) await sleep(100)
+    assert.match(
+      server.stdoutLines[0] ?? '',
+      /^service-server \S+ control-plane listening on http:\/\/127\.0\.0\.1:\d+$/,
+    )
+    const line = server.stdoutLines.find((l) => l.startsWith('console: '))
+    assert.is(line, `console: ${server.url}/console/`, server.stdoutLines.join('\n'))
+    consoleUrl = line!.slice('console: '.length)
+  })
+
   test('the first person signs up, is told what a too-short password lacks, and creates an organization', async () => {
-    await admin.goto(`${server.url}/console/`)
+    // Opened from the address the banner printed.
+    await admin.goto(consoleUrl)
     await admin.getByRole('heading', { name: 'Create an account' }).waitFor()
     await reviewPage(admin, 'cp-sign-in')
     const signUp = admin.locator('form', { has: admin.getByRole('heading', { name: 'Create an account' }) })
@@ -216,7 +269,6 @@ if (browserAvailable()) {
   })
 
   test('a git connector over a local repository is connected, discovered, mapped and synced with progress', async () => {
-    const repo = join(dir.path, 'skills-repo')
     for (const name of ['lint', 'triage']) {
       mkdirSync(join(repo, 'skills', name), { recursive: true })
       writeFileSync(
@@ -227,11 +279,6 @@ if (browserAvailable()) {
     // One broken skill: the sync finishes partial and names it.
     mkdirSync(join(repo, 'skills', 'broken'), { recursive: true })
     writeFileSync(join(repo, 'skills', 'broken', 'SKILL.md'), '---\nname: Not Kebab\n---\n')
-    const git = (...args: string[]) =>
-      execFileSync('git', ['-c', 'user.email=t@example.test', '-c', 'user.name=t', ...args], {
-        cwd: repo,
-        stdio: 'ignore',
-      })
     git('init', '-q', '-b', 'main')
     git('add', '.')
     git('commit', '-q', '-m', 'skills')
@@ -261,6 +308,36 @@ if (browserAvailable()) {
     assert.match(text, /created 2/, text)
     assert.match(text, /skills\/broken\/SKILL\.md/, 'the failed item is named')
     await reviewPage(admin, 'cp-connectors')
+  })
+
+  test('a sync started outside the console shows on its connector card with progress and result, live from the change feed', async () => {
+    await admin.getByText(LIVE).waitFor()
+    await markDocument(admin)
+    writeFileSync(
+      join(repo, 'skills', 'lint', 'SKILL.md'),
+      '---\nname: lint\ndescription: The lint skill, v2\n---\nLint.\n',
+    )
+    git('commit', '-qam', 'lint v2')
+    const card = admin.locator('[data-instance]', { hasText: 'Team skills' })
+    const targetId = await card.locator('[data-target]').getAttribute('data-target')
+    const requests = recordRequests(admin)
+    const started = await asAdmin('POST', `/v1/connector-targets/${targetId}/sync`)
+    assert.is(started.status, 202, await started.clone().text())
+    const sync = ((await started.json()) as { item: { id: string } }).item
+    // The card was showing the first sync's result; the new one replaces it as the feed reports it.
+    await card.getByText(/created 0 · updated 1 · unchanged 1/).waitFor({ timeout: 60_000 })
+    await card
+      .getByRole('status')
+      .filter({ hasText: /Sync partial/ })
+      .waitFor()
+    requests.stop()
+    assert.ok(await sameDocument(admin), 'the page was not reloaded')
+    assert.ok(
+      requests.paths.some((p) => p === `/v1/connector-sync-events/${sync.id}`),
+      `the card re-read the sync the feed announced: ${requests.paths}`,
+    )
+    assert.match((await card.textContent()) ?? '', /skills\/broken\/SKILL\.md/, 'the failed item is still named')
+    await card.getByRole('button', { name: 'Retry failed items' }).waitFor()
   })
 
   test('a model provider is added with a key that is never shown again, and plugins and marketplaces are assembled', async () => {
@@ -293,13 +370,51 @@ if (browserAvailable()) {
     await reviewPage(admin, 'cp-plugins')
   })
 
+  test('a Worker created elsewhere appears on the Workers page and its state follows the change feed without a reload', async () => {
+    await admin.getByRole('link', { name: 'Workers' }).click()
+    await admin.getByText(LIVE).waitFor()
+    await admin.getByText('No Workers yet.').waitFor()
+    await markDocument(admin)
+    // Record every state the card shows, from the moment it appears.
+    await admin.evaluate(() => {
+      const seen: string[] = []
+      ;(window as unknown as { seenStates: string[] }).seenStates = seen
+      new MutationObserver(() => {
+        const pill = document.querySelector('[data-worker] .pill')
+        const state = pill?.textContent ?? ''
+        if (state && seen[seen.length - 1] !== state) seen.push(state)
+      }).observe(document.getElementById('main')!, { subtree: true, childList: true, characterData: true })
+    })
+    const requests = recordRequests(admin)
+    const created = await asAdmin('POST', '/v1/workers', { name: 'feed-runner', provisioner: 'process' })
+    assert.is(created.status, 202, await created.clone().text())
+    const worker = ((await created.json()) as { item: { id: string } }).item
+    const card = admin.locator(`li[data-worker="${worker.id}"]`)
+    await card.waitFor()
+    await card.locator('.pill', { hasText: /^(healthy|failed)$/ }).waitFor({ timeout: 60_000 })
+    const seen = await admin.evaluate(() => (window as unknown as { seenStates: string[] }).seenStates)
+    assert.is(seen[0], 'provisioning', `states shown: ${seen}`)
+    assert.match(seen[seen.length - 1]!, /^(healthy|failed)$/)
+    // Deleted elsewhere too: the card goes without a reload.
+    const deleted = await asAdmin('DELETE', `/v1/workers/${worker.id}`)
+    assert.is(deleted.status, 204)
+    await admin.getByText('No Workers yet.').waitFor({ timeout: 60_000 })
+    requests.stop()
+    assert.ok(await sameDocument(admin), 'the page was not reloaded')
+    // The feed drove it: the Worker was re-read as it changed, and the list was not polled (the one
+    // list read places the Worker the feed announced).
+    assert.ok(requests.paths.includes(`/v1/workers/${worker.id}`), `requests: ${requests.paths}`)
+    const listReads = requests.paths.filter((p) => p.startsWith('/v1/workers?'))
+    assert.ok(listReads.length <= 1, `the list was polled: ${listReads}`)
+  })
+
   test('a Worker is created, its state follows live, its tokens are shown once and rotated, and it is deleted', async () => {
     await admin.getByRole('link', { name: 'Workers' }).click()
     await admin.getByLabel('Name').fill('build-runner')
     await admin.getByRole('button', { name: 'Create Worker' }).click()
     const card = admin.locator('li.card', { hasText: 'build-runner' })
     await card.waitFor()
-    // The page re-reads a provisioning Worker until it settles; the state pill follows.
+    // The state pill follows the change feed's worker.state_changed until the Worker settles.
     await card.locator('.pill', { hasText: /^(healthy|failed)$/ }).waitFor({ timeout: 60_000 })
     await card.getByRole('button', { name: 'Issue new tokens' }).click()
     const client = card.getByLabel('build-runner client token')

@@ -1,6 +1,10 @@
 // Connectors: one guided flow (account → instance → target), then discovery, mappings and
-// "Sync now" with progress and per-item failures re-read until the sync ends (the API answers
-// 202 and exposes the sync event to re-read; there is no per-sync stream).
+// "Sync now". A sync's progress, result and per-item failures follow the change feed
+// (connector_sync.requested, retried and state_changed), including syncs started elsewhere; the
+// feed carries state moves, so counts are re-read at each. Discovery has no feed events and is
+// short: it is re-read every second until it ends.
+import { withQuery } from './api.mjs'
+import { inOrder, watchChanges } from './cp-feed.mjs'
 import { all } from './cp-org.mjs'
 import { announce, errorBox, field, h, mount, section, showFieldErrors, when } from './dom.mjs'
 
@@ -8,8 +12,8 @@ const POLL_MS = 1000
 const DONE = new Set(['completed', 'partial', 'failed'])
 const wait = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** Re-reads `path` until its item's status is final (or the page went away); calls `onItem` each time. */
-async function follow(api, path, onItem, alive) {
+/** Re-reads a discovery until its status is final (or the page went away); calls `onItem` each time. */
+async function untilDone(api, path, onItem, alive) {
   for (;;) {
     const { item } = await api.get(path)
     onItem(item)
@@ -18,9 +22,15 @@ async function follow(api, path, onItem, alive) {
   }
 }
 
-function syncProgress(event) {
+function syncProgress(event, retry) {
   const c = event.counts
   const finished = DONE.has(event.status)
+  // Before the first batch is counted the total is unknown: an indeterminate bar says "working".
+  const bar =
+    finished || c.total > 0
+      ? h('progress', { max: String(Math.max(c.total, 1)), value: String(finished && !c.total ? 1 : c.processed) })
+      : h('progress')
+  bar.setAttribute('aria-label', 'Sync progress')
   return h(
     'div',
     { class: 'progress-box' },
@@ -36,7 +46,7 @@ function syncProgress(event) {
       ),
       ` ${c.processed} of ${c.total || '?'} items`,
     ),
-    h('progress', { max: String(Math.max(c.total, 1)), value: String(c.processed), 'aria-label': 'Sync progress' }),
+    bar,
     h(
       'p',
       { class: 'muted small' },
@@ -57,11 +67,29 @@ function syncProgress(event) {
           event.failures.map((f) => h('li', null, h('code', null, f.path), ` ${f.reason}: ${f.message}`)),
         )
       : null,
-    finished ? h('p', { role: 'status' }, `Sync ${event.status} at ${when(event.completedAt)}.`) : null,
+    finished
+      ? h(
+          'p',
+          { role: 'status', class: 'row' },
+          `Sync ${event.status} at ${when(event.completedAt)}.`,
+          retry && event.status !== 'completed' ? retry : null,
+        )
+      : event.nextAttemptAt
+        ? h(
+            'p',
+            { class: 'muted small' },
+            `Attempt ${event.attemptCount} failed; trying again ${when(event.nextAttemptAt)}.`,
+          )
+        : null,
   )
 }
 
-function targetCard(api, target, { write, alive, onChanged }) {
+/**
+ * A target: its mappings, discovery, and the sync shown (the latest, or the one just started).
+ * Returns `{node, show(syncEvent), latest()}`; the page calls `show` when the feed says a sync of
+ * this target moved.
+ */
+function targetCard(api, target, { write, alive, onFinished }) {
   const mappings = h('ul', { class: 'plain', 'aria-label': `Mappings of ${target.remoteId}` })
   const discovered = h('div', { 'aria-live': 'polite' })
   const progress = h('div', { 'aria-live': 'polite' })
@@ -80,7 +108,7 @@ function targetCard(api, target, { write, alive, onChanged }) {
     mount(discovered, h('p', { class: 'muted' }, 'Looking through the repository…'))
     try {
       const { item } = await api.post(`/v1/connector-targets/${target.id}/discovery`)
-      const done = await follow(
+      const done = await untilDone(
         api,
         `/v1/connector-discoveries/${item.id}`,
         (d) => mount(discovered, h('p', { class: 'muted' }, `Discovery ${d.status}…`)),
@@ -148,29 +176,63 @@ function targetCard(api, target, { write, alive, onChanged }) {
       mount(discovered, errorBox(error))
     }
   }
+  /** The sync on screen; an older one's news does not replace it. */
+  let shown = null
+  const retry = (syncId) =>
+    h(
+      'button',
+      {
+        type: 'button',
+        onclick: async (event) => {
+          event.currentTarget.disabled = true
+          try {
+            show((await api.post(`/v1/connector-sync-events/${syncId}/retry`)).item)
+          } catch (error) {
+            mount(status, errorBox(error))
+          }
+        },
+      },
+      'Retry failed items',
+    )
+  const show = (sync) => {
+    if (!alive() || (shown && (sync.id < shown.id || (sync.id === shown.id && sync.updatedAt < shown.updatedAt))))
+      return
+    const wasFinished = shown?.id === sync.id && DONE.has(shown.status)
+    const before = shown
+    shown = sync
+    mount(progress, syncProgress(sync, write ? retry(sync.id) : null))
+    if (DONE.has(sync.status) && !wasFinished && before) {
+      announce(`Sync ${sync.status}`)
+      onFinished()
+    }
+  }
+  /** Shows the target's newest sync (when the page opens, and to catch up after the feed was down). */
+  const latest = async () => {
+    try {
+      const page = await api.get(withQuery('/v1/connector-sync-events', { connectorTargetId: target.id, limit: 1 }))
+      if (page.items[0]) show(page.items[0])
+    } catch (error) {
+      mount(progress, errorBox(error))
+    }
+  }
   const sync = async (event) => {
     const button = event.currentTarget
     button.disabled = true
+    mount(status)
     try {
-      const { item } = await api.post(`/v1/connector-targets/${target.id}/sync`)
-      const done = await follow(
-        api,
-        `/v1/connector-sync-events/${item.id}`,
-        (e) => mount(progress, syncProgress(e)),
-        alive,
-      )
-      announce(`Sync ${done.status}`)
-      onChanged()
+      // 202: the sync is queued; the feed reports it running and finished.
+      show((await api.post(`/v1/connector-targets/${target.id}/sync`)).item)
     } catch (error) {
-      mount(progress, errorBox(error))
+      mount(status, errorBox(error))
     } finally {
       button.disabled = false
     }
   }
   void loadMappings().catch((error) => mount(mappings, h('li', null, errorBox(error))))
-  return h(
+  void latest()
+  const node = h(
     'div',
-    { class: 'card' },
+    { class: 'card', dataset: { target: target.id } },
     h(
       'h4',
       null,
@@ -190,39 +252,78 @@ function targetCard(api, target, { write, alive, onChanged }) {
     discovered,
     progress,
   )
+  return { node, show, latest }
 }
 
 /** The connectors page. */
-export function connectorsPage({ api, can }) {
+export function connectorsPage(context) {
+  const { api, can } = context
   let disposed = false
   const alive = () => !disposed
-  const list = h('div', { 'aria-live': 'polite' }, h('p', { class: 'muted' }, 'Loading…'))
+  const list = h('div', null, h('p', { class: 'muted' }, 'Loading…'))
+  /** Target cards by target id, for the feed's news of their syncs. */
+  let targets = new Map()
+  const summary = (instance) =>
+    `${instance.connectorType} · ${instance.status}${instance.lastSyncStatus ? ` · last sync ${instance.lastSyncStatus} ${when(instance.lastSyncedAt)}` : ''}`
   const load = async () => {
     try {
       const instances = await all(api, '/v1/connector-instances')
-      if (!instances.length) return mount(list, h('p', { class: 'muted' }, 'No connected sources yet.'))
       const cards = []
+      const next = new Map()
       for (const instance of instances) {
-        const targets = await all(api, `/v1/connector-instances/${instance.id}/targets`)
+        const found = await all(api, `/v1/connector-instances/${instance.id}/targets`)
+        const line = h('p', { class: 'muted small' }, summary(instance))
+        const onFinished = async () => {
+          try {
+            line.textContent = summary((await api.get(`/v1/connector-instances/${instance.id}`)).item)
+          } catch {
+            // The summary keeps its last value; the sync's own result is on screen.
+          }
+        }
+        const write = can('connectors.write')
+        const targetCards = found.map((t) => targetCard(api, t, { write, alive, onFinished }))
+        for (const [i, t] of found.entries()) next.set(t.id, targetCards[i])
         cards.push(
           h(
             'div',
             { class: 'card', dataset: { instance: instance.id } },
             h('h3', null, instance.name),
-            h(
-              'p',
-              { class: 'muted small' },
-              `${instance.connectorType} · ${instance.status}${instance.lastSyncStatus ? ` · last sync ${instance.lastSyncStatus} ${when(instance.lastSyncedAt)}` : ''}`,
-            ),
-            targets.map((t) => targetCard(api, t, { write: can('connectors.write'), alive, onChanged: () => {} })),
+            line,
+            targetCards.map((c) => c.node),
           ),
         )
       }
-      mount(list, cards)
+      if (disposed) return
+      targets = next
+      mount(list, cards.length ? cards : h('p', { class: 'muted' }, 'No connected sources yet.'))
     } catch (error) {
       mount(list, errorBox(error))
     }
   }
+
+  // A sync moved (here or anywhere else): re-read it, in order per sync, and show it on its target.
+  const queue = inOrder()
+  const reread = (syncId) =>
+    queue(syncId, async () => {
+      if (disposed) return
+      try {
+        const { item } = await api.get(`/v1/connector-sync-events/${syncId}`)
+        targets.get(item.connectorTargetId)?.show(item)
+      } catch {
+        // Gone or no longer visible: nothing of it is on screen to update.
+      }
+    })
+  const feed = watchChanges(context, {
+    resync: async () => {
+      for (const card of targets.values()) await card.latest()
+    },
+    onChange: (change) => {
+      if (change.kind === 'connector_sync.state_changed' && typeof change.data?.syncEventId === 'string')
+        void reread(change.data.syncEventId)
+      else if (change.kind === 'connector_sync.requested' || change.kind === 'connector_sync.retried')
+        if (change.subject?.type === 'connector_sync_event') void reread(change.subject.id)
+    },
+  })
 
   let wizard = null
   if (can('connectors.create')) {
@@ -308,9 +409,10 @@ export function connectorsPage({ api, can }) {
   }
   void load()
   return {
-    node: h('div', null, h('h1', null, 'Connectors'), wizard, section('Connected sources', list)),
+    node: h('div', null, h('h1', null, 'Connectors'), wizard, section('Connected sources', feed.status, list)),
     dispose() {
       disposed = true
+      feed.close()
     },
   }
 }

@@ -1,10 +1,11 @@
-// Workers: create, watch their state live (polled: the API has no Worker event stream), issue or
-// rotate their tokens (shown once), delete.
-import { all } from './cp-org.mjs'
+// Workers: create, follow their state live from the change feed (a slow re-read only while the
+// feed is down), issue or rotate their tokens (shown once), delete. The list pages.
+import { withQuery } from './api.mjs'
+import { inOrder, watchChanges } from './cp-feed.mjs'
 import { announce, errorBox, field, h, mount, section, shownOnce, showFieldErrors, when } from './dom.mjs'
 
-/** How often the page re-reads Workers while one is changing state. */
-const POLL_MS = 2000
+/** Workers per page of the list. */
+const PAGE = 20
 
 const STATE_PILL = { healthy: 'ok', failed: 'bad', unreachable: 'bad', stopped: '', provisioning: '' }
 
@@ -42,15 +43,20 @@ function runtimeFacts(runtime) {
 }
 
 /** The Workers page. */
-export function workersPage({ api, can }) {
+export function workersPage(context) {
+  const { api, can } = context
   const list = h('ul', { class: 'cards', 'aria-label': 'Workers' }, h('li', { class: 'muted' }, 'Loading…'))
   const status = h('div', { 'aria-live': 'polite' })
-  const secrets = new Map()
-  let timer = null
+  const more = h('button', { type: 'button', hidden: true }, 'Show more Workers')
+  /** Cards by Worker id. A card stays in place while its Worker changes, so focus and shown tokens stay too. */
+  const cards = new Map()
+  /** How many Workers the person has asked to see (grows with "Show more"). */
+  let wanted = PAGE
   let disposed = false
 
   const card = (worker) => {
-    const out = h('div', { 'aria-live': 'polite' }, secrets.get(worker.id) ?? null)
+    const out = h('div', { 'aria-live': 'polite' })
+    const state = h('div', null, stateLine(worker))
     const runtime = h('div')
     const actions = []
     if (can('workers.tokens')) {
@@ -65,18 +71,15 @@ export function workersPage({ api, can }) {
               mount(out, h('p', { class: 'muted' }, 'Issuing tokens; the runtime restarts with them…'))
               try {
                 const issued = (await api.post(`/v1/workers/${worker.id}/tokens`)).item
-                const shown = h(
-                  'div',
-                  null,
+                // Shown in this card only, never stored: leaving the page drops them.
+                mount(
+                  out,
                   h('p', null, `Token set generation ${issued.generation}. The previous set no longer works.`),
                   shownOnce(`${worker.name} client token`, issued.tokens.client),
                   shownOnce(`${worker.name} host token`, issued.tokens.host),
                   shownOnce(`${worker.name} activity token`, issued.tokens.activity),
                 )
-                // Kept across the page's refreshes, never stored: leaving the page drops them.
-                secrets.set(worker.id, shown)
                 announce(`New tokens for ${worker.name}`)
-                await refresh()
               } catch (error) {
                 mount(out, errorBox(error))
               } finally {
@@ -101,9 +104,8 @@ export function workersPage({ api, can }) {
               mount(out, h('p', { class: 'muted' }, 'Stopping the runtime and deleting…'))
               try {
                 await api.del(`/v1/workers/${worker.id}`)
-                secrets.delete(worker.id)
                 announce(`${worker.name} deleted`)
-                await refresh()
+                remove(worker.id)
               } catch (error) {
                 mount(out, errorBox(error))
               }
@@ -114,38 +116,115 @@ export function workersPage({ api, can }) {
       )
     }
     const details = h('details', null, h('summary', null, 'Runtime'), runtime)
-    details.addEventListener('toggle', async () => {
-      if (!details.open) return
+    const loadRuntime = async () => {
       try {
         mount(runtime, runtimeFacts((await api.get(`/v1/workers/${worker.id}/runtime`)).item))
       } catch (error) {
         mount(runtime, errorBox(error))
       }
+    }
+    details.addEventListener('toggle', () => {
+      if (details.open) void loadRuntime()
     })
-    return h(
+    const node = h(
       'li',
       { class: 'card', dataset: { worker: worker.id } },
       h('h3', null, worker.name),
       worker.description ? h('p', { class: 'muted' }, worker.description) : null,
-      stateLine(worker),
+      state,
       h('p', { class: 'muted small' }, `${worker.provisioner} · created ${when(worker.createdAt)}`),
       details,
       actions.length ? h('div', { class: 'row' }, actions) : null,
       out,
     )
-  }
-
-  const refresh = async () => {
-    clearTimeout(timer)
-    try {
-      const items = await all(api, '/v1/workers')
-      if (disposed) return
-      mount(list, items.length ? items.map(card) : h('li', { class: 'muted' }, 'No Workers yet.'))
-      if (items.some((w) => w.state === 'provisioning')) timer = setTimeout(refresh, POLL_MS)
-    } catch (error) {
-      mount(status, errorBox(error))
+    let shown = worker.state
+    return {
+      node,
+      update(next) {
+        mount(state, stateLine(next))
+        if (next.state !== shown) announce(`${next.name} is ${next.state}`)
+        shown = next.state
+        if (details.open) void loadRuntime()
+      },
     }
   }
+
+  const remove = (id) => {
+    cards.get(id)?.node.remove()
+    cards.delete(id)
+    if (!cards.size) mount(list, h('li', { class: 'muted' }, 'No Workers yet.'))
+  }
+
+  /** Puts `items` (newest first) in the list, keeping the cards already there in place. */
+  const reconcile = (items) => {
+    const ids = new Set(items.map((w) => w.id))
+    for (const [id, entry] of cards) {
+      if (ids.has(id)) continue
+      entry.node.remove()
+      cards.delete(id)
+    }
+    for (const child of [...list.children]) if (!child.dataset.worker) child.remove()
+    let at = list.firstElementChild
+    for (const worker of items) {
+      let entry = cards.get(worker.id)
+      if (entry) entry.update(worker)
+      else cards.set(worker.id, (entry = card(worker)))
+      // Only a new or moved card is inserted: moving a card would take the focus out of it.
+      if (entry.node === at) at = at.nextElementSibling
+      else list.insertBefore(entry.node, at)
+    }
+    if (!items.length) mount(list, h('li', { class: 'muted' }, 'No Workers yet.'))
+  }
+
+  /** Re-reads as many Workers as are shown (pages of PAGE). */
+  const resync = async () => {
+    try {
+      const items = []
+      let cursor = null
+      do {
+        const page = await api.get(withQuery('/v1/workers', { limit: PAGE, cursor }))
+        items.push(...page.items)
+        cursor = page.nextCursor
+      } while (cursor && items.length < wanted)
+      if (disposed) return
+      more.hidden = !cursor
+      reconcile(items)
+      mount(status)
+    } catch (error) {
+      if (!disposed) mount(status, errorBox(error))
+    }
+  }
+  more.addEventListener('click', () => {
+    wanted += PAGE
+    void resync()
+  })
+
+  /** Re-reads one Worker after the feed said it changed; reads of one Worker run in order. */
+  const queue = inOrder()
+  const reread = (id) =>
+    queue(id, async () => {
+      if (disposed) return
+      try {
+        const worker = (await api.get(`/v1/workers/${id}`)).item
+        if (disposed) return
+        const entry = cards.get(id)
+        // One this page has not shown yet (created elsewhere): the list decides where it goes.
+        if (entry) entry.update(worker)
+        else await resync()
+      } catch (error) {
+        if (error.status === 404) remove(id)
+        else mount(status, errorBox(error))
+      }
+    })
+
+  const feed = watchChanges(context, {
+    resync,
+    onChange: (change) => {
+      if (!change.kind.startsWith('worker.') || change.subject?.type !== 'worker') return
+      if (change.kind === 'worker.deleted') remove(change.subject.id)
+      else reread(change.subject.id)
+    },
+  })
 
   let form = null
   if (can('workers.manage')) {
@@ -172,7 +251,8 @@ export function workersPage({ api, can }) {
             name.value = ''
             description.value = ''
             announce('Worker created; provisioning')
-            await refresh()
+            // Shown at once; its state then follows from the feed.
+            await resync()
           } catch (error) {
             showFieldErrors(form, error)
             mount(status, errorBox(error))
@@ -189,7 +269,7 @@ export function workersPage({ api, can }) {
       h('button', { type: 'submit', class: 'primary' }, 'Create Worker'),
     )
   }
-  void refresh()
+  void resync()
   return {
     node: h(
       'div',
@@ -197,11 +277,11 @@ export function workersPage({ api, can }) {
       h('h1', null, 'Workers'),
       form ? section('Create a Worker', form) : null,
       status,
-      section('Workers', list),
+      section('Workers', feed.status, list, more),
     ),
     dispose() {
       disposed = true
-      clearTimeout(timer)
+      feed.close()
     },
   }
 }
