@@ -9,6 +9,7 @@ import {
   parseEncryptionKey,
   secretBoxFromKey,
   SecretBoxError,
+  tightenKeyFile,
 } from './secret-box.ts'
 
 const test = suite('control-plane/secret-box')
@@ -129,6 +130,29 @@ test('an env key wins over the file, a loose key file is tightened, and malforme
       () => assert.unreachable('accepted'),
       (e) => assert.instance(e, ConfigError),
     )
+  })
+})
+
+test('a loose key file that cannot be narrowed to 0600 stops start-up with the path and the reason', async () => {
+  await withTempDir(async (dir) => {
+    const keyFile = join(dir, 'encryption.key')
+    writeFileSync(keyFile, `${'ef'.repeat(32)}\n`, { mode: 0o644 })
+    const refused = async () => {
+      throw Object.assign(new Error(`EPERM: operation not permitted, chmod '${keyFile}'`), { code: 'EPERM' })
+    }
+    const error = await tightenKeyFile(keyFile, refused).then(
+      () => null,
+      (e: unknown) => e,
+    )
+    assert.instance(error, ConfigError)
+    assert.is((error as ConfigError).source, keyFile)
+    assert.match((error as ConfigError).message, keyFile)
+    assert.match((error as ConfigError).message, /mode 0644/)
+    assert.match((error as ConfigError).message, /EPERM: operation not permitted/)
+    // A file that is already private is left alone: chmod is not even tried.
+    writeFileSync(keyFile, `${'ef'.repeat(32)}\n`, { mode: 0o600 })
+    await tightenKeyFile(keyFile, refused)
+    assert.is(statSync(keyFile).mode & 0o777, 0o600)
   })
 })
 

@@ -108,10 +108,32 @@ async function readKeyFile(path: string): Promise<Uint8Array | null> {
   }
   const key = parseEncryptionKey(text)
   if (!key) throw new ConfigError(path, '', 'encryption key file must hold 32 bytes as base64 or 64 hex digits')
-  // Keys made by hand may be group-readable; the file guards every stored secret, so tighten it.
-  const stat = await fsp.stat(path)
-  if ((stat.mode & 0o077) !== 0) await fsp.chmod(path, 0o600).catch(() => {})
+  await tightenKeyFile(path)
   return key
+}
+
+/**
+ * Keys made by hand may be group- or world-readable; the file guards every stored secret, so it is
+ * narrowed to 0600. When that fails (another owner, a read-only mount) start-up stops with a
+ * ConfigError (exit 2) naming the path and the reason, rather than running with a readable key.
+ * `chmod` is a parameter so a test can make it fail where the test runs as root.
+ */
+export async function tightenKeyFile(
+  path: string,
+  chmod: (path: string, mode: number) => Promise<void> = fsp.chmod,
+): Promise<void> {
+  const mode = (await fsp.stat(path)).mode & 0o777
+  if ((mode & 0o077) === 0) return
+  try {
+    await chmod(path, 0o600)
+  } catch (error) {
+    throw new ConfigError(
+      path,
+      '',
+      `encryption key file has mode ${mode.toString(8).padStart(4, '0')} (readable by others) and cannot be ` +
+        `narrowed to 0600: ${(error as Error).message}; fix its owner or mode`,
+    )
+  }
 }
 
 /** Options for {@link loadSecretBox}. */
