@@ -1,5 +1,5 @@
 import { Buffer } from 'node:buffer'
-import { statSync, readFileSync, writeFileSync } from 'node:fs'
+import { chmodSync, statSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { assert, suite, withTempDir } from '../../tests/harness.ts'
 import { ConfigError } from '../core/settings.ts'
@@ -150,7 +150,7 @@ test('a loose key file that cannot be narrowed to 0600 stops start-up with the p
     assert.match((error as ConfigError).message, /mode 0644/)
     assert.match((error as ConfigError).message, /EPERM: operation not permitted/)
     // A file that is already private is left alone: chmod is not even tried.
-    writeFileSync(keyFile, `${'ef'.repeat(32)}\n`, { mode: 0o600 })
+    chmodSync(keyFile, 0o600)
     await tightenKeyFile(keyFile, refused)
     assert.is(statSync(keyFile).mode & 0o777, 0o600)
   })
