@@ -4,7 +4,7 @@
  */
 import type { AsyncContext } from '../jobs/async-context.ts'
 import { discoveryJobHandler } from './connector-discovery.ts'
-import { syncJobHandler } from './connector-sync.ts'
+import { syncJobHandler } from './connector-sync-job.ts'
 
 /** Registers discovery and sync. */
 export function registerConnectorJobs(ctx: AsyncContext): void {
