@@ -13,6 +13,10 @@ import type { PostgresPool, PostgresPoolClient } from 'kysely'
 import pg from 'pg'
 import { DatabaseUnavailableError } from '../core/errors.ts'
 import { normalizeParam } from './bound-values.ts'
+import { isStalePlan, MAX_STATEMENTS_PER_CONNECTION, StatementNames } from './statement-names.ts'
+
+const TRANSACTION_START = /^\s*(start\s+transaction|begin)\b/i
+const TRANSACTION_END = /^\s*(commit|rollback)\b/i
 
 /** Settings for {@link openPostgresPool}. */
 export interface PostgresPoolOptions {
@@ -108,6 +112,7 @@ export function openPostgresPool(options: PostgresPoolOptions): PostgresHandle {
     types: typeParsers,
   }
   const pool = new pg.Pool(config)
+  const names = new StatementNames()
   // An idle client losing its connection emits 'error' on the pool; without a listener that would
   // crash the process. The next checkout gets a fresh connection.
   pool.on('error', () => {})
@@ -115,20 +120,45 @@ export function openPostgresPool(options: PostgresPoolOptions): PostgresHandle {
   const wrap = (client: pg.PoolClient): PostgresPoolClient => {
     let wrapper = wrappers.get(client)
     if (wrapper) return wrapper
-    // A connection that failed mid-query must not go back into the pool.
+    // A connection that failed mid-query must not go back into the pool, nor one holding as many
+    // prepared statements as it may.
     let broken = false
+    let retire = false
+    let inTransaction = false
+    const prepared = new Set<string>()
     client.on('error', () => {
       broken = true
     })
+    const fail = (error: unknown): never => {
+      if (isUnavailable(error) && (error as { code?: string }).code !== '57014') broken = true
+      throw translate(error)
+    }
     wrapper = {
       query: ((sqlOrCursor: unknown, parameters?: ReadonlyArray<unknown>) => {
         if (typeof sqlOrCursor !== 'string') return client.query(sqlOrCursor as pg.Submittable)
-        return client.query(sqlOrCursor, parameters?.map(normalizeParam) as unknown[]).catch((error: unknown) => {
-          if (isUnavailable(error) && (error as { code?: string }).code !== '57014') broken = true
-          throw translate(error)
+        const text = sqlOrCursor
+        const values = parameters ? parameters.map(normalizeParam) : []
+        if (TRANSACTION_START.test(text)) inTransaction = true
+        else if (TRANSACTION_END.test(text)) inTransaction = false
+        let name = names.nameFor(text, values.length)
+        if (name !== null && !prepared.has(name)) {
+          if (prepared.size >= MAX_STATEMENTS_PER_CONNECTION) {
+            retire = true
+            name = null
+          } else prepared.add(name)
+        }
+        if (name === null) return client.query(text, values).catch(fail)
+        return client.query({ name, text, values }).catch((error: unknown) => {
+          if (!isStalePlan(error)) return fail(error)
+          // A column was added under a `select *` this connection had prepared: the text gets a new
+          // name everywhere. Outside a transaction it simply runs again; inside one, the
+          // transaction is aborted and runs again from the start (serializable-transactions.ts).
+          names.forget(text)
+          if (inTransaction) return fail(error)
+          return client.query(text, values).catch(fail)
         })
       }) as unknown as PostgresPoolClient['query'],
-      release: (destroy?: boolean) => client.release(destroy || broken ? true : undefined),
+      release: (destroy?: boolean) => client.release(destroy || broken || retire ? true : undefined),
     }
     wrappers.set(client, wrapper)
     return wrapper

@@ -1,7 +1,8 @@
 /**
  * The PostgreSQL side of the storage layer against a real server: bound values read back as on
  * SQLite, counts are numbers, wake-ups cross database handles only when their transaction commits,
- * and a transaction that loses a serialization conflict is run again instead of failing.
+ * a transaction that loses a serialization conflict is run again instead of failing, and queries
+ * with parameters run as named prepared statements that survive a column added under `select *`.
  * Needs `SERVICE_TEST_DATABASE_URL` (`.ci/run` sets it).
  */
 import { sql } from 'kysely'
@@ -122,6 +123,34 @@ if (!serverUrl) {
       await Promise.all(Array.from({ length: 20 }, (_, i) => bump(i % 2 ? a : b)))
       const row = await a.db.selectFrom('thing').select('n').where('id', '=', 'counter').executeTakeFirstOrThrow()
       assert.is(row.n, 20)
+    })
+  })
+
+  test('a query sent again runs as a named prepared statement, parsed once per connection', async () => {
+    await withTwoHandles(async (a) => {
+      await a.db.insertInto('thing').values({ id: 'p1', flag: 0, at: 'x', n: 1 }).execute()
+      const read = () => a.db.selectFrom('thing').select('n').where('id', '=', 'p1').executeTakeFirstOrThrow()
+      for (let i = 0; i < 3; i++) assert.is((await read()).n, 1)
+      const prepared = await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(a.db)
+      assert.ok(
+        prepared.rows.some((row) => /select "n" from "thing" where "id" = \$1/.test(row.statement)),
+        `the read is prepared on the connection: ${JSON.stringify(prepared.rows)}`,
+      )
+    })
+  })
+
+  test('a column added under a prepared select * is picked up, outside and inside a transaction', async () => {
+    await withTwoHandles(async (a, b) => {
+      await a.db.insertInto('thing').values({ id: 's1', flag: 0, at: 'x', n: 1 }).execute()
+      const readAll = (db: typeof a.db) => db.selectFrom('thing').selectAll().where('id', '=', 's1').executeTakeFirst()
+      // Prepare the statement on every connection of the pool (10 at once hold 10 connections).
+      await Promise.all(Array.from({ length: 10 }, () => readAll(a.db)))
+      await sql`alter table thing add column extra text`.execute(b.db)
+      const outside = await readAll(a.db)
+      assert.equal(outside, { id: 's1', flag: 0, at: 'x', n: 1, extra: null })
+      await sql`alter table thing add column more text`.execute(b.db)
+      const inside = await a.db.transaction().execute((trx) => readAll(trx))
+      assert.equal(inside, { id: 's1', flag: 0, at: 'x', n: 1, extra: null, more: null })
     })
   })
 }

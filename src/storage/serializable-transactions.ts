@@ -13,6 +13,7 @@
  */
 import type { Kysely } from 'kysely'
 import { ApiError } from '../core/errors.ts'
+import { isStalePlan } from './statement-names.ts'
 
 /** Attempts before a transaction that keeps losing is answered 409 `write_conflict`. */
 export const MAX_TRANSACTION_ATTEMPTS = 12
@@ -26,9 +27,12 @@ export const MAX_TRANSACTION_ATTEMPTS = 12
  */
 export class RetryableApiError extends ApiError {}
 
-/** True for PostgreSQL's serialization failure or deadlock: the transaction can simply run again. */
+/**
+ * True for PostgreSQL's serialization failure or deadlock, or a prepared statement made stale by a
+ * schema change (open-postgres.ts renames it): the transaction can simply run again.
+ */
 export function isRetryableConflict(error: unknown): boolean {
-  if (error instanceof RetryableApiError) return true
+  if (error instanceof RetryableApiError || isStalePlan(error)) return true
   const code = (error as { code?: unknown } | null)?.code
   return code === '40001' || code === '40P01'
 }
