@@ -22,7 +22,6 @@ import {
   type Kysely,
   type RawBuilder,
   type SqlBool,
-  type Transaction,
 } from 'kysely'
 import { errors } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
@@ -31,7 +30,7 @@ import { recordAudit } from '../admin/audit.ts'
 import { isUniqueViolation } from '../db-errors.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
-import type { ControlPlaneDb } from '../schema.ts'
+import type { ControlPlaneDb, Db } from '../schema.ts'
 
 /** Resources that carry access grants. */
 export const RESOURCE_TYPES = [
@@ -50,9 +49,6 @@ export const GRANT_ROLES = ['viewer', 'editor', 'manager'] as const
 export type GrantRole = (typeof GRANT_ROLES)[number]
 
 const RANK: Record<GrantRole, number> = { viewer: 1, editor: 2, manager: 3 }
-
-/** A database handle or an open transaction. */
-export type Db = Kysely<ControlPlaneDb> | Transaction<ControlPlaneDb>
 
 /** The table holding each resource type and its 404 code. */
 export const RESOURCE_TABLES = {
@@ -422,6 +418,26 @@ export async function upsertGrant(
       .execute()
     return existing.id
   }
+  return insertGrant(deps, trx, orgId, type, resourceId, principal, role, createdBy)
+}
+
+/**
+ * Inserts a grant known not to exist yet: on a resource created in the same transaction. Skips
+ * {@link upsertGrant}'s lookup, which on PostgreSQL would also read the index range where
+ * concurrent creates insert (a SERIALIZABLE conflict).
+ */
+export async function insertGrant(
+  deps: Deps,
+  trx: Db,
+  orgId: string,
+  type: ResourceType,
+  resourceId: string,
+  principal: GrantPrincipal,
+  role: GrantRole,
+  createdBy: string | null,
+): Promise<string> {
+  const key = principalKey(principal)
+  const now = isoAt(deps)
   const id = newId('agr')
   await trx
     .insertInto('access_grant')

@@ -14,12 +14,12 @@ import { keysetPage, type Page } from '../pagination.ts'
 import {
   isOrgAdmin,
   requireRole,
-  upsertGrant,
+  insertGrant,
   visibleCondition,
   visibleRowSql,
   visibleIdsSql,
-  type Db,
 } from './access-grants.ts'
+import type { Db } from '../schema.ts'
 import type { ObjectType, VersionInput } from './config-source.ts'
 import {
   changeLifecycleIn,
@@ -233,7 +233,7 @@ export async function createConfigObject(
     const created = await insertConfigObject(deps, trx, { orgId: actor.orgId, memberId: actor.memberId }, body, {
       sourceMode: body.sourceMode,
     })
-    await upsertGrant(
+    await insertGrant(
       deps,
       trx,
       actor.orgId,
@@ -254,7 +254,10 @@ export async function createConfigObject(
     )
     return created.id
   })
-  return getConfigObject(deps, actor, id)
+  // The creator was just made its manager, so no access check: one read of the committed row.
+  const row = await objectQuery(deps.db, actor.orgId).where('co.id', '=', id).executeTakeFirst()
+  if (!row) throw errors.notFound('config_object_not_found', 'Config object not found')
+  return objectView(row)
 }
 
 /** Adds an object to a plugin inside a transaction (no checks); 409 `already_in_plugin`. */

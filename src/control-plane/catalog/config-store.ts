@@ -70,8 +70,10 @@ export interface AppendOptions {
 /** Stored row of an object. */
 export type ConfigObjectRow = ControlPlaneDb['config_object']
 
-async function replaceTerms(trx: Db, orgId: string, objectId: string, text: string): Promise<void> {
-  await trx.deleteFrom('config_object_term').where('config_object_id', '=', objectId).execute()
+async function replaceTerms(trx: Db, orgId: string, objectId: string, text: string, fresh = false): Promise<void> {
+  // A new object has no terms to delete; skipping the delete also keeps a create from reading the
+  // index range where concurrent creates insert (a SERIALIZABLE conflict on PostgreSQL).
+  if (!fresh) await trx.deleteFrom('config_object_term').where('config_object_id', '=', objectId).execute()
   const terms = searchTerms(text)
   for (let i = 0; i < terms.length; i += 200) {
     await trx
@@ -139,7 +141,7 @@ export async function insertConfigObject(
       created_at: now,
     })
     .execute()
-  await replaceTerms(trx, writer.orgId, id, `${input.title} ${input.description ?? ''} ${source.searchText}`)
+  await replaceTerms(trx, writer.orgId, id, `${input.title} ${input.description ?? ''} ${source.searchText}`, true)
   return { id, versionId }
 }
 
