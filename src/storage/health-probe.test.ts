@@ -13,7 +13,7 @@ test('a recent result is reused without a query; an older one is probed again an
   const check = databaseProbe(database.db, { intervalMs: 300, timeoutMs: 1_000 })
   assert.is(await check(), 'ok')
   await database.close()
-  assert.is(await check(), 'ok', 'within the interval the last result answers, nothing is queried')
+  assert.is(check(), 'ok', 'within the interval the last result answers at once, nothing is queried')
   await new Promise((resolve) => setTimeout(resolve, 350))
   assert.is(await check(), 'unavailable', 'past the interval a probe runs and fails')
 })
