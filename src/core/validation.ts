@@ -6,6 +6,7 @@
  */
 import * as v from 'valibot'
 import { ApiError } from './errors.ts'
+import { issueMessage } from './issue-message.ts'
 import { coreError } from './core-errors.ts'
 
 /** How a surface reports schema failures. */
@@ -21,9 +22,12 @@ export interface FieldIssue {
   message: string
 }
 
-/** Flattens valibot issues into `{path, message}` pairs, one per failure. */
-export function fieldIssues(issues: ReadonlyArray<v.BaseIssue<unknown>>): FieldIssue[] {
-  return issues.map((issue) => ({ path: v.getDotPath(issue) ?? '', message: issue.message }))
+/**
+ * Flattens valibot issues into `{path, message}` pairs, one per failure; with the parsed `schema`,
+ * a missing field's message says what it expects and an unknown one lists the known fields.
+ */
+export function fieldIssues(issues: ReadonlyArray<v.BaseIssue<unknown>>, schema?: v.GenericSchema): FieldIssue[] {
+  return issues.map((issue) => ({ path: v.getDotPath(issue) ?? '', message: issueMessage(issue, schema) }))
 }
 
 /** Validates `input` against `schema` or throws an ApiError listing each field at fault. */
@@ -36,10 +40,11 @@ export function parseWith<S extends v.GenericSchema>(
 ): v.InferOutput<S> {
   const result = v.safeParse(schema, input)
   if (result.success) return result.output
-  const issues = fieldIssues(result.issues)
+  const issues = fieldIssues(result.issues, schema)
   const first = issues[0]
   const where = first?.path ? ` at ${first.path}` : ''
-  throw new ApiError(status, code, `Invalid ${what}${where}: ${first?.message ?? 'invalid value'}`, {
+  const more = issues.length > 1 ? ` (and ${issues.length - 1} more in details.issues)` : ''
+  throw new ApiError(status, code, `Invalid ${what}${where}: ${first?.message ?? 'invalid value'}${more}`, {
     details: { issues },
   })
 }
