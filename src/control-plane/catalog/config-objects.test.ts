@@ -196,6 +196,37 @@ test('a skill given as a normalized payload installs the same SKILL.md a runtime
   })
 })
 
+test('a skill created through POST /v1/config-objects keeps its description in the resolved form', async () => {
+  await world(async (t, org) => {
+    const resolved = async (body: Record<string, unknown>) => {
+      const item = await create(t, org.member.token, { type: 'skill', title: 'Greeter', ...body })
+      const res = await t.client.get(`/v1/config-objects/${item.id}/resolved`, { token: org.member.token })
+      assert.is(res.status, 200)
+      return res.body.item
+    }
+    const fromSource = await resolved({ input: { rawSourceText: SKILL } })
+    assert.equal([fromSource.description, fromSource.normalizedPayload.description], ['Greets people', 'Greets people'])
+    const own = await resolved({
+      description: 'Our greeter',
+      input: { rawSourceText: SKILL.replace('hello-world', 'b') },
+    })
+    assert.is(own.description, 'Our greeter', "the object's own description comes first")
+    // Metadata repeating a frontmatter key must not blank the description out of the installed SKILL.md.
+    const payload = await resolved({
+      input: {
+        normalizedPayload: {
+          name: 'c',
+          description: 'Greets from a payload',
+          body: 'Hi.\n',
+          metadata: { description: null, license: 'MIT' },
+        },
+      },
+    })
+    assert.is(payload.description, 'Greets from a payload')
+    assert.is(payload.files[0].content, '---\nname: c\ndescription: Greets from a payload\nlicense: MIT\n---\n\nHi.\n')
+  })
+})
+
 test('an invalid source for its type is a 422 naming the field at fault, and nothing is stored', async () => {
   await world(async (t, org) => {
     const cases: Array<[string, Record<string, unknown>, string, string]> = [

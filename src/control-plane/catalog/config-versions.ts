@@ -37,6 +37,8 @@ export interface ResolvedView {
   type: ObjectType
   name: string
   title: string
+  /** The object's description, else the one its source declares (skill, command, agent), else null. */
+  description: string | null
   version: { id: string; number: number; createdAt: string }
   normalizedPayload: Record<string, unknown>
   files: ResolvedFile[]
@@ -168,6 +170,9 @@ export async function resolveObjectIn(deps: Deps, orgId: string, objectId: strin
     type: object.object_type as ObjectType,
     name: object.name,
     title: object.title,
+    // A skill made through POST /v1/config-objects usually carries its description only in SKILL.md,
+    // so the object's own (optional) description is null; the resolved form must not drop it.
+    description: object.description ?? (typeof payload.description === 'string' ? payload.description : null),
     version: { id: version.id, number: version.number, createdAt: version.created_at },
     normalizedPayload: payload,
     files: form.files,

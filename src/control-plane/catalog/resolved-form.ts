@@ -57,7 +57,8 @@ export async function renderForm(
           {
             name,
             description: payload.description as string,
-            ...(payload.metadata as Record<string, unknown> | undefined),
+            // Metadata given in a normalized payload may repeat these keys; the payload's own win.
+            ...fields((payload.metadata as Record<string, unknown> | undefined) ?? {}, ['name', 'description']),
           },
           String(payload.body),
         ))

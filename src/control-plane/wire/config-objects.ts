@@ -156,6 +156,12 @@ export const ResolvedConfigObject = v.pipe(
     type: ObjectTypeField,
     name: v.string(),
     title: v.string(),
+    description: v.pipe(
+      v.nullable(v.string()),
+      v.description(
+        "The object's description; when it has none, the description its source declares (a skill's SKILL.md, a command's or agent's frontmatter); else null",
+      ),
+    ),
     version: v.strictObject({ id: idOf('cov'), number: v.number(), createdAt: Timestamp }),
     normalizedPayload: v.record(v.string(), v.unknown()),
     files: v.pipe(
