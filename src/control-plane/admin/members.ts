@@ -4,12 +4,15 @@
  * one (404). The owner's membership is protected: ownership is not changed through these routes.
  * @module
  */
+import type { Kysely } from 'kysely'
 import { errors } from '../../core/errors.ts'
 import { isoAt, type Deps } from '../deps.ts'
-import { keysetPage, type Page } from '../pagination.ts'
+import type { Page } from '../pagination.ts'
+import { preparedPage } from '../prepared-page.ts'
 import { asRole, type AssignableRole, type Role } from '../policy.ts'
 import { disableMemberKeys } from './api-keys.ts'
 import { recordAudit, type Actor } from './audit.ts'
+import type { ControlPlaneDb } from '../schema.ts'
 
 /** A member as the API shows it. */
 export interface MemberView {
@@ -22,8 +25,8 @@ export interface MemberView {
   updatedAt: string
 }
 
-function memberQuery(deps: Deps, orgId: string) {
-  return deps.db
+function memberQuery(db: Kysely<ControlPlaneDb>, orgId: string) {
+  return db
     .selectFrom('member as m')
     .innerJoin('app_user as u', 'u.id', 'm.user_id')
     .select(['m.id', 'm.user_id', 'm.role', 'm.created_at', 'm.updated_at', 'u.email', 'u.name'])
@@ -56,26 +59,29 @@ function notFound() {
   return errors.notFound('member_not_found', 'Member not found')
 }
 
+/** The members page, compiled once per shape (with or without a role filter). */
+const memberPage = preparedPage({
+  scope: 'members',
+  order: [{ column: 'm.id', field: 'id', direction: 'asc' }],
+  map: view,
+  build: (db: Kysely<ControlPlaneDb>, _shape, [orgId, role]) => {
+    const query = memberQuery(db, orgId as string)
+    return role === undefined ? query : query.where('m.role', '=', role as Role)
+  },
+})
+
 /** Members in joining order, optionally of one role. */
 export function listMembers(
   deps: Deps,
   orgId: string,
   page: { cursor?: string; limit: number; role?: Role },
 ): Promise<Page<MemberView>> {
-  let query = memberQuery(deps, orgId)
-  if (page.role) query = query.where('m.role', '=', page.role)
-  return keysetPage(query, {
-    scope: 'members',
-    cursor: page.cursor,
-    limit: page.limit,
-    order: [{ column: 'm.id', field: 'id', direction: 'asc' }],
-    map: view,
-  })
+  return memberPage(deps.db, '', [orgId, page.role || undefined], { cursor: page.cursor, limit: page.limit })
 }
 
 /** One member of the organization. */
 export async function getMember(deps: Deps, orgId: string, memberId: string): Promise<MemberView> {
-  const row = await memberQuery(deps, orgId).where('m.id', '=', memberId).executeTakeFirst()
+  const row = await memberQuery(deps.db, orgId).where('m.id', '=', memberId).executeTakeFirst()
   if (!row) throw notFound()
   return view(row)
 }

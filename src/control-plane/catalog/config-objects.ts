@@ -10,7 +10,8 @@ import { errors } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
 import { isoAt, type Deps } from '../deps.ts'
-import { keysetPage, type Page } from '../pagination.ts'
+import type { Page } from '../pagination.ts'
+import { preparedPage } from '../prepared-page.ts'
 import {
   isOrgAdmin,
   requireRole,
@@ -138,6 +139,61 @@ export function objectView(row: ObjectRow): ConfigObjectView {
 }
 
 /**
+ * The filtered list query (org-scoped, no visibility condition, no order). `values` holds, in this
+ * order: the organization, type, status, source mode, connector instance, plugin, then each search
+ * word and its prefix's upper bound; `shape` the deleted selection, the number of words and
+ * whether `q` had none. Values are taken as given, so {@link preparedPage} can pass placeholders.
+ */
+function filteredObjects(db: Db, shape: string, values: ReadonlyArray<unknown>) {
+  const [orgId, type, status, sourceMode, connectorInstanceId, pluginId] = values as Array<string | undefined>
+  const [deleted, words, noWords] = shape.split(':')
+  let query = objectQuery(db, orgId!)
+  if (type !== undefined) query = query.where('co.object_type', '=', type)
+  if (status !== undefined) query = query.where('co.status', '=', status)
+  if (sourceMode !== undefined) query = query.where('co.source_mode', '=', sourceMode)
+  if (connectorInstanceId !== undefined) query = query.where('co.connector_instance_id', '=', connectorInstanceId)
+  if (deleted === 'exclude') query = query.where('co.status', '!=', 'deleted')
+  if (deleted === 'only') query = query.where('co.status', '=', 'deleted')
+  if (pluginId !== undefined) {
+    query = query.where(
+      'co.id',
+      'in',
+      db
+        .selectFrom('plugin_config_object as pco')
+        .select('pco.config_object_id')
+        .where('pco.plugin_id', '=', pluginId)
+        .where('pco.org_id', '=', orgId!),
+    )
+  }
+  for (let i = 0; i < Number(words); i++) {
+    query = query.where(
+      'co.id',
+      'in',
+      db
+        .selectFrom('config_object_term as t')
+        .select('t.config_object_id')
+        .where('t.org_id', '=', orgId!)
+        .where('t.term', '>=', values[6 + 2 * i] as string)
+        .where('t.term', '<', values[7 + 2 * i] as string),
+    )
+  }
+  // A query of only punctuation has no words: it matches nothing rather than everything.
+  if (noWords === 'none') query = query.where(sql<boolean>`1 = 0`)
+  return query
+}
+
+const OBJECT_ORDER = [{ column: 'co.id', field: 'id', direction: 'asc' as const }]
+
+/** An owner's or admin's page: they see every object, so the list is compiled once per shape. */
+const adminObjectPage = preparedPage({
+  scope: 'config-objects',
+  order: OBJECT_ORDER,
+  map: objectView,
+  // The visibility condition of an admin is constant (`true`), kept so cursors match the general form.
+  build: (db: Db, shape, values) => filteredObjects(db, shape, values).where((eb) => eb.lit(true)),
+})
+
+/**
  * Visible objects in id (creation) order, filtered in SQL. Each single-column filter is served by
  * an `(org_id, <column>, id)` index; `q` and `pluginId` by their own indexes; the deleted
  * selection by the status column.
@@ -147,51 +203,22 @@ export function listConfigObjects(
   actor: Actor,
   filters: ConfigObjectFilters,
 ): Promise<Page<ConfigObjectView>> {
-  let query = objectQuery(deps.db, actor.orgId)
-  if (filters.type) query = query.where('co.object_type', '=', filters.type)
-  if (filters.status) query = query.where('co.status', '=', filters.status)
-  if (filters.sourceMode) query = query.where('co.source_mode', '=', filters.sourceMode)
-  if (filters.connectorInstanceId) query = query.where('co.connector_instance_id', '=', filters.connectorInstanceId)
   // An explicit status decides on its own (status=deleted lists deleted objects); otherwise deleted ones are hidden.
   const deleted = filters.deleted ?? (filters.status ? 'include' : 'exclude')
-  if (deleted === 'exclude') query = query.where('co.status', '!=', 'deleted')
-  if (deleted === 'only') query = query.where('co.status', '=', 'deleted')
-  if (filters.pluginId) {
-    const pluginId = filters.pluginId
-    query = query.where(
-      'co.id',
-      'in',
-      deps.db
-        .selectFrom('plugin_config_object as pco')
-        .select('pco.config_object_id')
-        .where('pco.plugin_id', '=', pluginId)
-        .where('pco.org_id', '=', actor.orgId),
-    )
-  }
-  for (const term of filters.q ? queryTerms(filters.q) : []) {
-    query = query.where(
-      'co.id',
-      'in',
-      deps.db
-        .selectFrom('config_object_term as t')
-        .select('t.config_object_id')
-        .where('t.org_id', '=', actor.orgId)
-        .where('t.term', '>=', term)
-        .where('t.term', '<', prefixUpperBound(term)),
-    )
-  }
-  // A query of only punctuation has no words: it matches nothing rather than everything.
-  if (filters.q !== undefined && queryTerms(filters.q).length === 0) query = query.where(sql<boolean>`1 = 0`)
-  if (isOrgAdmin(actor)) {
-    return keysetPage(query.where(visibleCondition(deps.db, actor, 'config_object', 'co.id')), {
-      scope: 'config-objects',
-      cursor: filters.cursor,
-      limit: filters.limit,
-      order: [{ column: 'co.id', field: 'id', direction: 'asc' }],
-      map: objectView,
-    })
-  }
-  return visiblePage(deps.db, query, {
+  const terms = filters.q ? queryTerms(filters.q) : []
+  const values: unknown[] = [
+    actor.orgId,
+    filters.type || undefined,
+    filters.status || undefined,
+    filters.sourceMode || undefined,
+    filters.connectorInstanceId || undefined,
+    filters.pluginId || undefined,
+    ...terms.flatMap((term) => [term, prefixUpperBound(term)]),
+  ]
+  const shape = `${deleted}:${terms.length}:${filters.q !== undefined && terms.length === 0 ? 'none' : 'some'}`
+  if (isOrgAdmin(actor))
+    return adminObjectPage(deps.db, shape, values, { cursor: filters.cursor, limit: filters.limit })
+  return visiblePage(deps.db, filteredObjects(deps.db, shape, values), {
     scope: 'config-objects',
     cursor: filters.cursor,
     limit: filters.limit,
