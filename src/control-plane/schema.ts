@@ -3,6 +3,7 @@
  * in the column names the migrations create. Timestamps are ISO-8601 text; booleans 0/1.
  * @module
  */
+import type { Kysely, Transaction } from 'kysely'
 import type {
   ConnectorAccountTable,
   ConnectorDiscoveryTable,
@@ -350,3 +351,6 @@ export interface ControlPlaneDb {
   connector_sync_event: ConnectorSyncEventTable
   connector_source_binding: ConnectorSourceBindingTable
 }
+
+/** A control-plane database handle or an open transaction: what queries that may run in either take. */
+export type Db = Kysely<ControlPlaneDb> | Transaction<ControlPlaneDb>

@@ -5,7 +5,7 @@
  * member is removed (so a demoted admin's automation loses admin rights at once).
  * @module
  */
-import type { Kysely, Transaction } from 'kysely'
+import type { Kysely } from 'kysely'
 import { errors } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
 import { generateToken, hashToken } from '../../core/secrets.ts'
@@ -13,7 +13,7 @@ import { isoAt, type Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
 import { asRole, type Role } from '../policy.ts'
 import { preparedQuery } from '../prepared-query.ts'
-import type { ApiKeyTable, ControlPlaneDb } from '../schema.ts'
+import type { ApiKeyTable, ControlPlaneDb, Db } from '../schema.ts'
 import { recordAudit, type Actor } from './audit.ts'
 
 /** Every API key starts with this; a bearer token with it is refused (keys go in `x-api-key`). */
@@ -50,8 +50,6 @@ export interface ResolvedApiKey {
   role: Role
   user: { id: string; email: string; name: string; created_at: string }
 }
-
-type Db = Kysely<ControlPlaneDb> | Transaction<ControlPlaneDb>
 
 const keyLookup = preparedQuery((db: Kysely<ControlPlaneDb>, keyHash: string) =>
   db

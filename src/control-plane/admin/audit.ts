@@ -4,13 +4,12 @@
  * passwords are never recorded.
  * @module
  */
-import type { Kysely, Transaction } from 'kysely'
 import { newId } from '../../core/ids.ts'
 import { appendChange, isFeedAction } from '../events/change-feed.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
 import type { CredentialKind, Role } from '../policy.ts'
-import type { ControlPlaneDb } from '../schema.ts'
+import type { Db } from '../schema.ts'
 
 /** Who is acting, in which organization. Built from the authenticated principal. */
 export interface Actor {
@@ -106,8 +105,6 @@ export interface AuditEventView {
   data: AuditData | null
   createdAt: string
 }
-
-type Db = Kysely<ControlPlaneDb> | Transaction<ControlPlaneDb>
 
 /** Appends one audit event; call inside the transaction that made the change. */
 export async function recordAudit(

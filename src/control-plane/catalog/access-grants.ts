@@ -15,14 +15,7 @@
  * very next request. Ids the caller cannot see are 404, exactly like ids that do not exist.
  * @module
  */
-import {
-  sql,
-  type Expression,
-  type ExpressionBuilder,
-  type Kysely,
-  type RawBuilder,
-  type SqlBool,
-} from 'kysely'
+import { sql, type Expression, type ExpressionBuilder, type Kysely, type RawBuilder, type SqlBool } from 'kysely'
 import { errors } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
 import type { Actor } from '../admin/audit.ts'

@@ -10,7 +10,8 @@ import { newId } from '../../core/ids.ts'
 import { recordAudit, type Actor, type AuditAction } from '../admin/audit.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
-import { dropGrants, requireRole, upsertGrant, visibleCondition, type Db } from './access-grants.ts'
+import { dropGrants, requireRole, upsertGrant, visibleCondition } from './access-grants.ts'
+import type { Db } from '../schema.ts'
 
 /** Which container. */
 export type ContainerKind = 'plugin' | 'marketplace'

@@ -18,9 +18,9 @@ import {
   requireRole,
   upsertGrant,
   visibleCondition,
-  type Db,
   type GrantPrincipal,
 } from './access-grants.ts'
+import type { Db } from '../schema.ts'
 import { resolveObjectIn, type ResolvedView } from './config-versions.ts'
 import { skillQuery, skillView, type SkillView } from './skills.ts'
 

@@ -27,8 +27,8 @@ import {
   visibleCondition,
   visibleRowSql,
   visibleIdsSql,
-  type Db,
 } from './access-grants.ts'
+import type { Db } from '../schema.ts'
 import { createConfigObject } from './config-objects.ts'
 import { normalizeSource } from './config-source.ts'
 import type { ObjectState } from './config-store.ts'

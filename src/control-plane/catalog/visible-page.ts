@@ -30,7 +30,7 @@ import {
   type SqlBool,
   sql,
 } from 'kysely'
-import type { Db } from './access-grants.ts'
+import type { Db } from '../schema.ts'
 import { decodeCursor, encodeCursor, keysetPage, type Page, queryFingerprint } from '../pagination.ts'
 
 /**

@@ -12,7 +12,7 @@
  * (a grant, a hub assignment, a team membership) reaches them as a bare `visibility.changed`.
  * @module
  */
-import { sql, type Kysely} from 'kysely'
+import { sql, type Kysely } from 'kysely'
 import { isoAt, type Deps } from '../deps.ts'
 import type { Actor } from '../admin/audit.ts'
 import { effectiveRole, isOrgAdmin, type ResourceType } from '../catalog/access-grants.ts'

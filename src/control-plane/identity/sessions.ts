@@ -5,12 +5,12 @@
  * request.
  * @module
  */
-import type { Kysely, Transaction } from 'kysely'
+import type { Kysely } from 'kysely'
 import { newId } from '../../core/ids.ts'
 import { generateToken, hashToken } from '../../core/secrets.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import { preparedQuery } from '../prepared-query.ts'
-import type { ControlPlaneDb } from '../schema.ts'
+import type { ControlPlaneDb, Db } from '../schema.ts'
 import { toUserView, type UserView } from './users-view.ts'
 
 /** Prefix of session tokens; API keys use `svc_`, so the two can never be confused. */
@@ -38,8 +38,6 @@ export interface SessionMembership {
   memberId: string
   role: string
 }
-
-type Db = Kysely<ControlPlaneDb> | Transaction<ControlPlaneDb>
 
 const sessionLookup = preparedQuery((db: Kysely<ControlPlaneDb>, tokenHash: string, orgId: string | null) =>
   db

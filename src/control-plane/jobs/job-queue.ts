@@ -4,17 +4,13 @@
  * jobs is in job-runner.ts.
  * @module
  */
-import type { Kysely, Transaction } from 'kysely'
 import { newId } from '../../core/ids.ts'
-import type { ControlPlaneDb } from '../schema.ts'
+import type { Db } from '../schema.ts'
 
 /** Job states. */
 export const JOB_STATES = ['queued', 'running', 'succeeded', 'failed', 'canceled'] as const
 /** A job state. */
 export type JobState = (typeof JOB_STATES)[number]
-
-/** A database handle or an open transaction. */
-export type Db = Kysely<ControlPlaneDb> | Transaction<ControlPlaneDb>
 
 /** A failure with a stable reason code; `retriable: false` ends the job at once. */
 export class JobFailure extends Error {

@@ -22,7 +22,8 @@ import { randomBytes } from 'node:crypto'
 import type { Logger } from '../../core/logger.ts'
 import type { ControlPlaneDb } from '../schema.ts'
 import { backoffDelay, type BackoffPolicy } from './backoff.ts'
-import { iso, JobFailure, LeaseLost, shortMessage, type Db } from './job-queue.ts'
+import { iso, JobFailure, LeaseLost, shortMessage } from './job-queue.ts'
+import type { Db } from '../schema.ts'
 import type { JobTable } from './job-tables.ts'
 
 /** Runner settings (configuration `jobs.*`). */
