@@ -66,6 +66,7 @@ const STATUS_TEXT: Record<number, string> = {
   416: 'Range not satisfiable',
   422: 'Validation failed',
   429: 'Too many requests',
+  431: 'Request headers too large: answered by the runtime before routing, without a body (Bun: over 16 KiB)',
   499: 'Client closed request',
   500: 'Unexpected server error',
   502: 'Upstream unreachable',
@@ -85,6 +86,12 @@ const TRANSPORT_LIMITS = [
   '- 400 `invalid_path` for a `.` or `..` path segment, literal or percent-encoded, where the runtime passes the path as sent (Deno); the Bun binary resolves dot segments before the request reaches the server, as a browser would.',
   '- Request headers: the Bun binary refuses more than 16 KiB of request headers in total with a bare `431` (no JSON body, no `X-Request-Id`) and closes headers that take longer than about 10 s; under Deno the limit is about 64 KiB (a bare `400`). These answers come from the runtime before the server sees the request.',
 ].join('\n')
+
+/**
+ * The project grants no licence (package.json is private and names none); the document says so
+ * rather than leaving clients to guess. `LicenseRef-` is SPDX's form for a licence outside its list.
+ */
+const LICENSE = { name: 'Proprietary: no licence granted', identifier: 'LicenseRef-Proprietary' }
 
 const conversion: ConversionConfig = {
   target: 'draft-2020-12',
@@ -203,6 +210,9 @@ export function buildOpenApi<Rule>(
         content: { 'application/json': { schema: errorRef } },
       }
     }
+    // Any request can meet the runtime's header limit (TRANSPORT_LIMITS), so every operation, /health
+    // included, has at least this client error; it carries no body because our code never sees it.
+    responses['431'] ??= { description: STATUS_TEXT[431] }
     const operation: Record<string, unknown> = {
       operationId: route.operationId,
       summary: route.summary,
@@ -230,7 +240,15 @@ export function buildOpenApi<Rule>(
   }
   return {
     openapi: '3.1.0',
-    info: { title: info.title, version: info.version, description: `${info.description}\n\n${TRANSPORT_LIMITS}` },
+    info: {
+      title: info.title,
+      version: info.version,
+      description: `${info.description}\n\n${TRANSPORT_LIMITS}`,
+      license: LICENSE,
+    },
+    // Relative: clients resolve it against the URL they fetched this document from, which is right
+    // behind a proxy or load balancer and for any port, where the listening address would not be.
+    servers: [{ url: '/', description: 'The server that served this document' }],
     ...(info.tags ? { tags: info.tags } : {}),
     paths,
     components: { schemas: { ErrorBody: errorBodySchema(info.errorCodes) }, securitySchemes: info.securitySchemes },

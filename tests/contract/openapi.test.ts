@@ -78,8 +78,22 @@ for (const mode of ['workspace', 'control-plane']) {
         ids.add(op.operationId)
         assert.ok(Array.isArray(op.security), `${method} ${path} declares security`)
         assert.ok(op.responses['500'], `${method} ${path} documents 500`)
+        assert.ok(
+          Object.keys(op.responses).some((status) => status.startsWith('4')),
+          `${method} ${path} documents a 4xx`,
+        )
       }
     }
+  })
+
+  contract(`the ${mode} document names its server relative to where it was fetched, and a licence`, async () => {
+    const doc = await (await request(surfaces[mode]!.fetch, '/openapi.json')).json()
+    assert.equal(
+      doc.servers.map((s: { url: string }) => s.url),
+      ['/'],
+    )
+    assert.ok(doc.info.license?.name, 'info.license.name')
+    assert.ok(doc.info.license.identifier || doc.info.license.url, 'an SPDX identifier or a URL')
   })
 }
 
