@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { strToU8, zipSync } from 'fflate'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { assert, startChild, suite, tempDir, type ChildServer } from '../harness.ts'
 import { browserAvailable, cspViolations, launchBrowser, reviewPage, WIDTHS } from './browser-kit.ts'
@@ -219,6 +220,56 @@ if (browserAvailable()) {
     await reviewPage(bo, 'cp-member-skills')
   })
 
+  test('skills are imported from a zip: a preview says what would change, the import shows progress and its result, a bad archive its code', async () => {
+    await admin.getByRole('link', { name: 'Skills' }).click()
+    const skillMd = (name: string, description: string) =>
+      strToU8(`---\nname: ${name}\ndescription: ${description}\n---\nSteps for ${name}.\n`)
+    const good = join(dir.path, 'skills.zip')
+    writeFileSync(
+      good,
+      zipSync({
+        'code-review/SKILL.md': skillMd('code-review', 'Reviews a change before merge, v2'),
+        'deploy-check/SKILL.md': skillMd('deploy-check', 'Checks a deploy'),
+        'deploy-check/scripts/check.sh': strToU8('#!/bin/sh\necho ok\n'),
+      }),
+    )
+    const importer = admin.locator('.card', { has: admin.getByRole('heading', { name: 'Import skills from a zip' }) })
+    await importer.getByLabel('Zip archive').setInputFiles(good)
+    await importer.getByRole('button', { name: 'Preview import' }).click()
+    await importer.getByText('Would be: 1 created, 1 updated, 0 unchanged. Nothing was stored.').waitFor()
+    assert.is(
+      await admin.getByRole('cell', { name: 'deploy-check', exact: true }).count(),
+      0,
+      'a preview stores nothing',
+    )
+    // Every state the import shows on its way, from upload to result.
+    await importer.evaluate((card) => {
+      const seen: string[] = []
+      ;(window as unknown as { importSeen: string[] }).importSeen = seen
+      new MutationObserver(() => {
+        if (card.querySelector('progress')) seen.push('progress')
+        const status = card.querySelector('[role="status"]')?.textContent
+        if (status) seen.push(status)
+      }).observe(card, { subtree: true, childList: true, characterData: true })
+    })
+    await importer.getByRole('button', { name: 'Import', exact: true }).click()
+    await importer.getByRole('status').filter({ hasText: 'imported 1 created, 1 updated, 0 unchanged.' }).waitFor()
+    const seen = await admin.evaluate(() => (window as unknown as { importSeen: string[] }).importSeen)
+    assert.ok(seen.indexOf('progress') >= 0 && seen.indexOf('progress') < seen.length - 1, `shown: ${seen}`)
+    assert.match(
+      (await importer.textContent()) ?? '',
+      /deploy-check \(deploy-check\/\) new skill → v1 · 1 file beside SKILL\.md/,
+    )
+    await admin.getByRole('cell', { name: 'deploy-check', exact: true }).waitFor()
+    await reviewPage(admin, 'cp-skills-import')
+
+    const bad = join(dir.path, 'bad.zip')
+    writeFileSync(bad, zipSync({ 'wrong-folder/SKILL.md': skillMd('other-name', 'Misfiled') }))
+    await importer.getByLabel('Zip archive').setInputFiles(bad)
+    await importer.getByRole('button', { name: 'Import', exact: true }).click()
+    await importer.getByRole('alert').filter({ hasText: 'zip_skill_name_mismatch' }).waitFor()
+  })
+
   test('the admin sees the new member, creates an API key shown once, and revokes it', async () => {
     await admin.getByRole('link', { name: 'Members' }).click()
     await admin.getByRole('cell', { name: 'Bo Member', exact: true }).waitFor()
@@ -429,6 +480,10 @@ if (browserAvailable()) {
     const second = await card.getByLabel('build-runner client token').inputValue()
     assert.match(second, /^wkc_/)
     assert.is.not(second, first, 'rotation issued a new client token')
+    // Revoked: the runtime stops, and the card says so with the reason, from the feed.
+    await card.getByRole('button', { name: 'Revoke tokens of build-runner' }).click()
+    await card.locator('.pill', { hasText: /^stopped$/ }).waitFor({ timeout: 60_000 })
+    await card.locator('code', { hasText: 'tokens_revoked' }).waitFor()
     await card.getByRole('button', { name: 'Delete build-runner' }).click()
     await admin.getByText('No Workers yet.').waitFor({ timeout: 60_000 })
   })

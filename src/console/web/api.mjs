@@ -35,17 +35,48 @@ export function createApi({ headers, onUnauthorized }) {
     } catch {
       data = undefined
     }
-    if (!response.ok) {
-      const failure = new ApiFailure(
-        response.status,
-        data?.code ?? `http_${response.status}`,
-        data?.message ?? `The server answered ${response.status}`,
-        data?.details,
-      )
-      if (response.status === 401 && onUnauthorized) onUnauthorized(failure)
-      throw failure
-    }
+    if (!response.ok) throw failed(response.status, data)
     return data
+  }
+  function failed(status, data) {
+    const failure = new ApiFailure(
+      status,
+      data?.code ?? `http_${status}`,
+      data?.message ?? `The server answered ${status}`,
+      data?.details,
+    )
+    if (status === 401 && onUnauthorized) onUnauthorized(failure)
+    return failure
+  }
+  /**
+   * POSTs a file as `contentType`, reporting `onProgress(sent, total)` while it goes out: fetch
+   * cannot tell how much of a request body was sent, XMLHttpRequest can.
+   */
+  function upload(path, file, contentType, onProgress) {
+    return new Promise((resolve, reject) => {
+      const xhr = new XMLHttpRequest()
+      xhr.open('POST', path)
+      for (const [name, value] of Object.entries({ accept: 'application/json', ...headers() }))
+        xhr.setRequestHeader(name, value)
+      xhr.setRequestHeader('content-type', contentType)
+      xhr.upload.addEventListener('progress', (event) =>
+        onProgress?.(event.loaded, event.lengthComputable ? event.total : file.size),
+      )
+      xhr.addEventListener('load', () => {
+        let data
+        try {
+          data = xhr.responseText ? JSON.parse(xhr.responseText) : undefined
+        } catch {
+          data = undefined
+        }
+        if (xhr.status >= 200 && xhr.status < 300) resolve(data)
+        else reject(failed(xhr.status, data))
+      })
+      xhr.addEventListener('error', () =>
+        reject(new ApiFailure(0, 'network_error', 'The server did not answer; check that it is still running')),
+      )
+      xhr.send(file)
+    })
   }
   return {
     get: (path, extra) => call('GET', path, undefined, extra),
@@ -53,6 +84,7 @@ export function createApi({ headers, onUnauthorized }) {
     put: (path, body) => call('PUT', path, body),
     patch: (path, body) => call('PATCH', path, body),
     del: (path) => call('DELETE', path),
+    upload,
     headers,
   }
 }

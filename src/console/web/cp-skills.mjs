@@ -1,7 +1,95 @@
 // Skills: what the caller receives, the organization's skills (create from a SKILL.md), and skill
 // hubs with their skills and assignments (to a member, a team or the whole organization).
+import { withQuery } from './api.mjs'
 import { all, pagedTable } from './cp-org.mjs'
 import { announce, errorBox, field, h, mount, section, showFieldErrors } from './dom.mjs'
+
+const kb = (bytes) => `${Math.max(1, Math.round(bytes / 1024))} KB`
+const ACTION = { create: 'new skill', update: 'new version', unchanged: 'unchanged' }
+
+/** What an import did (or a preview would do), folder by folder. */
+function importResult(result) {
+  const count = (action) => result.items.filter((i) => i.action === action).length
+  const totals = `${count('create')} created, ${count('update')} updated, ${count('unchanged')} unchanged`
+  return h(
+    'div',
+    { class: 'progress-box' },
+    h(
+      'p',
+      { role: 'status' },
+      h('span', { class: 'pill ok' }, result.preview ? 'preview' : 'imported'),
+      result.preview ? ` Would be: ${totals}. Nothing was stored.` : ` ${totals}.`,
+    ),
+    h(
+      'ul',
+      { class: 'plain', 'aria-label': result.preview ? 'What the import would do' : 'What was imported' },
+      result.items.map((item) =>
+        h(
+          'li',
+          null,
+          h('strong', null, item.name),
+          item.folder ? h('span', { class: 'muted' }, ` (${item.folder}/)`) : null,
+          ` ${ACTION[item.action] ?? item.action}`,
+          item.action === 'unchanged' ? '' : ` → v${item.versionNumber}`,
+          ` · ${item.fileCount} file${item.fileCount === 1 ? '' : 's'} beside SKILL.md`,
+        ),
+      ),
+    ),
+  )
+}
+
+/** Upload a zip of skill folders: preview first if wanted, then import; progress, then the result. */
+function importForm(api, onImported) {
+  const file = h('input', { name: 'archive', type: 'file', accept: '.zip,application/zip' })
+  const out = h('div', { 'aria-live': 'polite' })
+  const buttons = []
+  const run = (preview) => async () => {
+    const chosen = file.files?.[0]
+    if (!chosen) return mount(out, errorBox({ message: 'Choose a zip archive first.' }))
+    for (const button of buttons) button.disabled = true
+    const text = h('p', null, `Uploading ${chosen.name} (${kb(chosen.size)})…`)
+    const bar = h('progress', { max: String(Math.max(chosen.size, 1)), value: '0', 'aria-label': 'Import progress' })
+    mount(out, text, bar)
+    try {
+      const result = await api.upload(
+        withQuery('/v1/config-objects/import', { preview: preview ? 'true' : '' }),
+        chosen,
+        'application/zip',
+        (sent, total) => {
+          bar.max = Math.max(total, 1)
+          bar.value = sent
+          if (sent < total) return
+          // Sent: the server now reads and checks every folder (in one transaction).
+          text.textContent = preview ? 'Uploaded; checking the archive…' : 'Uploaded; importing…'
+          bar.removeAttribute('value')
+        },
+      )
+      mount(out, importResult(result))
+      announce(preview ? 'Preview ready' : 'Import finished')
+      if (!preview) await onImported()
+    } catch (error) {
+      mount(out, errorBox(error))
+    } finally {
+      for (const button of buttons) button.disabled = false
+    }
+  }
+  buttons.push(
+    h('button', { type: 'button', onclick: run(true) }, 'Preview import'),
+    h('button', { type: 'button', class: 'primary', onclick: run(false) }, 'Import'),
+  )
+  return h(
+    'div',
+    { class: 'card' },
+    h('h3', null, 'Import skills from a zip'),
+    field(
+      'Zip archive',
+      file,
+      'One folder per skill (named like the skill, with its SKILL.md and files), or one SKILL.md at the root. A skill of the same name gets a new version. All or nothing.',
+    ),
+    h('div', { class: 'row' }, buttons),
+    out,
+  )
+}
 
 function via(path) {
   if (path.via === 'grant') return 'granted directly'
@@ -222,7 +310,13 @@ export function skillsPage({ api, can, me }) {
         status,
       )
     }
-    parts.push(section('Organization skills', form, table.node))
+    const importer = can('config_objects.write')
+      ? importForm(api, async () => {
+          await table.reload()
+          await hubs.reload()
+        })
+      : null
+    parts.push(section('Organization skills', form, importer, table.node))
   }
 
   const hubList = h('ul', { class: 'cards', 'aria-label': 'Skill hubs' })

@@ -89,6 +89,32 @@ export function workersPage(context) {
           },
           'Issue new tokens',
         ),
+        h(
+          'button',
+          {
+            type: 'button',
+            'aria-label': `Revoke tokens of ${worker.name}`,
+            onclick: async (event) => {
+              if (!confirm(`Revoke the tokens of ${worker.name}? Its runtime stops until new tokens are issued.`))
+                return
+              const button = event.currentTarget
+              button.disabled = true
+              mount(out, h('p', { class: 'muted' }, 'Revoking; the runtime stops…'))
+              try {
+                await api.del(`/v1/workers/${worker.id}/tokens`)
+                mount(
+                  out,
+                  h('p', { role: 'status' }, 'Tokens revoked; the runtime stopped. Issue new tokens to start it.'),
+                )
+              } catch (error) {
+                mount(out, errorBox(error))
+              } finally {
+                button.disabled = false
+              }
+            },
+          },
+          'Revoke tokens',
+        ),
       )
     }
     if (can('workers.manage')) {
