@@ -152,6 +152,28 @@ test('the owner can hand ownership to a member: roles swap, both keys are disabl
   }
 })
 
+test('create bodies that do not validate name the field and what it expects, with the stable code', async () => {
+  const t = await startTestControlPlane()
+  try {
+    const person = await signUpPerson(t.client, 'bodies@x.test')
+    const missing = await t.client.post('/v1/orgs', { token: person.token, json: {} })
+    assert.equal([missing.status, missing.body.code], [422, 'validation_failed'])
+    assert.is(missing.body.message, 'Invalid request body at name: required, expected string')
+    assert.equal(missing.body.details.issues, [{ path: 'name', message: 'required, expected string' }])
+    const extra = await t.client.post('/v1/orgs', { token: person.token, json: { name: 'Acme', colour: 'red' } })
+    assert.equal(extra.body.details.issues, [{ path: 'colour', message: 'unknown field, expected one of: name' }])
+    await t.client.post('/v1/orgs', { token: person.token, json: { name: 'Acme' } })
+    const key = await t.client.post('/v1/api-keys', { token: person.token, json: { name: 7, expiresAt: 'soon' } })
+    assert.equal([key.status, key.body.code], [422, 'validation_failed'])
+    assert.equal(key.body.details.issues, [
+      { path: 'name', message: 'expected string, received 7' },
+      { path: 'expiresAt', message: 'must be an ISO-8601 timestamp like 2030-01-01T00:00:00.000Z' },
+    ])
+  } finally {
+    await t.close()
+  }
+})
+
 test('the organization is chosen by X-Service-Org-Id, else the active organization, which the caller can switch', async () => {
   const t = await startTestControlPlane()
   try {
