@@ -5,7 +5,8 @@
  * @module
  */
 import type { FileHandle } from 'node:fs/promises'
-import { ApiError } from '../../core/errors.ts'
+import type { ApiError } from '../../core/errors.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 const CHUNK = 256 * 1024
 
@@ -38,7 +39,7 @@ export function parseRange(header: string | null, size: number): { start: number
 }
 
 function unsatisfiable(size: number): ApiError {
-  return new ApiError(416, 'range_not_satisfiable', 'Requested range is not satisfiable', {
+  return workspaceError('range_not_satisfiable', 'Requested range is not satisfiable', {
     details: { size },
     headers: { 'content-range': `bytes */${size}` },
   })

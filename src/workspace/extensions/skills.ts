@@ -5,7 +5,7 @@
  * @module
  */
 import { join } from 'node:path'
-import { ApiError, errors } from '../../core/errors.ts'
+import { errors } from '../../core/errors.ts'
 import { parseFrontmatter, renderFrontmatter } from '../../opencode/frontmatter.ts'
 import { isSkillDescription, isSkillName } from '../../opencode/names.ts'
 import {
@@ -19,6 +19,7 @@ import { writeContained } from '../files/atomic-write.ts'
 import { readContainedText, removeContained, resolveExisting } from '../files/workspace-path.ts'
 import { replaceSkillFolder } from './skill-folder.ts'
 import { SKILLS_DIR, skillDirNames, skillFile } from '../config/workspace-layout.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 /** One listed skill. */
 export interface SkillItem {
@@ -130,7 +131,7 @@ export async function prepareSkill(
     throw errors.badRequest('invalid_skill_name', 'Skill frontmatter name must match payload name')
   const description = typeof doc.data.description === 'string' ? doc.data.description : input.description
   if (!validDescription(description))
-    throw new ApiError(422, 'invalid_description', 'Skill description must be 1-1024 characters')
+    throw workspaceError('invalid_description', 'Skill description must be 1-1024 characters')
   const { name: _n, description: _d, ...rest } = doc.data
   const text = await renderFrontmatter({ name, description: description.trim(), ...rest }, doc.body)
   return {
