@@ -11,6 +11,7 @@ import { ApiError } from '../../core/errors.ts'
 import { FrontmatterError, parseFrontmatter } from '../../opencode/frontmatter.ts'
 import { checkMcpServer, isMcpName, MCP_NAME_RULE } from '../../opencode/mcp-entries.ts'
 import { isSkillDescription, isSkillName, SKILL_NAME_RULE } from '../../opencode/names.ts'
+import { AgentFieldsSchema, CommandFieldsSchema, parseJsonc, schemaIssues } from '../../opencode/opencode-config.ts'
 import {
   bundleHash,
   DEFAULT_SKILL_LIMITS,
@@ -190,42 +191,26 @@ async function promptFile(type: 'command' | 'agent', input: VersionInput, title:
       `invalid_${type}_description`,
     )
   }
-  if (type === 'agent') {
-    if (typeof description !== 'string' || description.trim() === '')
-      throw invalidSource(
-        `${base}.description`,
-        'an agent needs a description (OpenCode shows it when choosing agents)',
-        'invalid_agent_description',
-      )
-    if (fields.mode !== undefined && !['primary', 'subagent', 'all'].includes(fields.mode as string))
-      throw invalidSource(`${base}.mode`, 'mode must be primary, subagent or all', 'invalid_agent_mode')
-    if (
-      fields.temperature !== undefined &&
-      (typeof fields.temperature !== 'number' || fields.temperature < 0 || fields.temperature > 2)
+  if (type === 'agent' && (typeof description !== 'string' || description.trim() === ''))
+    throw invalidSource(
+      `${base}.description`,
+      'an agent needs a description (OpenCode shows it when choosing agents)',
+      'invalid_agent_description',
     )
-      throw invalidSource(
-        `${base}.temperature`,
-        'temperature must be a number from 0 to 2',
-        'invalid_agent_temperature',
-      )
-  }
-  for (const key of ['agent', 'model']) {
-    if (fields[key] !== undefined && typeof fields[key] !== 'string')
-      throw invalidSource(`${base}.${key}`, `${key} must be a string`, `invalid_${type}_${key}`)
-  }
-  if (fields.subtask !== undefined && typeof fields.subtask !== 'boolean')
-    throw invalidSource(`${base}.subtask`, 'subtask must be true or false', 'invalid_command_subtask')
+  // The same field rules OpenCode applies to `agent.<name>` and `command.<name>` in opencode.json.
+  const refused = schemaIssues(type === 'agent' ? AgentFieldsSchema : CommandFieldsSchema, fields)[0]
+  if (refused)
+    throw invalidSource(`${base}.${refused.path}`, refused.message, `invalid_${type}_${refused.path.split('.')[0]}`)
   const rest = Object.fromEntries(Object.entries(fields).filter(([k]) => k !== 'name'))
   return { name, payload: { name, ...rest, [bodyKey]: body }, searchText: `${name} ${str(description) ?? ''} ${body}` }
 }
 
-function parseJsonObject(raw: string, what: string): Record<string, unknown> {
-  let value: unknown
-  try {
-    value = JSON.parse(raw)
-  } catch (error) {
-    throw invalidSource(RAW, `${what} must be JSON: ${(error as Error).message}`, 'invalid_json')
-  }
+/** A JSON object as OpenCode reads its config: comments and trailing commas allowed. */
+async function parseJsonObject(raw: string, what: string): Promise<Record<string, unknown>> {
+  if (raw.trim() === '') throw invalidSource(RAW, `${what} must be a JSON object, not empty text`, 'invalid_json')
+  const { value, problems } = await parseJsonc(raw)
+  const first = problems[0]
+  if (first) throw invalidSource(RAW, `${what} must be JSON: ${first.code} at offset ${first.offset}`, 'invalid_json')
   if (!value || typeof value !== 'object' || Array.isArray(value))
     throw invalidSource(RAW, `${what} must be a JSON object`, 'invalid_json')
   return value as Record<string, unknown>
@@ -235,10 +220,10 @@ function parseJsonObject(raw: string, what: string): Record<string, unknown> {
  * An MCP server as OpenCode configures it: local (a command) or remote (a URL), checked by the
  * rule the workspace server applies to the same entry; given bare or as `{name, config}`.
  */
-function mcp(input: VersionInput, title: string): PlainSource {
+async function mcp(input: VersionInput, title: string): Promise<PlainSource> {
   const source =
     input.rawSourceText !== undefined
-      ? parseJsonObject(input.rawSourceText, 'an MCP server definition')
+      ? await parseJsonObject(input.rawSourceText, 'an MCP server definition')
       : input.normalizedPayload!
   const base = input.rawSourceText !== undefined ? RAW : PAYLOAD
   const wrapped = Boolean(source.config && typeof source.config === 'object')
@@ -288,10 +273,10 @@ function context(input: VersionInput, title: string): PlainSource {
   return { name, payload: { name, content }, searchText: `${name} ${content}` }
 }
 
-function custom(input: VersionInput, title: string): PlainSource {
+async function custom(input: VersionInput, title: string): Promise<PlainSource> {
   const payload =
     input.rawSourceText !== undefined
-      ? parseJsonObject(input.rawSourceText, 'a custom object')
+      ? await parseJsonObject(input.rawSourceText, 'a custom object')
       : input.normalizedPayload!
   return { name: slugify(title), payload, searchText: JSON.stringify(payload) }
 }

@@ -1,27 +1,20 @@
 /**
- * JSONC config files: parsing with precise error offsets, and top-level edits that keep the
- * file's comments and formatting (text edits through jsonc-parser, not a re-serialisation).
+ * JSONC config files: parsing as OpenCode reads them (`parseJsonc`, with precise error offsets),
+ * and edits that keep the file's comments and formatting (text edits through jsonc-parser, not a
+ * re-serialisation).
  * @module
  */
-import type { FormattingOptions, ParseError } from 'jsonc-parser'
+import type { FormattingOptions } from 'jsonc-parser'
 import { errors } from '../../core/errors.ts'
 import { lazyModule } from '../../core/lazy-module.ts'
+import { parseJsonc } from '../../opencode/opencode-config.ts'
 
 const jsonc = lazyModule(() => import('jsonc-parser'))
 
 /** Parses JSONC text into an object; 422 `invalid_jsonc` with `[{code, offset, length}]` otherwise. */
 export async function parseJsoncObject(text: string, file: string): Promise<Record<string, unknown>> {
-  if (text.trim() === '') return {}
-  const { parse, printParseErrorCode } = await jsonc()
-  const problems: ParseError[] = []
-  const value = parse(text, problems, { allowTrailingComma: true, disallowComments: false })
-  if (problems.length > 0) {
-    throw errors.unprocessable(
-      'invalid_jsonc',
-      `Failed to parse ${file}`,
-      problems.map((p) => ({ code: printParseErrorCode(p.error), offset: p.offset, length: p.length })),
-    )
-  }
+  const { value, problems } = await parseJsonc(text)
+  if (problems.length > 0) throw errors.unprocessable('invalid_jsonc', `Failed to parse ${file}`, problems)
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw errors.unprocessable('invalid_jsonc', `${file} must contain a JSON object`, [
       { code: 'NotAnObject', offset: 0, length: text.length },

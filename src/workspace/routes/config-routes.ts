@@ -6,6 +6,7 @@ import * as v from 'valibot'
 import { errors } from '../../core/errors.ts'
 import { routeFactory } from '../../core/route.ts'
 import { queryInt } from '../../core/validation.ts'
+import { checkOpencodeConfig } from '../../opencode/opencode-config.ts'
 import { rules, type Principal, type WorkspaceRule } from '../access/auth.ts'
 import { maskMcpMap } from '../extensions/mcp.ts'
 import { opencodeConfigRel, readOpencodeConfig } from '../config/opencode-config-file.ts'
@@ -65,6 +66,16 @@ export function configRoutes(s: WorkspaceServices) {
         const ws = s.workspaces.get(params.id)
         if (!body.opencode && !body.workspace)
           throw errors.badRequest('invalid_payload', 'opencode or workspace updates required')
+        // A key OpenCode would refuse to load is refused here, before anyone is asked to approve it.
+        const refused = checkOpencodeConfig(
+          Object.fromEntries(Object.entries(body.opencode ?? {}).filter(([, value]) => value !== null)),
+        )
+        if (refused.length > 0)
+          throw errors.badRequest(
+            'invalid_payload',
+            `Invalid opencode config at ${refused[0]!.path}: ${refused[0]!.message}`,
+            { issues: refused.map((issue) => ({ ...issue, path: `opencode.${issue.path}` })) },
+          )
         // A file that does not parse fails the patch now (422), not after the host approved it.
         const opencode = body.opencode ? (await readOpencodeConfig(ws.entry.path)).data : {}
         const service = body.workspace ? await readServiceConfig(ws.entry.path) : {}
