@@ -7,10 +7,10 @@
  * parsed views cached until the watcher or a write invalidates them, so each should cost about
  * as much as a route that builds a small JSON body from memory.
  */
-import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { runAlternatingRounds, type LoadTarget } from '../lib/alternating-load.ts'
 import { defineCase, type BenchContext } from '../lib/bench-case.ts'
+import { benchReadPaths, populateBenchWorkspace } from '../lib/bench-workspace.ts'
 import { makeFigure } from '../lib/figure.ts'
 import { BENCH_CLIENT_TOKEN } from '../lib/product-server.ts'
 import { printRound } from '../lib/results-printer.ts'
@@ -18,35 +18,6 @@ import { startServer, type RunningServer } from '../lib/server-process.ts'
 import { median, round } from '../lib/stats.ts'
 
 const TARGET = { op: '>=' as const, value: 0.5 }
-
-/** Fills the bench workspace: 20 skills, 20 commands, a commented opencode.jsonc. */
-function populate(ws: string): void {
-  for (let i = 0; i < 20; i++) {
-    const name = `skill-${String(i).padStart(2, '0')}`
-    mkdirSync(join(ws, '.opencode/skills', name), { recursive: true })
-    writeFileSync(
-      join(ws, '.opencode/skills', name, 'SKILL.md'),
-      `---\nname: ${name}\ndescription: Bench skill number ${i}, which explains a task in a paragraph of text.\n---\n\n# ${name}\n\n${'Steps to follow. '.repeat(40)}\n`,
-    )
-    mkdirSync(join(ws, '.opencode/commands'), { recursive: true })
-    writeFileSync(
-      join(ws, '.opencode/commands', `command-${i}.md`),
-      `---\ndescription: Bench command ${i}\nagent: build\nsubtask: ${i % 2 === 0}\n---\n\nDo task ${i} with $ARGUMENTS.\n`,
-    )
-  }
-  const mcp = Object.fromEntries(
-    Array.from({ length: 5 }, (_, i) => [
-      `server-${i}`,
-      i % 2
-        ? { type: 'remote', url: `https://mcp${i}.example/sse`, headers: { Authorization: `Bearer secret-${i}` } }
-        : { type: 'local', command: ['npx', '-y', `server-${i}`], environment: { KEY: `secret-${i}` } },
-    ]),
-  )
-  writeFileSync(
-    join(ws, 'opencode.jsonc'),
-    `{\n  // bench config\n  "model": "a/b",\n  "plugin": ["p-one@1", "@s/p-two"],\n  "mcp": ${JSON.stringify(mcp, null, 2).replace(/\n/g, '\n  ')}\n}\n`,
-  )
-}
 
 async function run(ctx: BenchContext): Promise<void> {
   if (!ctx.hasProductSource()) {
@@ -56,7 +27,7 @@ async function run(ctx: BenchContext): Promise<void> {
   const s = ctx.settings
   const dir = ctx.tempDir('workspace-reads')
   const cmd = ctx.productCommand('source', dir, undefined, 'workspace')
-  populate(join(dir, 'ws'))
+  populateBenchWorkspace(join(dir, 'ws'))
   const servers: RunningServer[] = []
   try {
     const baseline = await startServer(ctx.baselineCommand())
@@ -68,13 +39,7 @@ async function run(ctx: BenchContext): Promise<void> {
     if (list.status !== 200)
       throw new Error(`GET /workspaces answered ${list.status}: ${(await list.text()).slice(0, 200)}`)
     const id = ((await list.json()) as { items: Array<{ id: string }> }).items[0]!.id
-    const paths = [
-      '/workspaces',
-      `/workspace/${id}/config`,
-      `/workspace/${id}/skills`,
-      `/workspace/${id}/commands`,
-      `/workspace/${id}/mcp`,
-    ]
+    const paths = benchReadPaths(id)
     for (const path of paths) {
       const res = await fetch(`${ours.baseUrl}${path}`, { headers })
       const text = await res.text()

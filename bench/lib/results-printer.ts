@@ -28,10 +28,18 @@ export function printRound(
   )
 }
 
+/** The ratio target and/or the bound on ours (`ours <= 40 MB`), as printed. */
+function targetText(f: Figure): string {
+  const parts: string[] = []
+  if (f.target) parts.push(`${f.target.op} ${f.target.value}`)
+  if (f.oursTarget) parts.push(`ours ${f.oursTarget.op} ${f.oursTarget.value} ${f.unit}`)
+  return parts.join(', ')
+}
+
 /** Print a figure's summary lines (medians, ratio spread, target verdict). */
 export function printFigure(f: Figure): void {
   const verdict = f.pass === undefined ? 'info' : f.pass ? 'PASS' : 'FAIL'
-  const target = f.target ? ` target ${f.target.op} ${f.target.value}` : ''
+  const target = targetText(f) ? ` target ${targetText(f)}` : ''
   console.log(
     `  => ${f.name}: ours ${fmt(f.oursMedian)} ${f.unit} vs baseline ${fmt(f.baselineMedian)} ${f.unit}; ` +
       `median ratio ${f.ratioMedian.toFixed(3)} (range ${f.ratioMin.toFixed(3)}–${f.ratioMax.toFixed(3)}, ${f.ratios.length} rounds)${target} [${verdict}]`,
@@ -49,7 +57,7 @@ export function printTable(figures: Figure[]): void {
     `${fmt(f.baselineMedian)} ${f.unit} (${f.baselineLabel})`,
     f.ratioMedian.toFixed(3),
     `${f.ratioMin.toFixed(2)}–${f.ratioMax.toFixed(2)}`,
-    f.target ? `${f.target.op} ${f.target.value}` : '-',
+    targetText(f) || '-',
     f.pass === undefined ? 'info' : f.pass ? 'PASS' : 'FAIL',
   ])
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))

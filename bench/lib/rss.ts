@@ -1,7 +1,7 @@
 /**
  * Resident memory of a process, read from Linux procfs.
  *
- * Why: idle memory targets compare the product binary with a hello-world
+ * Why: memory targets compare the product binary with a hello-world
  * binary; VmRSS from /proc/<pid>/status is what `ps`/`top` report and needs
  * no extra tooling. Returns null off Linux or if the process is gone, so a
  * case can skip instead of crash.
@@ -14,6 +14,12 @@ export interface ProcMemory {
   vmRssKb: number
   /** Peak resident set size since start (context: startup spikes). */
   vmHwmKb: number | null
+  /**
+   * The two halves of VmRSS: private memory (heaps, caches) and file-backed pages, most of them the
+   * executable's own (the runtime's native code and our embedded bytecode) that a start touched.
+   */
+  rssAnonKb: number | null
+  rssFileKb: number | null
 }
 
 /** Read VmRSS/VmHWM of `pid` in KiB, or null when procfs is unavailable or the pid has exited. */
@@ -30,5 +36,5 @@ export function readProcMemory(pid: number): ProcMemory | null {
   }
   const vmRssKb = field('VmRSS')
   if (vmRssKb === null) return null
-  return { vmRssKb, vmHwmKb: field('VmHWM') }
+  return { vmRssKb, vmHwmKb: field('VmHWM'), rssAnonKb: field('RssAnon'), rssFileKb: field('RssFile') }
 }
