@@ -94,7 +94,7 @@ export async function createWorkspaceApp(
     withConsoleSessions(storeTokens(config, services.tokens, hashToken), consoleSessions),
     services.throttle,
   )
-  const sidecar = new SidecarService({
+  const sidecar = await SidecarService.create({
     config: config.sidecar,
     workspaceIds: config.workspaces.map((w) => w.id),
     readOnly: config.readOnly,

@@ -31,12 +31,19 @@ function compile(entry: SidecarRouteEntry): Compiled {
 }
 
 // Rows grouped by method and first segment: a request is compared with a handful of patterns, not all.
-const index = new Map<string, Compiled[]>()
-for (const entry of SIDECAR_ROUTES) {
-  const key = `${entry.method} ${entry.path.split('/')[1]!.toLowerCase()}`
-  let list = index.get(key)
-  if (!list) index.set(key, (list = []))
-  list.push(compile(entry))
+// Built by the first proxied request: a server without a sidecar never needs these ~190 regexes.
+let index: Map<string, Compiled[]> | undefined
+
+function rowIndex(): Map<string, Compiled[]> {
+  if (index) return index
+  index = new Map()
+  for (const entry of SIDECAR_ROUTES) {
+    const key = `${entry.method} ${entry.path.split('/')[1]!.toLowerCase()}`
+    let list = index.get(key)
+    if (!list) index.set(key, (list = []))
+    list.push(compile(entry))
+  }
+  return index
 }
 
 /** A classified request: its row and the row's path parameters (raw, still percent-encoded). */
@@ -49,7 +56,7 @@ export interface Classified {
 export function classifySidecarRequest(method: string, path: string): Classified | null {
   const lower = path.toLowerCase()
   const first = lower.split('/')[1] ?? ''
-  const list = index.get(`${method === 'HEAD' ? 'GET' : method} ${first}`)
+  const list = rowIndex().get(`${method === 'HEAD' ? 'GET' : method} ${first}`)
   if (!list) return null
   for (const compiled of list) {
     if (!compiled.regex.test(lower)) continue

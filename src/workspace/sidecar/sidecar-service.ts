@@ -8,7 +8,7 @@ import { ApiError } from '../../core/errors.ts'
 import type { Logger } from '../../core/logger.ts'
 import type { StreamRegistry } from '../../core/sse.ts'
 import type { Principal } from '../access/auth.ts'
-import { ManagedSidecar, type ManagedState } from './managed-sidecar.ts'
+import type { ManagedSidecar, ManagedState } from './managed-sidecar.ts'
 import { SessionGuard } from './session-guard.ts'
 import type { SidecarConfig, SidecarTarget } from './sidecar-config.ts'
 import { ProbeCache, probeSidecar, type SidecarStatus } from './sidecar-probe.ts'
@@ -62,13 +62,26 @@ export class SidecarService {
   /** Relays allow-listed WebSocket routes. */
   readonly sockets: SocketRelay
 
-  constructor(private readonly options: SidecarServiceOptions) {
-    this.managed = options.config.managed
-      ? new ManagedSidecar(options.config.managed, {
-          log: options.log.child({ component: 'managed-sidecar' }),
-          cwd: options.managedCwd,
-        })
-      : null
+  /**
+   * Builds the service. The managed-process code (node:child_process) is loaded only when a managed
+   * sidecar is configured: the rest of the time it would cost the process resident memory for nothing.
+   */
+  static async create(options: SidecarServiceOptions): Promise<SidecarService> {
+    const managed = options.config.managed ? (await import('./managed-sidecar.ts')).ManagedSidecar : null
+    return new SidecarService(options, managed)
+  }
+
+  private constructor(
+    private readonly options: SidecarServiceOptions,
+    Managed: typeof ManagedSidecar | null,
+  ) {
+    this.managed =
+      options.config.managed && Managed
+        ? new Managed(options.config.managed, {
+            log: options.log.child({ component: 'managed-sidecar' }),
+            cwd: options.managedCwd,
+          })
+        : null
     this.managed?.onChange(() => this.#probes.invalidate())
     this.sockets = new SocketRelay({
       tuning: options.config.tuning,

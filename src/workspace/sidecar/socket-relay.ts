@@ -19,9 +19,14 @@ import type { Classified } from './route-policy.ts'
 import type { SidecarTuning } from './sidecar-config.ts'
 import type { ProxyInput } from './sidecar-proxy.ts'
 import type { SocketTickets } from './socket-tickets.ts'
-import { openUpstreamSocket, UpgradeRefused, type UpstreamSocket } from './upstream-socket.ts'
+import type { UpstreamSocket } from './upstream-socket.ts'
 import { sidecarFetch, unreachable } from './upstream-fetch.ts'
 import { workspaceError } from '../workspace-errors.ts'
+import { lazyModule } from '../../core/lazy-module.ts'
+
+// The upstream client (node:net, node:tls) is loaded by the first relayed socket: most servers never
+// relay one, and those modules cost every process resident memory.
+const upstreamSocket = lazyModule(() => import('./upstream-socket.ts'))
 
 /** Most relayed sockets one token (or the host token) may hold open at once. */
 export const MAX_SOCKETS_PER_TOKEN = 8
@@ -156,8 +161,11 @@ export class SocketRelay {
     }
 
     let upstream: UpstreamSocket | undefined
+    let UpgradeRefused: typeof import('./upstream-socket.ts').UpgradeRefused | undefined
     try {
-      upstream = await openUpstreamSocket(
+      const loaded = await upstreamSocket()
+      UpgradeRefused = loaded.UpgradeRefused
+      upstream = await loaded.openUpstreamSocket(
         upstreamUrl,
         headers,
         {
@@ -184,7 +192,7 @@ export class SocketRelay {
       )
     } catch (error) {
       release()
-      if (error instanceof UpgradeRefused) {
+      if (UpgradeRefused && error instanceof UpgradeRefused) {
         if (error.status === 401)
           throw workspaceError('sidecar_auth_failed', 'The sidecar rejected the configured sidecar credentials')
         throw workspaceError('sidecar_socket_refused', 'The sidecar refused the WebSocket', {
