@@ -16,7 +16,7 @@ import { chmodSync, existsSync, mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { normalizeParam } from './bound-values.ts'
 import { openSqlite, type RawSqlite } from './open-sqlite.ts'
-import { checkPostgres, openPostgresPool, type PostgresPoolOptions } from './open-postgres.ts'
+import type { PostgresPoolOptions } from './open-postgres.ts'
 import { localNotifier, postgresNotifier, type Notifier } from './notifier.ts'
 import { retryingTransactions } from './serializable-transactions.ts'
 
@@ -198,6 +198,9 @@ export async function openDatabase<DB>(options: OpenDatabaseOptions): Promise<Da
 async function openPostgres<DB>(url: string, options: OpenDatabaseOptions): Promise<Database<DB>> {
   if (!isPostgresUrl(url)) throw new Error('database URL must start with postgres:// or postgresql://')
   const settings = { ...POSTGRES_DEFAULTS, ...options.postgres }
+  // Loaded only here: evaluating `pg` pulls in node:net, tls, dns, crypto and stream, which cost
+  // every SQLite-only process (the workspace server, above all) resident memory for nothing.
+  const { checkPostgres, openPostgresPool } = await import('./open-postgres.ts')
   await checkPostgres(url, settings.connectTimeoutMs)
   const handle = openPostgresPool({ url, ...settings })
   const db = retryingTransactions(new Kysely<DB>({ dialect: new PostgresDialect({ pool: handle.pool }) }), {
