@@ -459,6 +459,27 @@ if (browserAvailable()) {
     assert.ok(listReads.length <= 1, `the list was polled: ${listReads}`)
   })
 
+  test('while the feed cannot be reached the Workers page says so and re-reads slowly, then goes live again', async () => {
+    // The feed is refused (the rest of the API answers); the page is opened afresh to meet it.
+    await admin.route('**/v1/events', (route) => route.abort())
+    await admin.getByRole('link', { name: 'Organizations' }).click()
+    await admin.getByRole('link', { name: 'Workers' }).click()
+    await admin
+      .getByText(/Live updates interrupted; reconnecting\. Re-reading every 10 s\./)
+      .waitFor({ timeout: 60_000 })
+    const created = await asAdmin('POST', '/v1/workers', { name: 'fallback-runner', provisioner: 'process' })
+    assert.is(created.status, 202)
+    const worker = ((await created.json()) as { item: { id: string } }).item
+    // Found by the slow re-read, with no feed.
+    await admin.locator(`li[data-worker="${worker.id}"]`).waitFor({ timeout: 30_000 })
+    await admin.unroute('**/v1/events')
+    // The reader retries (1, 2, 5, then every 10 s); once live, the feed removes the deleted Worker.
+    await admin.getByText(LIVE).waitFor({ timeout: 60_000 })
+    const deleted = await asAdmin('DELETE', `/v1/workers/${worker.id}`)
+    assert.is(deleted.status, 204)
+    await admin.getByText('No Workers yet.').waitFor({ timeout: 60_000 })
+  })
+
   test('a Worker is created, its state follows live, its tokens are shown once and rotated, and it is deleted', async () => {
     await admin.getByRole('link', { name: 'Workers' }).click()
     await admin.getByLabel('Name').fill('build-runner')
