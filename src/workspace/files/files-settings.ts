@@ -70,7 +70,9 @@ export const FILES_DEFAULTS: FilesSettings = {
   maxTtlMs: 24 * 3_600_000,
   catalogEventRetention: 10_000,
   watchDebounceMs: 100,
-  readCacheBytes: 32 * 1024 * 1024,
+  // Sized for a desktop server: it holds at most this much base64 (a file up to 768 KiB may enter).
+  // A server that batches large files for many clients can raise it.
+  readCacheBytes: 8 * 1024 * 1024,
   inbox: { enabled: true, maxBytes: 250_000_000, requireApproval: true },
   outbox: { enabled: true },
 }
