@@ -90,6 +90,11 @@ export const WORKSPACE_ERRORS = defineErrors({
     status: 409,
     description: 'The export holds secrets; choose sensitive=include or sensitive=exclude',
   },
+  import_target_conflict: {
+    status: 409,
+    description:
+      'An import target changed kind since the preview (a file where a folder must be, or the reverse); rolled back',
+  },
   workspace_import_preview_required: { status: 409, description: 'Preview the import and pass its fingerprint' },
   workspace_import_preview_stale: {
     status: 409,
@@ -112,6 +117,11 @@ export const WORKSPACE_ERRORS = defineErrors({
 
   // 500
   import_failed: { status: 500, description: 'An import failed and was rolled back; nothing was changed' },
+
+  import_storage_full: {
+    status: 507,
+    description: 'The disk is full; the import was rolled back, nothing was changed',
+  },
 
   // 502, 503 and 504: the sidecar or the server cannot answer now
   sidecar_unreachable: { status: 502, description: 'The sidecar cannot be reached (details.cause)' },

@@ -9,6 +9,7 @@ import { ApiError } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
 import type { AuditActor, AuditLog } from '../events/audit-log.ts'
 import type { EventStore } from '../events/event-store.ts'
+import type { DescribedChange } from './change-description.ts'
 
 /** A pending write as the host sees it. */
 export interface ApprovalRequest {
@@ -20,6 +21,8 @@ export interface ApprovalRequest {
   paths: string[]
   createdAt: number
   actor: AuditActor
+  /** What the write would change, per path (writes through the write gate; absent for other requests). */
+  changes?: DescribedChange[]
 }
 
 /** How a request ended. */

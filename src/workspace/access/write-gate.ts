@@ -1,7 +1,8 @@
 /**
  * The one path every workspace write takes: read-only check → fingerprint of the target →
  * approval → (under the workspace lock) re-check that the target did not change while waiting →
- * apply → record the event → audit. A denied, timed-out or stale write changes nothing.
+ * apply → record the event → audit. A denied, timed-out or stale write changes nothing. The
+ * approval carries what would change (per path: action, and a diff or size and digest).
  * @module
  */
 import { createHash } from 'node:crypto'
@@ -9,6 +10,7 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ApiError } from '../../core/errors.ts'
 import type { ApprovalService } from './approvals.ts'
+import { describeChanges, type ProposedChange } from './change-description.ts'
 import { actorOf, type AuditLog } from '../events/audit-log.ts'
 import type { Principal } from './auth.ts'
 import type { EventTrigger, ReloadReason } from '../events/event-store.ts'
@@ -26,12 +28,37 @@ export interface GatedWrite<T> {
   target: string
   /** Workspace-relative files the write may touch; their content must not change while it waits. */
   paths: string[]
-  reason: ReloadReason
-  trigger: EventTrigger
+  /** Reload event of the write (with `trigger`), unless `record` records it another way. */
+  reason?: ReloadReason
+  trigger?: EventTrigger
   /** The client's request signal: a held write is withdrawn when the client disconnects. */
   signal?: AbortSignal
+  /**
+   * What the write would leave at each path it changes: the approval describes it (action, diff or
+   * size and digest). Every path is checked inside the workspace before anyone is asked.
+   */
+  changes?(): Promise<ProposedChange[]>
+  /**
+   * `required` (default) asks the host when the mode is manual; `skip` does not (the write changes
+   * nothing, or the host exempted this kind of write, e.g. `inbox.requireApproval: false`).
+   */
+  approval?: 'required' | 'skip'
+  /**
+   * How a change made while the write waited is caught: `fingerprint` (default) compares the
+   * `paths` and answers 409 `write_conflict`; `writer` leaves it to `apply` (per-item revisions of
+   * a file batch, the re-planned import).
+   */
+  recheck?: 'fingerprint' | 'writer'
+  /** A batch whose items fail one by one: a path outside the workspace is left out of the description. */
+  perItem?: boolean
   /** Performs the write; runs under the workspace lock. */
   apply(): Promise<T>
+  /**
+   * Records the write's events (under the lock) and says what to audit, or null when nothing was
+   * written. Without it the gate commits the `reason`/`trigger` reload event and audits
+   * `target`/`summary` when that event says something changed.
+   */
+  record?(result: T): Promise<{ target: string; summary: string } | null>
   /**
    * True when the write would change nothing on disk. Such a write skips approval (the host is not
    * asked about nothing) and records nothing; `run` then resolves with undefined.
@@ -91,25 +118,33 @@ export class WriteGate {
     this.ensureWritable()
     if (write.unchanged && (await write.unchanged())) return undefined
     const root = write.workspace.entry.path
-    const before = await fingerprint(root, write.paths)
+    const changes = write.changes
+      ? await describeChanges(root, await write.changes(), { perItem: write.perItem })
+      : undefined
+    const recheck = write.recheck !== 'writer'
+    const before = recheck ? await fingerprint(root, write.paths) : ''
     const actor = actorOf(write.principal)
-    const outcome = await this.deps.approvals.request(
-      {
-        workspaceId: write.workspace.entry.id,
-        action: write.action,
-        summary: write.summary,
-        paths: write.paths.map((rel) => join(root, rel)),
-        actor,
-      },
-      write.signal,
-    )
+    const outcome =
+      write.approval === 'skip'
+        ? { id: 'skipped', allowed: true as const }
+        : await this.deps.approvals.request(
+            {
+              workspaceId: write.workspace.entry.id,
+              action: write.action,
+              summary: write.summary,
+              paths: write.paths.map((rel) => join(root, rel)),
+              actor,
+              ...(changes ? { changes } : {}),
+            },
+            write.signal,
+          )
     if (!outcome.allowed) {
       throw new ApiError(403, 'write_denied', 'Write request denied', {
         details: { requestId: outcome.id, reason: outcome.reason },
       })
     }
     return write.workspace.lock.run(async () => {
-      if ((await fingerprint(root, write.paths)) !== before) {
+      if (recheck && (await fingerprint(root, write.paths)) !== before) {
         throw new ApiError(
           409,
           'write_conflict',
@@ -118,19 +153,20 @@ export class WriteGate {
         )
       }
       const result = await write.apply()
-      const event = await write.workspace.tracker.commit(write.reason, write.trigger)
-      if (event) {
-        await this.deps.audit.record({
-          workspaceId: write.workspace.entry.id,
-          actor,
-          action: write.action,
-          target: write.target,
-          summary: write.summary,
-        })
+      const entry = write.record ? await write.record(result) : await this.#commit(write)
+      if (entry) {
+        await this.deps.audit.record({ workspaceId: write.workspace.entry.id, actor, action: write.action, ...entry })
         // Cached bodies carry the last write time (config `updatedAt`); drop any built meanwhile.
         write.workspace.cache.invalidate()
       }
       return result
     })
+  }
+
+  async #commit<T>(write: GatedWrite<T>): Promise<{ target: string; summary: string } | null> {
+    if (!write.reason || !write.trigger)
+      throw new Error(`${write.action}: a gated write needs reason and trigger, or record`)
+    const event = await write.workspace.tracker.commit(write.reason, write.trigger)
+    return event ? { target: write.target, summary: write.summary } : null
   }
 }

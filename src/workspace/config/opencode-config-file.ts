@@ -36,6 +36,29 @@ export async function opencodeConfigRel(root: string): Promise<string> {
 }
 
 /**
+ * The project config after path edits (fresh from disk), not written: what a write would leave,
+ * for the approval's description. `undefined` removes a path.
+ */
+export async function editedOpencodeConfig(
+  root: string,
+  edits: Array<{ path: Array<string | number>; value: unknown }>,
+): Promise<{ rel: string; text: string; data: Record<string, unknown> }> {
+  const current = await readOpencodeConfig(root)
+  let text = current.text
+  for (const edit of edits) text = await setJsoncPath(text, edit.path, edit.value)
+  return { rel: current.rel, text, data: await parseJsoncObject(text, current.rel) }
+}
+
+/** The same, as the one-file change a gated write proposes (see `GatedWrite.changes`). */
+export async function configChange(
+  root: string,
+  edits: Array<{ path: Array<string | number>; value: unknown }>,
+): Promise<Array<{ path: string; after: string }>> {
+  const next = await editedOpencodeConfig(root, edits)
+  return [{ path: next.rel, after: next.text }]
+}
+
+/**
  * Applies path edits to the project config (fresh from disk) and writes it atomically.
  * `undefined` removes a path. Returns the parsed result.
  */
@@ -43,10 +66,7 @@ export async function editOpencodeConfig(
   root: string,
   edits: Array<{ path: Array<string | number>; value: unknown }>,
 ): Promise<Record<string, unknown>> {
-  const current = await readOpencodeConfig(root)
-  let text = current.text
-  for (const edit of edits) text = await setJsoncPath(text, edit.path, edit.value)
-  const data = await parseJsoncObject(text, current.rel)
-  await writeContained(root, current.rel, text)
-  return data
+  const next = await editedOpencodeConfig(root, edits)
+  await writeContained(root, next.rel, next.text)
+  return next.data
 }

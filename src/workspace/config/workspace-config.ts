@@ -7,7 +7,7 @@
 import { errors } from '../../core/errors.ts'
 import { writeContained } from '../files/atomic-write.ts'
 import { mcpEntries, unmaskMcpMap } from '../extensions/mcp.ts'
-import { editOpencodeConfig, readOpencodeConfig } from './opencode-config-file.ts'
+import { editedOpencodeConfig, readOpencodeConfig } from './opencode-config-file.ts'
 import { readContainedText } from '../files/workspace-path.ts'
 import type { ReadCache } from '../runtime/read-cache.ts'
 import { SERVICE_CONFIG_FILE } from './workspace-layout.ts'
@@ -61,15 +61,19 @@ export interface ConfigPatch {
 }
 
 /**
- * Applies a patch: each top-level `opencode` key is replaced (null removes it, arrays are
- * replaced, not merged); `workspace` keys are shallow-merged into service.json.
+ * What a patch would leave in each file it touches, not written: each top-level `opencode` key is
+ * replaced (null removes it, arrays are replaced, not merged); `workspace` keys are shallow-merged
+ * into service.json. Both files are parsed first, so an invalid one fails the patch unwritten.
  */
-export async function applyConfigPatch(root: string, patch: ConfigPatch): Promise<void> {
-  // Parse both before writing either, so an invalid file on disk fails the patch without a half write.
+export async function configPatchTexts(
+  root: string,
+  patch: ConfigPatch,
+): Promise<Array<{ path: string; after: string }>> {
   const service = patch.workspace ? await readServiceConfig(root) : undefined
+  const out: Array<{ path: string; after: string }> = []
   if (patch.opencode) {
     const current = await readOpencodeConfig(root)
-    await editOpencodeConfig(
+    const next = await editedOpencodeConfig(
       root,
       Object.entries(patch.opencode).map(([key, value]) => ({
         path: [key],
@@ -77,6 +81,7 @@ export async function applyConfigPatch(root: string, patch: ConfigPatch): Promis
         value: value === null ? undefined : key === 'mcp' ? unmaskMcpMap(value, mcpEntries(current.data)) : value,
       })),
     )
+    out.push({ path: next.rel, after: next.text })
   }
   if (patch.workspace && service) {
     const merged: Record<string, unknown> = { ...service }
@@ -84,7 +89,13 @@ export async function applyConfigPatch(root: string, patch: ConfigPatch): Promis
       if (value === null) delete merged[key]
       else merged[key] = value
     }
-    // Contained like the file data plane: `.opencode` linked outside the workspace is refused.
-    await writeContained(root, SERVICE_CONFIG_FILE, JSON.stringify(merged, null, 2) + '\n')
+    out.push({ path: SERVICE_CONFIG_FILE, after: JSON.stringify(merged, null, 2) + '\n' })
   }
+  return out
+}
+
+/** Applies a patch (see {@link configPatchTexts}); each file is written atomically and contained. */
+export async function applyConfigPatch(root: string, patch: ConfigPatch): Promise<void> {
+  // `.opencode` linked outside the workspace is refused, like the file data plane.
+  for (const { path, after } of await configPatchTexts(root, patch)) await writeContained(root, path, after)
 }

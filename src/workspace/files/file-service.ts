@@ -9,8 +9,8 @@ import { lstat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ApiError } from '../../core/errors.ts'
 import type { Logger } from '../../core/logger.ts'
-import { actorOf } from '../events/audit-log.ts'
 import type { Principal } from '../access/auth.ts'
+import type { ProposedChange } from '../access/change-description.ts'
 import { scopeRank } from '../access/auth.ts'
 import type { WorkspaceRuntime } from '../runtime/workspace-registry.ts'
 import type { WorkspaceServices } from '../runtime/workspace-services.ts'
@@ -34,6 +34,14 @@ import {
 import { FileContentCache } from './file-content-cache.ts'
 import { FileSessionStore, type FileSession } from './file-sessions.ts'
 import type { FilesSettings } from './files-settings.ts'
+
+const listed = (names: string[], max: number) => `${names.slice(0, max).join(', ')}${names.length > max ? ', …' : ''}`
+
+/** The audit entry of a batch: what was done, naming (some of) its paths. */
+const auditEntry = (targets: string[], summary: string) => ({
+  target: targets.slice(0, 20).join(', '),
+  summary: `${summary}: ${listed(targets, 5)}`,
+})
 
 /** Everything the file routes use. */
 export class FileService {
@@ -125,31 +133,10 @@ export class FileService {
     if (!session.canWrite) throw new ApiError(403, 'file_session_read_only', 'File session is read-only')
   }
 
-  async #approve(
-    ws: WorkspaceRuntime,
-    principal: Principal,
-    action: string,
-    summary: string,
-    paths: string[],
-    signal?: AbortSignal,
-  ): Promise<void> {
-    const outcome = await this.#s.approvals.request(
-      {
-        workspaceId: ws.entry.id,
-        action,
-        summary,
-        paths: paths.map((p) => join(ws.entry.path, p)),
-        actor: actorOf(principal),
-      },
-      signal,
-    )
-    if (!outcome.allowed)
-      throw new ApiError(403, 'write_denied', 'Write request denied', {
-        details: { requestId: outcome.id, reason: outcome.reason },
-      })
-  }
-
-  /** Writes a batch: pre-check, one approval for every changing item, re-check, atomic writes. */
+  /**
+   * Writes a batch through the write gate: pre-check, one approval for every changing item (its
+   * description carries each item's diff), per-item revision re-check, atomic writes.
+   */
   async writeBatch(
     session: FileSession,
     ws: WorkspaceRuntime,
@@ -161,42 +148,45 @@ export class FileService {
     const root = ws.entry.path
     const { results, planned } = await planWrites(root, writes, this.settings.maxFileBytes)
     const changing = planned.filter((w) => !w.unchanged)
-    if (changing.length) {
-      const names = changing.map((w) => w.rel)
-      await this.#approve(
-        ws,
-        principal,
-        'workspace.files.session.write',
-        `Write ${names.length} file${names.length === 1 ? '' : 's'}: ${names.slice(0, 5).join(', ')}${names.length > 5 ? ', …' : ''}`,
-        names,
-        signal,
-      )
-    }
+    const names = changing.map((w) => w.rel)
     const log = this.events(ws)
     const out: Array<WriteOk | ItemError | null> = [...results]
-    await ws.lock.run(async () => {
-      for (const w of planned) {
-        const created: string[] = []
-        const result = await applyWrite(root, w, created)
-        out[w.index] = result
-        for (const dir of created) log.append({ type: 'mkdir', path: dir, source: 'server' })
-        if (result.ok && !w.unchanged)
-          log.append({ type: 'write', path: w.rel, revision: result.revision, source: 'server' })
-      }
+    let written: string[] = []
+    await this.#s.gate.run({
+      workspace: ws,
+      principal,
+      signal,
+      action: 'workspace.files.session.write',
+      summary: `Write ${names.length} file${names.length === 1 ? '' : 's'}: ${listed(names, 5)}`,
+      target: names.slice(0, 20).join(', '),
+      paths: names,
+      // Items that change no bytes still answer per item, without asking the host about nothing.
+      approval: changing.length ? 'required' : 'skip',
+      recheck: 'writer',
+      perItem: true,
+      changes: async () => changing.map((w) => ({ path: w.rel, after: w.data })),
+      apply: async () => {
+        for (const w of planned) {
+          const created: string[] = []
+          const result = await applyWrite(root, w, created)
+          out[w.index] = result
+          for (const dir of created) log.append({ type: 'mkdir', path: dir, source: 'server' })
+          if (result.ok && !w.unchanged)
+            log.append({ type: 'write', path: w.rel, revision: result.revision, source: 'server' })
+        }
+      },
+      record: async () => {
+        written = changing.filter((w) => out[w.index]?.ok).map((w) => w.rel)
+        return written.length
+          ? auditEntry(written, `Wrote ${written.length} file${written.length === 1 ? '' : 's'}`)
+          : null
+      },
     })
-    const written = planned.filter((w) => !w.unchanged && out[w.index]?.ok)
-    if (written.length)
-      await this.#afterWrite(
-        ws,
-        principal,
-        'workspace.files.session.write',
-        written.map((w) => w.rel),
-        `Wrote ${written.length} file${written.length === 1 ? '' : 's'}`,
-      )
+    if (written.length) await this.#afterWrite(ws)
     return { items: out as Array<WriteOk | ItemError>, cursor: log.cursor }
   }
 
-  /** Runs a batch of operations in order after one approval. */
+  /** Runs a batch of operations in order after one approval (through the write gate). */
   async operations(
     session: FileSession,
     ws: WorkspaceRuntime,
@@ -208,76 +198,71 @@ export class FileService {
     const root = ws.entry.path
     const planned = ops.map(planOperation)
     const valid = planned.filter((p): p is PlannedOperation => !('ok' in p))
-    if (valid.length) {
-      const paths = valid.flatMap((p) => (p.type === 'rename' ? [p.from, p.to] : [p.path]))
-      const label = valid.map((p) => (p.type === 'rename' ? `rename ${p.from} → ${p.to}` : `${p.type} ${p.path}`))
-      await this.#approve(
-        ws,
-        principal,
-        'workspace.files.session.ops',
-        `${label.slice(0, 5).join('; ')}${label.length > 5 ? '; …' : ''}`,
-        paths,
-        signal,
-      )
-    }
+    const paths = valid.flatMap((p) => (p.type === 'rename' ? [p.from, p.to] : [p.path]))
+    const label = valid.map((p) => (p.type === 'rename' ? `rename ${p.from} → ${p.to}` : `${p.type} ${p.path}`))
     const log = this.events(ws)
     const items: OperationResult[] = []
-    await ws.lock.run(async () => {
-      for (const p of planned) {
-        if ('ok' in p) {
-          items.push(p)
-          continue
+    let done: string[] = []
+    await this.#s.gate.run({
+      workspace: ws,
+      principal,
+      signal,
+      action: 'workspace.files.session.ops',
+      summary: `${label.slice(0, 5).join('; ')}${label.length > 5 ? '; …' : ''}`,
+      target: paths.slice(0, 20).join(', '),
+      paths,
+      approval: valid.length ? 'required' : 'skip',
+      recheck: 'writer',
+      perItem: true,
+      changes: async () =>
+        valid.flatMap((p): ProposedChange[] =>
+          p.type === 'rename'
+            ? [
+                { path: p.from, after: null },
+                { path: p.to, after: { movedFrom: p.from } },
+              ]
+            : [{ path: p.path, after: p.type === 'mkdir' ? { directory: true as const } : null }],
+        ),
+      apply: async () => {
+        for (const p of planned) {
+          if ('ok' in p) {
+            items.push(p)
+            continue
+          }
+          const created: string[] = []
+          const result = await applyOperation(root, p, created)
+          items.push(result)
+          for (const dir of created)
+            if (!(p.type === 'mkdir' && dir === p.path)) log.append({ type: 'mkdir', path: dir, source: 'server' })
+          if (!result.ok) continue
+          if (p.type === 'rename') {
+            const st = await lstat(join(root, p.to)).catch(() => null)
+            log.append({
+              type: 'rename',
+              path: p.from,
+              toPath: p.to,
+              revision: st?.isFile() ? revisionOf(st) : undefined,
+              source: 'server',
+            })
+          } else {
+            log.append({ type: p.type, path: p.path, source: 'server' })
+          }
         }
-        const created: string[] = []
-        const result = await applyOperation(root, p, created)
-        items.push(result)
-        for (const dir of created)
-          if (!(p.type === 'mkdir' && dir === p.path)) log.append({ type: 'mkdir', path: dir, source: 'server' })
-        if (!result.ok) continue
-        if (p.type === 'rename') {
-          const st = await lstat(join(root, p.to)).catch(() => null)
-          log.append({
-            type: 'rename',
-            path: p.from,
-            toPath: p.to,
-            revision: st?.isFile() ? revisionOf(st) : undefined,
-            source: 'server',
-          })
-        } else {
-          log.append({ type: p.type, path: p.path, source: 'server' })
-        }
-      }
+      },
+      record: async () => {
+        done = items.filter((i) => i.ok).map((i) => i.path ?? `${i.from} → ${i.to}`)
+        return done.length ? auditEntry(done, `Ran ${done.length} file operation${done.length === 1 ? '' : 's'}`) : null
+      },
     })
-    const done = items.filter((i) => i.ok)
-    if (done.length)
-      await this.#afterWrite(
-        ws,
-        principal,
-        'workspace.files.session.ops',
-        done.map((i) => i.path ?? `${i.from} → ${i.to}`),
-        `Ran ${done.length} file operation${done.length === 1 ? '' : 's'}`,
-      )
+    if (done.length) await this.#afterWrite(ws)
     return { items, cursor: log.cursor }
   }
 
-  async #afterWrite(
-    ws: WorkspaceRuntime,
-    principal: Principal,
-    action: string,
-    targets: string[],
-    summary: string,
-  ): Promise<void> {
-    await this.#s.audit.record({
-      workspaceId: ws.entry.id,
-      actor: actorOf(principal),
-      action,
-      target: targets.slice(0, 20).join(', '),
-      summary: `${summary}: ${targets.slice(0, 5).join(', ')}${targets.length > 5 ? ', …' : ''}`,
-    })
+  async #afterWrite(ws: WorkspaceRuntime): Promise<void> {
     // A batch may touch config or extension files: their reload events are part of the write (a
     // crash right after the answer must not lose them), so the rescan is awaited. Its failure is
     // logged by the tracker; the files are written either way, and the next start compares again.
-    ws.cache.invalidate()
+    // It takes the workspace lock itself, so it runs after the gate released it.
     await ws.tracker.rescan('server').catch(() => {})
   }
 

@@ -163,6 +163,19 @@ export async function commitUpload(root: string, upload: StagedUpload): Promise<
   }
 }
 
+/**
+ * Opens a staged upload for reading (through the pinned inbox), so the approval can describe the
+ * bytes that would land; the caller closes it.
+ */
+export async function openStaged(root: string, upload: StagedUpload): Promise<fsp.FileHandle> {
+  const inbox = await pinDirectory(root, INBOX_DIR, false)
+  try {
+    return await fsp.open(`${inbox.path}/${upload.temp}`, fsp.constants.O_RDONLY | fsp.constants.O_NOFOLLOW)
+  } finally {
+    await inbox.close()
+  }
+}
+
 /** Removes a staged upload that will not be committed. */
 export async function discardUpload(root: string, upload: StagedUpload): Promise<void> {
   const inbox = await pinDirectory(root, INBOX_DIR, false).catch(() => null)

@@ -9,6 +9,7 @@
  */
 import * as fsp from 'node:fs/promises'
 import { ApiError } from '../../core/errors.ts'
+import { workspaceError } from '../workspace-errors.ts'
 import { replacedFile, tempName, writeTemp } from '../files/atomic-write.ts'
 import { pinDirectory, splitRel, writeSlot } from '../files/workspace-path.ts'
 import type { PlannedChange } from './import-plan.ts'
@@ -28,8 +29,34 @@ async function inDir<T>(root: string, parent: string, fn: (dir: string) => Promi
   }
 }
 
-/** Applies the changed items of a plan; throws 500 `import_failed` (with nothing changed) on failure. */
-export async function applyImport(root: string, changes: PlannedChange[]): Promise<void> {
+/**
+ * What a failed (and rolled back) import answers: the error itself when it is already one of ours
+ * (a path that resolves outside, 400 `invalid_path`); 409 `import_target_conflict` when a target
+ * changed kind since the preview; 507 `import_storage_full` when the disk is full; anything else the
+ * opaque 500 `import_failed`, its cause passed to `onUnexpected` (for the log), never to the client.
+ */
+export function importFailure(error: unknown, onUnexpected?: (error: unknown) => void): ApiError {
+  if (error instanceof ApiError) return error
+  const code = (error as NodeJS.ErrnoException | null)?.code
+  if (code === 'EISDIR' || code === 'ENOTDIR' || code === 'EEXIST' || code === 'ENOTEMPTY')
+    return workspaceError(
+      'import_target_conflict',
+      'A target changed kind since the preview (a file where a folder must be, or the reverse); the import was rolled back and nothing was changed',
+    )
+  if (code === 'ENOSPC' || code === 'EDQUOT') return workspaceError('import_storage_full')
+  onUnexpected?.(error)
+  return workspaceError('import_failed')
+}
+
+/**
+ * Applies the changed items of a plan; on failure everything is rolled back and the error is
+ * mapped by {@link importFailure}.
+ */
+export async function applyImport(
+  root: string,
+  changes: PlannedChange[],
+  onUnexpected?: (error: unknown) => void,
+): Promise<void> {
   const work = changes.filter((c) => c.action !== 'unchanged')
   const staged = new Map<PlannedChange, { slot: Slot; temp: string }>()
   const steps: Step[] = []
@@ -90,11 +117,7 @@ export async function applyImport(root: string, changes: PlannedChange[]): Promi
       const { parent, name } = splitRel(rel)
       await inDir(root, parent, (dir) => fsp.rmdir(`${dir}/${name}`)).catch(() => {})
     }
-    throw new ApiError(
-      500,
-      'import_failed',
-      `Import failed and was rolled back; nothing was changed (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
-    )
+    throw importFailure(error, onUnexpected)
   }
   for (const step of steps) {
     if (step.kind === 'backup')

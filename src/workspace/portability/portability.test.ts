@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { assert, suite } from '../../../tests/harness.ts'
 import { CLIENT_TOKEN, eventually, HOST_TOKEN, startTestServer, type TestServer } from '../testing/test-kit.ts'
+import { importFailure } from './import-apply.ts'
 import { findSecrets, stripSecrets } from './secret-scan.ts'
 
 const test = suite('workspace/export and import', { timeoutMs: 30_000 })
@@ -270,12 +271,28 @@ test('the plan is re-validated after approval, and a failing apply rolls back ev
     )
     await s.req(`/approvals/${approval2.id}`, { method: 'POST', hostToken: HOST_TOKEN, json: { reply: 'allow' } })
     const failed = await pending2
-    assert.equal([failed.status, (await failed.json()).code], [500, 'import_failed'])
+    // A known failure answers its own stable code and a message naming no host path.
+    const body = await failed.json()
+    assert.equal([failed.status, body.code, body.message], [400, 'invalid_path', 'tools is not a directory'])
     assert.ok(existsSync(join(s.root, '.opencode/skills/hello-world/SKILL.md')), 'replace kept the existing skill')
     assert.not.ok(existsSync(join(s.root, '.opencode/skills/new-one')), 'the incoming skill was not left behind')
   } finally {
     await s.dispose()
   }
+})
+
+test('a failed import answers a stable code for known failures and an opaque 500 for the rest', () => {
+  const errno = (code: string) => Object.assign(new Error(`${code}: /home/someone/secret-path`), { code })
+  const kind = importFailure(errno('ENOTDIR'))
+  assert.equal([kind.status, kind.code], [409, 'import_target_conflict'])
+  const full = importFailure(errno('ENOSPC'))
+  assert.equal([full.status, full.code], [507, 'import_storage_full'])
+  const logged: unknown[] = []
+  const opaque = importFailure(new Error('EIO reading /home/someone/secret-path'), (e) => logged.push(e))
+  assert.equal([opaque.status, opaque.code], [500, 'import_failed'])
+  assert.not.ok(opaque.message.includes('secret-path'), 'the cause reaches the log, never the client')
+  assert.is(logged.length, 1)
+  for (const error of [kind, full]) assert.not.ok(error.message.includes('secret-path'))
 })
 
 test.run()

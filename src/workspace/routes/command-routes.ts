@@ -91,6 +91,7 @@ export function commandRoutes(s: WorkspaceServices) {
           reason: 'commands',
           trigger: { type: 'command', name: command.name, action: exists ? 'updated' : 'added', path: command.rel },
           apply: () => writeCommand(ws.entry.path, command),
+          changes: async () => [{ path: command.rel, after: command.text }],
           unchanged: () => fileHolds(ws.entry.path, command.rel, command.text),
         })
         return { items: await cachedCommands(ws) }
@@ -124,6 +125,7 @@ export function commandRoutes(s: WorkspaceServices) {
           reason: 'commands',
           trigger: { type: 'command', name, action: 'removed', path: rel },
           apply: () => deleteCommand(ws.entry.path, name),
+          changes: async () => [{ path: rel, after: null }],
         })
         return { ok: true as const }
       },

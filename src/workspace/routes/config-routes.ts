@@ -10,7 +10,12 @@ import { checkOpencodeConfig } from '../../opencode/opencode-config.ts'
 import { rules, type Principal, type WorkspaceRule } from '../access/auth.ts'
 import { maskMcpMap } from '../extensions/mcp.ts'
 import { opencodeConfigRel, readOpencodeConfig } from '../config/opencode-config-file.ts'
-import { applyConfigPatch, readServiceConfig, readWorkspaceConfig } from '../config/workspace-config.ts'
+import {
+  applyConfigPatch,
+  configPatchTexts,
+  readServiceConfig,
+  readWorkspaceConfig,
+} from '../config/workspace-config.ts'
 import { SERVICE_CONFIG_FILE } from '../config/workspace-layout.ts'
 import type { WorkspaceServices } from '../runtime/workspace-services.ts'
 import { sameJson } from '../access/write-gate.ts'
@@ -102,6 +107,7 @@ export function configRoutes(s: WorkspaceServices) {
           reason: 'config',
           trigger: { type: 'config', name: paths[0], action: 'updated', path: paths[0] },
           apply: () => applyConfigPatch(ws.entry.path, body),
+          changes: () => configPatchTexts(ws.entry.path, body),
           unchanged: async () => same(opencode, body.opencode) && same(service, body.workspace),
         })
         return { updatedAt: s.now() }

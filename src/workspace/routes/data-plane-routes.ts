@@ -22,7 +22,7 @@ export function dataPlane(
   const files = new FileService(s, s.config.files, logger)
   return {
     files,
-    routes: [...fileRoutes(s, files, streams), ...inboxRoutes(s, files), ...portabilityRoutes(s, files)],
+    routes: [...fileRoutes(s, files, streams), ...inboxRoutes(s, files), ...portabilityRoutes(s, files, logger)],
     close: () => files.close(),
   }
 }

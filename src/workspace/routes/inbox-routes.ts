@@ -1,7 +1,8 @@
 /**
  * Inbox (uploads into `.opencode/service/inbox/`) and artifacts (downloads from
  * `.opencode/service/outbox/`): list, download by id with `Range` support, and the streamed
- * multipart upload, approval-gated unless the host set `inbox.requireApproval: false`.
+ * multipart upload through the write gate (approval-gated unless the host set
+ * `inbox.requireApproval: false`).
  * @module
  */
 import { stat } from 'node:fs/promises'
@@ -9,13 +10,12 @@ import * as v from 'valibot'
 import { ApiError } from '../../core/errors.ts'
 import { routeFactory } from '../../core/route.ts'
 import { queryString } from '../../core/validation.ts'
-import { actorOf } from '../events/audit-log.ts'
 import { rules, type Principal, type WorkspaceRule } from '../access/auth.ts'
 import { INBOX_DIR, listFolder, openItem, OUTBOX_DIR } from '../artifacts/drop-folder.ts'
 import { downloadResponse } from '../artifacts/file-download.ts'
 import { revisionOf } from '../files/catalog-events.ts'
 import type { FileService } from '../files/file-service.ts'
-import { commitUpload, discardUpload, receiveUpload } from '../inbox/inbox-upload.ts'
+import { commitUpload, discardUpload, openStaged, receiveUpload } from '../inbox/inbox-upload.ts'
 import type { WorkspaceServices } from '../runtime/workspace-services.ts'
 import { WorkspaceParams } from './schemas.ts'
 
@@ -104,42 +104,40 @@ export function inboxRoutes(s: WorkspaceServices, files: FileService) {
         if (!inbox.enabled) throw new ApiError(404, 'inbox_disabled', 'The inbox is disabled')
         s.gate.ensureWritable()
         const upload = await receiveUpload(ws.entry.path, request, query.path, inbox.maxBytes)
+        let staged: Awaited<ReturnType<typeof openStaged>> | undefined
         try {
-          if (inbox.requireApproval) {
-            const outcome = await s.approvals.request(
-              {
-                workspaceId: ws.entry.id,
-                action: 'workspace.inbox.upload',
-                summary: `Upload ${upload.rel} (${upload.bytes} bytes) to the inbox`,
-                paths: [`${ws.entry.path}/${upload.workspaceRel}`],
-                actor: actorOf(principal),
-              },
-              request.signal,
-            )
-            if (!outcome.allowed)
-              throw new ApiError(403, 'write_denied', 'Write request denied', {
-                details: { requestId: outcome.id, reason: outcome.reason },
+          const bytes = await openStaged(ws.entry.path, upload)
+          staged = bytes
+          await s.gate.run({
+            workspace: ws,
+            principal,
+            signal: request.signal,
+            action: 'workspace.inbox.upload',
+            summary: `Upload ${upload.rel} (${upload.bytes} bytes) to the inbox`,
+            target: upload.workspaceRel,
+            paths: [upload.workspaceRel],
+            approval: inbox.requireApproval ? 'required' : 'skip',
+            // An upload replaces whatever is there when it lands, as the reference's does.
+            recheck: 'writer',
+            changes: async () => [{ path: upload.workspaceRel, after: { staged: bytes } }],
+            apply: () => commitUpload(ws.entry.path, upload),
+            record: async () => {
+              const st = await stat(`${ws.entry.path}/${upload.workspaceRel}`).catch(() => null)
+              files.events(ws).append({
+                type: 'write',
+                path: upload.workspaceRel,
+                revision: st ? revisionOf(st) : undefined,
+                source: 'server',
               })
-          }
-          await ws.lock.run(() => commitUpload(ws.entry.path, upload))
+              return { target: upload.workspaceRel, summary: `Uploaded ${upload.rel} (${upload.bytes} bytes)` }
+            },
+          })
         } catch (error) {
           await discardUpload(ws.entry.path, upload)
           throw error
+        } finally {
+          await staged?.close()
         }
-        const st = await stat(`${ws.entry.path}/${upload.workspaceRel}`).catch(() => null)
-        files.events(ws).append({
-          type: 'write',
-          path: upload.workspaceRel,
-          revision: st ? revisionOf(st) : undefined,
-          source: 'server',
-        })
-        await s.audit.record({
-          workspaceId: ws.entry.id,
-          actor: actorOf(principal),
-          action: 'workspace.inbox.upload',
-          target: upload.workspaceRel,
-          summary: `Uploaded ${upload.rel} (${upload.bytes} bytes)`,
-        })
         return { ok: true as const, path: upload.rel, bytes: upload.bytes }
       },
     }),

@@ -16,7 +16,7 @@ import {
   validateMcpConfig,
   validateMcpName,
 } from '../extensions/mcp.ts'
-import { opencodeConfigRel, readOpencodeConfig } from '../config/opencode-config-file.ts'
+import { configChange, opencodeConfigRel, readOpencodeConfig } from '../config/opencode-config-file.ts'
 import { cachedOpencodeConfig } from '../config/workspace-config.ts'
 import type { WorkspaceRuntime } from '../runtime/workspace-registry.ts'
 import type { WorkspaceServices } from '../runtime/workspace-services.ts'
@@ -82,6 +82,7 @@ export function mcpRoutes(s: WorkspaceServices) {
           reason: 'mcp',
           trigger: { type: 'mcp', name, action: exists ? 'updated' : 'added' },
           apply: () => upsertMcp(ws.entry.path, name, config),
+          changes: () => configChange(ws.entry.path, [{ path: ['mcp', name], value: config }]),
           unchanged: async () => sameJson(current, config),
         })
         return { items: await cachedItems(ws) }
@@ -118,6 +119,7 @@ export function mcpRoutes(s: WorkspaceServices) {
           reason: 'mcp',
           trigger: { type: 'mcp', name, action: 'updated' },
           apply: () => setMcpEnabled(ws.entry.path, name, body.enabled),
+          changes: () => configChange(ws.entry.path, [{ path: ['mcp', name, 'enabled'], value: body.enabled }]),
         })
         return { changed: true, enabled: body.enabled, items: await cachedItems(ws) }
       },
@@ -149,6 +151,7 @@ export function mcpRoutes(s: WorkspaceServices) {
           reason: 'mcp',
           trigger: { type: 'mcp', name, action: 'removed' },
           apply: () => removeMcp(ws.entry.path, name),
+          changes: () => configChange(ws.entry.path, [{ path: ['mcp', name], value: undefined }]),
         })
         return { items: await cachedItems(ws) }
       },

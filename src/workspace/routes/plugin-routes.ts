@@ -5,13 +5,15 @@
 import * as v from 'valibot'
 import { routeFactory } from '../../core/route.ts'
 import { rules, type Principal, type WorkspaceRule } from '../access/auth.ts'
-import { opencodeConfigRel, readOpencodeConfig } from '../config/opencode-config-file.ts'
+import { configChange, opencodeConfigRel, readOpencodeConfig } from '../config/opencode-config-file.ts'
 import {
   addPlugin,
   hasPlugin,
   listPlugins,
   pluginName,
   pluginRemovalPlan,
+  pluginsWith,
+  pluginsWithout,
   removePlugin,
   validatePluginSpec,
 } from '../extensions/plugins.ts'
@@ -89,6 +91,10 @@ export function pluginRoutes(s: WorkspaceServices) {
           reason: 'plugins',
           trigger: { type: 'plugin', name: pluginName(spec), action: 'added' },
           apply: () => addPlugin(ws.entry.path, spec),
+          changes: async () => {
+            const { data } = await readOpencodeConfig(ws.entry.path)
+            return configChange(ws.entry.path, [{ path: ['plugin'], value: pluginsWith(data, spec) }])
+          },
         })
         return cachedList(ws)
       },
@@ -121,6 +127,14 @@ export function pluginRoutes(s: WorkspaceServices) {
           reason: 'plugins',
           trigger: { type: 'plugin', name: params.name, action: 'removed' },
           apply: () => removePlugin(ws.entry.path, params.name),
+          changes: async () => {
+            const { data } = await readOpencodeConfig(ws.entry.path)
+            const remaining = pluginsWithout(data, plan.specs)
+            return [
+              ...(plan.specs.length ? await configChange(ws.entry.path, [{ path: ['plugin'], value: remaining }]) : []),
+              ...plan.files.map((path) => ({ path, after: null })),
+            ]
+          },
         })
         return cachedList(ws)
       },

@@ -1,25 +1,19 @@
 /**
- * Export, import preview and import (spec §2, reference §1.13). The import is approval-gated and
- * needs the fingerprint of the preview the caller saw (409 `workspace_import_preview_required`
- * or `_stale` with a fresh preview otherwise); the plan is rebuilt after approval under the
- * workspace lock and must still match, then it is applied all-or-nothing.
+ * Export, import preview and import (spec §2, reference §1.13): the routes parse and shape; the
+ * import itself (preview fingerprint, write gate, re-plan, all-or-nothing apply) is
+ * `portability/workspace-import.ts`.
  * @module
  */
 import * as v from 'valibot'
 import { ApiError } from '../../core/errors.ts'
+import type { Logger } from '../../core/logger.ts'
 import { routeFactory } from '../../core/route.ts'
 import { queryString } from '../../core/validation.ts'
 import { actorOf } from '../events/audit-log.ts'
 import { rules, scopeRank, type Principal, type WorkspaceRule } from '../access/auth.ts'
 import type { FileService } from '../files/file-service.ts'
-import { applyImport } from '../portability/import-apply.ts'
-import {
-  describeChanges,
-  planImport,
-  previewOf,
-  type ImportPayload,
-  type ImportPreview,
-} from '../portability/import-plan.ts'
+import { planImport, previewOf, type ImportPayload } from '../portability/import-plan.ts'
+import { importWorkspace } from '../portability/workspace-import.ts'
 import { buildExport, type SensitiveMode } from '../portability/workspace-export.ts'
 import { SkillFileOut, SkillFilesIn } from '../../opencode/skill-wire.ts'
 import { skillLimitsOf } from '../extensions/skills.ts'
@@ -83,12 +77,8 @@ const ExportSchema = v.object({
   files: v.array(v.object({ path: v.string(), content: v.string() })),
 })
 
-function previewConflict(code: string, message: string, preview: ImportPreview): ApiError {
-  return new ApiError(409, code, message, { extra: { ok: false, preview } })
-}
-
 /** `/workspace/:id/export`, `/import/preview`, `/import`. */
-export function portabilityRoutes(s: WorkspaceServices, files: FileService) {
+export function portabilityRoutes(s: WorkspaceServices, files: FileService, logger: Logger) {
   return [
     route({
       method: 'GET',
@@ -165,85 +155,24 @@ export function portabilityRoutes(s: WorkspaceServices, files: FileService) {
       summary: 'Import workspace configuration',
       tags: ['portability'],
       description:
-        'Same body as the preview plus `previewFingerprint`. No changes → `{ok:true, preview}`. Changes without a fingerprint → 409 `workspace_import_preview_required`; a different fingerprint → 409 `workspace_import_preview_stale` (both carry `preview`). Approval action `config.import`; the plan is rebuilt after approval and must still match; applied all-or-nothing (500 `import_failed` leaves the workspace unchanged).',
+        'Same body as the preview plus `previewFingerprint`. No changes → `{ok:true, preview}`. Changes without a fingerprint → 409 `workspace_import_preview_required`; a different fingerprint → 409 `workspace_import_preview_stale` (both carry `preview`). Approval action `config.import`; the plan is rebuilt after approval and must still match; applied all-or-nothing: a failure rolls everything back and answers 409 `import_target_conflict` (a target changed kind), 507 `import_storage_full`, 400 `invalid_path`, or the opaque 500 `import_failed`.',
       auth: rules.collaborator,
       params: WorkspaceParams,
       body: ImportBody,
       responses: { 200: v.object({ ok: v.literal(true), preview: PreviewSchema }) },
-      errors: [...WRITE_ERRORS],
+      errors: [400, ...WRITE_ERRORS, 500, 507],
       handler: async ({ request, params, body, principal }) => {
-        s.gate.ensureWritable()
-        const ws = s.workspaces.get(params.id)
-        const fingerprint = body.previewFingerprint
-        if (fingerprint !== undefined && typeof fingerprint !== 'string')
-          throw new ApiError(400, 'invalid_workspace_import_preview_fingerprint', 'previewFingerprint must be a string')
-        const payload = body as ImportPayload
-        const plan = await planImport(ws.entry.path, payload, skillLimitsOf(s.config.file))
-        const preview = previewOf(plan)
-        if (fingerprint !== undefined && fingerprint !== preview.fingerprint)
-          throw previewConflict(
-            'workspace_import_preview_stale',
-            'The workspace changed since the preview; review the new preview',
-            preview,
-          )
-        const changed = plan.filter((c) => c.action !== 'unchanged')
-        if (!changed.length) return { ok: true as const, preview }
-        if (fingerprint === undefined)
-          throw previewConflict(
-            'workspace_import_preview_required',
-            'Preview the import and pass its fingerprint',
-            preview,
-          )
-        const summary = `Import workspace config (${describeChanges(preview)})`
-        const outcome = await s.approvals.request(
+        const preview = await importWorkspace(
+          { gate: s.gate, files, logger, skillLimits: skillLimitsOf(s.config.file) },
           {
-            workspaceId: ws.entry.id,
-            action: 'config.import',
-            summary,
-            paths: changed.map((c) => `${ws.entry.path}/${c.path}`),
-            actor: actorOf(principal),
+            workspace: s.workspaces.get(params.id),
+            principal,
+            payload: body as ImportPayload,
+            previewFingerprint: body.previewFingerprint,
+            signal: request.signal,
           },
-          request.signal,
         )
-        if (!outcome.allowed)
-          throw new ApiError(403, 'write_denied', 'Write request denied', {
-            details: { requestId: outcome.id, reason: outcome.reason },
-          })
-        const log = files.events(ws)
-        const applied = await ws.lock.run(async () => {
-          const again = previewOf(await planImport(ws.entry.path, payload, skillLimitsOf(s.config.file)))
-          if (again.fingerprint !== preview.fingerprint)
-            throw previewConflict(
-              'workspace_import_preview_stale',
-              'The workspace changed while the import awaited approval; nothing was written',
-              again,
-            )
-          await applyImport(ws.entry.path, plan)
-          for (const c of changed)
-            log.append(
-              c.after === null
-                ? {
-                    type: 'delete',
-                    path: c.kind === 'skill' ? c.path.replace(/\/SKILL\.md$/, '') : c.path,
-                    source: 'server',
-                  }
-                : { type: 'write', path: c.path, source: 'server' },
-            )
-          await ws.tracker.commit('config', { type: 'config', name: 'import', action: 'updated' })
-          return again
-        })
-        ws.cache.invalidate()
-        await s.audit.record({
-          workspaceId: ws.entry.id,
-          actor: actorOf(principal),
-          action: 'config.import',
-          target: changed
-            .map((c) => c.path)
-            .slice(0, 20)
-            .join(', '),
-          summary: `Imported workspace config (${describeChanges(applied)})`,
-        })
-        return { ok: true as const, preview: applied }
+        return { ok: true as const, preview }
       },
     }),
   ]

@@ -21,6 +21,24 @@ export const ActorSchema = v.object({
 })
 
 /** A pending approval. */
+const DigestSchema = v.nullable(
+  v.object({
+    bytes: v.number(),
+    sha256: v.pipe(v.nullable(v.string()), v.description('null when the content holds masked secrets')),
+  }),
+)
+
+/** One path of what a held write would change (see `describeChanges`). */
+export const DescribedChangeSchema = v.object({
+  path: v.pipe(v.string(), v.description('workspace-relative')),
+  action: v.picklist(['create', 'update', 'delete']),
+  before: DigestSchema,
+  after: DigestSchema,
+  diff: v.optional(v.pipe(v.string(), v.description('unified diff of the text (`---`, `+++`, `@@` hunks)'))),
+  diffOmitted: v.optional(v.picklist(['binary', 'too_large', 'total_limit', 'directory', 'secrets'])),
+  masked: v.optional(v.pipe(v.literal(true), v.description('secret values in the diff read ********'))),
+})
+
 export const ApprovalSchema = v.object({
   id: v.string(),
   workspaceId: v.string(),
@@ -29,6 +47,12 @@ export const ApprovalSchema = v.object({
   paths: v.array(v.string()),
   createdAt: v.pipe(v.number(), v.description('epoch milliseconds')),
   actor: ActorSchema,
+  changes: v.optional(
+    v.pipe(
+      v.array(DescribedChangeSchema),
+      v.description('What the write would change, per path; present on every write through the write gate'),
+    ),
+  ),
 })
 
 /** A workspace as clients see it. */

@@ -153,6 +153,13 @@ export function skillRoutes(s: WorkspaceServices) {
           reason: 'skills',
           trigger: { type: 'skill', name: skill.name, action: exists ? 'updated' : 'added', path: skill.rel },
           apply: () => writeSkill(ws.entry.path, skill),
+          changes: async () => {
+            const files = new Map((skill.files ?? []).map((f) => [f.path, f.bytes]))
+            return changes.map((c) => ({
+              path: `${skillDir(skill.name)}/${c.path}`,
+              after: c.action === 'delete' ? null : c.path === SKILL_FILE ? skill.text : (files.get(c.path) ?? null),
+            }))
+          },
           unchanged: async () =>
             (await fileHolds(ws.entry.path, skill.rel, skill.text)) &&
             (skill.files === null ||
@@ -196,6 +203,8 @@ export function skillRoutes(s: WorkspaceServices) {
           reason: 'skills',
           trigger: { type: 'skill', name, action: 'removed', path: rel },
           apply: () => deleteSkill(ws.entry.path, name),
+          changes: async () =>
+            [rel, ...files.map((f) => `${skillDir(name)}/${f.path}`)].map((path) => ({ path, after: null })),
         })
         return { ok: true as const, name, path: `${ws.entry.path}/${rel}` }
       },
