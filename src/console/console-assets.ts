@@ -21,6 +21,7 @@ import wsApprovalsJs from './web/ws-approvals.mjs' with { type: 'text' }
 import wsTokensJs from './web/ws-tokens.mjs' with { type: 'text' }
 import wsWorkspaceJs from './web/ws-workspace.mjs' with { type: 'text' }
 import wsActivityJs from './web/ws-activity.mjs' with { type: 'text' }
+import wsPortabilityJs from './web/ws-portability.mjs' with { type: 'text' }
 import cpAppJs from './web/cp-app.mjs' with { type: 'text' }
 import cpOrgJs from './web/cp-org.mjs' with { type: 'text' }
 import cpKeysJs from './web/cp-keys.mjs' with { type: 'text' }
@@ -44,6 +45,7 @@ const SOURCES: Record<string, string> = {
   'ws-tokens.mjs': wsTokensJs,
   'ws-workspace.mjs': wsWorkspaceJs,
   'ws-activity.mjs': wsActivityJs,
+  'ws-portability.mjs': wsPortabilityJs,
   'cp-app.mjs': cpAppJs,
   'cp-org.mjs': cpOrgJs,
   'cp-keys.mjs': cpKeysJs,

@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Browser, Page } from 'playwright-core'
@@ -192,6 +192,66 @@ if (browserAvailable()) {
     await page.getByRole('link', { name: 'Sidecar' }).click()
     await page.getByRole('heading', { name: 'Sidecar per workspace' }).waitFor()
     await reviewPage(page, 'ws-sidecar')
+  })
+
+  test('a workspace is exported; an import is previewed, allowed in place and applied, then one is denied, each step shown', async () => {
+    const project = join(dir.path, 'project')
+    await page.getByRole('link', { name: 'Workspaces' }).click()
+    await page.getByRole('link', { name: 'Export and import' }).click()
+    await page.getByLabel('Secrets').selectOption('exclude')
+    const download = page.waitForEvent('download')
+    await page.getByRole('button', { name: 'Export', exact: true }).click()
+    const exported = JSON.parse(readFileSync((await (await download).path())!, 'utf8')) as {
+      skills: Array<{ name: string; content: string; files: unknown[] }>
+      opencode?: unknown
+      workspace?: unknown
+    }
+    assert.ok(
+      exported.skills.some((skill) => skill.name === 'review'),
+      'the export holds the workspace skill',
+    )
+    await page
+      .getByRole('status')
+      .filter({ hasText: /Exported 1 skills/ })
+      .waitFor()
+    // The same file with one more skill (config left out, so only the skill changes).
+    const triage = '---\nname: triage\ndescription: Sorts incoming issues\n---\nLabel first.\n'
+    const withSkill = join(dir.path, 'import.json')
+    writeFileSync(
+      withSkill,
+      JSON.stringify({ skills: [...exported.skills, { name: 'triage', content: triage, files: [] }] }),
+    )
+    const importer = page.locator('.card', { has: page.getByRole('heading', { name: 'Import' }) })
+    await importer.getByLabel('Export file').setInputFiles(withSkill)
+    await importer.getByRole('button', { name: 'Preview import' }).click()
+    await importer
+      .getByRole('list', { name: 'Changes the import makes' })
+      .getByText(/triage/)
+      .first()
+      .waitFor()
+    await importer.getByRole('button', { name: /^Import \d+ changes?$/ }).click()
+    await importer.getByText('Waiting for the host to allow the import…').waitFor()
+    await reviewPage(page, 'ws-import-waiting')
+    await importer.getByRole('button', { name: 'Allow import' }).click()
+    await importer
+      .getByRole('status')
+      .filter({ hasText: /imported \d+ changes applied \(1 created/ })
+      .waitFor()
+    assert.ok(existsSync(join(project, '.opencode/skills/triage/SKILL.md')), 'the skill was written')
+
+    const changed = join(dir.path, 'import-2.json')
+    writeFileSync(
+      changed,
+      JSON.stringify({ skills: [{ name: 'triage', content: triage.replace('first', 'last'), files: [] }] }),
+    )
+    await importer.getByLabel('Export file').setInputFiles(changed)
+    await importer.getByRole('button', { name: 'Preview import' }).click()
+    await importer.getByRole('button', { name: /^Import \d+ changes?$/ }).click()
+    await importer.getByRole('button', { name: 'Deny import' }).click()
+    await importer.getByRole('alert').waitFor()
+    assert.match((await importer.locator('.steps li').last().getAttribute('class')) ?? '', /failed/)
+    assert.match(readFileSync(join(project, '.opencode/skills/triage/SKILL.md'), 'utf8'), /Label first/)
+    await reviewPage(page, 'ws-import-denied')
   })
 
   test('focus is visible and the skip link comes first', async () => {

@@ -181,7 +181,7 @@ function pageFor(id, rest) {
     case 'tokens':
       return tokensPage(api)
     case 'workspaces':
-      return workspacePage(api, rest)
+      return workspacePage(api, rest, store)
     case 'audit':
       return auditPage(api, rest)
     case 'events':

@@ -1,5 +1,6 @@
 // One workspace's configuration and extensions, read through the API (secrets masked).
 import { errorBox, h, jsonBlock, maskSecrets, mount, scroller, section } from './dom.mjs'
+import { portabilityTab } from './ws-portability.mjs'
 
 const TABS = [
   ['config', 'Config'],
@@ -7,6 +8,7 @@ const TABS = [
   ['commands', 'Commands'],
   ['plugins', 'Plugins'],
   ['mcp', 'MCP servers'],
+  ['transfer', 'Export and import'],
 ]
 
 function itemsTable(caption, items, columns) {
@@ -100,8 +102,9 @@ async function tabContent(api, id, tab) {
   }
 }
 
-/** The workspaces page: `#workspaces/<id>/<tab>`. */
-export function workspacePage(api, [wanted, wantedTab]) {
+/** The workspaces page: `#workspaces/<id>/<tab>`; `store` holds pending approvals (an import waits for one). */
+export function workspacePage(api, [wanted, wantedTab], store) {
+  let transfer = null
   const body = h('div', null, h('p', { class: 'muted' }, 'Loading…'))
   const node = h('div', null, h('h1', null, 'Workspaces'), body)
   void (async () => {
@@ -135,7 +138,10 @@ export function workspacePage(api, [wanted, wantedTab]) {
       const content = h('div', { 'aria-live': 'polite' }, h('p', { class: 'muted' }, 'Loading…'))
       mount(body, items.length > 1 ? picker : null, section(`${ws.name}`, h('p', null, code(ws.path)), tabs, content))
       try {
-        mount(content, await tabContent(api, ws.id, tab))
+        if (tab === 'transfer') {
+          transfer = portabilityTab(api, store, ws)
+          mount(content, transfer.node)
+        } else mount(content, await tabContent(api, ws.id, tab))
       } catch (error) {
         mount(content, errorBox(error))
       }
@@ -143,5 +149,5 @@ export function workspacePage(api, [wanted, wantedTab]) {
       mount(body, errorBox(error))
     }
   })()
-  return { node }
+  return { node, dispose: () => transfer?.dispose() }
 }
