@@ -104,6 +104,26 @@ test('plugins list config specs and plugin files, de-duplicated, and round-trip 
   }
 })
 
+test('a plugin given with options is listed, kept intact by other plugin edits, and removed whole', async () => {
+  const s = await startTestServer({ fixture: false })
+  try {
+    const withOptions = ['@acme/opencode-lint', { strict: true }]
+    writeFileSync(join(s.root, 'opencode.json'), JSON.stringify({ plugin: ['opencode-wakatime@1.2.0', withOptions] }))
+    const plugins = () => JSON.parse(readFileSync(join(s.root, 'opencode.json'), 'utf8')).plugin
+    const specs = (body: { items: Array<{ spec: string }> }) => body.items.map((p) => p.spec)
+    assert.equal(specs(await get(s, '/plugins')), ['opencode-wakatime@1.2.0', '@acme/opencode-lint'])
+    assert.is((await send(s, 'POST', '/plugins', { spec: '@acme/opencode-lint@2.0.0' })).status, 200)
+    assert.is((await send(s, 'POST', '/plugins', { spec: 'opencode-notifier' })).status, 200)
+    assert.equal(plugins(), ['opencode-wakatime@1.2.0', withOptions, 'opencode-notifier'])
+    assert.is((await send(s, 'DELETE', '/plugins/opencode-wakatime')).status, 200)
+    assert.equal(plugins(), [withOptions, 'opencode-notifier'])
+    assert.is((await send(s, 'DELETE', '/plugins/%40acme%2Fopencode-lint')).status, 200)
+    assert.equal(plugins(), ['opencode-notifier'])
+  } finally {
+    await s.dispose()
+  }
+})
+
 test('skills round-trip with frontmatter rules enforced', async () => {
   const s = await startTestServer()
   try {

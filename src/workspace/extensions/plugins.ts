@@ -1,10 +1,12 @@
 /**
- * Plugins: specs in the project config's `plugin` key (a string or an array) plus plugin files
- * directly in `.opencode/plugins/`. Listed de-duplicated by package name (config first).
+ * Plugins: entries of the project config's `plugin` array (a spec, or `[spec, options]`, which
+ * edits keep intact) plus plugin files directly in `.opencode/plugins/`. Listed de-duplicated by
+ * package name (config first).
  * @module
  */
 import { join } from 'node:path'
 import { errors } from '../../core/errors.ts'
+import { pluginSpecOf } from '../../opencode/opencode-config.ts'
 import { removeContained, resolveExisting } from '../files/workspace-path.ts'
 import { editOpencodeConfig, readOpencodeConfig } from '../config/opencode-config-file.ts'
 import { PLUGINS_DIR, pluginFileNames } from '../config/workspace-layout.ts'
@@ -39,12 +41,29 @@ export function pluginName(spec: string): string {
   return at > 0 ? s.slice(0, at) : s
 }
 
-/** The config's plugin specs as an array. */
-export function configSpecs(config: Record<string, unknown>): string[] {
+/**
+ * The config's plugin entries as OpenCode reads them: specs and `[spec, options]` pairs, in order.
+ * A lone string (older configs) counts as one entry.
+ */
+function pluginEntries(config: Record<string, unknown>): unknown[] {
   const raw = config.plugin
   if (typeof raw === 'string') return [raw]
-  if (Array.isArray(raw)) return raw.filter((x): x is string => typeof x === 'string')
-  return []
+  return Array.isArray(raw) ? raw.filter((entry) => pluginSpecOf(entry) !== null) : []
+}
+
+/** The config's plugin specs (of pairs, the spec alone). */
+export function configSpecs(config: Record<string, unknown>): string[] {
+  return pluginEntries(config).map((entry) => pluginSpecOf(entry)!)
+}
+
+/** The `plugin` array with `spec` appended, unless a plugin of that package is there already. */
+export function pluginsWith(config: Record<string, unknown>, spec: string): unknown[] {
+  return hasPlugin(config, spec) ? pluginEntries(config) : [...pluginEntries(config), spec]
+}
+
+/** The `plugin` array without the entries of `specs`; every other entry keeps its options. */
+export function pluginsWithout(config: Record<string, unknown>, specs: string[]): unknown[] {
+  return pluginEntries(config).filter((entry) => !specs.includes(pluginSpecOf(entry)!))
 }
 
 const stem = (file: string) => file.replace(/\.(js|ts)$/, '')
@@ -93,7 +112,7 @@ export function hasPlugin(config: Record<string, unknown>, spec: string): boolea
 export async function addPlugin(root: string, spec: string): Promise<void> {
   const { data } = await readOpencodeConfig(root)
   if (hasPlugin(data, spec)) return
-  await editOpencodeConfig(root, [{ path: ['plugin'], value: [...configSpecs(data), spec] }])
+  await editOpencodeConfig(root, [{ path: ['plugin'], value: pluginsWith(data, spec) }])
 }
 
 /** What removing `name` would touch: matching config specs and plugin files. */
@@ -119,9 +138,8 @@ export async function removePlugin(root: string, name: string): Promise<void> {
   // Checked before the config edit, so a refused file removal leaves no half-done change.
   await resolveExisting(root, PLUGINS_DIR)
   const { data } = await readOpencodeConfig(root)
-  const remaining = configSpecs(data).filter((s) => pluginName(s) !== name && s !== name)
-  if (remaining.length !== configSpecs(data).length)
-    await editOpencodeConfig(root, [{ path: ['plugin'], value: remaining }])
+  const matching = configSpecs(data).filter((s) => pluginName(s) === name || s === name)
+  if (matching.length > 0) await editOpencodeConfig(root, [{ path: ['plugin'], value: pluginsWithout(data, matching) }])
   for (const file of await pluginFileNames(root)) {
     if (file === name || stem(file) === name) await removeContained(root, `${PLUGINS_DIR}/${file}`)
   }
