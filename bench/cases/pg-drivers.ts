@@ -8,11 +8,15 @@
  * round. Reported as µs per operation with each driver's ratio to `pg`; no target (the choice is
  * documented in the README with these figures).
  *
- * Part 2, the control plane on PostgreSQL next to its floor in the same run: `GET /v1/me`,
- * `GET /v1/config-objects?limit=50&type=skill` and `POST /v1/config-objects` req/s (one instance
- * from source, pool 10) divided by the operations per second of the driver alone (`pg` pool of 10,
- * as many concurrent loops as the load has connections) running what that request sends: the
- * session lookup, plus the page or the create transaction. Targets: reads and creates ≥ 0.5.
+ * Part 2, the control plane on PostgreSQL next to its floor in the same run (issue 15 items 2 and
+ * 3): `GET /v1/me`, `GET /v1/config-objects?limit=50&type=skill`, `GET /v1/members?limit=50`,
+ * `GET /v1/me/skills?limit=50` (the owner, who holds a grant on each of the 2,500 skills) and
+ * `POST /v1/config-objects` req/s (one instance from source, pool 10) divided by the operations per
+ * second of the driver alone (`pg` with named statements, pool of 10, as many concurrent loops as
+ * the load has connections) running what that request needs, written directly: the session lookup,
+ * plus the page (for `/v1/me/skills` the page of received skills and the grants and hubs that are
+ * their paths) or the create transaction (object, first version, search terms, audit row).
+ * Targets: reads and creates ≥ 0.5.
  */
 import { runLoad } from '../lib/load-driver.ts'
 import { defineCase, type BenchContext } from '../lib/bench-case.ts'
@@ -24,7 +28,8 @@ import {
   ownerWithOrg,
   pgDriver,
   seedConfigObjects,
-  sessionTokenHash,
+  ownerSession,
+  seedReachAndMembers,
   startPostgresInstance,
   type FloorDriver,
 } from '../lib/pg-bench.ts'
@@ -33,6 +38,7 @@ import type { RunningServer } from '../lib/server-process.ts'
 import { median, round } from '../lib/stats.ts'
 
 const OBJECTS = 10_000
+const MEMBERS = 1_000
 const SEQUENTIAL_WARMUP = 50
 const SEQUENTIAL_OPS = 300
 const DRIVER_ROUNDS = 3
@@ -107,8 +113,8 @@ async function driverComparison(ctx: BenchContext, url: string, ids: Parameters<
     const micros: Record<string, Record<string, number[]>> = {}
     for (let r = 0; r < DRIVER_ROUNDS; r++) {
       for (const name of r % 2 === 0 ? names : [...names].reverse()) {
-        const ops = floorOperations(drivers[name]!, ids)
-        for (const [op, run] of Object.entries(ops)) {
+        const { session, page, create } = floorOperations(drivers[name]!, ids)
+        for (const [op, run] of Object.entries({ session, page, create })) {
           ;((micros[op] ??= {})[name] ??= []).push(await sequentialMicros(run))
         }
       }
@@ -146,7 +152,8 @@ async function againstFloor(
   ids: Parameters<typeof floorOperations>[1],
 ) {
   const s = ctx.settings
-  const floorDriver = pgDriver(url, 10)
+  // Named statements: the floor is the best `pg` itself can do, parsed and planned once per connection.
+  const floorDriver = pgDriver(url, 10, { named: true })
   try {
     const ops = floorOperations(floorDriver, ids)
     const subjects = [
@@ -157,6 +164,24 @@ async function againstFloor(
         floor: async () => {
           await ops.session()
           await ops.page()
+        },
+        target: 0.5,
+      },
+      {
+        label: 'GET /v1/members?limit=50',
+        path: '/v1/members?limit=50',
+        floor: async () => {
+          await ops.session()
+          await ops.members()
+        },
+        target: 0.5,
+      },
+      {
+        label: 'GET /v1/me/skills?limit=50',
+        path: '/v1/me/skills?limit=50',
+        floor: async () => {
+          await ops.session()
+          await ops.mySkills()
         },
         target: 0.5,
       },
@@ -222,7 +247,7 @@ async function againstFloor(
           name: `${subject.label} req/s on PostgreSQL vs driver floor`,
           unit: 'req/s',
           subject: `bun bin/service-server.ts --mode control-plane on PostgreSQL (pool 10, ${OBJECTS} objects)`,
-          baselineLabel: 'pg alone, same statements, pool 10, same concurrency',
+          baselineLabel: 'pg alone (named statements), same statements, pool 10, same concurrency',
           rounds,
           target: { op: '>=', value: subject.target },
           invalidReason: bad > total * 0.001 ? `${bad} of ${total} requests were non-2xx or errors` : undefined,
@@ -237,6 +262,16 @@ async function againstFloor(
   }
 }
 
+/** Every read subject answers a full page of 50 (a short page would flatter both sides). */
+async function checkPages(baseUrl: string, headers: Record<string, string>): Promise<void> {
+  for (const path of ['/v1/config-objects?limit=50&type=skill', '/v1/members?limit=50', '/v1/me/skills?limit=50']) {
+    const res = await fetch(`${baseUrl}${path}`, { headers })
+    const body = (await res.json()) as { items?: unknown[] }
+    if (res.status !== 200 || body.items?.length !== 50)
+      throw new Error(`${path} answered ${res.status} with ${body.items?.length ?? 'no'} items, expected 50`)
+  }
+}
+
 async function run(ctx: BenchContext): Promise<void> {
   if (!ctx.hasProductSource()) {
     ctx.skip('source', 'bin/service-server.ts does not exist')
@@ -248,9 +283,11 @@ async function run(ctx: BenchContext): Promise<void> {
   try {
     server = await startPostgresInstance(ctx, database.url, 'pg-drivers')
     const owner = await ownerWithOrg(server.baseUrl)
-    ctx.log(`seeding ${OBJECTS} config objects`)
+    ctx.log(`seeding ${OBJECTS} config objects, the owner's grants on the skills, ${MEMBERS} members`)
     await seedConfigObjects(database.url, owner.orgId, OBJECTS)
-    const ids = { tokenHash: await sessionTokenHash(database.url), orgId: owner.orgId, memberId: owner.memberId }
+    await seedReachAndMembers(database.url, owner.orgId, owner.memberId, MEMBERS)
+    await checkPages(server.baseUrl, owner.headers)
+    const ids = { ...(await ownerSession(database.url)), orgId: owner.orgId, memberId: owner.memberId }
     await driverComparison(ctx, database.url, ids)
     await againstFloor(ctx, database.url, server, owner.headers, ids)
   } finally {

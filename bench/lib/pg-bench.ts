@@ -140,12 +140,51 @@ export async function seedConfigObjects(url: string, orgId: string, count: numbe
   }
 }
 
-/** The token hash of the one session the owner holds (the floor looks it up as the server does). */
-export async function sessionTokenHash(url: string): Promise<string> {
+/**
+ * Gives the member a manager grant on every seeded skill (as creating them through the API would),
+ * so `GET /v1/me/skills` lists them; and adds `count` members (users that cannot sign in) for the
+ * members page.
+ */
+export async function seedReachAndMembers(url: string, orgId: string, memberId: string, count: number): Promise<void> {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
-    return (await client.query('select token_hash from user_session order by created_at limit 1')).rows[0].token_hash
+    await client.query('begin')
+    await client.query(
+      `insert into access_grant (id, org_id, resource_type, resource_id, member_id, team_id, org_wide, principal_key,
+         role, created_by_member_id, created_at, updated_at)
+       select 'agr_0000' || substr(co.id, 9), co.org_id, 'config_object', co.id, $2, null, 0, 'member:' || $2,
+         'manager', $2, now()::text, now()::text
+       from config_object co where co.org_id = $1 and co.object_type = 'skill'`,
+      [orgId, memberId],
+    )
+    await client.query(
+      `insert into app_user (id, email, name, password_hash, created_at, updated_at)
+       select 'usr_0000' || lpad(i::text, 22, '0'), 'seed-' || i || '@bench.test', 'Seed ' || i, 'seeded$no-sign-in',
+         now()::text, now()::text
+       from generate_series(1, $1::int) as i`,
+      [count],
+    )
+    await client.query(
+      `insert into member (id, org_id, user_id, role, created_at, updated_at)
+       select 'mem_0000' || lpad(i::text, 22, '0'), $1, 'usr_0000' || lpad(i::text, 22, '0'), 'member', now()::text, now()::text
+       from generate_series(1, $2::int) as i`,
+      [orgId, count],
+    )
+    await client.query('commit')
+    await client.query('analyze')
+  } finally {
+    await client.end()
+  }
+}
+
+/** The token hash and user of the one session the owner holds (the floor looks it up as the server does). */
+export async function ownerSession(url: string): Promise<{ tokenHash: string; userId: string }> {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    const row = (await client.query('select token_hash, user_id from user_session order by created_at limit 1')).rows[0]
+    return { tokenHash: row.token_hash, userId: row.user_id }
   } finally {
     await client.end()
   }
@@ -166,12 +205,43 @@ export const FLOOR_SQL = {
       latest_source_revision_ref, latest_created_at, created_at, updated_at, archived_at
     from config_object where org_id = $1 and object_type = $2 and status = $3 and deleted_at is null and id > $4
     order by id limit 51`,
+  /** One keyset page of 50 members with their user's email and name. */
+  members: `select m.id, m.user_id, m.role, m.created_at, m.updated_at, u.email, u.name
+    from member as m inner join app_user as u on u.id = m.user_id
+    where m.org_id = $1 and m.id > $2 order by m.id limit 51`,
+  /**
+   * One keyset page of 50 active skills the member receives (a grant to them, their team or the
+   * organization, or a hub assigned to any of those), with the latest version's payload.
+   */
+  mySkills: `select co.id, co.name, co.title, co.status, co.created_at, co.updated_at, v.id as version_id,
+      v.number as version_number, v.normalized_payload, v.files
+    from config_object as co inner join config_object_version as v on v.id = co.latest_version_id
+    where co.org_id = $1 and co.object_type = 'skill' and co.status = 'active' and co.deleted_at is null and co.id > $3
+      and (exists (select 1 from access_grant g where g.resource_type = 'config_object' and g.resource_id = co.id
+              and (g.member_id = $2 or g.org_wide = 1 or g.team_id in (select tm.team_id from team_member tm where tm.member_id = $2)))
+        or exists (select 1 from skill_hub_skill shs inner join skill_hub_assignment a on a.hub_id = shs.hub_id
+              where shs.config_object_id = co.id
+              and (a.member_id = $2 or a.org_wide = 1 or a.team_id in (select tm.team_id from team_member tm where tm.member_id = $2))))
+    order by co.id limit 51`,
+  /** The grants that put a page's skills in the member's reach (the "paths" of the response). */
+  mySkillGrants: `select resource_id, member_id, team_id, org_wide from access_grant
+    where resource_type = 'config_object' and resource_id = any($1)
+      and (member_id = $2 or org_wide = 1 or team_id in (select team_id from team_member where member_id = $2))`,
+  /** The hubs that put a page's skills in the member's reach. */
+  mySkillHubs: `select shs.config_object_id, h.id as hub_id, h.name as hub_name, a.member_id, a.team_id, a.org_wide
+    from skill_hub_skill as shs inner join skill_hub as h on h.id = shs.hub_id
+    inner join skill_hub_assignment as a on a.hub_id = h.id
+    where shs.config_object_id = any($1)
+      and (a.member_id = $2 or a.org_wide = 1 or a.team_id in (select team_id from team_member where member_id = $2))`,
   insertObject: `insert into config_object (id, org_id, object_type, source_mode, title, description, name, status,
       created_by_member_id, latest_version_id, version_count, latest_created_via, latest_created_by_member_id,
       latest_created_at, created_at, updated_at) values ($1, $2, 'command', 'cloud', $3, null, $4, 'active', $5, $6, 1, 'cloud', $5, $7, $7, $7)`,
   insertVersion: `insert into config_object_version (id, org_id, config_object_id, number, raw_source_text, normalized_payload,
       created_via, created_by_member_id, created_at) values ($1, $2, $3, 1, $4, $5, 'cloud', $6, $7)`,
   insertTerms: `insert into config_object_term (org_id, term, config_object_id) values ($1, $2, $3), ($1, $4, $3)`,
+  insertAudit: `insert into audit_event (id, org_id, action, actor_user_id, actor_member_id, credential_kind, api_key_id,
+      target_type, target_id, data, created_at) values ($1, $2, 'config_object.created', $3, $4, 'session', null,
+      'config_object', $5, $6, $7)`,
 }
 
 /** The three operations of the floor, written once over a minimal driver interface. */
@@ -187,11 +257,21 @@ let created = 0
 /** Operations by name: what one `GET /v1/me`, one page and one create cost the database. */
 export function floorOperations(
   driver: FloorDriver,
-  ids: { tokenHash: string; orgId: string; memberId: string },
-): Record<'session' | 'page' | 'create', () => Promise<unknown>> {
+  ids: { tokenHash: string; orgId: string; memberId: string; userId: string },
+): Record<'session' | 'page' | 'members' | 'mySkills' | 'create', () => Promise<unknown>> {
   return {
     session: () => driver.query(FLOOR_SQL.session, [null, ids.tokenHash]),
     page: () => driver.query(FLOOR_SQL.page, [ids.orgId, 'skill', 'active', '']),
+    members: () => driver.query(FLOOR_SQL.members, [ids.orgId, '']),
+    mySkills: async () => {
+      const page = (await driver.query(FLOOR_SQL.mySkills, [ids.orgId, ids.memberId, ''])) as {
+        rows: Array<{ id: string }>
+      }
+      const pageIds = page.rows.slice(0, 50).map((row) => row.id)
+      if (pageIds.length === 0) return
+      await driver.query(FLOOR_SQL.mySkillGrants, [pageIds, ids.memberId])
+      await driver.query(FLOOR_SQL.mySkillHubs, [pageIds, ids.memberId])
+    },
     create: () =>
       driver.transaction(async (q) => {
         const n = `${process.pid}${Date.now().toString(36)}${(created++).toString(36)}`
@@ -216,6 +296,15 @@ export function floorOperations(
           now,
         ])
         await q(FLOOR_SQL.insertTerms, [ids.orgId, 'floor', `cob_floor_${n}`, n])
+        await q(FLOOR_SQL.insertAudit, [
+          `aud_floor_${n}`,
+          ids.orgId,
+          ids.userId,
+          ids.memberId,
+          `cob_floor_${n}`,
+          JSON.stringify({ objectType: 'command', versionId: `cov_floor_${n}` }),
+          now,
+        ])
       }),
   }
 }
@@ -240,7 +329,7 @@ export function pgDriver(url: string, size: number, options: { named?: boolean }
   return {
     query: (text, params) => pool.query(statement(text, params)),
     async transaction(work) {
-      // Retried on a serialization failure, as the product's transactions are.
+      // Retried on a serialization failure, as the product's transactions are, with the same backoff.
       for (let attempt = 1; ; attempt++) {
         const client = await pool.connect()
         try {
@@ -254,6 +343,9 @@ export function pgDriver(url: string, size: number, options: { named?: boolean }
         } finally {
           client.release()
         }
+        // The product's jittered backoff (src/storage/serializable-transactions.ts): contenders
+        // retrying at once collide again, and at 12 attempts the floor itself would give up.
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(200, 4 * 2 ** attempt)))
       }
     },
     close: () => pool.end(),
