@@ -139,16 +139,23 @@ export async function serve(options: ServeOptions): Promise<Listener> {
       maxRequestBodySize: Number.MAX_SAFE_INTEGER,
       fetch: (request: Request, bun: any) => {
         active()
-        bun.timeout(request, 0)
+        // The peer address is looked up only when something asks (the guard's caps, a route that
+        // logs it): /health and the other uncapped paths never pay for it.
         const peer = () => bun.requestIP(request)?.address
         // After a successful server.upgrade Bun wants `undefined` back, whatever the app answered.
         let upgraded = false
         const settle = (response: Response) => {
           if (upgraded) return undefined
-          if (!isEventStream(response)) bun.timeout(request, idle)
+          bun.timeout(request, isEventStream(response) ? 0 : idle)
           return response
         }
-        const result = guard.handle({ request, address: peer() }, (guarded) => {
+        const incoming = {
+          request,
+          get address() {
+            return peer()
+          },
+        }
+        const result = guard.handle(incoming, (guarded) => {
           if (wantsWebSocket(request))
             offerUpgrade(guarded, (handler) => {
               if (!bun.upgrade(request, { data: handler })) return null
@@ -157,7 +164,11 @@ export async function serve(options: ServeOptions): Promise<Listener> {
             })
           return options.fetch(guarded, peer)
         })
-        return result instanceof Promise ? result.then(settle) : settle(result)
+        if (!(result instanceof Promise)) return settle(result)
+        // Exempt from the idle timeout while the answer is in progress. Set before control returns
+        // to the event loop, so it holds before any byte of a body is read.
+        bun.timeout(request, 0)
+        return result.then(settle)
       },
       // Bun pings idle sockets itself (sendPings) and closes those that stop answering.
       websocket: {

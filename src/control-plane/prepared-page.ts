@@ -12,11 +12,13 @@
  * values; each compiled parameter equal to a sentinel becomes a slot. The shape is what the values
  * cannot express: which optional values are present (absent ones are passed as `undefined`, never a
  * sentinel) plus a key the caller gives for anything else that changes the SQL (a mode, a count of
- * search words). Values must reach the query as plain parameters, untransformed.
+ * search words). Values must reach the query as plain parameters, untransformed. On SQLite the page
+ * is read straight on the read connection (see `directReads`).
  * @module
  */
 import type { CompiledQuery, Kysely, SelectQueryBuilder } from 'kysely'
 import { sql } from 'kysely'
+import { directReads } from '../storage/database.ts'
 import { decodeCursor, encodeCursor, type KeysetColumn, type Page, queryFingerprint } from './pagination.ts'
 
 type Slot = { arg: number } | { value: unknown }
@@ -128,11 +130,11 @@ export function preparedPage<DB, Row, Item>(options: PreparedPageOptions<DB, Row
     const after = page.cursor === undefined ? [] : decodeCursor(options.scope, page.cursor, order.length, fingerprint)
     const run = page.cursor === undefined ? entry.first : entry.after
     const args = [...values, ...order.map((_, i) => after[i]), page.limit + 1]
-    const result = await db.executeQuery<Row>({
-      ...run.compiled,
-      parameters: fill(run.slots, args),
-    } as CompiledQuery<Row>)
-    const rows = result.rows
+    const parameters = fill(run.slots, args)
+    const direct = directReads(db)
+    const rows = direct
+      ? (direct(run.compiled.sql, parameters) as Row[])
+      : (await db.executeQuery<Row>({ ...run.compiled, parameters } as CompiledQuery<Row>)).rows
     const more = rows.length > page.limit
     const pageRows = more ? rows.slice(0, page.limit) : rows
     const last = pageRows[pageRows.length - 1] as Record<string, unknown> | undefined

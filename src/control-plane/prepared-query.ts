@@ -9,9 +9,11 @@
  * parameter equal to a sentinel becomes a slot filled from the call's arguments, and any other
  * parameter (a literal in the builder) is kept. Arguments must therefore reach the query as plain
  * values (not transformed inside the builder), and the query's shape must not depend on them.
+ * On SQLite a read runs straight on the read connection (see `directReads`).
  * @module
  */
 import type { CompiledQuery, Kysely } from 'kysely'
+import { directReads } from '../storage/database.ts'
 
 type Slot = { arg: number } | { value: unknown }
 
@@ -40,6 +42,8 @@ export function preparedQuery<DB, Args extends unknown[], O>(
     let entry = cache.get(db)
     if (!entry) cache.set(db, (entry = prepare(db, args.length)))
     const parameters = entry.slots.map((s) => ('arg' in s ? args[s.arg] : s.value))
+    const direct = directReads(db)
+    if (direct) return direct(entry.compiled.sql, parameters) as O[]
     const result = await db.executeQuery<O>({ ...entry.compiled, parameters })
     return result.rows
   }

@@ -10,12 +10,13 @@
  * connection keep their meaning when a pool runs them side by side.
  * @module
  */
-import { Kysely, PostgresDialect, SqliteAdapter, SqliteDialect, type DialectAdapter } from 'kysely'
+import { type DialectAdapter, type Driver, Kysely, PostgresDialect, SqliteAdapter, SqliteDialect } from 'kysely'
 import type { Migration } from 'kysely/migration'
 import { chmodSync, existsSync, mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { normalizeParam } from './bound-values.ts'
 import { openSqlite, type RawSqlite } from './open-sqlite.ts'
+import { SqliteReadWriteDriver } from './sqlite-driver.ts'
 import type { PostgresPoolOptions } from './open-postgres.ts'
 import { localNotifier, postgresNotifier, type Notifier } from './notifier.ts'
 import { retryingTransactions } from './serializable-transactions.ts'
@@ -85,9 +86,20 @@ class TransactionalSqliteAdapter extends SqliteAdapter {
   override get supportsTransactionalDdl(): boolean {
     return true
   }
+  // The driver (sqlite-driver.ts) holds its writer for one lease at a time itself, and reads need
+  // no lock at all, so kysely must not add its own single-connection lock around every query.
+  override get supportsMultipleConnections(): boolean {
+    return true
+  }
 }
 
 class TransactionalSqliteDialect extends SqliteDialect {
+  constructor(private readonly driver: SqliteReadWriteDriver) {
+    super({ database: driver.writer })
+  }
+  override createDriver(): Driver {
+    return this.driver
+  }
   override createAdapter(): DialectAdapter {
     return new TransactionalSqliteAdapter()
   }
@@ -116,6 +128,20 @@ function schemaIsCurrent(raw: RawSqlite, migrations: MigrationSet): boolean {
   }
   const embedded = Object.keys(migrations).sort()
   return recorded.length === embedded.length && recorded.every((name, i) => name === embedded[i])
+}
+
+/** The read connection of each SQLite handle that has one (see {@link directReads}). */
+const readers = new WeakMap<Kysely<any>, RawSqlite>()
+
+/**
+ * Runs compiled plain selects of `db` (the handle itself, not a transaction) straight on its SQLite
+ * read connection, or null when there is none (PostgreSQL, `:memory:`, a transaction, a handle with
+ * plugins). For the hottest reads (the session lookup on every request, prepared pages): kysely's
+ * executor costs more than such a query; the answer is the same, from the last committed state.
+ */
+export function directReads(db: Kysely<any>): ((sql: string, parameters: ReadonlyArray<unknown>) => unknown[]) | null {
+  const reader = readers.get(db)
+  return reader ? (sql, parameters) => reader.prepare(sql).all(parameters) as unknown[] : null
 }
 
 /** Options for {@link openDatabase}. */
@@ -167,10 +193,19 @@ export async function openDatabase<DB>(options: OpenDatabaseOptions): Promise<Da
   raw.exec('pragma foreign_keys = on')
   raw.exec('pragma busy_timeout = 5000')
   if (options.path !== ':memory:') restrictFileModes(options.path)
-  const db = retryingTransactions(
-    new Kysely<DB>({ dialect: new TransactionalSqliteDialect({ database: normalizing(raw) }) }),
-    { serializable: false },
-  )
+  // Reads outside transactions take a second connection (see sqlite-driver.ts); a `:memory:`
+  // database cannot have one (it would be another, empty database).
+  let reader: RawSqlite | null = null
+  if (options.path !== ':memory:') {
+    reader = normalizing(await openSqlite(options.path))
+    reader.exec('pragma busy_timeout = 5000')
+    reader.exec('pragma query_only = on')
+  }
+  const driver = new SqliteReadWriteDriver(normalizing(raw), reader)
+  const db = retryingTransactions(new Kysely<DB>({ dialect: new TransactionalSqliteDialect(driver) }), {
+    serializable: false,
+  })
+  if (reader) readers.set(db, reader)
   if (!schemaIsCurrent(raw, options.migrations)) {
     try {
       await migrate(db, options.migrations)

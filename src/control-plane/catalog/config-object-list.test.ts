@@ -4,10 +4,11 @@
  * and cursor paging visits every object exactly once while objects are being added.
  */
 import { Buffer } from 'node:buffer'
-import { sql } from 'kysely'
+import { type Kysely, sql } from 'kysely'
 import { assert, suite } from '../../../tests/harness.ts'
 import { newId } from '../../core/ids.ts'
 import type { Actor } from '../admin/audit.ts'
+import type { ControlPlaneDb } from '../schema.ts'
 import { buildFixtureOrg } from '../testing/org-fixture.ts'
 import { queryPlan } from '../testing/query-plan.ts'
 import { TEST_ENGINE } from '../testing/test-database.ts'
@@ -193,6 +194,13 @@ test('each filter is answered from an index, never by scanning the table or sort
     })
     await sql`analyze`.execute(t.app.deps.db)
     const cursor = Buffer.from(JSON.stringify({ s: 'config-objects', k: [newId('cob')] })).toString('base64url')
+    // A handle with a (pass-through) plugin sends every query through its executor, where listSql
+    // sees it; the plain handle reads prepared lists straight on SQLite's read connection, with the
+    // same SQL.
+    const observed = t.app.deps.db.withPlugin({
+      transformQuery: (args) => args.node,
+      transformResult: async (args) => args.result,
+    })
     const filters: Array<[string, Record<string, unknown>, RegExp]> = [
       ['none', {}, /config_object_org_(id|status)_idx/],
       ['type', { type: 'skill' }, /config_object_org_type_idx/],
@@ -205,8 +213,12 @@ test('each filter is answered from an index, never by scanning the table or sort
     ]
     for (const [label, filter, index] of filters) {
       for (const withCursor of [false, true]) {
-        const query = await listSql(t, () =>
-          listConfigObjects(t.app.deps, actor, { limit: 50, ...(withCursor ? { cursor } : {}), ...filter } as never),
+        const query = await listSql(observed, () =>
+          listConfigObjects({ ...t.app.deps, db: observed }, actor, {
+            limit: 50,
+            ...(withCursor ? { cursor } : {}),
+            ...filter,
+          } as never),
         )
         const plan = await queryPlan(t.app.deps.db, query as never)
         const detail = plan.text
@@ -226,10 +238,10 @@ test('each filter is answered from an index, never by scanning the table or sort
 
 /** The SQL of the config-object list query that `run` executes (captured at the executor). */
 async function listSql(
-  t: TestControlPlane,
+  db: Kysely<ControlPlaneDb>,
   run: () => Promise<unknown>,
 ): Promise<{ sql: string; parameters: readonly unknown[]; query: unknown }> {
-  const executor = t.app.deps.db.getExecutor() as unknown as {
+  const executor = db.getExecutor() as unknown as {
     executeQuery: (q: { sql: string; parameters: readonly unknown[]; query: unknown }) => Promise<unknown>
   }
   const original = executor.executeQuery
