@@ -7,11 +7,12 @@
 import { ApiError, errorResponse, errors } from './errors.ts'
 import type { Logger } from './logger.ts'
 import type { RouteTable } from './router.ts'
+import { coreError } from './core-errors.ts'
 
 /** The response for an error thrown while handling `request`. */
 export function failureResponse(error: unknown, request: Request, requestId: string, logger: Logger): Response {
   if (error instanceof ApiError) return errorResponse(error)
-  if (request.signal.aborted) return errorResponse(new ApiError(499, 'request_aborted', 'Client closed the request'))
+  if (request.signal.aborted) return errorResponse(coreError('request_aborted', 'Client closed the request'))
   logger.error('unhandled error', {
     requestId,
     error: error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : String(error),
@@ -24,7 +25,7 @@ export function unmatchedResponse(request: Request, pathname: string, table: Rou
   const allow = table.allowed(pathname)
   if (allow.length > 0) {
     return errorResponse(
-      new ApiError(405, 'method_not_allowed', `Method ${request.method} not allowed`, {
+      coreError('method_not_allowed', `Method ${request.method} not allowed`, {
         headers: { allow: [...allow, 'OPTIONS'].join(', ') },
       }),
     )

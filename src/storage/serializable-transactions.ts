@@ -14,6 +14,7 @@
 import type { Kysely } from 'kysely'
 import { ApiError } from '../core/errors.ts'
 import { isStalePlan } from './statement-names.ts'
+import { coreError } from '../core/core-errors.ts'
 
 /** Attempts before a transaction that keeps losing is answered 409 `write_conflict`. */
 export const MAX_TRANSACTION_ATTEMPTS = 12
@@ -52,7 +53,7 @@ export async function retryOnConflict<T>(work: () => Promise<T>): Promise<T> {
       if (!isRetryableConflict(error)) throw error
       if (attempt >= MAX_TRANSACTION_ATTEMPTS) {
         if (error instanceof RetryableApiError) throw error
-        throw new ApiError(409, 'write_conflict', 'Too many concurrent changes to the same data; retry the request', {
+        throw coreError('write_conflict', 'Too many concurrent changes to the same data; retry the request', {
           headers: { 'retry-after': '1' },
         })
       }

@@ -104,6 +104,7 @@ const COMPUTED_CODES: Record<string, string> = {
   'control-plane/catalog/access-grants.ts': 'RESOURCE_TABLES[type].notFound, each literal checked by the reverse scan',
   'workspace/artifacts/drop-folder.ts': 'codes passed by inbox-routes.ts, literals checked by the reverse scan',
   'workspace/routes/portability-routes.ts': 'previewConflict(code) is typed by the catalogue',
+  'workspace/portability/workspace-import.ts': 'previewConflict(code) is typed by the catalogue',
 }
 
 function lineOf(text: string, index: number): number {

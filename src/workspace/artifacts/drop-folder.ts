@@ -8,9 +8,9 @@
  */
 import * as fsp from 'node:fs/promises'
 import { join } from 'node:path'
-import { ApiError } from '../../core/errors.ts'
 import { isInside, isNotFound } from '../../storage/fs.ts'
 import { assertNotTemp, isTempName, normalizeRelPath, openForRead, PathError } from '../files/workspace-path.ts'
+import { workspaceError, type WorkspaceErrorCode } from '../workspace-errors.ts'
 
 /** Workspace-relative folder of inbox uploads. */
 export const INBOX_DIR = '.opencode/service/inbox'
@@ -79,24 +79,29 @@ export async function listFolder(root: string, folder: string): Promise<DropItem
 }
 
 /** Opens an item for download: the file must exist, be regular and resolve inside the folder. */
-export async function openItem(root: string, folder: string, id: string, codes: { invalid: string; missing: string }) {
+export async function openItem(
+  root: string,
+  folder: string,
+  id: string,
+  codes: { invalid: WorkspaceErrorCode; missing: WorkspaceErrorCode },
+) {
   let rel: string
   try {
     rel = pathOfId(id)
   } catch (error) {
-    throw new ApiError(400, codes.invalid, error instanceof Error ? error.message : 'invalid id')
+    throw workspaceError(codes.invalid, error instanceof Error ? error.message : 'invalid id')
   }
   const base = await folderReal(root, folder)
-  if (!base) throw new ApiError(404, codes.missing, 'Item not found')
+  if (!base) throw workspaceError(codes.missing, 'Item not found')
   const opened = await openForRead(base, rel).catch((error) => {
-    if (error instanceof PathError) throw new ApiError(404, codes.missing, 'Item not found')
+    if (error instanceof PathError) throw workspaceError(codes.missing, 'Item not found')
     throw error
   })
-  if (!opened) throw new ApiError(404, codes.missing, 'Item not found')
+  if (!opened) throw workspaceError(codes.missing, 'Item not found')
   const st = await opened.handle.stat()
   if (!st.isFile()) {
     await opened.handle.close()
-    throw new ApiError(404, codes.missing, 'Item not found')
+    throw workspaceError(codes.missing, 'Item not found')
   }
   return { handle: opened.handle, size: st.size, name: rel.split('/').pop()!, rel }
 }

@@ -11,9 +11,9 @@
 import { lstatSync, readdirSync, type Dirent, type Stats } from 'node:fs'
 import * as fsp from 'node:fs/promises'
 import { join } from 'node:path'
-import { ApiError } from '../../core/errors.ts'
 import { revisionOf } from './catalog-events.ts'
 import { isTempName, resolveExisting } from './workspace-path.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 /** One catalog entry. */
 export interface CatalogItem {
@@ -108,7 +108,7 @@ export async function catalogSnapshot(root: string, options: SnapshotOptions): P
       entries = readdirSync(abs, { withFileTypes: true })
     } catch (error) {
       if (rel === options.prefix)
-        throw new ApiError(403, 'workspace_permission_denied', 'The requested directory cannot be read', {
+        throw workspaceError('workspace_permission_denied', 'The requested directory cannot be read', {
           details: { code: (error as NodeJS.ErrnoException).code },
         })
       skipped.push(rel)

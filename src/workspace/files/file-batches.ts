@@ -23,6 +23,7 @@ import {
   pinDirectory,
   splitRel,
 } from './workspace-path.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 /** A failed item. */
 export interface ItemError {
@@ -262,7 +263,7 @@ export async function currentRevision(
   if (!opened) return null
   try {
     const st = await opened.handle.stat()
-    if (!st.isFile()) throw new ApiError(400, 'not_a_file', 'Path exists and is not a regular file')
+    if (!st.isFile()) throw workspaceError('not_a_file', 'Path exists and is not a regular file')
     return { revision: revisionOf(st), size: st.size, mtimeMs: st.mtimeMs }
   } finally {
     await opened.handle.close()

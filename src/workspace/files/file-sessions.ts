@@ -4,9 +4,10 @@
  * viewer, of a read-only server, or created with `write:false` cannot write.
  * @module
  */
-import { ApiError, errors } from '../../core/errors.ts'
+import { errors } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
 import type { FilesSettings } from './files-settings.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 /** A session as stored. */
 export interface FileSession {
@@ -53,8 +54,7 @@ export class FileSessionStore {
   create(input: { workspaceId: string; tokenHash: string; canWrite: boolean; ttlSeconds?: number }): FileSession {
     this.sweep()
     if (this.#sessions.size >= this.#settings.maxSessions) {
-      throw new ApiError(
-        429,
+      throw workspaceError(
         'too_many_file_sessions',
         `${this.#settings.maxSessions} file sessions are already open; close one or wait for expiry`,
         { headers: { 'retry-after': '30' } },

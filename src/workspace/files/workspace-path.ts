@@ -19,6 +19,7 @@ import * as fsp from 'node:fs/promises'
 import { join } from 'node:path'
 import { ApiError } from '../../core/errors.ts'
 import { isInside, isNotFound, TEMP_PREFIX } from '../../storage/fs.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 /** A path that failed validation or containment; routes map it to `invalid_path`. */
 export class PathError extends ApiError {
@@ -189,7 +190,7 @@ export async function pinDirectory(
         if (code === 'ENOTDIR') throw new PathError(`${part} is not a directory`)
         if (code === 'ELOOP') throw new PathError('path resolves through a symlink loop')
         if (code !== 'ENOENT') throw error
-        if (!create) throw new ApiError(404, 'file_not_found', `${relDir} does not exist`)
+        if (!create) throw workspaceError('file_not_found', `${relDir} does not exist`)
         try {
           // mkdir never follows a final symlink: a dangling link out makes EEXIST, then ENOENT below.
           await fsp.mkdir(child)

@@ -5,7 +5,8 @@
  * look-behind, so memory stays flat whatever the upload size.
  * @module
  */
-import { ApiError } from '../../core/errors.ts'
+import type { ApiError } from '../../core/errors.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 /** A part's headers as the consumer sees them. */
 export interface PartInfo {
@@ -34,7 +35,7 @@ const MAX_FIELD_BYTES = 64 * 1024
 const CRLF2 = Buffer.from('\r\n\r\n')
 
 function malformed(message: string): ApiError {
-  return new ApiError(400, 'invalid_payload', `Malformed multipart body: ${message}`)
+  return workspaceError('invalid_payload', `Malformed multipart body: ${message}`)
 }
 
 /** The boundary of a `multipart/form-data` content type, or null when it is not one. */

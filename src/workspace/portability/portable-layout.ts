@@ -6,8 +6,8 @@
  */
 import * as fsp from 'node:fs/promises'
 import { join } from 'node:path'
-import { ApiError } from '../../core/errors.ts'
 import { assertNotTemp, isTempName, normalizeRelPath, resolveExisting } from '../files/workspace-path.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 /** Project config keys that describe behaviour rather than a machine or a person. */
 export const PORTABLE_OPENCODE_KEYS = [
@@ -44,15 +44,11 @@ export function portablePath(raw: unknown): string {
     rel = normalizeRelPath(raw)
     assertNotTemp(rel)
   } catch (error) {
-    throw new ApiError(
-      400,
-      'invalid_portable_file_path',
-      `Portable file path is not allowed: ${(error as Error).message}`,
-    )
+    throw workspaceError('invalid_portable_file_path', `Portable file path is not allowed: ${(error as Error).message}`)
   }
   const allowed = PORTABLE_DIRS.some((dir) => rel.startsWith(dir + '/'))
   if (!allowed || rel.split('/').some((part) => EXCLUDED_SEGMENT.test(part))) {
-    throw new ApiError(400, 'invalid_portable_file_path', `Portable file path is not allowed: ${rel}`)
+    throw workspaceError('invalid_portable_file_path', `Portable file path is not allowed: ${rel}`)
   }
   return rel
 }

@@ -5,7 +5,6 @@
  * files; `include` keeps everything (the caller decided).
  * @module
  */
-import { ApiError } from '../../core/errors.ts'
 import { loadCommands } from '../extensions/commands.ts'
 import { withoutMcpSecrets } from '../extensions/mcp.ts'
 import { readOpencodeConfig } from '../config/opencode-config-file.ts'
@@ -15,6 +14,7 @@ import { loadSkills } from '../extensions/skills.ts'
 import { readServiceConfig } from '../config/workspace-config.ts'
 import { listPortableFiles, portableOpencode } from './portable-layout.ts'
 import { findSecrets, stripSecrets, textHasSecret } from './secret-scan.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 /** How the caller treats secrets. */
 export type SensitiveMode = 'auto' | 'include' | 'exclude'
@@ -138,8 +138,7 @@ export async function buildExport(
     })
 
   if (mode === 'auto' && warnings.length) {
-    throw new ApiError(
-      409,
+    throw workspaceError(
       'workspace_export_requires_decision',
       'The export contains secrets; choose sensitive=include or sensitive=exclude',
       { details: { warnings } },
