@@ -509,6 +509,41 @@ if (browserAvailable()) {
     await admin.getByText('No Workers yet.').waitFor({ timeout: 60_000 })
   })
 
+  test('by keyboard alone: the skip link comes first, a section opens with Enter, a form submits, focus stays visible', async () => {
+    // A keyboard user opening the console (the session survives in this tab's sessionStorage).
+    await admin.goto(`${consoleUrl}#orgs`)
+    await admin.reload()
+    await admin.getByRole('heading', { level: 1, name: 'Organizations' }).waitFor()
+    const focused = () =>
+      admin.evaluate(() => {
+        const el = document.activeElement as HTMLElement
+        return { text: el.textContent, name: el.getAttribute('name'), outline: getComputedStyle(el).outlineStyle }
+      })
+    await admin.keyboard.press('Tab')
+    assert.is((await focused()).text, 'Skip to content')
+    let reached = false
+    for (let i = 0; i < 40 && !reached; i++) {
+      await admin.keyboard.press('Tab')
+      reached = (await focused()).text === 'Workers'
+    }
+    assert.ok(reached, 'Tab reaches the Workers section link')
+    assert.is.not((await focused()).outline, 'none', 'the focused link shows an outline')
+    await admin.keyboard.press('Enter')
+    await admin.getByRole('heading', { level: 1, name: 'Workers' }).waitFor()
+    // The page takes the focus, so the next Tab lands in it: the create form's first field.
+    await admin.keyboard.press('Tab')
+    const input = await focused()
+    assert.is(input.name, 'name')
+    assert.is.not(input.outline, 'none', 'the focused field shows an outline')
+    await admin.keyboard.type('keyboard-runner')
+    await admin.keyboard.press('Enter')
+    const card = admin.locator('li.card', { hasText: 'keyboard-runner' })
+    await card.waitFor()
+    const id = await card.getAttribute('data-worker')
+    assert.is((await asAdmin('DELETE', `/v1/workers/${id}`)).status, 204)
+    await admin.getByText('No Workers yet.').waitFor({ timeout: 60_000 })
+  })
+
   test('signing out returns to the sign-in form and the session no longer works', async () => {
     await admin.getByRole('button', { name: 'Sign out' }).click()
     await admin.getByRole('heading', { name: 'Sign in' }).waitFor()
