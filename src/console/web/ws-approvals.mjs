@@ -64,6 +64,82 @@ function actorText(actor) {
     .join(' ')
 }
 
+const OMITTED = {
+  binary: 'Binary content: compared by size and digest only.',
+  too_large: 'Too large to show line by line: compared by size and digest only.',
+  total_limit: 'Not shown: this request’s diffs already reached the size limit.',
+  directory: 'A folder: its contents are not listed.',
+  secrets: 'Not shown: the file holds secrets that could not be masked.',
+}
+
+const ACTION_LABEL = { create: 'Create', update: 'Update', delete: 'Delete' }
+
+function digestText(label, digest) {
+  if (!digest) return null
+  return `${label}: ${digest.bytes} byte${digest.bytes === 1 ? '' : 's'}${digest.sha256 ? `, sha256 ${digest.sha256.slice(0, 12)}…` : ''}`
+}
+
+/** A unified diff as a focusable, scrollable block; lines are marked by their +/- prefix, not colour alone. */
+function unifiedBlock(diff, path) {
+  const lines = diff.replace(/\n$/, '').split('\n')
+  return h(
+    'pre',
+    { class: 'json diff', tabindex: '0', 'aria-label': `Changes to ${path}` },
+    lines.map((line) =>
+      h(
+        'span',
+        {
+          class:
+            line.startsWith('+') && !line.startsWith('+++')
+              ? 'add'
+              : line.startsWith('-') && !line.startsWith('---')
+                ? 'del'
+                : line.startsWith('@@') || line.startsWith('---') || line.startsWith('+++')
+                  ? 'same muted'
+                  : 'same',
+        },
+        line,
+      ),
+    ),
+  )
+}
+
+/** What a held write would change, per path: action, then its diff or why there is none. */
+function changesView(changes) {
+  return h(
+    'details',
+    { open: true, class: 'changes' },
+    h('summary', null, `What would change (${changes.length} path${changes.length === 1 ? '' : 's'})`),
+    h(
+      'ul',
+      { class: 'plain', 'aria-label': 'Changes' },
+      changes.map((change) =>
+        h(
+          'li',
+          { dataset: { changePath: change.path } },
+          h(
+            'p',
+            null,
+            h('span', { class: `pill ${change.action === 'delete' ? 'bad' : 'ok'}` }, ACTION_LABEL[change.action]),
+            ' ',
+            h('code', null, change.path),
+            change.masked ? h('span', { class: 'muted' }, ' · secret values shown as ********') : null,
+          ),
+          change.diff
+            ? unifiedBlock(change.diff, change.path)
+            : h(
+                'p',
+                { class: 'muted' },
+                [OMITTED[change.diffOmitted], digestText('Before', change.before), digestText('After', change.after)]
+                  .filter(Boolean)
+                  .join(' · '),
+              ),
+        ),
+      ),
+    ),
+  )
+}
+
 function approvalCard(api, store, approval) {
   const status = h('div', { 'aria-live': 'polite' })
   const reply = async (choice, buttons) => {
@@ -110,6 +186,7 @@ function approvalCard(api, store, approval) {
           ),
         )
       : null,
+    approval.changes?.length ? changesView(approval.changes) : null,
     h('div', { class: 'row' }, allow, deny),
     status,
   )
