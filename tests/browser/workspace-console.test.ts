@@ -108,6 +108,13 @@ if (browserAvailable()) {
     const card = page.locator('li.approval').first()
     await card.waitFor()
     assert.match((await card.textContent()) ?? '', /opencode\.json/)
+    // What would change is shown under the held write: the config file's diff, its new line marked as added.
+    const diff = card.locator('pre.diff')
+    await diff.waitFor()
+    assert.match((await diff.getAttribute('aria-label')) ?? '', /^Changes to opencode\.json/)
+    assert.match((await diff.locator('.add').allTextContents()).join('\n'), /^\+.*"model": "acme\/fast"/m)
+    await diff.focus()
+    assert.ok(await diff.evaluate((el) => el === document.activeElement), 'the diff takes keyboard focus to scroll')
     await reviewPage(page, 'ws-approval-pending')
     await card.getByRole('button', { name: 'Allow' }).click()
     const allowedResponse = await allowed
