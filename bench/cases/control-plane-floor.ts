@@ -1,0 +1,199 @@
+/**
+ * The control plane against its stack floor, in the same run (issue 15 items 2, 3 and 7).
+ *
+ * Ours: the compiled binary (`dist/service-server --mode control-plane`) on SQLite, with the
+ * `control-plane-world` organization built through its API (2,000 config objects, 500 of them
+ * skills the owner holds grants on, 1,000 members). Floor: `bench/floor-server.ts`, the same
+ * session lookup, keyset pages and create inserts written directly on bun:sqlite, serving the same
+ * database file. Every figure is ours ÷ floor per round (median of rounds):
+ * - `GET /v1/me`, `GET /v1/config-objects?type=skill&limit=50`, `GET /v1/members?limit=50` and
+ *   `GET /v1/me/skills?limit=50` req/s: target ≥ 0.7;
+ * - `POST /v1/config-objects` (a skill with its first version, search terms, grant, audit and
+ *   change-feed rows in one transaction) req/s at 16 connections: target ≥ 0.5;
+ * - `GET /health` req/s against `bench/ceiling-server.ts` (same body, request id, nosniff):
+ *   target ≥ 0.95.
+ */
+import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
+import { buildWorld, createBody, READ_PATHS } from '../lib/control-plane-world.ts'
+import { runAlternatingRounds, type LoadTarget } from '../lib/alternating-load.ts'
+import { defineCase, type BenchContext } from '../lib/bench-case.ts'
+import { makeFigure } from '../lib/figure.ts'
+import type { LoadResult } from '../lib/load-driver.ts'
+import { printRound } from '../lib/results-printer.ts'
+import { startServer, type RunningServer, type ServerCommand } from '../lib/server-process.ts'
+import { median, round } from '../lib/stats.ts'
+
+const CREATE_CONNECTIONS = 16
+
+async function ok(res: Response, what: string): Promise<string> {
+  const text = await res.text()
+  if (res.status >= 300) throw new Error(`${what} answered ${res.status}: ${text.slice(0, 200)}`)
+  return text
+}
+
+/** A bun script from bench/ started like the baseline (same bun, port 0, its own stderr file). */
+function benchScript(ctx: BenchContext, label: string, script: string, extra: string[] = []): ServerCommand {
+  const base = ctx.baselineCommand()
+  return {
+    ...base,
+    label,
+    stderrFile: base.stderrFile?.replace(/baseline(?=[^/]*$)/, label),
+    args: [fileURLToPath(new URL(`../${script}`, import.meta.url)), ...extra, ...base.args.slice(1)],
+  }
+}
+
+function record(
+  ctx: BenchContext,
+  label: string,
+  results: Record<string, LoadResult[]>,
+  key: string,
+  floorKey: string,
+  floorLabel: string,
+  target: number,
+  connections: number,
+): void {
+  const mine = results[key]!
+  const floor = results[floorKey]!
+  const bad = [...mine, ...floor].reduce((a, x) => a + x.non2xx + x.errors, 0)
+  const total = [...mine, ...floor].reduce((a, x) => a + x.requests, 0)
+  ctx.record(
+    makeFigure({
+      caseName: 'control-plane-floor',
+      name: `${label} req/s`,
+      unit: 'req/s',
+      subject: 'dist/service-server --mode control-plane (SQLite)',
+      baselineLabel: floorLabel,
+      rounds: mine.map((x, i) => ({ baseline: floor[i]!.rps, ours: x.rps })),
+      target: { op: '>=', value: target },
+      invalidReason: bad > total * 0.001 ? `${bad} of ${total} requests were non-2xx or errors` : undefined,
+      notes: [
+        `${ctx.settings.tool}, ${connections} connections, ${ctx.settings.durationSec} s per measurement; p50 ours ${round(median(mine.map((x) => x.latencyP50Ms)), 2)} ms, floor ${round(median(floor.map((x) => x.latencyP50Ms)), 2)} ms`,
+      ],
+    }),
+  )
+}
+
+async function run(ctx: BenchContext): Promise<void> {
+  const bin = await ctx.productBinary()
+  if (!bin) {
+    ctx.skip('binary', 'no product binary')
+    return
+  }
+  const s = ctx.settings
+  const dir = ctx.tempDir('control-plane-floor')
+  const databasePath = join(dir, 'control-plane.sqlite')
+  const servers: RunningServer[] = []
+  try {
+    const ours = await startServer(ctx.productCommand('binary', dir, bin, 'control-plane'))
+    servers.push(ours)
+    const send = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+      fetch(`${ours.baseUrl}${path}`, {
+        method,
+        headers: body === undefined ? headers : { ...headers, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      })
+    const world = await buildWorld(send, databasePath, ctx.log)
+    const floor = await startServer(benchScript(ctx, 'floor', 'floor-server.ts', ['--database', databasePath]))
+    servers.push(floor)
+    const ceiling = await startServer(benchScript(ctx, 'ceiling', 'ceiling-server.ts'))
+    servers.push(ceiling)
+    // Both sides must answer every path with a 200 (and the same number of items) before load.
+    for (const [label, path] of Object.entries(READ_PATHS)) {
+      const a = JSON.parse(await ok(await send('GET', path, undefined, world.headers), `ours ${label}`))
+      const b = JSON.parse(
+        await ok(await fetch(`${floor.baseUrl}${path}`, { headers: world.headers }), `floor ${label}`),
+      )
+      if (a.items && a.items.length !== b.items?.length)
+        throw new Error(`${label}: ours returned ${a.items.length} items, the floor ${b.items?.length}`)
+    }
+    await ok(await fetch(`${ours.baseUrl}/health`), 'ours /health')
+    const readTargets: LoadTarget[] = [
+      { key: 'ours GET /health', url: `${ours.baseUrl}/health` },
+      { key: 'ceiling GET /health', url: `${ceiling.baseUrl}/health` },
+      ...Object.entries(READ_PATHS).flatMap(([label, path]) => [
+        { key: `ours ${label}`, url: `${ours.baseUrl}${path}`, headers: world.headers },
+        { key: `floor ${label}`, url: `${floor.baseUrl}${path}`, headers: world.headers },
+      ]),
+    ]
+    const labels = ['GET /health', ...Object.keys(READ_PATHS)]
+    const reads = await runAlternatingRounds(readTargets, {
+      ...s,
+      onRound: (r, res) => {
+        for (const label of labels) {
+          const other = label === 'GET /health' ? 'ceiling' : 'floor'
+          printRound(label, r, s.rounds, res[`ours ${label}`]!.rps, res[`${other} ${label}`]!.rps, 'req/s')
+        }
+      },
+    })
+    record(
+      ctx,
+      'GET /health',
+      reads,
+      'ours GET /health',
+      'ceiling GET /health',
+      'bench/ceiling-server.ts',
+      0.95,
+      s.connections,
+    )
+    for (const label of Object.keys(READ_PATHS))
+      record(
+        ctx,
+        label,
+        reads,
+        `ours ${label}`,
+        `floor ${label}`,
+        'floor (bun:sqlite, no framework)',
+        0.7,
+        s.connections,
+      )
+
+    const body = JSON.stringify(createBody(0, 'load'))
+    const createHeaders = { ...world.headers, 'content-type': 'application/json' }
+    const creates = await runAlternatingRounds(
+      [
+        { key: 'ours create', url: `${ours.baseUrl}/v1/config-objects`, method: 'POST', headers: createHeaders, body },
+        {
+          key: 'floor create',
+          url: `${floor.baseUrl}/v1/config-objects`,
+          method: 'POST',
+          headers: createHeaders,
+          body,
+        },
+      ],
+      {
+        ...s,
+        connections: CREATE_CONNECTIONS,
+        warmupSec: 0,
+        onRound: (r, res) =>
+          printRound(
+            'POST /v1/config-objects',
+            r,
+            s.rounds,
+            res['ours create']!.rps,
+            res['floor create']!.rps,
+            'req/s',
+          ),
+      },
+    )
+    record(
+      ctx,
+      'POST /v1/config-objects',
+      creates,
+      'ours create',
+      'floor create',
+      'floor (same inserts, one bun:sqlite transaction)',
+      0.5,
+      CREATE_CONNECTIONS,
+    )
+  } finally {
+    await Promise.all(servers.map((x) => x.stop()))
+  }
+}
+
+export default defineCase({
+  name: 'control-plane-floor',
+  description:
+    'control-plane reads (≥ 0.7), creates (≥ 0.5) vs a bun:sqlite floor, and /health (≥ 0.95) vs its contract ceiling, same run',
+  run,
+})
