@@ -270,6 +270,22 @@ if (browserAvailable()) {
     await importer.getByRole('alert').filter({ hasText: 'zip_skill_name_mismatch' }).waitFor()
   })
 
+  test('a long list pages: of 25 skill hubs the first 20 show, the rest after Show more', async () => {
+    for (let i = 1; i <= 24; i++) {
+      const made = await asAdmin('POST', '/v1/skill-hubs', { name: `Bulk hub ${String(i).padStart(2, '0')}` })
+      assert.is(made.status, 201)
+    }
+    await admin.getByRole('link', { name: 'Members' }).click()
+    await admin.getByRole('link', { name: 'Skills' }).click()
+    const hubs = admin.getByRole('list', { name: 'Skill hubs' })
+    await hubs.locator(':scope > li.card').nth(19).waitFor()
+    assert.is(await hubs.locator(':scope > li.card').count(), 20)
+    await admin.getByRole('button', { name: 'Show more skill hubs' }).click()
+    await hubs.locator(':scope > li.card').nth(24).waitFor()
+    assert.is(await hubs.locator(':scope > li.card').count(), 25)
+    assert.ok(await admin.getByRole('button', { name: 'Show more skill hubs' }).isHidden(), 'no more pages')
+  })
+
   test('the admin sees the new member, creates an API key shown once, and revokes it', async () => {
     await admin.getByRole('link', { name: 'Members' }).click()
     await admin.getByRole('cell', { name: 'Bo Member', exact: true }).waitFor()

@@ -1,62 +1,54 @@
 // Model providers (keys entered once, never shown again) and plugins with marketplaces.
-import { all } from './cp-org.mjs'
+import { all, pagedList } from './cp-org.mjs'
 import { announce, errorBox, field, h, mount, section, showFieldErrors } from './dom.mjs'
 
 /** The providers page. */
 export function providersPage({ api, can, me }) {
-  const list = h('ul', { class: 'cards', 'aria-label': 'Model providers' }, h('li', { class: 'muted' }, 'Loading…'))
   const status = h('div', { 'aria-live': 'polite' })
   // Per-provider grants decide for members; a member is offered the controls of providers they created.
   const mayManage = (p) =>
     can('llm_providers.write') && (me.member?.role !== 'member' || p.createdByMemberId === me.member?.id)
-  const load = async () => {
-    try {
-      const items = await all(api, '/v1/llm-providers')
-      mount(
-        list,
-        items.length
-          ? items.map((p) =>
-              h(
-                'li',
-                { class: 'card' },
-                h('h3', null, p.name),
-                h(
-                  'p',
-                  { class: 'row' },
-                  h('span', { class: 'pill' }, p.source === 'catalog' ? `catalog: ${p.catalogProviderId}` : 'custom'),
-                  h('span', { class: `pill ${p.hasApiKey ? 'ok' : ''}` }, p.hasApiKey ? 'key stored' : 'no key'),
-                  p.baseUrl ? h('code', null, p.baseUrl) : null,
-                ),
-                h('p', { class: 'muted small' }, `Models: ${p.models.map((m) => m.name || m.id).join(', ')}`),
-                mayManage(p)
-                  ? h(
-                      'button',
-                      {
-                        type: 'button',
-                        class: 'danger',
-                        'aria-label': `Delete ${p.name}`,
-                        onclick: async () => {
-                          if (!confirm(`Delete the provider ${p.name}?`)) return
-                          try {
-                            await api.del(`/v1/llm-providers/${p.id}`)
-                            announce(`${p.name} deleted`)
-                            await load()
-                          } catch (error) {
-                            mount(status, errorBox(error))
-                          }
-                        },
-                      },
-                      'Delete',
-                    )
-                  : null,
-              ),
+  const providers = pagedList(api, '/v1/llm-providers', {
+    label: 'Model providers',
+    listClass: 'cards',
+    empty: 'No model providers yet.',
+    render: (p) =>
+      h(
+        'li',
+        { class: 'card' },
+        h('h3', null, p.name),
+        h(
+          'p',
+          { class: 'row' },
+          h('span', { class: 'pill' }, p.source === 'catalog' ? `catalog: ${p.catalogProviderId}` : 'custom'),
+          h('span', { class: `pill ${p.hasApiKey ? 'ok' : ''}` }, p.hasApiKey ? 'key stored' : 'no key'),
+          p.baseUrl ? h('code', null, p.baseUrl) : null,
+        ),
+        h('p', { class: 'muted small' }, `Models: ${p.models.map((m) => m.name || m.id).join(', ')}`),
+        mayManage(p)
+          ? h(
+              'button',
+              {
+                type: 'button',
+                class: 'danger',
+                'aria-label': `Delete ${p.name}`,
+                onclick: async () => {
+                  if (!confirm(`Delete the provider ${p.name}?`)) return
+                  try {
+                    await api.del(`/v1/llm-providers/${p.id}`)
+                    announce(`${p.name} deleted`)
+                    await load()
+                  } catch (error) {
+                    mount(status, errorBox(error))
+                  }
+                },
+              },
+              'Delete',
             )
-          : h('li', { class: 'muted' }, 'No model providers yet.'),
-      )
-    } catch (error) {
-      mount(list, h('li', null, errorBox(error)))
-    }
-  }
+          : null,
+      ),
+  })
+  const load = () => providers.reload()
   let form = null
   if (can('llm_providers.write')) {
     const createStatus = h('div', { 'aria-live': 'polite' })
@@ -136,7 +128,7 @@ export function providersPage({ api, can, me }) {
       h('h1', null, 'Model providers'),
       form ? section('Add a provider', form) : null,
       status,
-      section('Providers', list),
+      section('Providers', providers.node),
     ),
   }
 }

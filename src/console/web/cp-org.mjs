@@ -81,6 +81,34 @@ export function pagedTable(api, path, caption, headings, row) {
   return { node, reload: () => load(true), status }
 }
 
+/**
+ * A list (`ul`) over a `{items, nextCursor}` list, 20 at a time: "Show more" passes `nextCursor`
+ * back as `cursor`. `render(item)` returns the `li`; `reload()` starts over.
+ */
+export function pagedList(api, path, { label, listClass, render, empty }) {
+  const list = h('ul', { class: listClass, 'aria-label': label }, h('li', { class: 'muted' }, 'Loading…'))
+  const more = h('button', { type: 'button', hidden: true }, `Show more ${label.toLowerCase()}`)
+  let cursor = null
+  const load = async (reset) => {
+    more.disabled = true
+    try {
+      const page = await api.get(withQuery(path, { limit: 20, cursor: reset ? null : cursor }))
+      if (reset) list.replaceChildren()
+      list.append(...page.items.map(render))
+      if (!list.children.length) list.append(h('li', { class: 'muted' }, empty))
+      cursor = page.nextCursor
+      more.hidden = !cursor
+    } catch (error) {
+      if (reset) list.replaceChildren()
+      list.append(h('li', null, errorBox(error)))
+    } finally {
+      more.disabled = false
+    }
+  }
+  more.addEventListener('click', () => load(false))
+  return { node: h('div', null, list, more), reload: () => load(true) }
+}
+
 /** Runs an action from a table row; its failure (a 403 included) shows above the table. */
 async function act(table, fn, done) {
   try {

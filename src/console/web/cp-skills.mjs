@@ -1,7 +1,7 @@
 // Skills: what the caller receives, the organization's skills (create from a SKILL.md), and skill
 // hubs with their skills and assignments (to a member, a team or the whole organization).
 import { withQuery } from './api.mjs'
-import { all, pagedTable } from './cp-org.mjs'
+import { all, pagedList, pagedTable } from './cp-org.mjs'
 import { announce, errorBox, field, h, mount, section, showFieldErrors } from './dom.mjs'
 
 const kb = (bytes) => `${Math.max(1, Math.round(bytes / 1024))} KB`
@@ -244,30 +244,22 @@ function hubCard(api, hub, manage) {
 
 /** The skills page. */
 export function skillsPage({ api, can, me }) {
-  const mine = h('ul', { class: 'plain', 'aria-label': 'Skills you receive' }, h('li', { class: 'muted' }, 'Loading…'))
-  void (async () => {
-    try {
-      const items = await all(api, '/v1/me/skills')
-      mount(
-        mine,
-        items.length
-          ? items.map(({ skill, paths }) =>
-              h(
-                'li',
-                null,
-                h('strong', null, skill.name),
-                ` — ${skill.description}`,
-                h('div', { class: 'muted small' }, paths.map(via).join('; ')),
-              ),
-            )
-          : h('li', { class: 'muted' }, 'No skill reaches you yet.'),
-      )
-    } catch (error) {
-      mount(mine, h('li', null, errorBox(error)))
-    }
-  })()
+  const mine = pagedList(api, '/v1/me/skills', {
+    label: 'Skills you receive',
+    listClass: 'plain',
+    empty: 'No skill reaches you yet.',
+    render: ({ skill, paths }) =>
+      h(
+        'li',
+        null,
+        h('strong', null, skill.name),
+        ` — ${skill.description}`,
+        h('div', { class: 'muted small' }, paths.map(via).join('; ')),
+      ),
+  })
+  void mine.reload()
 
-  const parts = [h('h1', null, 'Skills'), section('Your skills', mine)]
+  const parts = [h('h1', null, 'Skills'), section('Your skills', mine.node)]
 
   if (can('config_objects.read')) {
     const table = pagedTable(api, '/v1/skills', 'Skills', ['Name', 'Description', 'Version', 'Status'], (s) => [
@@ -319,26 +311,16 @@ export function skillsPage({ api, can, me }) {
     parts.push(section('Organization skills', form, importer, table.node))
   }
 
-  const hubList = h('ul', { class: 'cards', 'aria-label': 'Skill hubs' })
   // Per-hub grants decide for members; the list does not carry them, so a member is offered the
   // controls of hubs they created, admins and owners those of every hub.
   const mayManage = (hub) =>
     can('skill_hubs.write') && (me.member?.role !== 'member' || hub.createdByMemberId === me.member?.id)
-  const hubs = {
-    async reload() {
-      try {
-        const items = await all(api, '/v1/skill-hubs')
-        mount(
-          hubList,
-          items.length
-            ? items.map((hub) => hubCard(api, hub, mayManage(hub)))
-            : h('li', { class: 'muted' }, 'No skill hubs yet.'),
-        )
-      } catch (error) {
-        mount(hubList, h('li', null, errorBox(error)))
-      }
-    },
-  }
+  const hubs = pagedList(api, '/v1/skill-hubs', {
+    label: 'Skill hubs',
+    listClass: 'cards',
+    empty: 'No skill hubs yet.',
+    render: (hub) => hubCard(api, hub, mayManage(hub)),
+  })
   let hubForm = null
   if (can('skill_hubs.write')) {
     const status = h('div', { 'aria-live': 'polite' })
@@ -370,7 +352,7 @@ export function skillsPage({ api, can, me }) {
   }
   if (can('skill_hubs.read')) {
     void hubs.reload()
-    parts.push(section('Skill hubs', hubForm, hubList))
+    parts.push(section('Skill hubs', hubForm, hubs.node))
   }
   return { node: h('div', null, parts) }
 }
