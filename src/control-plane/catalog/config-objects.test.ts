@@ -227,6 +227,38 @@ test('a skill created through POST /v1/config-objects keeps its description in t
   })
 })
 
+test('a SKILL.md with block-scalar frontmatter is stored with the description OpenCode reads', async () => {
+  await world(async (t, org) => {
+    for (const [scalar, description] of [
+      ['|\n  Drafts release notes\n  from merged changes.', 'Drafts release notes\nfrom merged changes.'],
+      ['>-\n  Drafts release notes\n  from merged changes.', 'Drafts release notes from merged changes.'],
+    ] as const) {
+      const skillMd = `---\nname: release-notes\ndescription: ${scalar}\n---\n\nRun the script.\n`
+      const item = await create(t, org.member.token, {
+        type: 'skill',
+        title: 'Notes',
+        input: { rawSourceText: skillMd },
+      })
+      const version = await t.client.get(`/v1/config-objects/${item.id}/versions/latest`, { token: org.member.token })
+      assert.is(version.body.item.normalizedPayload.description, description)
+      const resolved = await t.client.get(`/v1/config-objects/${item.id}/resolved`, { token: org.member.token })
+      assert.is(resolved.body.item.files[0].content, skillMd)
+    }
+  })
+})
+
+test('an MCP source pasted from opencode.jsonc keeps the keys OpenCode knows and drops the rest', async () => {
+  await world(async (t, org) => {
+    const source =
+      '// the tracker server\n{\n  "name": "tracker",\n  "type": "remote",\n  "url": "https://mcp.example.com/sse",\n  "oauth": false,\n  "timeout": 15000,\n  "note": "not an OpenCode key",\n}\n'
+    const item = await create(t, org.member.token, { type: 'mcp', title: 'Tracker', input: { rawSourceText: source } })
+    const resolved = await t.client.get(`/v1/config-objects/${item.id}/resolved`, { token: org.member.token })
+    assert.equal(resolved.body.item.config, {
+      mcp: { tracker: { type: 'remote', url: 'https://mcp.example.com/sse', oauth: false, timeout: 15000 } },
+    })
+  })
+})
+
 test('an invalid source for its type is a 422 naming the field at fault, and nothing is stored', async () => {
   await world(async (t, org) => {
     const cases: Array<[string, Record<string, unknown>, string, string]> = [
