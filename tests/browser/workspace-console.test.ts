@@ -219,7 +219,7 @@ if (browserAvailable()) {
     )
     await page
       .getByRole('status')
-      .filter({ hasText: /Exported 1 skills/ })
+      .filter({ hasText: /Exported 1 skill, 0 commands and 0 files/ })
       .waitFor()
     // The same file with one more skill (config left out, so only the skill changes).
     const triage = '---\nname: triage\ndescription: Sorts incoming issues\n---\nLabel first.\n'

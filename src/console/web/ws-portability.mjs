@@ -4,6 +4,7 @@ import { ApiFailure } from './api.mjs'
 import { announce, errorBox, field, h, mount, section } from './dom.mjs'
 
 const ACTIONS = ['create', 'update', 'replace', 'delete', 'unchanged']
+const count = (list, word) => `${list.length} ${word}${list.length === 1 ? '' : 's'}`
 
 function previewList(preview) {
   const s = preview.summary
@@ -76,7 +77,7 @@ function exportPart(api, ws) {
             h(
               'p',
               { role: 'status' },
-              `Exported ${doc.skills.length} skills, ${doc.commands.length} commands and ${doc.files.length} files (${Math.ceil(blob.size / 1024)} KB). `,
+              `Exported ${count(doc.skills, 'skill')}, ${count(doc.commands, 'command')} and ${count(doc.files, 'file')} (${Math.ceil(blob.size / 1024)} KB). `,
               link,
             ),
           )
