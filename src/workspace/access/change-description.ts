@@ -25,6 +25,8 @@ export const DIFF_LIMITS = {
   edits: 2000,
   /** Diff text across all paths of one approval; paths past it get size and sha256 only. */
   totalChars: 256 * 1024,
+  /** Paths described per approval; a larger batch lists the rest only in the approval's `paths`. */
+  entries: 1000,
 }
 
 /**
@@ -175,7 +177,7 @@ function digest(side: Side, masked: boolean): ContentDigest | null {
 
 /**
  * Describes what the proposed changes would do to the workspace at `root`; paths whose content
- * would not change are left out. Throws 400 `invalid_path` when a path resolves outside, unless
+ * would not change are left out, and past {@link DIFF_LIMITS}`.entries` the rest. Throws 400 `invalid_path` when a path resolves outside, unless
  * `perItem` (a batch whose items fail one by one when applied): such a path is then left out.
  */
 export async function describeChanges(
@@ -186,6 +188,7 @@ export async function describeChanges(
   const out: DescribedChange[] = []
   let budget = DIFF_LIMITS.totalChars
   for (const { path, after } of proposed) {
+    if (out.length >= DIFF_LIMITS.entries) break
     let a: Side
     let b: Side
     try {

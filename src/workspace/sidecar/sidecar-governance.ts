@@ -2,6 +2,12 @@
  * Connects governed allow-list rows to the workspace's approval gate and audit log, so a config
  * change through the proxy is held for the host exactly like `PATCH /workspace/:id/config`, and every
  * credential or machine-wide change through it leaves an audit entry naming the caller.
+ *
+ * Not the write gate, on purpose: the gate describes, locks, re-checks and applies a write the
+ * server itself makes, but here OpenCode makes the write in its own process after the proxied
+ * request goes through. The server never sees the resulting file content (no diff to show), cannot
+ * hold the workspace lock across another process's write, and has nothing to apply atomically or
+ * contain; what it can do, approval before forwarding and an audit entry, it does here.
  * @module
  */
 import type { Logger } from '../../core/logger.ts'
