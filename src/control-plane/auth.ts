@@ -49,7 +49,7 @@ export function actorOf(principal: ControlPlanePrincipal): Actor {
   }
 }
 
-const notFoundOrg = () => errors.notFound('organization_not_found', 'Organization not found')
+const notFoundOrg = () => controlPlaneError('organization_not_found', 'Organization not found')
 
 /**
  * The session's organization: the header's (which must be one of the caller's), else the active
@@ -124,14 +124,13 @@ export function controlPlaneAuth(deps: Deps): SurfaceAuth<ControlPlaneRule, Cont
   ): ControlPlanePrincipal => {
     if (rule.kind === 'identity') {
       if (rule.sessionOnly && principal.credential !== 'session')
-        throw errors.forbidden('This action needs a signed-in session, not an API key', undefined, 'session_required')
+        throw controlPlaneError('session_required', 'This action needs a signed-in session, not an API key')
       return principal
     }
     if (!principal.org)
-      throw errors.forbidden(
-        'You are not a member of any organization; create one or accept an invitation',
-        undefined,
+      throw controlPlaneError(
         'no_organization',
+        'You are not a member of any organization; create one or accept an invitation',
       )
     if (!allows(rule.permission, principal.org.role, principal.credential as CredentialKind)) {
       throw controlPlaneError('forbidden', `Not allowed: needs ${rule.permission}`, {

@@ -6,7 +6,6 @@
  * @module
  */
 import type { Kysely } from 'kysely'
-import { errors } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
 import { generateToken, hashToken } from '../../core/secrets.ts'
 import { isoAt, type Deps } from '../deps.ts'
@@ -15,6 +14,7 @@ import { asRole, type Role } from '../policy.ts'
 import { preparedQuery } from '../prepared-query.ts'
 import type { ApiKeyTable, ControlPlaneDb, Db } from '../schema.ts'
 import { recordAudit, type Actor } from './audit.ts'
+import { controlPlaneError } from '../control-plane-errors.ts'
 
 /** Every API key starts with this; a bearer token with it is refused (keys go in `x-api-key`). */
 export const API_KEY_PREFIX = 'svc_'
@@ -97,8 +97,10 @@ export async function createApiKey(
   input: { name: string; expiresAt?: string },
 ): Promise<{ item: ApiKeyView; key: string }> {
   if (input.expiresAt !== undefined && Date.parse(input.expiresAt) <= deps.now()) {
-    throw errors.unprocessable('validation_failed', 'expiresAt must be in the future', {
-      issues: [{ path: 'expiresAt', message: 'must be in the future' }],
+    throw controlPlaneError('validation_failed', 'expiresAt must be in the future', {
+      details: {
+        issues: [{ path: 'expiresAt', message: 'must be in the future' }],
+      },
     })
   }
   const key = generateToken(API_KEY_PREFIX)
@@ -154,7 +156,7 @@ export async function revokeApiKey(deps: Deps, actor: Actor, keyId: string): Pro
       .where('id', '=', keyId)
       .where('org_id', '=', actor.orgId)
       .executeTakeFirst()
-    if (Number(deleted.numDeletedRows) === 0) throw errors.notFound('api_key_not_found', 'API key not found')
+    if (Number(deleted.numDeletedRows) === 0) throw controlPlaneError('api_key_not_found', 'API key not found')
     await recordAudit(deps, trx, actor, 'api_key.revoked', { type: 'api_key', id: keyId })
   })
 }

@@ -7,7 +7,6 @@
  * @module
  */
 import type { Transaction } from 'kysely'
-import { errors } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
 import { generateToken, hashToken } from '../../core/secrets.ts'
 import { isoAt, type Deps } from '../deps.ts'
@@ -16,6 +15,7 @@ import { keysetPage, type Page } from '../pagination.ts'
 import { asRole, type AssignableRole, type Role } from '../policy.ts'
 import type { ControlPlaneDb, InvitationTable } from '../schema.ts'
 import { recordAudit, type Actor } from './audit.ts'
+import { controlPlaneError } from '../control-plane-errors.ts'
 
 /** Prefix of invitation tokens. */
 export const INVITATION_TOKEN_PREFIX = 'svi_'
@@ -57,7 +57,7 @@ function view(deps: Deps, row: InvitationTable): InvitationView {
   }
 }
 
-const notFound = () => errors.notFound('invitation_not_found', 'Invitation not found')
+const notFound = () => controlPlaneError('invitation_not_found', 'Invitation not found')
 
 /** Creates an invitation and returns its token once. 409 `member_exists` when the email is already a member. */
 export async function createInvitation(
@@ -89,7 +89,7 @@ export async function createInvitation(
       .where('m.org_id', '=', actor.orgId)
       .where('u.email', '=', email)
       .executeTakeFirst()
-    if (existing) throw errors.conflict('member_exists', 'That email already belongs to a member')
+    if (existing) throw controlPlaneError('member_exists', 'That email already belongs to a member')
     const replaced = await trx
       .updateTable('invitation')
       .set({ status: 'canceled', closed_at: now })
@@ -154,7 +154,7 @@ export async function cancelInvitation(deps: Deps, actor: Actor, id: string): Pr
     if (!row) throw notFound()
     const state = stateOf(deps, row)
     if (state !== 'pending')
-      throw errors.conflict('invitation_not_pending', `The invitation is ${state}`, { status: state })
+      throw controlPlaneError('invitation_not_pending', `The invitation is ${state}`, { details: { status: state } })
     await trx
       .updateTable('invitation')
       .set({ status: 'canceled', closed_at: isoAt(deps) })
@@ -205,7 +205,7 @@ export async function acceptInto(
     .where('org_id', '=', invitation.org_id)
     .where('user_id', '=', userId)
     .executeTakeFirst()
-  if (already) throw errors.conflict('member_exists', 'You are already a member of this organization')
+  if (already) throw controlPlaneError('member_exists', 'You are already a member of this organization')
   const now = isoAt(deps)
   const memberId = newId('mem')
   const role = asRole(invitation.role)
@@ -230,14 +230,12 @@ export function invitationProblemError(problem: { problem: InvitationProblem; st
     case 'unknown':
       return notFound()
     case 'email_mismatch':
-      return errors.forbidden(
-        'This invitation was sent to a different email address',
-        undefined,
-        'invitation_email_mismatch',
-      )
+      return controlPlaneError('invitation_email_mismatch', 'This invitation was sent to a different email address')
     default:
-      return errors.conflict('invitation_not_pending', `The invitation is ${problem.status}`, {
-        status: problem.status,
+      return controlPlaneError('invitation_not_pending', `The invitation is ${problem.status}`, {
+        details: {
+          status: problem.status,
+        },
       })
   }
 }

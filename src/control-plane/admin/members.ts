@@ -5,7 +5,6 @@
  * @module
  */
 import type { Kysely } from 'kysely'
-import { errors } from '../../core/errors.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import type { Page } from '../pagination.ts'
 import { preparedPage } from '../prepared-page.ts'
@@ -13,6 +12,7 @@ import { asRole, type AssignableRole, type Role } from '../policy.ts'
 import { disableMemberKeys } from './api-keys.ts'
 import { recordAudit, type Actor } from './audit.ts'
 import type { ControlPlaneDb } from '../schema.ts'
+import { controlPlaneError } from '../control-plane-errors.ts'
 
 /** A member as the API shows it. */
 export interface MemberView {
@@ -56,7 +56,7 @@ function view(row: MemberRow): MemberView {
 }
 
 function notFound() {
-  return errors.notFound('member_not_found', 'Member not found')
+  return controlPlaneError('member_not_found', 'Member not found')
 }
 
 /** The members page, compiled once per shape (with or without a role filter). */
@@ -104,7 +104,7 @@ export async function changeMemberRole(
       .where('org_id', '=', actor.orgId)
       .executeTakeFirst()
     if (!row) throw notFound()
-    if (row.role === 'owner') throw errors.conflict('owner_protected', "The owner's role cannot be changed")
+    if (row.role === 'owner') throw controlPlaneError('owner_protected', "The owner's role cannot be changed")
     if (row.role === role) return
     await trx
       .updateTable('member')
@@ -137,7 +137,7 @@ export async function transferOwnership(deps: Deps, actor: Actor, memberId: stri
       .where('org_id', '=', actor.orgId)
       .executeTakeFirst()
     if (!row) throw notFound()
-    if (row.role === 'owner') throw errors.conflict('already_owner', 'That member is already the owner')
+    if (row.role === 'owner') throw controlPlaneError('already_owner', 'That member is already the owner')
     const now = isoAt(deps)
     await trx
       .updateTable('member')
@@ -170,7 +170,7 @@ export async function removeMember(deps: Deps, actor: Actor, memberId: string): 
       .where('org_id', '=', actor.orgId)
       .executeTakeFirst()
     if (!row) throw notFound()
-    if (row.role === 'owner') throw errors.conflict('owner_protected', 'The owner cannot be removed')
+    if (row.role === 'owner') throw controlPlaneError('owner_protected', 'The owner cannot be removed')
     await trx.deleteFrom('member').where('id', '=', memberId).execute()
     await trx
       .updateTable('user_session')

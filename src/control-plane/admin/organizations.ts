@@ -4,11 +4,11 @@
  * @module
  */
 import { newId } from '../../core/ids.ts'
-import { errors } from '../../core/errors.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
 import { asRole, type Role } from '../policy.ts'
 import { recordAudit, type Actor } from './audit.ts'
+import { controlPlaneError } from '../control-plane-errors.ts'
 
 /** An organization as the API shows it. */
 export interface OrganizationView {
@@ -71,7 +71,7 @@ export async function createOrganization(
 /** The organization by id (the caller's current one). */
 export async function getOrganization(deps: Deps, orgId: string): Promise<OrganizationView> {
   const row = await deps.db.selectFrom('organization').selectAll().where('id', '=', orgId).executeTakeFirst()
-  if (!row) throw errors.notFound('organization_not_found', 'Organization not found')
+  if (!row) throw controlPlaneError('organization_not_found', 'Organization not found')
   return view(row)
 }
 

@@ -5,7 +5,6 @@
  * @module
  */
 import type { Transaction } from 'kysely'
-import { errors } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
 import { isUniqueViolation } from '../db-errors.ts'
 import { isoAt, type Deps } from '../deps.ts'
@@ -14,6 +13,7 @@ import type { ControlPlaneDb } from '../schema.ts'
 import { recordAudit, type Actor } from './audit.ts'
 import type { MemberView } from './members.ts'
 import { asRole } from '../policy.ts'
+import { controlPlaneError } from '../control-plane-errors.ts'
 
 /** A team as the API shows it. */
 export interface TeamView {
@@ -25,8 +25,8 @@ export interface TeamView {
   updatedAt: string
 }
 
-const teamNotFound = () => errors.notFound('team_not_found', 'Team not found')
-const memberNotFound = () => errors.notFound('member_not_found', 'Member not found')
+const teamNotFound = () => controlPlaneError('team_not_found', 'Team not found')
+const memberNotFound = () => controlPlaneError('member_not_found', 'Member not found')
 
 function teamQuery(deps: Deps, orgId: string) {
   return deps.db
@@ -144,7 +144,7 @@ export async function createTeam(
       )
     })
   } catch (error) {
-    if (isUniqueViolation(error)) throw errors.conflict('team_exists', 'A team with that name already exists')
+    if (isUniqueViolation(error)) throw controlPlaneError('team_exists', 'A team with that name already exists')
     throw error
   }
   return getTeam(deps, actor.orgId, id)
@@ -174,7 +174,7 @@ export async function updateTeam(
       )
     })
   } catch (error) {
-    if (isUniqueViolation(error)) throw errors.conflict('team_exists', 'A team with that name already exists')
+    if (isUniqueViolation(error)) throw controlPlaneError('team_exists', 'A team with that name already exists')
     throw error
   }
   return getTeam(deps, actor.orgId, teamId)
@@ -237,7 +237,7 @@ export async function addTeamMember(deps: Deps, actor: Actor, teamId: string, me
       .where('team_id', '=', teamId)
       .where('member_id', '=', memberId)
       .executeTakeFirst()
-    if (existing) throw errors.conflict('already_in_team', 'The member is already in the team')
+    if (existing) throw controlPlaneError('already_in_team', 'The member is already in the team')
     await trx
       .insertInto('team_member')
       .values({ team_id: teamId, member_id: memberId, created_at: isoAt(deps) })

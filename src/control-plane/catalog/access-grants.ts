@@ -16,7 +16,6 @@
  * @module
  */
 import { sql, type Expression, type ExpressionBuilder, type Kysely, type RawBuilder, type SqlBool } from 'kysely'
-import { errors } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
 import type { Actor } from '../admin/audit.ts'
 import { recordAudit } from '../admin/audit.ts'
@@ -24,6 +23,7 @@ import { isUniqueViolation } from '../db-errors.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
 import type { ControlPlaneDb, Db } from '../schema.ts'
+import { controlPlaneError } from '../control-plane-errors.ts'
 
 /** Resources that carry access grants. */
 export const RESOURCE_TYPES = [
@@ -59,7 +59,7 @@ export const RESOURCE_TABLES = {
 
 /** The 404 for a resource the caller cannot see (or that does not exist: indistinguishable). */
 export function notFound(type: ResourceType) {
-  return errors.notFound(RESOURCE_TABLES[type].notFound, `${RESOURCE_TABLES[type].label} not found`)
+  return controlPlaneError(RESOURCE_TABLES[type].notFound, `${RESOURCE_TABLES[type].label} not found`)
 }
 
 /** True for owners and admins, who act as manager on every catalog resource. */
@@ -310,9 +310,10 @@ export async function requireRole(
   const role = await effectiveRole(db, actor, type, id)
   if (!role) throw notFound(type)
   if (!atLeast(role, min)) {
-    throw errors.forbidden(
+    throw controlPlaneError(
+      'forbidden',
       `Needs the ${min} role on this ${RESOURCE_TABLES[type].label.toLowerCase()}; you have ${role}`,
-      { requiredRole: min, role },
+      { details: { requiredRole: min, role } },
     )
   }
   return role
@@ -368,7 +369,7 @@ export async function requirePrincipal(db: Db, orgId: string, principal: GrantPr
       .where('id', '=', principal.memberId)
       .where('org_id', '=', orgId)
       .executeTakeFirst()
-    if (!row) throw errors.notFound('member_not_found', 'Member not found')
+    if (!row) throw controlPlaneError('member_not_found', 'Member not found')
   } else if ('teamId' in principal) {
     const row = await db
       .selectFrom('team')
@@ -376,7 +377,7 @@ export async function requirePrincipal(db: Db, orgId: string, principal: GrantPr
       .where('id', '=', principal.teamId)
       .where('org_id', '=', orgId)
       .executeTakeFirst()
-    if (!row) throw errors.notFound('team_not_found', 'Team not found')
+    if (!row) throw controlPlaneError('team_not_found', 'Team not found')
   }
 }
 
@@ -491,8 +492,10 @@ export async function grantAccess(
     deps.db.transaction().execute(async (trx) => {
       await requireRole(trx, actor, type, resourceId, 'manager')
       if ('orgWide' in principal && !isOrgAdmin(actor))
-        throw errors.forbidden('Only owners and admins may grant access to the whole organization', {
-          requiredOrgRole: 'admin',
+        throw controlPlaneError('forbidden', 'Only owners and admins may grant access to the whole organization', {
+          details: {
+            requiredOrgRole: 'admin',
+          },
         })
       await requirePrincipal(trx, actor.orgId, principal)
       const id = await upsertGrant(deps, trx, actor.orgId, type, resourceId, principal, role, actor.memberId)
@@ -534,7 +537,8 @@ export async function revokeAccess(
       .where('resource_type', '=', type)
       .where('resource_id', '=', resourceId)
       .executeTakeFirst()
-    if (Number(deleted.numDeletedRows) === 0) throw errors.notFound('access_grant_not_found', 'Access grant not found')
+    if (Number(deleted.numDeletedRows) === 0)
+      throw controlPlaneError('access_grant_not_found', 'Access grant not found')
     await recordAudit(deps, trx, actor, 'access.revoked', { type, id: resourceId }, { grantId })
   })
 }

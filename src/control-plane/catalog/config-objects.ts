@@ -6,7 +6,6 @@
  * @module
  */
 import { sql } from 'kysely'
-import { errors } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
 import { isoAt, type Deps } from '../deps.ts'
@@ -32,6 +31,7 @@ import {
 } from './config-store.ts'
 import { prefixUpperBound, queryTerms } from './search-terms.ts'
 import { visiblePage } from './visible-page.ts'
+import { controlPlaneError } from '../control-plane-errors.ts'
 
 /** A short summary of the latest version (no payload). */
 export interface VersionSummary {
@@ -283,7 +283,7 @@ export async function createConfigObject(
   })
   // The creator was just made its manager, so no access check: one read of the committed row.
   const row = await objectQuery(deps.db, actor.orgId).where('co.id', '=', id).executeTakeFirst()
-  if (!row) throw errors.notFound('config_object_not_found', 'Config object not found')
+  if (!row) throw controlPlaneError('config_object_not_found', 'Config object not found')
   return objectView(row)
 }
 
@@ -303,7 +303,7 @@ export async function addToPluginIn(
     .where('plugin_id', '=', pluginId)
     .where('config_object_id', '=', objectId)
     .executeTakeFirst()
-  if (existing) throw errors.conflict('already_in_plugin', 'The config object is already in the plugin')
+  if (existing) throw controlPlaneError('already_in_plugin', 'The config object is already in the plugin')
   const id = newId('pco')
   await trx
     .insertInto('plugin_config_object')

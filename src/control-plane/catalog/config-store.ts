@@ -9,7 +9,6 @@
  * two editors (or an editor and a sync) cannot silently overwrite each other.
  * @module
  */
-import { errors } from '../../core/errors.ts'
 import { RetryableApiError } from '../../storage/serializable-transactions.ts'
 import { newId } from '../../core/ids.ts'
 import { isUniqueViolation } from '../db-errors.ts'
@@ -19,6 +18,7 @@ import type { Db } from '../schema.ts'
 import { DEFAULT_SKILL_LIMITS } from '../../opencode/skill-bundle.ts'
 import { normalizeSource, type ObjectType, type VersionInput } from './config-source.ts'
 import { searchTerms } from './search-terms.ts'
+import { controlPlaneError } from '../control-plane-errors.ts'
 
 /** How objects enter the catalog. `connector` objects are created only by connector sync. */
 export const SOURCE_MODES = ['cloud', 'import', 'connector'] as const
@@ -180,16 +180,22 @@ export async function appendVersionIn(
   options: AppendOptions,
 ): Promise<string> {
   const object = await findConfigObject(trx, writer.orgId, objectId)
-  if (!object) throw errors.notFound('config_object_not_found', 'Config object not found')
+  if (!object) throw controlPlaneError('config_object_not_found', 'Config object not found')
   if (object.status === 'deleted')
-    throw errors.conflict('config_object_deleted', 'The config object is deleted; restore it before adding versions', {
-      status: object.status,
-    })
+    throw controlPlaneError(
+      'config_object_deleted',
+      'The config object is deleted; restore it before adding versions',
+      {
+        details: {
+          status: object.status,
+        },
+      },
+    )
   if (options.baseVersionId !== undefined && options.baseVersionId !== object.latest_version_id) {
-    throw errors.conflict(
+    throw controlPlaneError(
       'version_conflict',
       'The base version is not the latest; re-read the latest version and apply your change to it',
-      { latestVersionId: object.latest_version_id },
+      { details: { latestVersionId: object.latest_version_id } },
     )
   }
   const source = await normalizeSource(object.object_type as ObjectType, input, object.title, {
@@ -283,14 +289,20 @@ export async function changeLifecycleIn(
   action: keyof typeof LIFECYCLE,
 ): Promise<ObjectState> {
   const object = await findConfigObject(trx, orgId, objectId)
-  if (!object) throw errors.notFound('config_object_not_found', 'Config object not found')
+  if (!object) throw controlPlaneError('config_object_not_found', 'Config object not found')
   const move = LIFECYCLE[action]
   if (!move.from.includes(object.status as ObjectState)) {
-    throw errors.conflict('invalid_lifecycle_transition', `Cannot ${action} a config object that is ${object.status}`, {
-      status: object.status,
-      action,
-      allowedFrom: move.from,
-    })
+    throw controlPlaneError(
+      'invalid_lifecycle_transition',
+      `Cannot ${action} a config object that is ${object.status}`,
+      {
+        details: {
+          status: object.status,
+          action,
+          allowedFrom: move.from,
+        },
+      },
+    )
   }
   const now = isoAt(deps)
   await trx

@@ -4,7 +4,6 @@
  * the paged history, which carries payloads because that is what it is for.
  * @module
  */
-import { errors } from '../../core/errors.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
 import type { Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
@@ -14,6 +13,7 @@ import { requireRole } from './access-grants.ts'
 import type { ObjectType, VersionInput } from './config-source.ts'
 import { appendVersionIn, findConfigObject, type CreatedVia } from './config-store.ts'
 import { renderForm, type ResolvedFile } from './resolved-form.ts'
+import { controlPlaneError } from '../control-plane-errors.ts'
 
 /** A version as the API shows it. */
 export interface VersionView {
@@ -63,7 +63,7 @@ function versionView(row: VersionRow): VersionView {
   }
 }
 
-const versionNotFound = () => errors.notFound('config_object_version_not_found', 'Version not found')
+const versionNotFound = () => controlPlaneError('config_object_version_not_found', 'Version not found')
 
 /**
  * Appends a version (editor); 409 `version_conflict` when `baseVersionId` is not the latest. A
@@ -150,12 +150,12 @@ export async function getLatestVersion(deps: Deps, actor: Actor, objectId: strin
 /** Renders an object's latest version for a runtime (no access check; callers check). */
 export async function resolveObjectIn(deps: Deps, orgId: string, objectId: string): Promise<ResolvedView> {
   const object = await findConfigObject(deps.db, orgId, objectId)
-  if (!object) throw errors.notFound('config_object_not_found', 'Config object not found')
+  if (!object) throw controlPlaneError('config_object_not_found', 'Config object not found')
   if (object.status !== 'active') {
-    throw errors.conflict(
+    throw controlPlaneError(
       'config_object_not_active',
       `The config object is ${object.status}; only active objects resolve (restore it first)`,
-      { status: object.status },
+      { details: { status: object.status } },
     )
   }
   const version = await deps.db

@@ -5,13 +5,13 @@
  * contained objects and plugins stay); archiving keeps everything and can be undone.
  * @module
  */
-import { errors } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
 import { recordAudit, type Actor, type AuditAction } from '../admin/audit.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
 import { dropGrants, requireRole, upsertGrant, visibleCondition } from './access-grants.ts'
 import type { Db } from '../schema.ts'
+import { controlPlaneError } from '../control-plane-errors.ts'
 
 /** Which container. */
 export type ContainerKind = 'plugin' | 'marketplace'
@@ -173,10 +173,12 @@ export async function moveContainer(
     const row = await trx.selectFrom(kind).select('status').where('id', '=', id).executeTakeFirstOrThrow()
     const from: ContainerState = action === 'archive' ? 'active' : 'archived'
     if (row.status !== from)
-      throw errors.conflict('invalid_lifecycle_transition', `Cannot ${action} a ${kind} that is ${row.status}`, {
-        status: row.status,
-        action,
-        allowedFrom: [from],
+      throw controlPlaneError('invalid_lifecycle_transition', `Cannot ${action} a ${kind} that is ${row.status}`, {
+        details: {
+          status: row.status,
+          action,
+          allowedFrom: [from],
+        },
       })
     const now = isoAt(deps)
     await trx

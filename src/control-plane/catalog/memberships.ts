@@ -4,7 +4,6 @@
  * member (an id the caller cannot see is a 404, as everywhere).
  * @module
  */
-import { errors } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
 import { isoAt, type Deps } from '../deps.ts'
@@ -13,6 +12,7 @@ import { requireRole, visibleCondition } from './access-grants.ts'
 import { addToPluginIn, objectQuery, objectView, type ConfigObjectView } from './config-objects.ts'
 import { resolveObjectIn, type ResolvedView } from './config-versions.ts'
 import { getContainer, type ContainerView } from './containers.ts'
+import { controlPlaneError } from '../control-plane-errors.ts'
 
 /** A config object in a plugin. */
 export interface PluginMemberView {
@@ -122,7 +122,7 @@ export async function removePluginObject(
       .where('config_object_id', '=', configObjectId)
       .executeTakeFirst()
     if (Number(deleted.numDeletedRows) === 0)
-      throw errors.notFound('plugin_membership_not_found', 'The config object is not in the plugin')
+      throw controlPlaneError('plugin_membership_not_found', 'The config object is not in the plugin')
     await recordAudit(deps, trx, actor, 'plugin.member_removed', { type: 'plugin', id: pluginId }, { configObjectId })
   })
 }
@@ -202,7 +202,7 @@ export async function addMarketplacePlugin(
       .where('marketplace_id', '=', marketplaceId)
       .where('plugin_id', '=', pluginId)
       .executeTakeFirst()
-    if (existing) throw errors.conflict('already_in_marketplace', 'The plugin is already in the marketplace')
+    if (existing) throw controlPlaneError('already_in_marketplace', 'The plugin is already in the marketplace')
     await trx
       .insertInto('marketplace_plugin')
       .values({
@@ -251,7 +251,7 @@ export async function removeMarketplacePlugin(
       .where('plugin_id', '=', pluginId)
       .executeTakeFirst()
     if (Number(deleted.numDeletedRows) === 0)
-      throw errors.notFound('marketplace_membership_not_found', 'The plugin is not in the marketplace')
+      throw controlPlaneError('marketplace_membership_not_found', 'The plugin is not in the marketplace')
     await recordAudit(
       deps,
       trx,

@@ -4,7 +4,6 @@
  * access grants decide who may see and change the hub itself.
  * @module
  */
-import { errors } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
 import { isUniqueViolation } from '../db-errors.ts'
@@ -23,6 +22,7 @@ import {
 import type { Db } from '../schema.ts'
 import { resolveObjectIn, type ResolvedView } from './config-versions.ts'
 import { skillQuery, skillView, type SkillView } from './skills.ts'
+import { controlPlaneError } from '../control-plane-errors.ts'
 
 /** A hub as the API shows it. */
 export interface SkillHubView {
@@ -74,7 +74,7 @@ function hubView(row: HubRow): SkillHubView {
   }
 }
 
-const hubExists = () => errors.conflict('skill_hub_exists', 'A skill hub with that name already exists')
+const hubExists = () => controlPlaneError('skill_hub_exists', 'A skill hub with that name already exists')
 
 /** Visible hubs in creation order. */
 export function listHubs(
@@ -235,9 +235,9 @@ export async function addHubSkill(deps: Deps, actor: Actor, hubId: string, skill
   await deps.db.transaction().execute(async (trx) => {
     await requireRole(trx, actor, 'skill_hub', hubId, 'editor')
     const skill = await skillQuery(trx, actor.orgId).where('co.id', '=', skillId).executeTakeFirst()
-    if (!skill) throw errors.notFound('skill_not_found', 'Skill not found')
+    if (!skill) throw controlPlaneError('skill_not_found', 'Skill not found')
     await requireRole(trx, actor, 'config_object', skillId, 'viewer').catch(() => {
-      throw errors.notFound('skill_not_found', 'Skill not found')
+      throw controlPlaneError('skill_not_found', 'Skill not found')
     })
     const existing = await trx
       .selectFrom('skill_hub_skill')
@@ -245,7 +245,7 @@ export async function addHubSkill(deps: Deps, actor: Actor, hubId: string, skill
       .where('hub_id', '=', hubId)
       .where('config_object_id', '=', skillId)
       .executeTakeFirst()
-    if (existing) throw errors.conflict('already_in_hub', 'The skill is already in the hub')
+    if (existing) throw controlPlaneError('already_in_hub', 'The skill is already in the hub')
     await trx
       .insertInto('skill_hub_skill')
       .values({
@@ -271,7 +271,7 @@ export async function removeHubSkill(deps: Deps, actor: Actor, hubId: string, sk
       .where('hub_id', '=', hubId)
       .where('config_object_id', '=', skillId)
       .executeTakeFirst()
-    if (Number(deleted.numDeletedRows) === 0) throw errors.notFound('skill_not_found', 'The skill is not in the hub')
+    if (Number(deleted.numDeletedRows) === 0) throw controlPlaneError('skill_not_found', 'The skill is not in the hub')
     await recordAudit(deps, trx, actor, 'skill_hub.skill_removed', { type: 'skill_hub', id: hubId }, { skillId })
   })
 }
@@ -328,8 +328,10 @@ export async function assignHub(
     await deps.db.transaction().execute(async (trx) => {
       await requireRole(trx, actor, 'skill_hub', hubId, 'manager')
       if ('orgWide' in principal && !isOrgAdmin(actor))
-        throw errors.forbidden('Only owners and admins may assign a hub to the whole organization', {
-          requiredOrgRole: 'admin',
+        throw controlPlaneError('forbidden', 'Only owners and admins may assign a hub to the whole organization', {
+          details: {
+            requiredOrgRole: 'admin',
+          },
         })
       await requirePrincipal(trx, actor.orgId, principal)
       const key = principalKey(principal)
@@ -340,8 +342,10 @@ export async function assignHub(
         .where('principal_key', '=', key)
         .executeTakeFirst()
       if (existing)
-        throw errors.conflict('already_assigned', 'The hub is already assigned to that principal', {
-          assignmentId: existing.id,
+        throw controlPlaneError('already_assigned', 'The hub is already assigned to that principal', {
+          details: {
+            assignmentId: existing.id,
+          },
         })
       await trx
         .insertInto('skill_hub_assignment')
@@ -368,7 +372,7 @@ export async function assignHub(
     })
   } catch (error) {
     if (isUniqueViolation(error))
-      throw errors.conflict('already_assigned', 'The hub is already assigned to that principal')
+      throw controlPlaneError('already_assigned', 'The hub is already assigned to that principal')
     throw error
   }
   return assignmentView(
@@ -386,7 +390,7 @@ export async function unassignHub(deps: Deps, actor: Actor, hubId: string, assig
       .where('hub_id', '=', hubId)
       .executeTakeFirst()
     if (Number(deleted.numDeletedRows) === 0)
-      throw errors.notFound('skill_hub_assignment_not_found', 'Assignment not found')
+      throw controlPlaneError('skill_hub_assignment_not_found', 'Assignment not found')
     await recordAudit(deps, trx, actor, 'skill_hub.unassigned', { type: 'skill_hub', id: hubId }, { assignmentId })
   })
 }

@@ -5,7 +5,7 @@
  * work and rolls it back, so it answers exactly what the import would do.
  * @module
  */
-import { ApiError, errors } from '../../core/errors.ts'
+import { ApiError } from '../../core/errors.ts'
 import { DEFAULT_SKILL_LIMITS, type SkillLimits, toWireIn } from '../../opencode/skill-bundle.ts'
 import { DEFAULT_ZIP_LIMITS, readSkillZip, type ZipLimits } from '../../opencode/skill-zip.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
@@ -106,10 +106,10 @@ export async function importSkillZip(
           .orderBy('co.id')
           .execute()
         if (existing.length > 1)
-          throw errors.conflict(
+          throw controlPlaneError(
             'skill_name_ambiguous',
             `${existing.length} skills are named ${source.name}; add the version to one of them through its versions route`,
-            { name: source.name, configObjectIds: existing.map((e) => e.id) },
+            { details: { name: source.name, configObjectIds: existing.map((e) => e.id) } },
           )
         const base = { name: source.name, folder: folder.folder, fileCount: folder.files.length, bytes }
         const current = existing[0]

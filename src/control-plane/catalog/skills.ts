@@ -5,7 +5,6 @@
  * @module
  */
 import { sql } from 'kysely'
-import { errors } from '../../core/errors.ts'
 import {
   DEFAULT_SKILL_LIMITS,
   type FileListing,
@@ -33,6 +32,7 @@ import { createConfigObject } from './config-objects.ts'
 import { normalizeSource } from './config-source.ts'
 import type { ObjectState } from './config-store.ts'
 import { visiblePage } from './visible-page.ts'
+import { controlPlaneError } from '../control-plane-errors.ts'
 
 /** A skill as the API shows it. */
 export interface SkillView {
@@ -98,7 +98,7 @@ export function skillView(row: SkillRow): SkillView {
   }
 }
 
-const skillNotFound = () => errors.notFound('skill_not_found', 'Skill not found')
+const skillNotFound = () => controlPlaneError('skill_not_found', 'Skill not found')
 
 /** Visible, non-deleted skills in creation order. */
 export function listSkills(

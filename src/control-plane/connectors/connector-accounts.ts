@@ -5,7 +5,6 @@
  * getting manager, and members see only the instances granted to them (404 otherwise).
  * @module
  */
-import { errors } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
 import { dropGrants, requireRole, upsertGrant, visibleCondition, type GrantRole } from '../catalog/access-grants.ts'
@@ -14,6 +13,7 @@ import { isoAt } from '../deps.ts'
 import type { AsyncContext } from '../jobs/async-context.ts'
 import { keysetPage, type Page } from '../pagination.ts'
 import type { ConnectorAccountTable, ConnectorInstanceTable } from './connector-tables.ts'
+import { controlPlaneError } from '../control-plane-errors.ts'
 
 /** Connector types this control plane can read. */
 export const CONNECTOR_TYPES = ['git', 'github'] as const
@@ -52,7 +52,7 @@ export interface ConnectorInstanceView {
   updatedAt: string
 }
 
-const accountNotFound = () => errors.notFound('connector_account_not_found', 'Connector account not found')
+const accountNotFound = () => controlPlaneError('connector_account_not_found', 'Connector account not found')
 
 function accountView(row: ConnectorAccountTable): ConnectorAccountView {
   return {
@@ -173,7 +173,7 @@ export async function createAccount(
     })
   } catch (error) {
     if (isUniqueViolation(error))
-      throw errors.conflict('connector_account_exists', 'An account of that type with that remote id already exists')
+      throw controlPlaneError('connector_account_exists', 'An account of that type with that remote id already exists')
     throw error
   }
   return getAccount(ctx, actor.orgId, id)
@@ -301,8 +301,10 @@ export async function createInstance(
         .executeTakeFirst()
       if (!account) throw accountNotFound()
       if (account.connector_type !== input.connectorType) {
-        throw errors.unprocessable('validation_failed', 'The instance type must match its account', {
-          issues: [{ path: 'connectorType', message: `must be ${account.connector_type}, the account's type` }],
+        throw controlPlaneError('validation_failed', 'The instance type must match its account', {
+          details: {
+            issues: [{ path: 'connectorType', message: `must be ${account.connector_type}, the account's type` }],
+          },
         })
       }
       await trx
@@ -343,7 +345,7 @@ export async function createInstance(
     })
   } catch (error) {
     if (isUniqueViolation(error))
-      throw errors.conflict('connector_instance_exists', 'An instance with that name already exists')
+      throw controlPlaneError('connector_instance_exists', 'An instance with that name already exists')
     throw error
   }
   return instanceView(await instanceFor(ctx, actor, id, 'viewer'))
@@ -380,7 +382,7 @@ export async function updateInstance(
     })
   } catch (error) {
     if (isUniqueViolation(error))
-      throw errors.conflict('connector_instance_exists', 'An instance with that name already exists')
+      throw controlPlaneError('connector_instance_exists', 'An instance with that name already exists')
     throw error
   }
   return instanceView(await instanceFor(ctx, actor, id, 'viewer'))

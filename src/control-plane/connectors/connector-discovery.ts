@@ -5,7 +5,6 @@
  * suggested mapping selector. States `queued → running → completed | failed` (with a reason).
  * @module
  */
-import { errors } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
 import { isoAt } from '../deps.ts'
@@ -17,6 +16,7 @@ import type { ConnectorDiscoveryTable } from './connector-tables.ts'
 import { targetFor, type TargetConfig } from './connector-targets.ts'
 import { classifyPath, type DiscoveredItem, skillFolderEntries } from './source-items.ts'
 import { openSnapshot } from './sources/open-source.ts'
+import { controlPlaneError } from '../control-plane-errors.ts'
 
 /** Discovery states. */
 export const DISCOVERY_STATES = ['queued', 'running', 'completed', 'failed'] as const
@@ -39,7 +39,7 @@ export interface DiscoveryView {
   completedAt: string | null
 }
 
-const discoveryNotFound = () => errors.notFound('connector_discovery_not_found', 'Discovery not found')
+const discoveryNotFound = () => controlPlaneError('connector_discovery_not_found', 'Discovery not found')
 
 function view(row: ConnectorDiscoveryTable): DiscoveryView {
   const items = row.items ? (JSON.parse(row.items) as DiscoveredItem[]) : []

@@ -1,5 +1,4 @@
 import type { Transaction } from 'kysely'
-import { errors } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
 import { visibleCondition } from '../catalog/access-grants.ts'
@@ -11,6 +10,7 @@ import { keysetPage, type Page } from '../pagination.ts'
 import type { ControlPlaneDb } from '../schema.ts'
 import type { ConnectorSyncEventTable } from './connector-tables.ts'
 import { targetFor } from './connector-targets.ts'
+import { controlPlaneError } from '../control-plane-errors.ts'
 
 /** Sync event states. */
 export const SYNC_STATES = ['queued', 'running', 'completed', 'partial', 'failed'] as const
@@ -54,7 +54,7 @@ export interface SyncEventView {
   completedAt: string | null
 }
 
-const eventNotFound = () => errors.notFound('connector_sync_event_not_found', 'Sync event not found')
+const eventNotFound = () => controlPlaneError('connector_sync_event_not_found', 'Sync event not found')
 
 function eventView(row: ConnectorSyncEventTable): SyncEventView {
   return {
@@ -114,8 +114,10 @@ export async function requestSync(ctx: AsyncContext, actor: Actor, targetId: str
       .where('id', '=', target.instance_id)
       .executeTakeFirstOrThrow()
     if (instance.status !== 'active')
-      throw errors.conflict('connector_instance_disabled', 'The connector instance is disabled; enable it to sync', {
-        status: instance.status,
+      throw controlPlaneError('connector_instance_disabled', 'The connector instance is disabled; enable it to sync', {
+        details: {
+          status: instance.status,
+        },
       })
     const busy = await trx
       .selectFrom('connector_sync_event')
@@ -124,10 +126,10 @@ export async function requestSync(ctx: AsyncContext, actor: Actor, targetId: str
       .where('status', 'in', ['queued', 'running'])
       .executeTakeFirst()
     if (busy)
-      throw errors.conflict(
+      throw controlPlaneError(
         'sync_in_progress',
         'A sync of this target is already queued or running; re-read it by id',
-        { syncEventId: busy.id },
+        { details: { syncEventId: busy.id } },
       )
     const now = isoAt(ctx.deps)
     await trx
@@ -237,10 +239,10 @@ export async function retrySync(ctx: AsyncContext, actor: Actor, id: string): Pr
   await ctx.deps.db.transaction().execute(async (trx) => {
     const row = await trx.selectFrom('connector_sync_event').selectAll().where('id', '=', id).executeTakeFirstOrThrow()
     if (row.status !== 'failed' && row.status !== 'partial') {
-      throw errors.conflict(
+      throw controlPlaneError(
         'sync_not_retriable',
         `Only failed or partial syncs can be retried; this one is ${row.status}`,
-        { status: row.status },
+        { details: { status: row.status } },
       )
     }
     const busy = await trx
@@ -250,8 +252,10 @@ export async function retrySync(ctx: AsyncContext, actor: Actor, id: string): Pr
       .where('status', 'in', ['queued', 'running'])
       .executeTakeFirst()
     if (busy)
-      throw errors.conflict('sync_in_progress', 'Another sync of this target is queued or running', {
-        syncEventId: busy.id,
+      throw controlPlaneError('sync_in_progress', 'Another sync of this target is queued or running', {
+        details: {
+          syncEventId: busy.id,
+        },
       })
     // The run is on this caller's behalf now: it must not import into plugins on the rights of
     // whoever started the event before.

@@ -12,7 +12,6 @@
  * sync checks it again for the member who started the sync.
  * @module
  */
-import { errors } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
 import { requireRole, type GrantRole } from '../catalog/access-grants.ts'
@@ -25,6 +24,7 @@ import type { ConnectorMappingTable, ConnectorTargetTable } from './connector-ta
 import { checkSelector } from './source-items.ts'
 import { checkCredentialScope, checkGitUrl } from './sources/git-source.ts'
 import { checkGitHubRepo } from './sources/github-source.ts'
+import { controlPlaneError } from '../control-plane-errors.ts'
 
 type Json = Record<string, unknown>
 
@@ -64,10 +64,10 @@ export interface ConnectorMappingView {
   updatedAt: string
 }
 
-const targetNotFound = () => errors.notFound('connector_target_not_found', 'Connector target not found')
-const mappingNotFound = () => errors.notFound('connector_mapping_not_found', 'Connector mapping not found')
+const targetNotFound = () => controlPlaneError('connector_target_not_found', 'Connector target not found')
+const mappingNotFound = () => controlPlaneError('connector_mapping_not_found', 'Connector mapping not found')
 const invalid = (path: string, message: string) =>
-  errors.unprocessable('validation_failed', `Invalid ${path}: ${message}`, { issues: [{ path, message }] })
+  controlPlaneError('validation_failed', `Invalid ${path}: ${message}`, { details: { issues: [{ path, message }] } })
 
 /** Maps a target row to its view. */
 export function targetView(row: ConnectorTargetTable): ConnectorTargetView {
@@ -198,7 +198,7 @@ export async function createTarget(
     })
   } catch (error) {
     if (isUniqueViolation(error))
-      throw errors.conflict('connector_target_exists', 'The instance already has a target with that remote id')
+      throw controlPlaneError('connector_target_exists', 'The instance already has a target with that remote id')
     throw error
   }
   return targetView(await targetFor(ctx, actor, id, 'viewer'))
@@ -242,7 +242,7 @@ export async function updateTarget(
     })
   } catch (error) {
     if (isUniqueViolation(error))
-      throw errors.conflict('connector_target_exists', 'The instance already has a target with that remote id')
+      throw controlPlaneError('connector_target_exists', 'The instance already has a target with that remote id')
     throw error
   }
   return targetView(await targetFor(ctx, actor, targetId, 'viewer'))
@@ -322,7 +322,7 @@ export async function createMapping(
     })
   } catch (error) {
     if (isUniqueViolation(error))
-      throw errors.conflict('connector_mapping_exists', 'The target already maps that selector to that type')
+      throw controlPlaneError('connector_mapping_exists', 'The target already maps that selector to that type')
     throw error
   }
   const row = await ctx.deps.db
@@ -406,7 +406,7 @@ export async function updateMapping(
     })
   } catch (error) {
     if (isUniqueViolation(error))
-      throw errors.conflict('connector_mapping_exists', 'The target already maps that selector to that type')
+      throw controlPlaneError('connector_mapping_exists', 'The target already maps that selector to that type')
     throw error
   }
   return getMapping(ctx, actor, mappingId)

@@ -19,6 +19,7 @@ import { burnPasswordCheck, hashPassword, verifyPassword } from './passwords.ts'
 import { createSession, setActiveOrg, type ActiveSession, type IssuedSession } from './sessions.ts'
 import type { SignInThrottle } from './sign-in-throttle.ts'
 import { normalizeEmail, toUserView, type UserView } from './users-view.ts'
+import { controlPlaneError } from '../control-plane-errors.ts'
 
 /** What sign-up and sign-in return. */
 export interface SignedIn {
@@ -58,7 +59,7 @@ export async function signUp(
   } catch (error) {
     // Two sign-ups for one email racing past the existence check: the constraint decides.
     const refusal = isUniqueViolation(error)
-      ? errors.conflict('email_taken', 'An account with that email already exists')
+      ? controlPlaneError('email_taken', 'An account with that email already exists')
       : error
     if (refusal instanceof ApiError && (refusal.code === 'sign_up_not_allowed' || refusal.code === 'email_taken'))
       await guard?.throttle.recordFailure(email, address)
@@ -80,23 +81,19 @@ async function admit(
   if (invitationToken !== undefined) {
     const found = await findUsableInvitation(deps, trx, invitationToken, email)
     if ('problem' in found)
-      throw errors.forbidden(
-        'The invitation token is not usable for this email',
-        { reason: found.problem },
-        'sign_up_not_allowed',
-      )
+      throw controlPlaneError('sign_up_not_allowed', 'The invitation token is not usable for this email', {
+        details: { reason: found.problem },
+      })
     invitation = found
   } else if (!deps.settings.openSignUp) {
     const anyone = await trx.selectFrom('app_user').select('id').limit(1).executeTakeFirst()
     if (anyone)
-      throw errors.forbidden(
-        'Sign-up needs an invitation token',
-        { reason: 'invitation_required' },
-        'sign_up_not_allowed',
-      )
+      throw controlPlaneError('sign_up_not_allowed', 'Sign-up needs an invitation token', {
+        details: { reason: 'invitation_required' },
+      })
   }
   const taken = await trx.selectFrom('app_user').select('id').where('email', '=', email).executeTakeFirst()
-  if (taken) throw errors.conflict('email_taken', 'An account with that email already exists')
+  if (taken) throw controlPlaneError('email_taken', 'An account with that email already exists')
   return invitation
 }
 

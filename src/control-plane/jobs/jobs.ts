@@ -5,7 +5,6 @@
  * @module
  */
 import type { Transaction } from 'kysely'
-import { errors } from '../../core/errors.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
 import type { Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
@@ -13,6 +12,7 @@ import type { ControlPlaneDb } from '../schema.ts'
 import { requeueJob, type JobState } from './job-queue.ts'
 import type { JobRunner } from './job-runner.ts'
 import type { JobTable } from './job-tables.ts'
+import { controlPlaneError } from '../control-plane-errors.ts'
 
 /** A job as the API shows it (never its payload: it may name internal paths). */
 export interface JobView {
@@ -50,7 +50,7 @@ export function jobView(row: JobTable): JobView {
   }
 }
 
-const jobNotFound = () => errors.notFound('job_not_found', 'Job not found')
+const jobNotFound = () => controlPlaneError('job_not_found', 'Job not found')
 
 /** The organization's jobs, newest first. */
 export function listJobs(
@@ -93,10 +93,10 @@ export async function retryJobIn(
   row: JobTable,
 ): Promise<void> {
   if (!(await requeueJob(trx, deps.now(), row.id))) {
-    throw errors.conflict(
+    throw controlPlaneError(
       'job_not_retriable',
       `Only failed or canceled jobs can be retried; this one is ${row.status}`,
-      { status: row.status },
+      { details: { status: row.status } },
     )
   }
   await runner.handler(row.kind)?.onRetry?.(trx, row)

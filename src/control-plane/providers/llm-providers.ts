@@ -6,7 +6,6 @@
  * an explicit grant on the provider (owners and admins too need one), and audits every read.
  * @module
  */
-import { errors } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
 import { explicitRole, dropGrants, requireRole, upsertGrant, visibleCondition } from '../catalog/access-grants.ts'
@@ -16,6 +15,7 @@ import { isoAt, type Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
 import type { ControlPlaneDb } from '../schema.ts'
 import type { ApiStyle, ProviderCatalog } from './provider-catalog.ts'
+import { controlPlaneError } from '../control-plane-errors.ts'
 
 /** A model offered through a provider. */
 export interface ProviderModel {
@@ -65,7 +65,7 @@ function view(row: Row): LlmProviderView {
   }
 }
 
-const nameTaken = () => errors.conflict('llm_provider_exists', 'A model provider with that name already exists')
+const nameTaken = () => controlPlaneError('llm_provider_exists', 'A model provider with that name already exists')
 
 /** Resolves the endpoint and models of an input against the catalog; 422 naming the field. */
 function shape(
@@ -272,14 +272,14 @@ export async function readCredential(deps: Deps, actor: Actor, id: string): Prom
   return await deps.db.transaction().execute(async (trx) => {
     await requireRole(trx, actor, 'llm_provider', id, 'viewer')
     if (!(await explicitRole(trx, actor, 'llm_provider', id))) {
-      throw errors.forbidden(
-        'Reading a provider key needs an explicit grant on the provider (for you, one of your teams, or the organization)',
-        { reason: 'explicit_grant_required' },
+      throw controlPlaneError(
         'credential_grant_required',
+        'Reading a provider key needs an explicit grant on the provider (for you, one of your teams, or the organization)',
+        { details: { reason: 'explicit_grant_required' } },
       )
     }
     const row = await trx.selectFrom('llm_provider').selectAll().where('id', '=', id).executeTakeFirstOrThrow()
-    if (!row.api_key_sealed) throw errors.conflict('no_api_key', 'The provider has no API key stored')
+    if (!row.api_key_sealed) throw controlPlaneError('no_api_key', 'The provider has no API key stored')
     const apiKey = deps.secrets.open(row.api_key_sealed, id)
     await recordAudit(deps, trx, actor, 'llm_provider.credential_read', { type: 'llm_provider', id })
     return { llmProviderId: id, api: row.api as ApiStyle, baseUrl: row.base_url, apiKey }

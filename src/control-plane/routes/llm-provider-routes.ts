@@ -3,7 +3,7 @@
  * @module
  */
 import * as v from 'valibot'
-import { errors, jsonResponse } from '../../core/errors.ts'
+import { jsonResponse } from '../../core/errors.ts'
 import { actorOf } from '../auth.ts'
 import { pageQuery } from '../pagination.ts'
 import { rules } from '../policy.ts'
@@ -28,6 +28,7 @@ import {
 } from '../wire/llm-providers.ts'
 import { accessRoutes } from './access-routes.ts'
 import { route, type RouteContext } from './route.ts'
+import { controlPlaneError } from '../control-plane-errors.ts'
 
 const ProviderParams = idParams(['llmProviderId', 'llm'])
 const TAG = 'llm-providers'
@@ -57,7 +58,7 @@ export function llmProviderRoutes(ctx: RouteContext, catalog: ProviderCatalog) {
       responses: { 200: CatalogProviderItem },
       handler: ({ params }) => {
         const provider = catalog.find(params.catalogProviderId)
-        if (!provider) throw errors.notFound('catalog_provider_not_found', 'No such provider in the catalog')
+        if (!provider) throw controlPlaneError('catalog_provider_not_found', 'No such provider in the catalog')
         return { item: provider }
       },
     }),

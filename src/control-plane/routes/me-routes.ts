@@ -4,7 +4,6 @@
  * @module
  */
 import * as v from 'valibot'
-import { errors } from '../../core/errors.ts'
 import { createOrganization, listMyOrganizations, membershipOf } from '../admin/organizations.ts'
 import { acceptInvitation } from '../identity/accounts.ts'
 import { setActiveOrg } from '../identity/sessions.ts'
@@ -13,6 +12,7 @@ import { pageQuery } from '../pagination.ts'
 import { AcceptedInvitation, AcceptInvitationBody, CreateOrganizationBody, OrganizationItem } from '../wire/admin.ts'
 import { ActiveOrgBody, MeResponse, MyOrganizationItem, MyOrganizationPage } from '../wire/identity.ts'
 import { route, type RouteContext } from './route.ts'
+import { controlPlaneError } from '../control-plane-errors.ts'
 
 /** Routes about the caller. */
 export function meRoutes(ctx: RouteContext) {
@@ -70,7 +70,7 @@ export function meRoutes(ctx: RouteContext) {
       responses: { 200: MyOrganizationItem },
       handler: async ({ principal, body }) => {
         const member = await membershipOf(ctx.deps, principal.user!.id, body.organizationId)
-        if (!member) throw errors.notFound('organization_not_found', 'Organization not found')
+        if (!member) throw controlPlaneError('organization_not_found', 'Organization not found')
         await setActiveOrg(ctx.deps.db, principal.session!.id, member.orgId)
         return {
           item: {

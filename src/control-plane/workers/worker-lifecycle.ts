@@ -16,6 +16,7 @@ import type { ProvisionedRuntime } from './provisioner.ts'
 import { claimRuntime, recordSpawn, releaseRuntime, stopLocalRuntime } from './runtime-ownership.ts'
 import { openCredentials, PROVISION_JOB, reprovisionIn, type WorkerState } from './workers.ts'
 import { announceWorkerStates, WORKER_STATE_COLUMNS } from './worker-events.ts'
+import { controlPlaneError } from '../control-plane-errors.ts'
 
 /**
  * The provisioning job: claims the Worker's runtime for this instance (waiting while another
@@ -195,9 +196,11 @@ export async function recordHeartbeat(
   const row = await ctx.deps.db.selectFrom('worker').selectAll().where('id', '=', workerId).executeTakeFirst()
   if (!row) throw errors.unauthorized('Invalid activity token for this Worker')
   if (row.state === 'stopped' || row.state === 'failed') {
-    throw errors.conflict('worker_not_running', `The Worker is ${row.state}; its runtime should stop`, {
-      state: row.state,
-      reason: row.state_reason,
+    throw controlPlaneError('worker_not_running', `The Worker is ${row.state}; its runtime should stop`, {
+      details: {
+        state: row.state,
+        reason: row.state_reason,
+      },
     })
   }
   const becomesHealthy = row.state === 'provisioning' || row.state === 'unreachable'

@@ -17,7 +17,6 @@
  * @module
  */
 import type { Transaction } from 'kysely'
-import { errors } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
 import { generateToken, hashToken } from '../../core/secrets.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
@@ -29,6 +28,7 @@ import { retireRuntime } from './runtime-ownership.ts'
 import type { ControlPlaneDb } from '../schema.ts'
 import type { RuntimeCredentials } from './provisioner.ts'
 import type { WorkerTable } from './worker-tables.ts'
+import { controlPlaneError } from '../control-plane-errors.ts'
 
 /** Worker states. */
 export const WORKER_STATES = ['provisioning', 'healthy', 'unreachable', 'stopped', 'failed'] as const
@@ -81,7 +81,7 @@ export interface WorkerTokenView {
   revokedAt: string | null
 }
 
-const workerNotFound = () => errors.notFound('worker_not_found', 'Worker not found')
+const workerNotFound = () => controlPlaneError('worker_not_found', 'Worker not found')
 
 /** Maps a row to its view. */
 export function workerView(row: WorkerTable): WorkerView {
@@ -220,8 +220,10 @@ export async function createWorker(
   input: { name: string; description?: string | null; provisioner: string },
 ): Promise<WorkerView> {
   if (!ctx.provisioners.has(input.provisioner)) {
-    throw errors.unprocessable('validation_failed', 'Unknown provisioner', {
-      issues: [{ path: 'provisioner', message: `must be one of: ${[...ctx.provisioners.keys()].join(', ')}` }],
+    throw controlPlaneError('validation_failed', 'Unknown provisioner', {
+      details: {
+        issues: [{ path: 'provisioner', message: `must be one of: ${[...ctx.provisioners.keys()].join(', ')}` }],
+      },
     })
   }
   const id = newId('wrk')
