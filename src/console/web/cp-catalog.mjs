@@ -205,33 +205,35 @@ function containerCard(api, container, kind, manage, candidates) {
 
 /** The plugins and marketplaces page. */
 export function pluginsPage({ api, can, me }) {
-  const plugins = h('ul', { class: 'cards', 'aria-label': 'Plugins' })
-  const markets = h('ul', { class: 'cards', 'aria-label': 'Marketplaces' })
   const mayManage = (c, write) => can(write) && (me.member?.role !== 'member' || c.createdByMemberId === me.member?.id)
+  // What the cards' pickers offer: every config object (for a plugin) and every plugin (for a marketplace).
+  let objects = []
+  let everyPlugin = []
+  const status = h('div', { 'aria-live': 'polite' })
+  const plugins = pagedList(api, '/v1/plugins', {
+    label: 'Plugins',
+    listClass: 'cards',
+    empty: 'No plugins yet.',
+    render: (p) => containerCard(api, p, 'plugin', mayManage(p, 'plugins.write'), objects),
+  })
+  const markets = pagedList(api, '/v1/marketplaces', {
+    label: 'Marketplaces',
+    listClass: 'cards',
+    empty: 'No marketplaces yet.',
+    render: (m) => containerCard(api, m, 'marketplace', mayManage(m, 'marketplaces.write'), everyPlugin),
+  })
   const load = async () => {
     try {
-      const [pluginItems, marketItems, objects] = await Promise.all([
-        all(api, '/v1/plugins'),
-        can('marketplaces.read') ? all(api, '/v1/marketplaces') : Promise.resolve([]),
-        can('config_objects.read') ? all(api, '/v1/config-objects') : Promise.resolve([]),
+      ;[everyPlugin, objects] = await Promise.all([
+        can('marketplaces.write') ? all(api, '/v1/plugins') : Promise.resolve([]),
+        can('config_objects.read') && can('plugins.write') ? all(api, '/v1/config-objects') : Promise.resolve([]),
       ])
-      mount(
-        plugins,
-        pluginItems.length
-          ? pluginItems.map((p) => containerCard(api, p, 'plugin', mayManage(p, 'plugins.write'), objects))
-          : h('li', { class: 'muted' }, 'No plugins yet.'),
-      )
-      mount(
-        markets,
-        marketItems.length
-          ? marketItems.map((m) =>
-              containerCard(api, m, 'marketplace', mayManage(m, 'marketplaces.write'), pluginItems),
-            )
-          : h('li', { class: 'muted' }, 'No marketplaces yet.'),
-      )
+      mount(status)
     } catch (error) {
-      mount(plugins, h('li', null, errorBox(error)))
+      mount(status, errorBox(error))
     }
+    await plugins.reload()
+    if (can('marketplaces.read')) await markets.reload()
   }
   const createForm = (kind, path) => {
     const status = h('div', { 'aria-live': 'polite' })
@@ -268,12 +270,13 @@ export function pluginsPage({ api, can, me }) {
       'div',
       null,
       h('h1', null, 'Plugins'),
-      section('Plugins', can('plugins.write') ? createForm('Plugin', '/v1/plugins') : null, plugins),
+      status,
+      section('Plugins', can('plugins.write') ? createForm('Plugin', '/v1/plugins') : null, plugins.node),
       can('marketplaces.read')
         ? section(
             'Marketplaces',
             can('marketplaces.create') ? createForm('Marketplace', '/v1/marketplaces') : null,
-            markets,
+            markets.node,
           )
         : null,
     ),
