@@ -46,6 +46,8 @@ export interface ProposedChange {
   /** Workspace-relative path. */
   path: string
   after: ProposedContent
+  /** The execute bit the write sets, when it sets one (skill files). */
+  executable?: boolean
 }
 
 /** Size and digest of one side of a change. */
@@ -66,11 +68,14 @@ export interface DescribedChange {
   diffOmitted?: 'binary' | 'too_large' | 'total_limit' | 'directory' | 'secrets'
   /** True when secret values in the diff read `********`. */
   masked?: boolean
+  /** Present when the write flips the file's execute bit. */
+  executable?: { before: boolean; after: boolean }
 }
 
 interface Side {
   exists: boolean
   directory: boolean
+  executable?: boolean
   bytes: number
   sha256: string
   /** The content when it is small enough to diff, else null. */
@@ -82,6 +87,7 @@ const MISSING: Side = { exists: false, directory: false, bytes: 0, sha256: '', d
 async function readSide(handle: FileHandle): Promise<Side> {
   const st = await handle.stat()
   if (st.isDirectory()) return { exists: true, directory: true, bytes: 0, sha256: '', data: null }
+  const executable = (st.mode & 0o111) !== 0
   const hash = createHash('sha256')
   const chunks: Uint8Array[] = []
   let bytes = 0
@@ -99,6 +105,7 @@ async function readSide(handle: FileHandle): Promise<Side> {
   return {
     exists: true,
     directory: false,
+    executable,
     bytes,
     sha256: hash.digest('hex'),
     data: bytes <= DIFF_LIMITS.fileBytes ? Buffer.concat(chunks) : null,
@@ -187,7 +194,7 @@ export async function describeChanges(
 ): Promise<DescribedChange[]> {
   const out: DescribedChange[] = []
   let budget = DIFF_LIMITS.totalChars
-  for (const { path, after } of proposed) {
+  for (const { path, after, executable } of proposed) {
     if (out.length >= DIFF_LIMITS.entries) break
     let a: Side
     let b: Side
@@ -198,7 +205,8 @@ export async function describeChanges(
       throw error
     }
     if (!a.exists && !b.exists) continue
-    if (a.exists && b.exists && a.directory === b.directory && a.sha256 === b.sha256) continue
+    const flips = a.exists && b.exists && executable !== undefined && a.executable !== executable
+    if (a.exists && b.exists && a.directory === b.directory && a.sha256 === b.sha256 && !flips) continue
     const action = !a.exists ? 'create' : !b.exists ? 'delete' : 'update'
     const change: DescribedChange = { path, action, before: null, after: null }
     const config = (OPENCODE_CONFIG_FILES as readonly string[]).includes(path)
@@ -235,6 +243,7 @@ export async function describeChanges(
     change.before = digest(a, masked)
     change.after = digest(b, masked)
     if (masked) change.masked = true
+    if (flips) change.executable = { before: Boolean(a.executable), after: Boolean(executable) }
     out.push(change)
   }
   return out

@@ -280,6 +280,31 @@ test('an MCP header change is described with its value masked, and the secret st
   }
 })
 
+test("a skill file's execute bit flip is described even though its bytes stay the same", async () => {
+  const s = await startTestServer({ approval: 'manual' })
+  try {
+    const skill = (executable: boolean) => ({
+      name: 'gate-bits',
+      content: '---\nname: gate-bits\ndescription: Bits\n---\nRun it.\n',
+      files: [{ path: 'run.sh', content: 'echo gate\n', executable }],
+    })
+    for (const executable of [false, true]) {
+      const write = send(s, 'POST', '/skills', skill(executable))
+      const approval = await pending(s)
+      if (executable) {
+        const change = (approval.changes as Array<Change & { executable?: unknown }>).find((c) =>
+          c.path.endsWith('/run.sh'),
+        )
+        assert.equal([change?.action, change?.executable], ['update', { before: false, after: true }])
+      }
+      await s.req(`/approvals/${approval.id}`, { method: 'POST', hostToken: HOST_TOKEN, json: { reply: 'allow' } })
+      assert.is((await write).status, 200)
+    }
+  } finally {
+    await s.dispose()
+  }
+})
+
 test('binary and large content is described by size and sha256 instead of a diff', async () => {
   const s = await startTestServer({ approval: 'manual' })
   try {

@@ -37,6 +37,9 @@ export const DescribedChangeSchema = v.object({
   diff: v.optional(v.pipe(v.string(), v.description('unified diff of the text (`---`, `+++`, `@@` hunks)'))),
   diffOmitted: v.optional(v.picklist(['binary', 'too_large', 'total_limit', 'directory', 'secrets'])),
   masked: v.optional(v.pipe(v.literal(true), v.description('secret values in the diff read ********'))),
+  executable: v.optional(
+    v.pipe(v.object({ before: v.boolean(), after: v.boolean() }), v.description('the write flips the execute bit')),
+  ),
 })
 
 export const ApprovalSchema = v.object({

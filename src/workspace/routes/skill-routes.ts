@@ -154,11 +154,15 @@ export function skillRoutes(s: WorkspaceServices) {
           trigger: { type: 'skill', name: skill.name, action: exists ? 'updated' : 'added', path: skill.rel },
           apply: () => writeSkill(ws.entry.path, skill),
           changes: async () => {
-            const files = new Map((skill.files ?? []).map((f) => [f.path, f.bytes]))
-            return changes.map((c) => ({
-              path: `${skillDir(skill.name)}/${c.path}`,
-              after: c.action === 'delete' ? null : c.path === SKILL_FILE ? skill.text : (files.get(c.path) ?? null),
-            }))
+            const files = new Map((skill.files ?? []).map((f) => [f.path, f]))
+            return changes.map((c) => {
+              const file = files.get(c.path)
+              return {
+                path: `${skillDir(skill.name)}/${c.path}`,
+                after: c.action === 'delete' ? null : c.path === SKILL_FILE ? skill.text : (file?.bytes ?? null),
+                ...(file ? { executable: file.executable } : {}),
+              }
+            })
           },
           unchanged: async () =>
             (await fileHolds(ws.entry.path, skill.rel, skill.text)) &&
