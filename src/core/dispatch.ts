@@ -9,7 +9,7 @@
  * @module
  */
 import type * as v from 'valibot'
-import { errors, PreEncodedJson } from './errors.ts'
+import { PreEncodedJson } from './errors.ts'
 import { failureResponse, unmatchedResponse } from './failure-response.ts'
 import type { Logger } from './logger.ts'
 import { decodeParams, type Where } from './request-target.ts'
@@ -17,6 +17,7 @@ import { isRawBody, type AnyRoute } from './route.ts'
 import type { RouteTable } from './router.ts'
 import type { SurfaceAuth } from './surface-auth.ts'
 import { parseWith, queryObject, readJsonObject, type ValidationPolicy } from './validation.ts'
+import { coreError } from './core-errors.ts'
 
 const JSON_TYPE = 'application/json; charset=utf-8'
 
@@ -126,7 +127,7 @@ export function createDispatcher<Rule, Principal>(options: DispatchOptions<Rule,
     let params: Record<string, string> = {}
     if (rawParams) {
       const decoded = decodeParams(rawParams)
-      if (!decoded) throw errors.notFound()
+      if (!decoded) throw coreError('not_found', 'Not found')
       params = (
         route.params ? parseWith(route.params as v.GenericSchema, decoded, 404, 'not_found', 'path parameter') : decoded
       ) as Record<string, string>

@@ -30,5 +30,5 @@ export function unmatchedResponse(request: Request, pathname: string, table: Rou
       }),
     )
   }
-  return errorResponse(errors.notFound())
+  return errorResponse(coreError('not_found', 'Not found'))
 }

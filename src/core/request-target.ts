@@ -3,7 +3,7 @@
  * object), and the refusals of targets that do not name a resource (not a URL, dot segments).
  * @module
  */
-import { errors } from './errors.ts'
+import { coreError } from './core-errors.ts'
 
 /** A request's path, with its parsed URL built only if something asks for it. */
 export interface Where {
@@ -71,11 +71,11 @@ export const located = (where: ReturnType<typeof locate>): Where => (where && wh
 
 /** 400 for a path with a dot segment. */
 export const dotSegments = () =>
-  errors.badRequest('invalid_path', 'The request path has a "." or ".." segment (also when percent-encoded)')
+  coreError('invalid_path', 'The request path has a "." or ".." segment (also when percent-encoded)')
 
 /** 400 for a request target that is not a URL. */
 export const invalidTarget = () =>
-  errors.badRequest('invalid_request_target', 'The request target is not a valid URL (check the Host header)')
+  coreError('invalid_request_target', 'The request target is not a valid URL (check the Host header)')
 
 /**
  * Decodes params, or returns null when one does not name a resource once decoded: a malformed

@@ -5,11 +5,12 @@
  * workspace's own stream), and every decision, including a timeout, is audited.
  * @module
  */
-import { ApiError } from '../../core/errors.ts'
+import type { ApiError } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
 import type { AuditActor, AuditLog } from '../events/audit-log.ts'
 import type { EventStore } from '../events/event-store.ts'
 import type { DescribedChange } from './change-description.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 /** A pending write as the host sees it. */
 export interface ApprovalRequest {
@@ -46,7 +47,7 @@ const LABEL = {
 
 /** What a write waiting for the host gets when the server stops: retry once it is back. */
 export const serverStopping = () =>
-  new ApiError(503, 'server_stopping', 'The server is stopping; the write was not made, retry when it is back', {
+  workspaceError('server_stopping', 'The server is stopping; the write was not made, retry when it is back', {
     headers: { 'retry-after': '5' },
   })
 
@@ -90,7 +91,7 @@ export class ApprovalService {
     if (this.#closed) throw serverStopping()
     // Each pending write holds a connection and a timer; an unattended host must not let them pile up.
     if (this.#pending.size >= MAX_PENDING) {
-      throw new ApiError(429, 'too_many_pending_approvals', `${MAX_PENDING} writes already await approval`, {
+      throw workspaceError('too_many_pending_approvals', `${MAX_PENDING} writes already await approval`, {
         headers: { 'retry-after': String(Math.ceil(this.settings.timeoutMs / 1000)) },
       })
     }

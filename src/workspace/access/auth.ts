@@ -14,6 +14,7 @@ import { peerAddress } from '../../core/peer-address.ts'
 import { secretsEqual } from '../../core/secrets.ts'
 import type { AuthThrottle } from './auth-throttle.ts'
 import type { TokenStore } from './token-store.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 /** Token scopes, lowest to highest. */
 export const SCOPES = ['viewer', 'collaborator', 'owner'] as const
@@ -166,15 +167,19 @@ function checkScope(principal: Principal | null, rule: WorkspaceRule, clientId: 
   if (rule.kind === 'host') {
     if (!principal) throw errors.unauthorized('Invalid host token')
     if (principal.scope !== 'owner')
-      throw errors.forbidden('Host routes need the host token or an owner token', {
-        required: 'owner',
-        scope: principal.scope,
+      throw workspaceError('forbidden', 'Host routes need the host token or an owner token', {
+        details: {
+          required: 'owner',
+          scope: principal.scope,
+        },
       })
     return { ...principal, clientId }
   }
   if (!principal) throw errors.unauthorized('Invalid bearer token')
   if (rule.kind === 'client' && scopeRank(principal.scope) < scopeRank(rule.scope)) {
-    throw errors.forbidden('Insufficient token scope', { required: rule.scope, scope: principal.scope })
+    throw workspaceError('forbidden', 'Insufficient token scope', {
+      details: { required: rule.scope, scope: principal.scope },
+    })
   }
   return { ...principal, clientId }
 }

@@ -8,13 +8,14 @@
 import { createHash } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { ApiError } from '../../core/errors.ts'
+import type { ApiError } from '../../core/errors.ts'
 import type { ApprovalService } from './approvals.ts'
 import { describeChanges, type ProposedChange } from './change-description.ts'
 import { actorOf, type AuditLog } from '../events/audit-log.ts'
 import type { Principal } from './auth.ts'
 import type { EventTrigger, ReloadReason } from '../events/event-store.ts'
 import type { WorkspaceRuntime } from '../runtime/workspace-registry.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 /** One gated write. */
 export interface GatedWrite<T> {
@@ -82,7 +83,7 @@ export async function fileHolds(root: string, rel: string, text: string): Promis
 
 /** The error every read-only rejection uses. */
 export function readOnlyError(): ApiError {
-  return new ApiError(403, 'read_only', 'Server is read-only')
+  return workspaceError('read_only', 'Server is read-only')
 }
 
 async function fingerprint(root: string, paths: string[]): Promise<string> {
@@ -139,14 +140,13 @@ export class WriteGate {
             write.signal,
           )
     if (!outcome.allowed) {
-      throw new ApiError(403, 'write_denied', 'Write request denied', {
+      throw workspaceError('write_denied', 'Write request denied', {
         details: { requestId: outcome.id, reason: outcome.reason },
       })
     }
     return write.workspace.lock.run(async () => {
       if (recheck && (await fingerprint(root, write.paths)) !== before) {
-        throw new ApiError(
-          409,
+        throw workspaceError(
           'write_conflict',
           'The target changed while the write awaited approval; re-read and retry',
           { details: { requestId: outcome.id, paths: write.paths } },

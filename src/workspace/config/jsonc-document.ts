@@ -5,20 +5,20 @@
  * @module
  */
 import type { FormattingOptions } from 'jsonc-parser'
-import { errors } from '../../core/errors.ts'
 import { lazyModule } from '../../core/lazy-module.ts'
 import { parseJsonc } from '../../opencode/opencode-config.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 const jsonc = lazyModule(() => import('jsonc-parser'))
 
 /** Parses JSONC text into an object; 422 `invalid_jsonc` with `[{code, offset, length}]` otherwise. */
 export async function parseJsoncObject(text: string, file: string): Promise<Record<string, unknown>> {
   const { value, problems } = await parseJsonc(text)
-  if (problems.length > 0) throw errors.unprocessable('invalid_jsonc', `Failed to parse ${file}`, problems)
+  if (problems.length > 0) throw workspaceError('invalid_jsonc', `Failed to parse ${file}`, { details: problems })
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw errors.unprocessable('invalid_jsonc', `${file} must contain a JSON object`, [
-      { code: 'NotAnObject', offset: 0, length: text.length },
-    ])
+    throw workspaceError('invalid_jsonc', `${file} must contain a JSON object`, {
+      details: [{ code: 'NotAnObject', offset: 0, length: text.length }],
+    })
   }
   return value as Record<string, unknown>
 }

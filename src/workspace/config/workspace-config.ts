@@ -4,7 +4,7 @@
  * read cache; PATCH replaces top-level keys as text edits so comments and formatting survive.
  * @module
  */
-import { errors } from '../../core/errors.ts'
+import { workspaceError } from '../workspace-errors.ts'
 import { writeContained } from '../files/atomic-write.ts'
 import { mcpEntries, unmaskMcpMap } from '../extensions/mcp.ts'
 import { editedOpencodeConfig, readOpencodeConfig } from './opencode-config-file.ts'
@@ -30,10 +30,10 @@ export async function readServiceConfig(root: string): Promise<Record<string, un
   try {
     value = JSON.parse(text)
   } catch {
-    throw errors.unprocessable('invalid_json', `Failed to parse ${SERVICE_CONFIG_FILE}`)
+    throw workspaceError('invalid_json', `Failed to parse ${SERVICE_CONFIG_FILE}`, { status: 422 })
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value))
-    throw errors.unprocessable('invalid_json', `${SERVICE_CONFIG_FILE} must contain a JSON object`)
+    throw workspaceError('invalid_json', `${SERVICE_CONFIG_FILE} must contain a JSON object`, { status: 422 })
   return value as Record<string, unknown>
 }
 

@@ -3,12 +3,12 @@
  * `subtask`) and the prompt template as the body. A null model is never written.
  * @module
  */
-import { errors } from '../../core/errors.ts'
 import { writeContained } from '../files/atomic-write.ts'
 import { readContainedText, removeContained, resolveExisting } from '../files/workspace-path.ts'
 import { parseFrontmatter, renderFrontmatter } from '../../opencode/frontmatter.ts'
 import { COMMAND_NAME_RULE, isCommandName } from '../../opencode/names.ts'
 import { COMMANDS_DIR, commandFile, commandFileNames } from '../config/workspace-layout.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 /** One listed command. */
 export interface CommandItem {
@@ -24,7 +24,7 @@ export interface CommandItem {
 /** Trims and strips a leading `/`; 400 `invalid_command_name` unless valid. */
 export function sanitizeCommandName(raw: string): string {
   const name = raw.trim().replace(/^\/+/, '')
-  if (!isCommandName(name)) throw errors.badRequest('invalid_command_name', COMMAND_NAME_RULE)
+  if (!isCommandName(name)) throw workspaceError('invalid_command_name', COMMAND_NAME_RULE)
   return name
 }
 
@@ -83,7 +83,7 @@ export interface CommandInput {
 /** Validates a payload and builds the file text. */
 export async function prepareCommand(input: CommandInput): Promise<{ name: string; rel: string; text: string }> {
   const name = sanitizeCommandName(input.name)
-  if (!input.template.trim()) throw errors.badRequest('invalid_command_template', 'Command template must not be empty')
+  if (!input.template.trim()) throw workspaceError('invalid_command_template', 'Command template must not be empty')
   const text = await renderFrontmatter(
     { description: input.description, agent: input.agent, model: input.model ?? undefined, subtask: input.subtask },
     input.template.trim(),

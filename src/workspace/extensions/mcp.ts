@@ -5,7 +5,6 @@
  * and its 400 errors.
  * @module
  */
-import { errors } from '../../core/errors.ts'
 import {
   checkMcpServer,
   isMcpName,
@@ -17,6 +16,7 @@ import {
   unmaskMcpEntry,
 } from '../../opencode/mcp-entries.ts'
 import { editOpencodeConfig, readOpencodeConfig } from '../config/opencode-config-file.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 export { MASK, MCP_NAME, mcpEntries } from '../../opencode/mcp-entries.ts'
 
@@ -29,7 +29,7 @@ export interface McpItem {
 
 /** Throws 400 `invalid_mcp_name` unless valid. */
 export function validateMcpName(name: string): string {
-  if (!isMcpName(name)) throw errors.badRequest('invalid_mcp_name', MCP_NAME_RULE)
+  if (!isMcpName(name)) throw workspaceError('invalid_mcp_name', MCP_NAME_RULE)
   return name
 }
 
@@ -40,7 +40,7 @@ export function validateMcpName(name: string): string {
 export function validateMcpConfig(config: Record<string, unknown>): Record<string, unknown> {
   const checked = checkMcpServer(config)
   if (!checked.ok)
-    throw errors.badRequest('invalid_mcp_config', `MCP ${checked.path ? `${checked.path}: ` : ''}${checked.message}`)
+    throw workspaceError('invalid_mcp_config', `MCP ${checked.path ? `${checked.path}: ` : ''}${checked.message}`)
   return checked.server
 }
 
@@ -85,6 +85,6 @@ export async function removeMcp(root: string, name: string): Promise<void> {
 /** Sets `enabled` on an entry; 404 when it vanished meanwhile. */
 export async function setMcpEnabled(root: string, name: string, enabled: boolean): Promise<void> {
   const { data } = await readOpencodeConfig(root)
-  if (!mcpEntries(data)[name]) throw errors.notFound('mcp_not_found', `MCP ${name} not found`)
+  if (!mcpEntries(data)[name]) throw workspaceError('mcp_not_found', `MCP ${name} not found`)
   await editOpencodeConfig(root, [{ path: ['mcp', name, 'enabled'], value: enabled }])
 }

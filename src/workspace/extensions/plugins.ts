@@ -5,11 +5,11 @@
  * @module
  */
 import { join } from 'node:path'
-import { errors } from '../../core/errors.ts'
 import { pluginSpecOf } from '../../opencode/opencode-config.ts'
 import { removeContained, resolveExisting } from '../files/workspace-path.ts'
 import { editOpencodeConfig, readOpencodeConfig } from '../config/opencode-config-file.ts'
 import { PLUGINS_DIR, pluginFileNames } from '../config/workspace-layout.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 /** One listed plugin. */
 export interface PluginItem {
@@ -95,10 +95,7 @@ export async function listPlugins(root: string, config: Record<string, unknown>)
 export function validatePluginSpec(spec: string): string {
   const s = spec.trim()
   if (!s || /[\r\n]/.test(s) || s.length > 512)
-    throw errors.badRequest(
-      'invalid_plugin_spec',
-      'Plugin spec must be a non-empty single line of at most 512 characters',
-    )
+    throw workspaceError('invalid_plugin_spec', 'Plugin spec must be a non-empty single line of at most 512 characters')
   return s
 }
 
@@ -126,7 +123,7 @@ export async function pluginRemovalPlan(
   const files = (await pluginFileNames(root))
     .filter((f) => f === name || stem(f) === name)
     .map((f) => `${PLUGINS_DIR}/${f}`)
-  if (specs.length === 0 && files.length === 0) throw errors.notFound('plugin_not_found', `Plugin ${name} not found`)
+  if (specs.length === 0 && files.length === 0) throw workspaceError('plugin_not_found', `Plugin ${name} not found`)
   return { specs, files }
 }
 

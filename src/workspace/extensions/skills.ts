@@ -5,7 +5,6 @@
  * @module
  */
 import { join } from 'node:path'
-import { errors } from '../../core/errors.ts'
 import { parseFrontmatter, renderFrontmatter } from '../../opencode/frontmatter.ts'
 import { isSkillDescription, isSkillName } from '../../opencode/names.ts'
 import {
@@ -34,7 +33,7 @@ export interface SkillItem {
 /** Throws 400 `invalid_skill_name` unless `name` is valid. */
 export function validateSkillName(name: string): string {
   if (!isSkillName(name)) {
-    throw errors.badRequest(
+    throw workspaceError(
       'invalid_skill_name',
       'Skill name must be 1-64 lowercase letters or digits, words joined by single hyphens',
     )
@@ -117,18 +116,18 @@ export async function prepareSkill(
   limits: SkillLimits = DEFAULT_SKILL_LIMITS,
 ): Promise<PreparedSkill> {
   const name = validateSkillName(input.name)
-  if (!input.content.trim()) throw errors.badRequest('invalid_skill_content', 'Skill content must not be empty')
+  if (!input.content.trim()) throw workspaceError('invalid_skill_content', 'Skill content must not be empty')
   let doc
   try {
     doc = await parseFrontmatter(input.content)
   } catch (error) {
-    throw errors.badRequest(
+    throw workspaceError(
       'invalid_skill_content',
       `Skill frontmatter is not valid YAML: ${(error as Error).message.split('\n')[0]}`,
     )
   }
   if (doc.data.name !== undefined && doc.data.name !== name)
-    throw errors.badRequest('invalid_skill_name', 'Skill frontmatter name must match payload name')
+    throw workspaceError('invalid_skill_name', 'Skill frontmatter name must match payload name')
   const description = typeof doc.data.description === 'string' ? doc.data.description : input.description
   if (!validDescription(description))
     throw workspaceError('invalid_description', 'Skill description must be 1-1024 characters')

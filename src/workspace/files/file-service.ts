@@ -7,7 +7,6 @@
  */
 import { lstat } from 'node:fs/promises'
 import { join } from 'node:path'
-import { ApiError } from '../../core/errors.ts'
 import type { Logger } from '../../core/logger.ts'
 import type { Principal } from '../access/auth.ts'
 import type { ProposedChange } from '../access/change-description.ts'
@@ -34,6 +33,7 @@ import {
 import { FileContentCache } from './file-content-cache.ts'
 import { FileSessionStore, type FileSession } from './file-sessions.ts'
 import type { FilesSettings } from './files-settings.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 const listed = (names: string[], max: number) => `${names.slice(0, max).join(', ')}${names.length > max ? ', …' : ''}`
 
@@ -110,7 +110,7 @@ export class FileService {
   ): { session: FileSession; ws: WorkspaceRuntime } {
     const session = this.sessions.get(sessionId, principal.tokenHash)
     if (mountedWorkspaceId !== undefined && session.workspaceId !== mountedWorkspaceId)
-      throw new ApiError(404, 'file_session_not_found', 'File session not found or expired')
+      throw workspaceError('file_session_not_found', 'File session not found or expired')
     return { session, ws: this.#s.workspaces.get(session.workspaceId) }
   }
 
@@ -130,7 +130,7 @@ export class FileService {
 
   #writable(session: FileSession): void {
     this.#s.gate.ensureWritable()
-    if (!session.canWrite) throw new ApiError(403, 'file_session_read_only', 'File session is read-only')
+    if (!session.canWrite) throw workspaceError('file_session_read_only', 'File session is read-only')
   }
 
   /**

@@ -4,7 +4,6 @@
  * viewer, of a read-only server, or created with `write:false` cannot write.
  * @module
  */
-import { errors } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
 import type { FilesSettings } from './files-settings.ts'
 import { workspaceError } from '../workspace-errors.ts'
@@ -78,10 +77,12 @@ export class FileSessionStore {
     const session = this.#sessions.get(id)
     if (!session || session.expiresAt <= this.#now()) {
       if (session) this.#drop(session)
-      throw errors.notFound('file_session_not_found', 'File session not found or expired')
+      throw workspaceError('file_session_not_found', 'File session not found or expired')
     }
     if (!tokenHash || session.tokenHash !== tokenHash)
-      throw errors.forbidden('File session does not belong to this token', { required: 'session owner' })
+      throw workspaceError('forbidden', 'File session does not belong to this token', {
+        details: { required: 'session owner' },
+      })
     return session
   }
 

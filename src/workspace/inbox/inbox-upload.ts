@@ -10,7 +10,7 @@
  * @module
  */
 import * as fsp from 'node:fs/promises'
-import { ApiError } from '../../core/errors.ts'
+import type { ApiError } from '../../core/errors.ts'
 import { placeInto, tempName, writeTemp } from '../files/atomic-write.ts'
 import {
   assertNotTemp,
@@ -22,6 +22,7 @@ import {
 } from '../files/workspace-path.ts'
 import { INBOX_DIR } from '../artifacts/drop-folder.ts'
 import { multipartBoundary, readMultipart } from './multipart-stream.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 /** An upload received and staged, waiting to be committed. */
 export interface StagedUpload {
@@ -55,7 +56,7 @@ export const FRAMING_ALLOWANCE = 64 * 1024
 
 /** The 413 every oversize upload gets. */
 export function tooLarge(maxBytes: number, size: number): ApiError {
-  return new ApiError(413, 'file_too_large', `File is larger than ${maxBytes} bytes`, { details: { maxBytes, size } })
+  return workspaceError('file_too_large', `File is larger than ${maxBytes} bytes`, { details: { maxBytes, size } })
 }
 
 /** Reads the request and stages the file; the caller commits or discards it. */
@@ -66,7 +67,7 @@ export async function receiveUpload(
   maxBytes: number,
 ): Promise<StagedUpload> {
   const boundary = multipartBoundary(request.headers.get('content-type'))
-  if (!boundary) throw new ApiError(400, 'invalid_payload', 'Expected multipart/form-data')
+  if (!boundary) throw workspaceError('invalid_payload', 'Expected multipart/form-data')
   const declared = Number(request.headers.get('content-length') ?? NaN)
   // Multipart framing adds a few hundred bytes; anything far beyond the limit is refused unread,
   // and a body without (or with a lying) Content-Length is cut off once it gets there.
@@ -102,7 +103,7 @@ export async function receiveUpload(
         error: (read) => tooLarge(maxBytes, Math.max(read, Number.isFinite(declared) ? declared : 0)),
       },
     )
-    if (temp === null) throw new ApiError(400, 'file_required', 'Form field "file" is required')
+    if (temp === null) throw workspaceError('file_required', 'Form field "file" is required')
     const raw = queryPath ?? fieldPath ?? filename
     const rel = normalizeRelPath(raw ?? '', 'path')
     assertNotTemp(rel)
@@ -145,11 +146,10 @@ export async function commitUpload(root: string, upload: StagedUpload): Promise<
     const { dir, name } = await inboxParent(inbox, upload.rel)
     try {
       const entry = await fsp.lstat(`${dir.path}/${name}`).catch(() => null)
-      if (entry?.isDirectory()) throw new ApiError(409, 'invalid_path', 'A directory exists at that path')
+      if (entry?.isDirectory()) throw workspaceError('invalid_path', 'A directory exists at that path', { status: 409 })
       if (entry && !entry.isFile()) {
         const what = entry.isSymbolicLink() ? 'a symlink' : 'a special file'
-        throw new ApiError(
-          409,
+        throw workspaceError(
           'inbox_target_not_regular',
           `The inbox holds ${what} at that path; uploads only create or replace regular files`,
         )

@@ -6,7 +6,6 @@
  * @module
  */
 import { createHash } from 'node:crypto'
-import { errors } from '../../core/errors.ts'
 import { parseFrontmatter } from '../../opencode/frontmatter.ts'
 import {
   type BundleFile,
@@ -25,6 +24,7 @@ import { commandFile, SERVICE_CONFIG_FILE, SKILLS_DIR } from '../config/workspac
 import { openForRead } from '../files/workspace-path.ts'
 import { sameJson } from '../access/write-gate.ts'
 import { listPortableFiles, PORTABLE_OPENCODE_KEYS, portablePath } from './portable-layout.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 /** Per-section mode. */
 export type ImportMode = 'merge' | 'replace'
@@ -85,7 +85,7 @@ async function textOrNull(root: string, rel: string): Promise<string | null> {
   if (!opened) return null
   try {
     if (!(await opened.handle.stat()).isFile()) {
-      throw errors.badRequest(
+      throw workspaceError(
         'invalid_workspace_import_payload',
         `${rel} exists and is not a regular file; an import only writes files`,
       )
@@ -179,7 +179,7 @@ async function commandText(
 ): Promise<{ name: string; rel: string; text: string }> {
   if (input.content !== undefined && input.template === undefined) {
     const doc = await parseFrontmatter(input.content).catch(() => {
-      throw errors.badRequest('invalid_command', 'Command content frontmatter is not valid YAML')
+      throw workspaceError('invalid_command', 'Command content frontmatter is not valid YAML')
     })
     const name = input.name ?? (typeof doc.data.name === 'string' ? doc.data.name : '')
     const str = (v: unknown) => (typeof v === 'string' ? v : undefined)
@@ -214,7 +214,7 @@ export async function planImport(
   if (payload.opencode) {
     const bad = Object.keys(payload.opencode).filter((k) => !(PORTABLE_OPENCODE_KEYS as readonly string[]).includes(k))
     if (bad.length)
-      throw errors.badRequest('invalid_workspace_import_payload', `Not portable project config keys: ${bad.join(', ')}`)
+      throw workspaceError('invalid_workspace_import_payload', `Not portable project config keys: ${bad.join(', ')}`)
     const current = await readOpencodeConfig(root)
     const updates: Record<string, unknown> = {}
     for (const [key, value] of Object.entries(payload.opencode))
@@ -254,7 +254,7 @@ export async function planImport(
     const incoming = new Set<string>()
     for (const skill of payload.skills) {
       const { name, rel, text, files } = await skillText(skill, limits)
-      if (incoming.has(name)) throw errors.badRequest('invalid_workspace_import_payload', `Skill ${name} appears twice`)
+      if (incoming.has(name)) throw workspaceError('invalid_workspace_import_payload', `Skill ${name} appears twice`)
       incoming.add(name)
       changes.push(fileChange('skill', name, rel, await textOrNull(root, rel), text))
       if (files) changes.push(...skillFileChanges(name, await readSkillFolder(root, name), files))
@@ -271,8 +271,7 @@ export async function planImport(
     const incoming = new Set<string>()
     for (const command of payload.commands) {
       const { name, rel, text } = await commandText(command)
-      if (incoming.has(name))
-        throw errors.badRequest('invalid_workspace_import_payload', `Command ${name} appears twice`)
+      if (incoming.has(name)) throw workspaceError('invalid_workspace_import_payload', `Command ${name} appears twice`)
       incoming.add(name)
       changes.push(fileChange('command', name, rel, await textOrNull(root, rel), text))
     }
@@ -289,7 +288,7 @@ export async function planImport(
     const incoming = new Set<string>()
     for (const file of payload.files) {
       const rel = portablePath(file.path)
-      if (incoming.has(rel)) throw errors.badRequest('invalid_workspace_import_payload', `File ${rel} appears twice`)
+      if (incoming.has(rel)) throw workspaceError('invalid_workspace_import_payload', `File ${rel} appears twice`)
       incoming.add(rel)
       changes.push(fileChange('file', rel, rel, await textOrNull(root, rel), file.content))
     }

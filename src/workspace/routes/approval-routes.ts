@@ -3,7 +3,6 @@
  * @module
  */
 import * as v from 'valibot'
-import { errors } from '../../core/errors.ts'
 import { routeFactory } from '../../core/route.ts'
 import { lastEventId, replayThenFollow, sseResponse, type StreamRegistry } from '../../core/sse.ts'
 import { actorOf } from '../events/audit-log.ts'
@@ -11,6 +10,7 @@ import { rules, type Principal, type WorkspaceRule } from '../access/auth.ts'
 import type { WorkspaceEvent } from '../events/event-store.ts'
 import type { WorkspaceServices } from '../runtime/workspace-services.ts'
 import { ApprovalSchema, eventStreamResponse } from './schemas.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 const route = routeFactory<WorkspaceRule, Principal>()
 const APPROVAL_TYPES = ['approval.requested', 'approval.decided'] as const
@@ -81,7 +81,7 @@ export function approvalRoutes(s: WorkspaceServices, streams: StreamRegistry) {
       responses: { 200: v.object({ ok: v.literal(true), allowed: v.boolean() }) },
       handler: async ({ params, body, principal }) => {
         const result = await s.approvals.decide(params.approvalId, body.reply, actorOf(principal))
-        if (!result) throw errors.notFound('approval_not_found', 'Approval not found or already decided')
+        if (!result) throw workspaceError('approval_not_found', 'Approval not found or already decided')
         return { ok: true as const, allowed: result.allowed }
       },
     }),

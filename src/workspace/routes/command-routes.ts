@@ -3,7 +3,6 @@
  * @module
  */
 import * as v from 'valibot'
-import { errors } from '../../core/errors.ts'
 import { routeFactory } from '../../core/route.ts'
 import { rules, type Principal, type WorkspaceRule } from '../access/auth.ts'
 import {
@@ -18,6 +17,7 @@ import type { WorkspaceRuntime } from '../runtime/workspace-registry.ts'
 import type { WorkspaceServices } from '../runtime/workspace-services.ts'
 import { fileHolds } from '../access/write-gate.ts'
 import { NamedParams, WorkspaceParams, WRITE_ERRORS } from './schemas.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 const route = routeFactory<WorkspaceRule, Principal>()
 
@@ -112,7 +112,7 @@ export function commandRoutes(s: WorkspaceServices) {
         const ws = s.workspaces.get(params.id)
         const name = sanitizeCommandName(params.name)
         if (!(await loadCommands(ws.entry.path)).some((c) => c.name === name))
-          throw errors.notFound('command_not_found', `Command ${name} not found`)
+          throw workspaceError('command_not_found', `Command ${name} not found`)
         const rel = commandFile(name)
         await s.gate.run({
           workspace: ws,

@@ -3,7 +3,6 @@
  * @module
  */
 import * as v from 'valibot'
-import { errors } from '../../core/errors.ts'
 import { routeFactory } from '../../core/route.ts'
 import { queryInt } from '../../core/validation.ts'
 import { checkOpencodeConfig } from '../../opencode/opencode-config.ts'
@@ -20,6 +19,7 @@ import { SERVICE_CONFIG_FILE } from '../config/workspace-layout.ts'
 import type { WorkspaceServices } from '../runtime/workspace-services.ts'
 import { sameJson } from '../access/write-gate.ts'
 import { AuditEntrySchema, JsonObject, WorkspaceParams, WRITE_ERRORS } from './schemas.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 const route = routeFactory<WorkspaceRule, Principal>()
 
@@ -70,16 +70,16 @@ export function configRoutes(s: WorkspaceServices) {
         s.gate.ensureWritable()
         const ws = s.workspaces.get(params.id)
         if (!body.opencode && !body.workspace)
-          throw errors.badRequest('invalid_payload', 'opencode or workspace updates required')
+          throw workspaceError('invalid_payload', 'opencode or workspace updates required')
         // A key OpenCode would refuse to load is refused here, before anyone is asked to approve it.
         const refused = checkOpencodeConfig(
           Object.fromEntries(Object.entries(body.opencode ?? {}).filter(([, value]) => value !== null)),
         )
         if (refused.length > 0)
-          throw errors.badRequest(
+          throw workspaceError(
             'invalid_payload',
             `Invalid opencode config at ${refused[0]!.path}: ${refused[0]!.message}`,
-            { issues: refused.map((issue) => ({ ...issue, path: `opencode.${issue.path}` })) },
+            { details: { issues: refused.map((issue) => ({ ...issue, path: `opencode.${issue.path}` })) } },
           )
         // A file that does not parse fails the patch now (422), not after the host approved it.
         const opencode = body.opencode ? (await readOpencodeConfig(ws.entry.path)).data : {}

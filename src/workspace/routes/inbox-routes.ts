@@ -7,7 +7,6 @@
  */
 import { stat } from 'node:fs/promises'
 import * as v from 'valibot'
-import { ApiError } from '../../core/errors.ts'
 import { routeFactory } from '../../core/route.ts'
 import { queryString } from '../../core/validation.ts'
 import { rules, type Principal, type WorkspaceRule } from '../access/auth.ts'
@@ -18,6 +17,7 @@ import type { FileService } from '../files/file-service.ts'
 import { commitUpload, discardUpload, openStaged, receiveUpload } from '../inbox/inbox-upload.ts'
 import type { WorkspaceServices } from '../runtime/workspace-services.ts'
 import { WorkspaceParams } from './schemas.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 const route = routeFactory<WorkspaceRule, Principal>()
 
@@ -57,7 +57,7 @@ export function inboxRoutes(s: WorkspaceServices, files: FileService) {
       errors: [404],
       handler: async ({ params }) => {
         const ws = s.workspaces.get(params.id)
-        if (!inbox.enabled) throw new ApiError(404, 'inbox_disabled', 'The inbox is disabled')
+        if (!inbox.enabled) throw workspaceError('inbox_disabled', 'The inbox is disabled')
         return { items: await listFolder(ws.entry.path, INBOX_DIR) }
       },
     }),
@@ -73,7 +73,7 @@ export function inboxRoutes(s: WorkspaceServices, files: FileService) {
       errors: [400, 404, 416],
       handler: async ({ request, params }) => {
         const ws = s.workspaces.get(params.id)
-        if (!inbox.enabled) throw new ApiError(404, 'inbox_disabled', 'The inbox is disabled')
+        if (!inbox.enabled) throw workspaceError('inbox_disabled', 'The inbox is disabled')
         const item = await openItem(ws.entry.path, INBOX_DIR, params.inboxId, {
           invalid: 'invalid_inbox_item',
           missing: 'inbox_item_not_found',
@@ -101,7 +101,7 @@ export function inboxRoutes(s: WorkspaceServices, files: FileService) {
       errors: [400, 403, 404, 409, 413, 503],
       handler: async ({ request, params, query, principal }) => {
         const ws = s.workspaces.get(params.id)
-        if (!inbox.enabled) throw new ApiError(404, 'inbox_disabled', 'The inbox is disabled')
+        if (!inbox.enabled) throw workspaceError('inbox_disabled', 'The inbox is disabled')
         s.gate.ensureWritable()
         const upload = await receiveUpload(ws.entry.path, request, query.path, inbox.maxBytes)
         let staged: Awaited<ReturnType<typeof openStaged>> | undefined
@@ -170,7 +170,7 @@ export function inboxRoutes(s: WorkspaceServices, files: FileService) {
       errors: [400, 404, 416],
       handler: async ({ request, params }) => {
         const ws = s.workspaces.get(params.id)
-        if (!outbox.enabled) throw new ApiError(404, 'outbox_disabled', 'The outbox is disabled')
+        if (!outbox.enabled) throw workspaceError('outbox_disabled', 'The outbox is disabled')
         const item = await openItem(ws.entry.path, OUTBOX_DIR, params.artifactId, {
           invalid: 'invalid_artifact',
           missing: 'artifact_not_found',

@@ -4,7 +4,6 @@
  * @module
  */
 import * as v from 'valibot'
-import { errors } from '../../core/errors.ts'
 import { routeFactory } from '../../core/route.ts'
 import { rules, type Principal, type WorkspaceRule } from '../access/auth.ts'
 import {
@@ -22,6 +21,7 @@ import type { WorkspaceRuntime } from '../runtime/workspace-registry.ts'
 import type { WorkspaceServices } from '../runtime/workspace-services.ts'
 import { sameJson } from '../access/write-gate.ts'
 import { JsonObject, NamedParams, WorkspaceParams, WRITE_ERRORS } from './schemas.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 const route = routeFactory<WorkspaceRule, Principal>()
 
@@ -67,7 +67,7 @@ export function mcpRoutes(s: WorkspaceServices) {
         s.gate.ensureWritable()
         const ws = s.workspaces.get(params.id)
         const name = validateMcpName(body.name)
-        if (!body.config) throw errors.badRequest('invalid_payload', 'MCP config is required')
+        if (!body.config) throw workspaceError('invalid_payload', 'MCP config is required')
         const config = validateMcpConfig(body.config)
         const current = mcpEntries((await readOpencodeConfig(ws.entry.path)).data)[name]
         const exists = Boolean(current)
@@ -105,7 +105,7 @@ export function mcpRoutes(s: WorkspaceServices) {
         const ws = s.workspaces.get(params.id)
         const name = validateMcpName(params.name)
         const entry = mcpEntries((await readOpencodeConfig(ws.entry.path)).data)[name]
-        if (!entry) throw errors.notFound('mcp_not_found', `MCP ${name} not found`)
+        if (!entry) throw workspaceError('mcp_not_found', `MCP ${name} not found`)
         const current = entry.enabled !== false
         if (current === body.enabled) return { changed: false, enabled: current, items: await cachedItems(ws) }
         await s.gate.run({
@@ -139,7 +139,7 @@ export function mcpRoutes(s: WorkspaceServices) {
         const ws = s.workspaces.get(params.id)
         const name = validateMcpName(params.name)
         if (!mcpEntries((await readOpencodeConfig(ws.entry.path)).data)[name])
-          throw errors.notFound('mcp_not_found', `MCP ${name} not found`)
+          throw workspaceError('mcp_not_found', `MCP ${name} not found`)
         await s.gate.run({
           workspace: ws,
           principal,

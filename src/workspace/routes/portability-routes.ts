@@ -5,7 +5,6 @@
  * @module
  */
 import * as v from 'valibot'
-import { ApiError } from '../../core/errors.ts'
 import type { Logger } from '../../core/logger.ts'
 import { routeFactory } from '../../core/route.ts'
 import { queryString } from '../../core/validation.ts'
@@ -19,6 +18,7 @@ import { SkillFileOut, SkillFilesIn } from '../../opencode/skill-wire.ts'
 import { skillLimitsOf } from '../extensions/skills.ts'
 import type { WorkspaceServices } from '../runtime/workspace-services.ts'
 import { JsonObject, WorkspaceParams, WRITE_ERRORS } from './schemas.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 const route = routeFactory<WorkspaceRule, Principal>()
 
@@ -100,17 +100,13 @@ export function portabilityRoutes(s: WorkspaceServices, files: FileService, logg
         const ws = s.workspaces.get(params.id)
         const mode = query.sensitive ?? 'auto'
         if (!['auto', 'include', 'exclude'].includes(mode))
-          throw new ApiError(
-            400,
-            'invalid_workspace_export_sensitive_mode',
-            'sensitive must be auto, include or exclude',
-          )
+          throw workspaceError('invalid_workspace_export_sensitive_mode', 'sensitive must be auto, include or exclude')
         const mcpSecrets = query.mcpSecrets === 'include'
         if (query.mcpSecrets !== undefined && !mcpSecrets && query.mcpSecrets !== 'exclude')
-          throw new ApiError(400, 'invalid_query', 'mcpSecrets must be include or exclude')
+          throw workspaceError('invalid_query', 'mcpSecrets must be include or exclude')
         if (mcpSecrets) {
           if (scopeRank(principal.scope) < scopeRank('owner'))
-            throw new ApiError(403, 'mcp_secrets_host_only', 'Only the host (or an owner token) can export MCP secrets')
+            throw workspaceError('mcp_secrets_host_only', 'Only the host (or an owner token) can export MCP secrets')
           const outcome = await s.approvals.request(
             {
               workspaceId: ws.entry.id,
@@ -122,7 +118,7 @@ export function portabilityRoutes(s: WorkspaceServices, files: FileService, logg
             request.signal,
           )
           if (!outcome.allowed)
-            throw new ApiError(403, 'export_denied', 'The host did not approve exporting MCP secrets', {
+            throw workspaceError('export_denied', 'The host did not approve exporting MCP secrets', {
               details: { requestId: outcome.id, reason: outcome.reason },
             })
         }

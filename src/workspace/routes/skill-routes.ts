@@ -5,7 +5,6 @@
  * @module
  */
 import * as v from 'valibot'
-import { errors } from '../../core/errors.ts'
 import { routeFactory } from '../../core/route.ts'
 import { bundleHash, encodeWireFile, listingOf, normalizeSkillPath, SKILL_FILE } from '../../opencode/skill-bundle.ts'
 import { SkillFileListing, SkillFileOut, SkillFilesIn } from '../../opencode/skill-wire.ts'
@@ -24,6 +23,7 @@ import type { WorkspaceRuntime } from '../runtime/workspace-registry.ts'
 import type { WorkspaceServices } from '../runtime/workspace-services.ts'
 import { fileHolds } from '../access/write-gate.ts'
 import { NamedParams, WorkspaceParams, WRITE_ERRORS } from './schemas.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 const route = routeFactory<WorkspaceRule, Principal>()
 
@@ -81,7 +81,7 @@ export function skillRoutes(s: WorkspaceServices) {
         const ws = s.workspaces.get(params.id)
         const name = validateSkillName(params.name)
         const found = (await cachedSkills(ws)).find((x) => x.item.name === name)
-        if (!found) throw errors.notFound('skill_not_found', `Skill ${name} not found`)
+        if (!found) throw workspaceError('skill_not_found', `Skill ${name} not found`)
         return { ...found, files: (await readSkillFolder(ws.entry.path, name)).map(listingOf) }
       },
     }),
@@ -101,10 +101,10 @@ export function skillRoutes(s: WorkspaceServices) {
         const ws = s.workspaces.get(params.id)
         const name = validateSkillName(params.name)
         if (!(await cachedSkills(ws)).some((x) => x.item.name === name))
-          throw errors.notFound('skill_not_found', `Skill ${name} not found`)
+          throw workspaceError('skill_not_found', `Skill ${name} not found`)
         const path = normalizeSkillPath(params.path)
         const file = (await readSkillFolder(ws.entry.path, name)).find((f) => f.path === path)
-        if (!file) throw errors.notFound('skill_file_not_found', `Skill ${name} has no file ${path}`)
+        if (!file) throw workspaceError('skill_file_not_found', `Skill ${name} has no file ${path}`)
         return encodeWireFile(file)
       },
     }),
@@ -194,7 +194,7 @@ export function skillRoutes(s: WorkspaceServices) {
         const name = validateSkillName(params.name)
         const rel = skillFile(name)
         if (!(await loadSkills(ws.entry.path)).some((x) => x.item.name === name))
-          throw errors.notFound('skill_not_found', `Skill ${name} not found`)
+          throw workspaceError('skill_not_found', `Skill ${name} not found`)
         const files = await readSkillFolder(ws.entry.path, name)
         await s.gate.run({
           workspace: ws,

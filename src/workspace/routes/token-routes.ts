@@ -3,10 +3,10 @@
  * @module
  */
 import * as v from 'valibot'
-import { errors } from '../../core/errors.ts'
 import { routeFactory } from '../../core/route.ts'
 import { rules, SCOPES, type Principal, type Scope, type WorkspaceRule } from '../access/auth.ts'
 import type { WorkspaceServices } from '../runtime/workspace-services.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 const route = routeFactory<WorkspaceRule, Principal>()
 
@@ -54,7 +54,7 @@ export function tokenRoutes(s: WorkspaceServices) {
       handler: async ({ body }) => {
         s.gate.ensureWritable()
         if (!(SCOPES as readonly string[]).includes(body.scope))
-          throw errors.badRequest('invalid_scope', 'Token scope must be owner, collaborator, or viewer')
+          throw workspaceError('invalid_scope', 'Token scope must be owner, collaborator, or viewer')
         return s.tokens.create({ scope: body.scope as Scope, label: body.label, ttlSeconds: body.ttlSeconds })
       },
     }),
@@ -70,7 +70,7 @@ export function tokenRoutes(s: WorkspaceServices) {
       errors: [403],
       handler: async ({ params }) => {
         s.gate.ensureWritable()
-        if (!(await s.tokens.revoke(params.tokenId))) throw errors.notFound('token_not_found', 'Token not found')
+        if (!(await s.tokens.revoke(params.tokenId))) throw workspaceError('token_not_found', 'Token not found')
         return { ok: true as const }
       },
     }),

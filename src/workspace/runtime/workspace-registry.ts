@@ -5,7 +5,6 @@
  * @module
  */
 import { join } from 'node:path'
-import { errors } from '../../core/errors.ts'
 import type { Logger } from '../../core/logger.ts'
 import { AsyncLock } from './async-lock.ts'
 import { ChangeTracker } from '../events/change-tracker.ts'
@@ -13,6 +12,7 @@ import type { EventStore } from '../events/event-store.ts'
 import { ReadCache } from './read-cache.ts'
 import { sweepTempFiles } from './temp-sweep.ts'
 import type { WorkspaceEntry } from '../config/server-config.ts'
+import { workspaceError } from '../workspace-errors.ts'
 
 /** A workspace with its runtime helpers. */
 export interface WorkspaceRuntime {
@@ -95,7 +95,7 @@ export class WorkspaceRegistry {
   /** The workspace with `id`, or 404. */
   get(id: string): WorkspaceRuntime {
     const ws = this.#byId.get(id)
-    if (!ws) throw errors.notFound('workspace_not_found', 'Workspace not found')
+    if (!ws) throw workspaceError('workspace_not_found', 'Workspace not found')
     return ws
   }
 

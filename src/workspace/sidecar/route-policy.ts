@@ -7,7 +7,7 @@
  * by another spelling gets that row's rules, and one that reaches no row is treated as unlisted.
  * @module
  */
-import { type ApiError, errors } from '../../core/errors.ts'
+import type { ApiError } from '../../core/errors.ts'
 import type { Principal } from '../access/auth.ts'
 import { scopeRank } from '../access/auth.ts'
 import { SIDECAR_ROUTES, type SidecarRole, type SidecarRouteEntry } from './route-table.ts'
@@ -113,11 +113,12 @@ export function assertSidecarAllowed(input: {
   if (input.readOnly && entry.changesState) throw workspaceError('read_only', 'Server is read-only')
   const required = ROLE_SCOPE[entry.role]
   if (scopeRank(principal.scope) < scopeRank(required)) {
-    throw errors.forbidden(
+    throw workspaceError(
+      'forbidden',
       required === 'owner'
         ? 'This sidecar route needs the host (an owner token or the host token)'
         : 'This sidecar route needs a collaborator token',
-      { required, scope: principal.scope },
+      { details: { required, scope: principal.scope } },
     )
   }
 }
