@@ -66,14 +66,14 @@ export class DatabaseUnavailableError extends ApiError {
   }
 }
 
-/** Shorthands for the statuses every surface uses, so codes stay consistent. */
+/**
+ * Shorthands for the three errors whose code never varies and that carry something besides a
+ * message (the 429's Retry-After). Every other error is made from the surface's catalogue
+ * (`workspaceError`, `controlPlaneError`, `coreError`, `opencodeError`; see `error-catalogue.ts`),
+ * which declares each code once with its status; these three codes are in `core-errors.ts`.
+ */
 export const errors = {
-  badRequest: (code: string, message: string, details?: unknown) => new ApiError(400, code, message, { details }),
   unauthorized: (message = 'Missing or invalid credentials') => new ApiError(401, 'unauthorized', message),
-  forbidden: (message: string, details?: unknown, code = 'forbidden') => new ApiError(403, code, message, { details }),
-  notFound: (code = 'not_found', message = 'Not found') => new ApiError(404, code, message),
-  conflict: (code: string, message: string, details?: unknown) => new ApiError(409, code, message, { details }),
-  unprocessable: (code: string, message: string, details?: unknown) => new ApiError(422, code, message, { details }),
   tooManyRequests: (retryAfterSeconds: number, message = 'Too many requests') =>
     new ApiError(429, 'rate_limited', message, {
       details: { retryAfterSeconds },
