@@ -19,6 +19,7 @@ import {
   readConfigFile,
   ConfigError,
   type Env,
+  serverSettings,
 } from '../core/settings.ts'
 
 /** Keys of the optional control-plane config file. */
@@ -119,18 +120,7 @@ export function loadControlPlaneConfig(flags: Flags, env: Env, cwd: string): Con
   const file: ControlPlaneFile = fileOrNull ?? {}
   const fileDir = configPath ? dirname(configPath) : cwd
 
-  const [host] = pick<string>(
-    [flagValue(flags, 'host', v.pipe(v.string(), v.minLength(1))), 'flag'],
-    [env.SERVICE_HOST || undefined, 'env'],
-    [file.host, 'file'],
-    ['127.0.0.1', 'default'],
-  )
-  const [port] = pick<number>(
-    [flagValue(flags, 'port', envSchemas.port), 'flag'],
-    [envValue(env, 'SERVICE_PORT', envSchemas.port), 'env'],
-    [file.port, 'file'],
-    [8790, 'default'],
-  )
+  const { host, port, corsOrigins, logFormat, logRequests } = serverSettings(flags, env, file, 8790)
   const [dataDir] = pick<string>(
     [flags['data-dir'] as string | undefined, 'flag'],
     [env.SERVICE_DATA_DIR || undefined, 'env'],
@@ -159,24 +149,6 @@ export function loadControlPlaneConfig(flags: Flags, env: Env, cwd: string): Con
     [envValue(env, 'SERVICE_DATABASE_STATEMENT_TIMEOUT_MS', envSchemas.positiveInt), 'env'],
     [pool.statementTimeoutMs, 'file'],
     [15_000, 'default'],
-  )
-  const [corsOrigins] = pick<string[]>(
-    [flagValue(flags, 'cors', envSchemas.list), 'flag'],
-    [envValue(env, 'SERVICE_CORS_ORIGINS', envSchemas.list), 'env'],
-    [file.corsOrigins, 'file'],
-    [[], 'default'],
-  )
-  const [logFormat] = pick<'pretty' | 'json'>(
-    [flagValue(flags, 'log-format', envSchemas.logFormat), 'flag'],
-    [envValue(env, 'SERVICE_LOG_FORMAT', envSchemas.logFormat), 'env'],
-    [file.logFormat, 'file'],
-    ['pretty', 'default'],
-  )
-  const [logRequests] = pick<boolean>(
-    [flags['log-requests'] ? true : undefined, 'flag'],
-    [envValue(env, 'SERVICE_LOG_REQUESTS', envSchemas.bool), 'env'],
-    [file.logRequests, 'file'],
-    [false, 'default'],
   )
   const [openSignUp] = pick<boolean>(
     [envValue(env, 'SERVICE_OPEN_SIGN_UP', envSchemas.bool), 'env'],

@@ -177,6 +177,68 @@ export function pick<T>(
   return [undefined, undefined]
 }
 
+/** The file keys both modes read alike. */
+export interface ServerFileKeys {
+  host?: string
+  port?: number
+  corsOrigins?: string[]
+  logFormat?: 'pretty' | 'json'
+  logRequests?: boolean
+}
+
+/** Where to listen, which browser origins may call, and how to log: read the same way in both modes. */
+export interface ServerSettings {
+  host: string
+  port: number
+  corsOrigins: string[]
+  logFormat: 'pretty' | 'json'
+  logRequests: boolean
+}
+
+/**
+ * Resolves the settings every mode shares (flag > `SERVICE_*` variable > file > default), so the two
+ * surfaces cannot drift on how `--host`, `--port`, `--cors` and logging are read; only the default
+ * port differs by mode.
+ */
+export function serverSettings(
+  flags: Record<string, unknown>,
+  env: Env,
+  file: ServerFileKeys,
+  defaultPort: number,
+): ServerSettings {
+  const [host] = pick<string>(
+    [flagValue(flags, 'host', v.pipe(v.string(), v.minLength(1))), 'flag'],
+    [env.SERVICE_HOST || undefined, 'env'],
+    [file.host, 'file'],
+    ['127.0.0.1', 'default'],
+  )
+  const [port] = pick<number>(
+    [flagValue(flags, 'port', envSchemas.port), 'flag'],
+    [envValue(env, 'SERVICE_PORT', envSchemas.port), 'env'],
+    [file.port, 'file'],
+    [defaultPort, 'default'],
+  )
+  const [corsOrigins] = pick<string[]>(
+    [flagValue(flags, 'cors', envSchemas.list), 'flag'],
+    [envValue(env, 'SERVICE_CORS_ORIGINS', envSchemas.list), 'env'],
+    [file.corsOrigins, 'file'],
+    [[], 'default'],
+  )
+  const [logFormat] = pick<'pretty' | 'json'>(
+    [flagValue(flags, 'log-format', envSchemas.logFormat), 'flag'],
+    [envValue(env, 'SERVICE_LOG_FORMAT', envSchemas.logFormat), 'env'],
+    [file.logFormat, 'file'],
+    ['pretty', 'default'],
+  )
+  const [logRequests] = pick<boolean>(
+    [flags['log-requests'] ? true : undefined, 'flag'],
+    [envValue(env, 'SERVICE_LOG_REQUESTS', envSchemas.bool), 'env'],
+    [file.logRequests, 'file'],
+    [false, 'default'],
+  )
+  return { host: host!, port: port!, corsOrigins: corsOrigins!, logFormat: logFormat!, logRequests: logRequests! }
+}
+
 /** True when a bind address is reachable only from this machine. */
 export function isLoopbackHost(host: string): boolean {
   return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\./.test(host)

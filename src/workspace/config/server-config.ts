@@ -26,6 +26,7 @@ import {
   readConfigFile,
   type Env,
   type SettingSource,
+  serverSettings,
 } from '../../core/settings.ts'
 import { resolveSidecarConfig, type SidecarConfig } from '../sidecar/sidecar-config.ts'
 import { FilesFileSchema, resolveFilesSettings, type FilesSettings } from '../files/files-settings.ts'
@@ -260,18 +261,7 @@ export function loadWorkspaceConfig(flags: Flags, env: Env, cwd: string): Worksp
   const fileDir = dirname(configPath)
   const unknownKeys = Object.keys(file).filter((k) => !KNOWN_KEYS.has(k))
 
-  const [host] = pick<string>(
-    [flagValue(flags, 'host', v.pipe(v.string(), v.minLength(1))), 'flag'],
-    [env.SERVICE_HOST || undefined, 'env'],
-    [file.host, 'file'],
-    ['127.0.0.1', 'default'],
-  )
-  const [port] = pick<number>(
-    [flagValue(flags, 'port', envSchemas.port), 'flag'],
-    [envValue(env, 'SERVICE_PORT', envSchemas.port), 'env'],
-    [file.port, 'file'],
-    [8787, 'default'],
-  )
+  const { host, port, corsOrigins, logFormat, logRequests } = serverSettings(flags, env, file, 8787)
   const [mode] = pick<'manual' | 'auto'>(
     [flagValue(flags, 'approval', ApprovalMode), 'flag'],
     [envValue(env, 'SERVICE_APPROVAL_MODE', ApprovalMode), 'env'],
@@ -285,12 +275,6 @@ export function loadWorkspaceConfig(flags: Flags, env: Env, cwd: string): Worksp
     [file.approval?.timeoutMs, 'file'],
     [30_000, 'default'],
   )
-  const [corsOrigins] = pick<string[]>(
-    [flagValue(flags, 'cors', envSchemas.list), 'flag'],
-    [envValue(env, 'SERVICE_CORS_ORIGINS', envSchemas.list), 'env'],
-    [file.corsOrigins, 'file'],
-    [[], 'default'],
-  )
   const [readOnly] = pick<boolean>(
     [flags['read-only'] ? true : undefined, 'flag'],
     [envValue(env, 'SERVICE_READ_ONLY', envSchemas.bool), 'env'],
@@ -302,18 +286,6 @@ export function loadWorkspaceConfig(flags: Flags, env: Env, cwd: string): Worksp
     [env.SERVICE_DATA_DIR || undefined, 'env'],
     [file.dataDir ? resolve(fileDir, file.dataDir) : undefined, 'file'],
     [defaultDataDir(env), 'default'],
-  )
-  const [logFormat] = pick<'pretty' | 'json'>(
-    [flagValue(flags, 'log-format', envSchemas.logFormat), 'flag'],
-    [envValue(env, 'SERVICE_LOG_FORMAT', envSchemas.logFormat), 'env'],
-    [file.logFormat, 'file'],
-    ['pretty', 'default'],
-  )
-  const [logRequests] = pick<boolean>(
-    [flags['log-requests'] ? true : undefined, 'flag'],
-    [envValue(env, 'SERVICE_LOG_REQUESTS', envSchemas.bool), 'env'],
-    [file.logRequests, 'file'],
-    [false, 'default'],
   )
 
   for (const origin of corsOrigins!) {
