@@ -44,7 +44,9 @@ test('failed sign-ins from one peer address are throttled across accounts, with 
         )
       const blocked = await post(`${child.url}/v1/auth/sign-in`, { email: 'real@http.test', password: 'real password' })
       assert.is(blocked.status, 429)
-      assert.is(blocked.headers.get('retry-after'), '120')
+      // The window opened at the first failure; on a loaded machine a second may pass before the refusal.
+      const retryAfter = Number(blocked.headers.get('retry-after'))
+      assert.ok(retryAfter >= 115 && retryAfter <= 120, `retry-after ${retryAfter}`)
       // Sessions already issued keep working; only sign-in is throttled.
       const me = await fetch(`${child.url}/v1/me`, { headers: { authorization: `Bearer ${session.token}` } })
       assert.is(me.status, 200)

@@ -28,7 +28,8 @@ test('a sync interrupted by SIGKILL resumes after restart and completes exactly 
       JSON.stringify({
         logRequests: false,
         openSignUp: true,
-        jobs: { pollIntervalMs: 20, leaseMs: 800 },
+        // Long enough that a loaded machine does not let a live attempt's lease lapse (a third attempt).
+        jobs: { pollIntervalMs: 20, leaseMs: 3000 },
         connectors: { allowFileUrls: true },
       }),
     )
