@@ -99,7 +99,6 @@ const COMPUTED_CODES: Record<string, string> = {
   'control-plane/catalog/skill-import.ts': 'rephrases an error already made from the catalogue, keeping its code',
   'control-plane/catalog/access-grants.ts': 'RESOURCE_TABLES[type].notFound, each literal checked by the reverse scan',
   'workspace/artifacts/drop-folder.ts': 'codes passed by inbox-routes.ts, literals checked by the reverse scan',
-  'workspace/routes/portability-routes.ts': 'previewConflict(code) is typed by the catalogue',
   'workspace/portability/workspace-import.ts': 'previewConflict(code) is typed by the catalogue',
 }
 
