@@ -174,8 +174,21 @@ export async function keysetPage<DB, TB extends keyof DB, Row, Item>(
   }
   for (const col of order) q = q.orderBy(sql.ref(col.column), col.direction)
   const rows = (await q.limit(options.limit + 1).execute()) as Row[]
-  const more = rows.length > options.limit
-  const pageRows = more ? rows.slice(0, options.limit) : rows
+  return pageFromRows(rows, options.limit, options, fingerprint)
+}
+
+/**
+ * Shapes `limit + 1` fetched rows into a page: the extra row only says there is more, and the
+ * cursor names the last row returned. Shared by every keyset reader so cursors stay one format.
+ */
+export function pageFromRows<Row, Item>(
+  rows: Row[],
+  limit: number,
+  options: { scope: string; order: readonly KeysetColumn[]; map: (row: Row) => Item },
+  fingerprint: string,
+): Page<Item> {
+  const more = rows.length > limit
+  const pageRows = more ? rows.slice(0, limit) : rows
   const last = pageRows[pageRows.length - 1] as Record<string, unknown> | undefined
   return {
     items: pageRows.map(options.map),
@@ -183,7 +196,7 @@ export async function keysetPage<DB, TB extends keyof DB, Row, Item>(
       more && last
         ? encodeCursor(
             options.scope,
-            order.map((col) => last[col.field] as string | number),
+            options.order.map((col) => last[col.field] as string | number),
             fingerprint,
           )
         : null,

@@ -19,7 +19,7 @@
 import type { CompiledQuery, Kysely, SelectQueryBuilder } from 'kysely'
 import { sql } from 'kysely'
 import { directReads } from '../storage/database.ts'
-import { decodeCursor, encodeCursor, type KeysetColumn, type Page, queryFingerprint } from './pagination.ts'
+import { decodeCursor, type KeysetColumn, type Page, pageFromRows, queryFingerprint } from './pagination.ts'
 
 type Slot = { arg: number } | { value: unknown }
 
@@ -135,19 +135,6 @@ export function preparedPage<DB, Row, Item>(options: PreparedPageOptions<DB, Row
     const rows = direct
       ? (direct(run.compiled.sql, parameters) as Row[])
       : (await db.executeQuery<Row>({ ...run.compiled, parameters } as CompiledQuery<Row>)).rows
-    const more = rows.length > page.limit
-    const pageRows = more ? rows.slice(0, page.limit) : rows
-    const last = pageRows[pageRows.length - 1] as Record<string, unknown> | undefined
-    return {
-      items: pageRows.map(options.map),
-      nextCursor:
-        more && last
-          ? encodeCursor(
-              options.scope,
-              order.map((col) => last[col.field] as string | number),
-              fingerprint,
-            )
-          : null,
-    }
+    return pageFromRows(rows, page.limit, { scope: options.scope, order, map: options.map }, fingerprint)
   }
 }
