@@ -383,9 +383,9 @@ export async function requirePrincipal(db: Db, orgId: string, principal: GrantPr
 
 /**
  * Sets a principal's role on a resource inside an open transaction (insert, or change the role of
- * the existing grant); no checks. Used for the creator's manager grant and by {@link grantAccess}.
+ * the existing grant); no checks. Used by {@link grantAccess}; a creator's grant uses {@link grantCreator}.
  */
-export async function upsertGrant(
+async function upsertGrant(
   deps: Deps,
   trx: Db,
   orgId: string,
@@ -420,7 +420,7 @@ export async function upsertGrant(
  * {@link upsertGrant}'s lookup, which on PostgreSQL would also read the index range where
  * concurrent creates insert (a SERIALIZABLE conflict).
  */
-export async function insertGrant(
+async function insertGrant(
   deps: Deps,
   trx: Db,
   orgId: string,
@@ -451,6 +451,20 @@ export async function insertGrant(
     })
     .execute()
   return id
+}
+
+/**
+ * Makes the creator of a resource its manager, in the transaction that created it. The resource is
+ * new, so no grant can exist: an insert, without {@link upsertGrant}'s lookup.
+ */
+export function grantCreator(
+  deps: Deps,
+  trx: Db,
+  actor: Pick<Actor, 'orgId' | 'memberId'>,
+  type: ResourceType,
+  resourceId: string,
+): Promise<string> {
+  return insertGrant(deps, trx, actor.orgId, type, resourceId, { memberId: actor.memberId }, 'manager', actor.memberId)
 }
 
 /** Grants on a resource (manager only), oldest first. */

@@ -14,7 +14,7 @@ import { preparedPage } from '../prepared-page.ts'
 import {
   isOrgAdmin,
   requireRole,
-  insertGrant,
+  grantCreator,
   visibleCondition,
   visibleRowSql,
   visibleIdsSql,
@@ -260,16 +260,7 @@ export async function createConfigObject(
     const created = await insertConfigObject(deps, trx, { orgId: actor.orgId, memberId: actor.memberId }, body, {
       sourceMode: body.sourceMode,
     })
-    await insertGrant(
-      deps,
-      trx,
-      actor.orgId,
-      'config_object',
-      created.id,
-      { memberId: actor.memberId },
-      'manager',
-      actor.memberId,
-    )
+    await grantCreator(deps, trx, actor, 'config_object', created.id)
     for (const pluginId of pluginIds) await addToPluginIn(deps, trx, actor, pluginId, created.id, 'api')
     await recordAudit(
       deps,

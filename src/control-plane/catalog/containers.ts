@@ -9,7 +9,7 @@ import { newId } from '../../core/ids.ts'
 import { recordAudit, type Actor, type AuditAction } from '../admin/audit.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
-import { dropGrants, requireRole, upsertGrant, visibleCondition } from './access-grants.ts'
+import { dropGrants, requireRole, grantCreator, visibleCondition } from './access-grants.ts'
 import type { Db } from '../schema.ts'
 import { controlPlaneError } from '../control-plane-errors.ts'
 
@@ -128,7 +128,7 @@ export async function createContainer(
         archived_at: null,
       })
       .execute()
-    await upsertGrant(deps, trx, actor.orgId, kind, id, { memberId: actor.memberId }, 'manager', actor.memberId)
+    await grantCreator(deps, trx, actor, kind, id)
     await recordAudit(deps, trx, actor, `${kind}.created` as AuditAction, { type: kind, id })
   })
   return getContainer(deps, actor, kind, id)

@@ -15,7 +15,7 @@ import {
   principalKey,
   requirePrincipal,
   requireRole,
-  upsertGrant,
+  grantCreator,
   visibleCondition,
   type GrantPrincipal,
 } from './access-grants.ts'
@@ -120,16 +120,7 @@ export async function createHub(
           updated_at: now,
         })
         .execute()
-      await upsertGrant(
-        deps,
-        trx,
-        actor.orgId,
-        'skill_hub',
-        id,
-        { memberId: actor.memberId },
-        'manager',
-        actor.memberId,
-      )
+      await grantCreator(deps, trx, actor, 'skill_hub', id)
       await recordAudit(deps, trx, actor, 'skill_hub.created', { type: 'skill_hub', id })
     })
   } catch (error) {

@@ -10,7 +10,7 @@ import { DEFAULT_SKILL_LIMITS, type SkillLimits, toWireIn } from '../../opencode
 import { DEFAULT_ZIP_LIMITS, readSkillZip, type ZipLimits } from '../../opencode/skill-zip.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
 import type { Deps } from '../deps.ts'
-import { requireRole, upsertGrant, visibleCondition } from './access-grants.ts'
+import { requireRole, grantCreator, visibleCondition } from './access-grants.ts'
 import { normalizeSource, type VersionInput } from './config-source.ts'
 import { appendVersionIn, insertConfigObject } from './config-store.ts'
 import { controlPlaneError } from '../control-plane-errors.ts'
@@ -142,16 +142,7 @@ export async function importSkillZip(
           { type: 'skill', title: source.name, input },
           { sourceMode: 'import' },
         )
-        await upsertGrant(
-          deps,
-          trx,
-          actor.orgId,
-          'config_object',
-          created.id,
-          { memberId: actor.memberId },
-          'manager',
-          actor.memberId,
-        )
+        await grantCreator(deps, trx, actor, 'config_object', created.id)
         await recordAudit(
           deps,
           trx,

@@ -7,7 +7,7 @@
  */
 import { newId } from '../../core/ids.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
-import { dropGrants, requireRole, upsertGrant, visibleCondition, type GrantRole } from '../catalog/access-grants.ts'
+import { dropGrants, requireRole, grantCreator, visibleCondition, type GrantRole } from '../catalog/access-grants.ts'
 import { isUniqueViolation } from '../db-errors.ts'
 import { isoAt } from '../deps.ts'
 import type { AsyncContext } from '../jobs/async-context.ts'
@@ -324,16 +324,7 @@ export async function createInstance(
           updated_at: now,
         })
         .execute()
-      await upsertGrant(
-        ctx.deps,
-        trx,
-        actor.orgId,
-        'connector_instance',
-        id,
-        { memberId: actor.memberId },
-        'manager',
-        actor.memberId,
-      )
+      await grantCreator(ctx.deps, trx, actor, 'connector_instance', id)
       await recordAudit(
         ctx.deps,
         trx,

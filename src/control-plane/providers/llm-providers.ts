@@ -8,7 +8,7 @@
  */
 import { newId } from '../../core/ids.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
-import { explicitRole, dropGrants, requireRole, upsertGrant, visibleCondition } from '../catalog/access-grants.ts'
+import { explicitRole, dropGrants, requireRole, grantCreator, visibleCondition } from '../catalog/access-grants.ts'
 import { invalidSource } from '../catalog/config-source.ts'
 import { isUniqueViolation } from '../db-errors.ts'
 import { isoAt, type Deps } from '../deps.ts'
@@ -165,16 +165,7 @@ export async function createProvider(
           updated_at: now,
         })
         .execute()
-      await upsertGrant(
-        deps,
-        trx,
-        actor.orgId,
-        'llm_provider',
-        id,
-        { memberId: actor.memberId },
-        'manager',
-        actor.memberId,
-      )
+      await grantCreator(deps, trx, actor, 'llm_provider', id)
       await recordAudit(
         deps,
         trx,
