@@ -1,6 +1,6 @@
 /**
  * Benchmark runner: `bun bench/run.ts [caseName...] [--rounds N] [--duration S]
- * [--connections C] [--starts N] [--warmup S] [--tool wrk|autocannon]
+ * [--connections C] [--starts N] [--warmup S] [--tool wrk|autocannon] [--pin]
  * [--mode workspace|control-plane] [--strict] [--list]`.
  *
  * Discovers cases in bench/cases/*.ts, runs the selected ones (all by
@@ -21,6 +21,7 @@ import { detectLoadTool, type LoadTool } from './lib/load-driver.ts'
 import { loadAverage1m, machineInfo } from './lib/machine-info.ts'
 import { ensureProductBinary, productCommand, productEntry, type ProductMode } from './lib/product-server.ts'
 import { printFigure, printTable } from './lib/results-printer.ts'
+import { pinning } from './lib/cpu-pinning.ts'
 import type { ServerCommand } from './lib/server-process.ts'
 
 const benchDir = dirname(fileURLToPath(import.meta.url))
@@ -84,6 +85,10 @@ function parseArgs(argv: string[]): { settings: BenchSettings; names: string[]; 
       case '--starts':
         settings.starts = Math.round(num())
         break
+      case '--pin':
+        // Read by lib/cpu-pinning.ts wherever a server or the load generator is started.
+        process.env.BENCH_PIN = '1'
+        break
       case '--tool': {
         const t = value()
         if (t !== 'wrk' && t !== 'autocannon') throw new Error('--tool must be wrk or autocannon')
@@ -117,9 +122,9 @@ function parseArgs(argv: string[]): { settings: BenchSettings; names: string[]; 
 
 function readUsage(): string {
   return `usage: bun bench/run.ts [caseName...] [--rounds N] [--duration S] [--connections C]
-                        [--starts N] [--warmup S] [--tool wrk|autocannon]
+                        [--starts N] [--warmup S] [--tool wrk|autocannon] [--pin]
                         [--mode workspace|control-plane] [--strict] [--list]
-env: BENCH_ROUNDS BENCH_DURATION BENCH_CONNECTIONS BENCH_WARMUP BENCH_STARTS BENCH_TOOL BENCH_MODE
+env: BENCH_ROUNDS BENCH_DURATION BENCH_CONNECTIONS BENCH_WARMUP BENCH_STARTS BENCH_TOOL BENCH_MODE BENCH_PIN=1
      BENCH_NO_BUILD=1 BENCH_PRODUCT_ENTRY=path BENCH_PRODUCT_BINARY=path`
 }
 
@@ -163,7 +168,7 @@ async function main(): Promise<number> {
   const started = Date.now()
   console.log(
     `bench: ${selected.map((c) => c.name).join(', ')} | ${machine.cores} cores, ${machine.memTotalMb} MB, bun ${machine.bunVersion} | ` +
-      `tool ${settings.tool}, ${settings.rounds} rounds × ${settings.durationSec} s, ${settings.connections} connections, ${settings.starts} starts`,
+      `tool ${settings.tool}, ${settings.rounds} rounds × ${settings.durationSec} s, ${settings.connections} connections, ${settings.starts} starts${pinning() ? ', server on core 0, load on the others' : ''}`,
   )
 
   const busy = (load: number | null) => load !== null && load > machine.cores * 0.5
@@ -266,7 +271,7 @@ async function main(): Promise<number> {
     date: new Date().toISOString(),
     totalSeconds: Math.round((Date.now() - started) / 100) / 10,
     machine,
-    settings,
+    settings: { ...settings, pinned: pinning() },
     cases: reports,
     figures,
     summary: {

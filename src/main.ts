@@ -127,7 +127,7 @@ export async function main(argv: string[], io: MainIo): Promise<number> {
 
   let listener: Listener
   try {
-    listener = await serve({ host, port: started.port, fetch: surface.fetch, limits })
+    listener = await serve({ host, port: started.port, fetch: surface.fetch, direct: surface.direct, limits })
   } catch (error) {
     await surface.close()
     stderr.flush()

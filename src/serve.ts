@@ -26,6 +26,11 @@ export interface ServeOptions {
   port: number
   /** The handler; `peer` looks up the TCP peer address lazily (only throttles need it). */
   fetch: (request: Request, peer: PeerLookup) => Response | Promise<Response>
+  /**
+   * GETs on these exact paths may be answered by the runtime's own router, before the request
+   * guard (they are uncapped paths) and `fetch`; other methods and paths still reach `fetch`.
+   */
+  direct?: ReadonlyArray<{ path: string; fetch(request: Request): Response | Promise<Response> }>
   /** Deadlines and caps (defaults: {@link REQUEST_LIMIT_DEFAULTS}). */
   limits?: RequestLimits
 }
@@ -137,6 +142,26 @@ export async function serve(options: ServeOptions): Promise<Listener> {
       port: options.port,
       idleTimeout: idle,
       maxRequestBodySize: Number.MAX_SAFE_INTEGER,
+      // Bun's router hands a GET on exactly these paths to its handler (HEAD, other methods, other
+      // spellings of the path go to fetch). A body-less GET needs no guard; an answer still being
+      // worked on is exempt from the idle timeout like any other.
+      routes: Object.fromEntries(
+        (options.direct ?? []).map(({ path, fetch }) => [
+          path,
+          {
+            GET: (request: Request, bun: any) => {
+              active()
+              const result = fetch(request)
+              if (!(result instanceof Promise)) return result
+              bun.timeout(request, 0)
+              return result.then((response) => {
+                bun.timeout(request, idle)
+                return response
+              })
+            },
+          },
+        ]),
+      ),
       fetch: (request: Request, bun: any) => {
         active()
         // The peer address is looked up only when something asks (the guard's caps, a route that

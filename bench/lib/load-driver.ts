@@ -12,6 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { pinned } from './cpu-pinning.ts'
 import { onPath, runCommand } from './run-command.ts'
 
 /** Which client generated the load. */
@@ -108,7 +109,8 @@ async function runWrk(opts: LoadOptions): Promise<LoadResult> {
   }
   args.push(opts.url)
   try {
-    const res = await runCommand('wrk', args, { timeoutMs: (opts.durationSec + 20) * 1000 })
+    const [command, pinnedArgs] = pinned('client', 'wrk', args)
+    const res = await runCommand(command, pinnedArgs, { timeoutMs: (opts.durationSec + 20) * 1000 })
     if (res.code !== 0) throw new Error(`wrk failed (code ${res.code}): ${res.stderr || res.stdout}`)
     return parseWrk(res.stdout, opts.durationSec)
   } finally {

@@ -10,6 +10,7 @@
  * stopping (SIGTERM, then SIGKILL after a grace period).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
+import { pinned } from './cpu-pinning.ts'
 import { closeSync, openSync, readSync, fstatSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
 import { track } from './child-registry.ts'
@@ -73,7 +74,7 @@ export async function startServer(cmd: ServerCommand, timeoutMs = 15_000): Promi
   let child: ChildProcess
   try {
     child = track(
-      spawn(cmd.command, cmd.args, {
+      spawn(...pinned('server', cmd.command, cmd.args), {
         cwd: cmd.cwd,
         env: { ...process.env, ...cmd.env },
         stdio: ['ignore', 'pipe', stderrFd ?? 'pipe'],

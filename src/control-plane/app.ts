@@ -176,6 +176,7 @@ export async function createControlPlaneApp(
   return {
     mode: 'control-plane',
     fetch: http.fetch,
+    direct: http.direct,
     router: http.router,
     openapi: document,
     streams,

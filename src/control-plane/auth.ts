@@ -10,12 +10,13 @@
  */
 import { bearerToken } from '../core/bearer-token.ts'
 import { errors } from '../core/errors.ts'
+import { andThen, type MaybePromise } from '../core/maybe-promise.ts'
 import type { SurfaceAuth } from '../core/http-app.ts'
 import { API_KEY_PREFIX, resolveApiKey } from './admin/api-keys.ts'
 import type { Actor } from './admin/audit.ts'
 import { firstMembership, type Membership } from './admin/organizations.ts'
 import type { Deps } from './deps.ts'
-import { resolveSession, setActiveOrg, type SessionMembership } from './identity/sessions.ts'
+import { resolveSession, setActiveOrg, type ResolvedSession } from './identity/sessions.ts'
 import { toUserView, type UserView } from './identity/users-view.ts'
 import { allows, asRole, POLICY, type ControlPlaneRule, type CredentialKind, type Role } from './policy.ts'
 import { controlPlaneError } from './control-plane-errors.ts'
@@ -55,64 +56,70 @@ const notFoundOrg = () => controlPlaneError('organization_not_found', 'Organizat
  * The session's organization: the header's (which must be one of the caller's), else the active
  * one, else the caller's earliest membership, written back so the next request finds it directly.
  */
-async function resolveSessionOrg(
+function resolveSessionOrg(
   deps: Deps,
-  sessionId: string,
-  userId: string,
-  activeOrgId: string | null,
+  session: ResolvedSession,
   headerOrg: string | null,
-  found: SessionMembership | null,
-): Promise<Membership | null> {
+): MaybePromise<Membership | null> {
+  const found = session.membership
   if (found) return { orgId: found.orgId, orgName: found.orgName, memberId: found.memberId, role: asRole(found.role) }
   if (headerOrg !== null) throw notFoundOrg()
-  const fallback = await firstMembership(deps, userId)
-  if ((fallback?.orgId ?? null) !== activeOrgId) await setActiveOrg(deps.db, sessionId, fallback?.orgId ?? null)
-  return fallback
+  return (async () => {
+    const fallback = await firstMembership(deps, session.user.id)
+    if ((fallback?.orgId ?? null) !== session.activeOrgId)
+      await setActiveOrg(deps.db, session.id, fallback?.orgId ?? null)
+    return fallback
+  })()
 }
 
-/** Authenticates the caller from headers; null rule kinds never reach here. */
-async function identify(deps: Deps, request: Request): Promise<ControlPlanePrincipal> {
-  const apiKey = request.headers.get('x-api-key')
-  const headerOrg = request.headers.get(ORG_HEADER)
-  if (apiKey !== null) {
-    const resolved = await resolveApiKey(deps, apiKey.trim())
-    if ('rejected' in resolved) {
-      throw errors.unauthorized(resolved.rejected === 'unknown' ? 'Invalid API key' : `API key ${resolved.rejected}`)
-    }
-    if (headerOrg !== null && headerOrg !== resolved.orgId) throw notFoundOrg()
-    return {
-      credential: 'apiKey',
-      user: toUserView(resolved.user),
-      session: null,
-      apiKeyId: resolved.id,
-      org: { id: resolved.orgId, name: resolved.orgName, memberId: resolved.memberId, role: resolved.role },
-    }
-  }
-  const token = bearerToken(request)
-  if (!token) throw errors.unauthorized('Send Authorization: Bearer <session-token> or x-api-key: <key>')
-  if (token.startsWith(API_KEY_PREFIX))
-    throw errors.unauthorized('API keys are sent in the x-api-key header, not as a bearer token')
-  if (headerOrg !== null && !ORG_ID.test(headerOrg)) {
-    // Still authenticate first: a bad credential is 401 whatever the header says.
-    if (!(await resolveSession(deps, token))) throw errors.unauthorized('Invalid or expired session')
-    throw notFoundOrg()
-  }
-  const session = await resolveSession(deps, token, headerOrg)
-  if (!session) throw errors.unauthorized('Invalid or expired session')
-  const member = await resolveSessionOrg(
-    deps,
-    session.id,
-    session.user.id,
-    session.activeOrgId,
-    headerOrg,
-    session.membership,
-  )
+/** The principal of a signed-in session acting in `member`'s organization (none when null). */
+function sessionPrincipal(session: ResolvedSession, member: Membership | null): ControlPlanePrincipal {
   return {
     credential: 'session',
     user: session.user,
     session: { id: session.id, expiresAt: session.expiresAt, activeOrgId: member?.orgId ?? null },
     apiKeyId: null,
     org: member ? { id: member.orgId, name: member.orgName, memberId: member.memberId, role: member.role } : null,
+  }
+}
+
+/**
+ * Authenticates the caller from headers; null rule kinds never reach here. A session is answered
+ * without a promise when nothing on its way waits (see core/maybe-promise.ts).
+ */
+function identify(deps: Deps, request: Request): MaybePromise<ControlPlanePrincipal> {
+  const apiKey = request.headers.get('x-api-key')
+  const headerOrg = request.headers.get(ORG_HEADER)
+  if (apiKey !== null) return identifyApiKey(deps, apiKey.trim(), headerOrg)
+  const token = bearerToken(request)
+  if (!token) throw errors.unauthorized('Send Authorization: Bearer <session-token> or x-api-key: <key>')
+  if (token.startsWith(API_KEY_PREFIX))
+    throw errors.unauthorized('API keys are sent in the x-api-key header, not as a bearer token')
+  if (headerOrg !== null && !ORG_ID.test(headerOrg)) {
+    // Still authenticate first: a bad credential is 401 whatever the header says.
+    return andThen(resolveSession(deps, token), (session) => {
+      if (!session) throw errors.unauthorized('Invalid or expired session')
+      throw notFoundOrg()
+    })
+  }
+  return andThen(resolveSession(deps, token, headerOrg), (session) => {
+    if (!session) throw errors.unauthorized('Invalid or expired session')
+    return andThen(resolveSessionOrg(deps, session, headerOrg), (member) => sessionPrincipal(session, member))
+  })
+}
+
+async function identifyApiKey(deps: Deps, apiKey: string, headerOrg: string | null): Promise<ControlPlanePrincipal> {
+  const resolved = await resolveApiKey(deps, apiKey)
+  if ('rejected' in resolved) {
+    throw errors.unauthorized(resolved.rejected === 'unknown' ? 'Invalid API key' : `API key ${resolved.rejected}`)
+  }
+  if (headerOrg !== null && headerOrg !== resolved.orgId) throw notFoundOrg()
+  return {
+    credential: 'apiKey',
+    user: toUserView(resolved.user),
+    session: null,
+    apiKeyId: resolved.id,
+    org: { id: resolved.orgId, name: resolved.orgName, memberId: resolved.memberId, role: resolved.role },
   }
 }
 
@@ -145,7 +152,7 @@ export function controlPlaneAuth(deps: Deps): SurfaceAuth<ControlPlaneRule, Cont
       if (rule.kind === 'public') return anonymous
       // The Worker heartbeat checks its activity token against the Worker in the path itself.
       if (rule.kind === 'workerToken') return anonymous
-      return identify(deps, request).then((principal) => authorize(principal, rule))
+      return andThen(identify(deps, request), (principal) => authorize(principal, rule))
     },
     security(rule): Array<Record<string, string[]>> {
       if (rule.kind === 'public') return []

@@ -13,6 +13,7 @@
  * @module
  */
 import type { CompiledQuery, Kysely } from 'kysely'
+import type { MaybePromise } from '../core/maybe-promise.ts'
 import { directReads } from '../storage/database.ts'
 
 type Slot = { arg: number } | { value: unknown }
@@ -38,13 +39,13 @@ export function preparedQuery<DB, Args extends unknown[], O>(
     if (used.size !== arity) throw new Error('preparedQuery: every argument must appear as a query parameter')
     return { compiled, slots }
   }
-  return async (db: Kysely<DB>, ...args: Args): Promise<O[]> => {
+  // Synchronous where the read connection answers directly (SQLite): see core/maybe-promise.ts.
+  return (db: Kysely<DB>, ...args: Args): MaybePromise<O[]> => {
     let entry = cache.get(db)
     if (!entry) cache.set(db, (entry = prepare(db, args.length)))
     const parameters = entry.slots.map((s) => ('arg' in s ? args[s.arg] : s.value))
     const direct = directReads(db)
     if (direct) return direct(entry.compiled.sql, parameters) as O[]
-    const result = await db.executeQuery<O>({ ...entry.compiled, parameters })
-    return result.rows
+    return db.executeQuery<O>({ ...entry.compiled, parameters }).then((result) => result.rows)
   }
 }

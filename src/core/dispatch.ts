@@ -32,6 +32,8 @@ export interface DispatchOptions<Rule, Principal> {
 /** A dispatcher, and a way to tell the responses it built (they already carry the request id). */
 export interface Dispatcher {
   dispatch(request: Request, method: string, requestId: string, where: Where): Response | Promise<Response>
+  /** Runs one known route (the listener already matched it): {@link Dispatcher.dispatch} without the table. */
+  dispatchTo(route: AnyRoute, request: Request, requestId: string, where: Where): Response | Promise<Response>
   /** True when `response` is the last one this dispatcher built with the id and nosniff in its headers. */
   stamped(response: Response): boolean
 }
@@ -138,19 +140,30 @@ export function createDispatcher<Rule, Principal>(options: DispatchOptions<Rule,
       : run(route, request, where, params, principal, requestId)
   }
 
+  const guarded = (
+    route: AnyRoute<Rule, Principal>,
+    request: Request,
+    rawParams: Record<string, string> | null,
+    requestId: string,
+    where: Where,
+  ): Response | Promise<Response> => {
+    try {
+      const result = invoke(route, request, rawParams, requestId, where)
+      return result instanceof Promise
+        ? result.catch((error) => failureResponse(error, request, requestId, logger))
+        : result
+    } catch (error) {
+      return failureResponse(error, request, requestId, logger)
+    }
+  }
+
   return {
     dispatch(request, method, requestId, where) {
-      try {
-        const found = table.match(method, where.pathname)
-        if (!found) return unmatchedResponse(request, where.pathname, table as RouteTable)
-        const result = invoke(found.route, request, found.params, requestId, where)
-        return result instanceof Promise
-          ? result.catch((error) => failureResponse(error, request, requestId, logger))
-          : result
-      } catch (error) {
-        return failureResponse(error, request, requestId, logger)
-      }
+      const found = table.match(method, where.pathname)
+      if (!found) return unmatchedResponse(request, where.pathname, table as RouteTable)
+      return guarded(found.route, request, found.params, requestId, where)
     },
+    dispatchTo: (route, request, requestId, where) => guarded(route, request, null, requestId, where),
     stamped: (response) => response === last,
   }
 }

@@ -431,3 +431,97 @@ http('ids are checked after decoding: a dot segment in an id, however encoded, i
 })
 
 http.run()
+
+/** A surface with one `direct` route, as the listener would serve it. */
+function directApp(options: { cors?: string[]; requestLog?: boolean } = {}) {
+  return createHttpApp({
+    routes: [
+      route({
+        method: 'GET',
+        path: '/health',
+        operationId: 'health',
+        summary: 's',
+        auth: 'public',
+        responses: { 200: v.object({ ok: v.boolean() }) },
+        direct: true,
+        handler: () => ({ ok: true }),
+      }),
+    ],
+    auth,
+    validation: { status: 422, bodyCode: 'validation_failed', queryCode: 'validation_failed' },
+    cors: { origins: options.cors ?? [], allowHeaders: ['Authorization'] },
+    logger: createLogger({ format: 'json', write: () => {} }),
+    requestLog: options.requestLog ?? false,
+  })
+}
+
+http(
+  "a direct route answered by the listener's router matches the pipeline's answer, and only GETs on its path take it",
+  async () => {
+    const app = directApp()
+    assert.equal(
+      app.direct.map((d) => d.path),
+      ['/health'],
+    )
+    const taken: string[] = []
+    const direct = app.direct.map((d) => ({
+      path: d.path,
+      fetch: (request: Request) => {
+        taken.push(`${request.method} ${new URL(request.url).pathname}`)
+        return d.fetch(request)
+      },
+    }))
+    const listener = await serve({ host: '127.0.0.1', port: 0, fetch: app.fetch, direct })
+    try {
+      const base = `http://127.0.0.1:${listener.port}`
+      const fast = await fetch(`${base}/health?probe=1`)
+      const piped = await fetch(`${base}/health/`)
+      assert.is(fast.status, 200)
+      assert.equal(await fast.json(), await piped.json())
+      const names = (res: Response) =>
+        [...res.headers.keys()].filter((name) => name !== 'date' && name !== 'content-length')
+      assert.equal(names(fast), names(piped))
+      assert.match(fast.headers.get('x-request-id') ?? '', /^req_[0-9a-z]{26}$/)
+      assert.is(fast.headers.get('x-content-type-options'), 'nosniff')
+      const echoed = await fetch(`${base}/health`, { headers: { 'x-request-id': 'probe-7' } })
+      assert.is(echoed.headers.get('x-request-id'), 'probe-7')
+      await echoed.text()
+      const head = await fetch(`${base}/health`, { method: 'HEAD' })
+      assert.is(head.status, 200)
+      assert.is(await head.text(), '')
+      const post = await fetch(`${base}/health`, { method: 'POST' })
+      assert.is(post.status, 405)
+      assert.is((await post.json()).code, 'method_not_allowed')
+      assert.equal(taken, ['GET /health', 'GET /health'])
+    } finally {
+      await listener.stop()
+    }
+  },
+)
+
+http('direct is refused on a route with inputs, and no route is direct while CORS or the request log is on', () => {
+  assert.throws(
+    () =>
+      createHttpApp({
+        routes: [
+          route({
+            method: 'GET',
+            path: '/items/:id',
+            operationId: 'getItem',
+            summary: 's',
+            auth: 'public',
+            responses: { 200: v.object({}) },
+            direct: true,
+            handler: () => ({}),
+          }),
+        ],
+        auth,
+        validation: { status: 422, bodyCode: 'validation_failed', queryCode: 'validation_failed' },
+        cors: { origins: [], allowHeaders: [] },
+        logger: createLogger({ format: 'json', write: () => {} }),
+      }),
+    /only a GET on a fixed path with no inputs can be direct/,
+  )
+  assert.is(directApp({ cors: ['https://app.example'] }).direct.length, 0)
+  assert.is(directApp({ requestLog: true }).direct.length, 0)
+})

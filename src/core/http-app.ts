@@ -11,7 +11,7 @@
  * @module
  */
 import { corsStep, isPreflight, preflightResponse, type CorsPolicy } from './cors.ts'
-import { createDispatcher } from './dispatch.ts'
+import { createDispatcher, type Dispatcher } from './dispatch.ts'
 import { errorResponse } from './errors.ts'
 import { failureResponse } from './failure-response.ts'
 import type { Logger } from './logger.ts'
@@ -47,6 +47,18 @@ export interface HttpApp {
   fetch(request: Request, peer?: PeerLookup): Response | Promise<Response>
   /** The compiled route table, exposed so tests can compare registered routes with the document. */
   readonly router: RouteTable
+  /**
+   * Routes declared `direct` (see `RouteSpec.direct`), each with a handler for a GET on exactly its
+   * path, for a listener that can route by path itself. Empty while CORS or the request log is on:
+   * then every request needs the whole pipeline.
+   */
+  readonly direct: ReadonlyArray<DirectRoute>
+}
+
+/** A route the listener may answer by itself: a GET on exactly `path` goes to `fetch`. */
+export interface DirectRoute {
+  readonly path: string
+  fetch(request: Request): Response | Promise<Response>
 }
 
 /** Header names that must never appear in a request log line. Exported for tests. */
@@ -58,7 +70,7 @@ type Kind = 'routed' | 'head' | 'preflight'
 export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Principal>): HttpApp {
   const { logger, rewrite, requestLog } = options
   const table = createRouteTable(options.routes)
-  const { dispatch, stamped } = createDispatcher({
+  const { dispatch, dispatchTo, stamped } = createDispatcher({
     table,
     auth: options.auth,
     validation: options.validation,
@@ -147,5 +159,38 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
     }
   }
 
-  return { fetch, router: table as RouteTable }
+  return { fetch, router: table as RouteTable, direct: directRoutes(options, dispatchTo, stamped) }
+}
+
+/**
+ * The `direct` routes' handlers. What the pipeline would add is known in advance for them: no
+ * rewrite, no HEAD (the listener sends other methods through `fetch`), no CORS headers (none are
+ * configured), no log line; so each answers with dispatch alone and the request id stamped.
+ */
+function directRoutes<Rule, Principal>(
+  options: HttpAppOptions<Rule, Principal>,
+  dispatchTo: Dispatcher['dispatchTo'],
+  stamped: Dispatcher['stamped'],
+): DirectRoute[] {
+  const declared = options.routes.filter((route) => route.direct)
+  for (const route of declared) {
+    if (route.method !== 'GET' || /[:*]/.test(route.path) || route.params || route.query || route.body)
+      throw new Error(`${route.method} ${route.path}: only a GET on a fixed path with no inputs can be direct`)
+  }
+  if (options.requestLog || options.cors.origins.length > 0) return []
+  return declared.map((route) => {
+    const path = route.path
+    return {
+      path,
+      fetch(request) {
+        const requestId = requestIdOf(request)
+        // The listener matched the path exactly; the URL object is built only if the handler asks.
+        let parsed: URL | undefined
+        const where: Where = { pathname: path, url: () => (parsed ??= new URL(request.url)) }
+        const result = dispatchTo(route, request, requestId, where)
+        if (result instanceof Promise) return result.then((out) => (stamped(out) ? out : stampForeign(out, requestId)))
+        return stamped(result) ? result : stampForeign(result, requestId)
+      },
+    }
+  })
 }

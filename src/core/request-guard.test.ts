@@ -27,7 +27,10 @@ async function withServer(
     host: '127.0.0.1',
     port: 0,
     limits,
-    fetch: async (request) => {
+    fetch: (request) => (new URL(request.url).pathname === '/sync' ? new Response('sync') : answer(request)),
+  })
+  async function answer(request: Request): Promise<Response> {
+    {
       const path = new URL(request.url).pathname
       if (path === '/health') return new Response('{"ok":true}')
       if (path === '/events') {
@@ -46,8 +49,8 @@ async function withServer(
         }
       }
       return new Response('ok')
-    },
-  })
+    }
+  }
   try {
     await fn(`http://127.0.0.1:${listener.port}`, seen)
   } finally {
@@ -98,6 +101,28 @@ test('requests past the per-address cap get 503 server_busy with Retry-After whi
     const health = await fetch(`${url}/health`)
     assert.is(health.status, 200)
     for (const conn of held) conn.destroy()
+  })
+})
+
+test('a request answered synchronously takes no slot, yet is refused while its address holds the cap', async () => {
+  await withServer(async (url) => {
+    const get = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`
+    // Two slow requests wait (cap 3 per address); a hundred synchronous answers in between hold no slot.
+    const slow = await Promise.all([1, 2].map(() => rawConnect(url, get('/slow'))))
+    await new Promise((r) => setTimeout(r, 200))
+    for (let i = 0; i < 100; i++) assert.is(await (await fetch(`${url}/sync`)).text(), 'sync')
+    // So a third waiting request still fits, and only then is the address at its cap, for both kinds.
+    const third = await rawConnect(url, get('/slow'))
+    await new Promise((r) => setTimeout(r, 200))
+    for (const path of ['/sync', '/anything']) {
+      const refused = await fetch(`${url}${path}`)
+      assert.is(refused.status, 503, path)
+      assert.is((await refused.json()).code, 'server_busy')
+    }
+    for (const conn of [...slow, third]) conn.destroy()
+    // Slots come back once the waiting handlers finish (/slow answers after 4 s).
+    await new Promise((r) => setTimeout(r, 4300))
+    assert.is(await (await fetch(`${url}/sync`)).text(), 'sync')
   })
 })
 

@@ -143,6 +143,21 @@ export class RequestGuard {
 
   constructor(private readonly limits: RequestLimits) {}
 
+  /** Counts a request in progress for `address`; returns its release, which runs at most once. */
+  private take(address: string): () => void {
+    this.inFlight++
+    this.perAddress.set(address, (this.perAddress.get(address) ?? 0) + 1)
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      this.inFlight--
+      const left = (this.perAddress.get(address) ?? 1) - 1
+      if (left <= 0) this.perAddress.delete(address)
+      else this.perAddress.set(address, left)
+    }
+  }
+
   /** Current counters. */
   stats(): GuardStats {
     return { inFlight: this.inFlight, refused: this.refused, bodyTimeouts: this.bodyTimeouts }
@@ -158,8 +173,11 @@ export class RequestGuard {
   ): Response | Promise<Response> {
     const { request } = incoming
     if (UNCAPPED_PATHS.has(pathOf(request.url))) return next(request)
-    const address = incoming.address ?? 'unknown'
-    const held = this.perAddress.get(address) ?? 0
+    // The peer address costs a system call (getpeername), so it is asked for only when it can
+    // matter: a caller can be at its own cap only once that many requests are in flight at all.
+    let address: string | undefined
+    if (this.inFlight >= this.limits.maxRequestsPerAddress) address = incoming.address ?? 'unknown'
+    const held = address === undefined ? 0 : (this.perAddress.get(address) ?? 0)
     if (held >= this.limits.maxRequestsPerAddress || this.inFlight >= this.limits.maxRequests) {
       this.refused++
       request.body?.cancel().catch(() => {})
@@ -171,36 +189,20 @@ export class RequestGuard {
         }),
       )
     }
-    this.inFlight++
-    this.perAddress.set(address, held + 1)
-    let released = false
-    const release = () => {
-      if (released) return
-      released = true
-      this.inFlight--
-      const left = (this.perAddress.get(address) ?? 1) - 1
-      if (left <= 0) this.perAddress.delete(address)
-      else this.perAddress.set(address, left)
-    }
 
     if (!hasBody(request)) {
-      try {
-        const result = next(request)
-        if (!(result instanceof Promise)) {
-          release()
-          return result
-        }
-        return result.finally(release)
-      } catch (error) {
-        release()
-        throw error
-      }
+      // A request answered synchronously never overlaps another one (nothing else runs until it
+      // returns), so it takes its slot only if it goes on to wait.
+      const result = next(request)
+      if (!(result instanceof Promise)) return result
+      return result.finally(this.take(address ?? incoming.address ?? 'unknown'))
     }
 
     let timedOut!: (response: Response) => void
     const deadline = new Promise<Response>((resolve) => {
       timedOut = resolve
     })
+    const release = this.take(address ?? incoming.address ?? 'unknown')
     const seconds = this.limits.bodyIdleTimeoutSeconds
     const guarded = new Request(request, {
       body: idleLimitedBody(request.body as ReadableStream<Uint8Array>, seconds, () => {

@@ -64,6 +64,15 @@ export interface RouteSpec<Rule, Principal, PS = undefined, QS = undefined, BS =
   responses: Record<number, ResponseSpec>
   /** Extra error statuses this route can return (auth, validation and 500 are added automatically). */
   errors?: number[]
+  /**
+   * Lets the listener's own router answer this route where the runtime has one (Bun's `routes`),
+   * before URL parsing, the request guard and the route table. Why: load balancers and desktop
+   * clients poll `/health` far more often than anything else, and the generic path costs about a
+   * quarter of its throughput (bench/README.md, `/health` against its contract ceiling). Only for a
+   * public GET on a fixed path with no params, query or body; `createHttpApp` refuses anything
+   * else, and routes every such request through the whole pipeline while CORS or the request log is on.
+   */
+  direct?: true
   handler: (ctx: HandlerContext<Out<PS>, Out<QS>, BodyOut<BS>, Principal>) => unknown | Promise<unknown>
 }
 

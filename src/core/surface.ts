@@ -2,6 +2,7 @@
  * What each surface hands to the entry point: a Fetch handler plus lifecycle hooks.
  * @module
  */
+import type { DirectRoute } from './http-app.ts'
 import type { PeerLookup } from './peer-address.ts'
 import type { RouteTable } from './router.ts'
 import type { StreamRegistry } from './sse.ts'
@@ -11,6 +12,8 @@ export interface Surface {
   readonly mode: 'workspace' | 'control-plane'
   /** Handles one request; the listener passes a lazy peer-address lookup (absent in-process). */
   fetch(request: Request, peer?: PeerLookup): Response | Promise<Response>
+  /** Routes the listener may answer by path itself (see `HttpApp.direct`). */
+  readonly direct?: ReadonlyArray<DirectRoute>
   /** The compiled route table (tests compare it with the document). */
   readonly router: RouteTable
   /** The generated OpenAPI document. */

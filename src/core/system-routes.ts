@@ -40,6 +40,7 @@ export function systemRoutes<Rule>(options: {
       tags: ['system'],
       auth: options.publicRule,
       responses: { 200: HealthSchema },
+      direct: true,
       // Synchronous unless the database probe is due: a promise per poll showed in /health's throughput.
       handler: () => {
         const body = (database?: 'ok' | 'unavailable') => {

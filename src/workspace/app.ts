@@ -173,6 +173,7 @@ export async function createWorkspaceApp(
     sidecar,
     data,
     fetch: http.fetch,
+    direct: http.direct,
     router: http.router,
     openapi: () => (doc ??= openapi()),
     streams,

@@ -7,6 +7,7 @@
  */
 import type { Kysely } from 'kysely'
 import { newId } from '../../core/ids.ts'
+import { andThen, type MaybePromise } from '../../core/maybe-promise.ts'
 import { generateToken, hashToken } from '../../core/secrets.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import { preparedQuery } from '../prepared-query.ts'
@@ -39,6 +40,9 @@ export interface SessionMembership {
   role: string
 }
 
+/** A resolved session with the membership the lookup asked about. */
+export type ResolvedSession = ActiveSession & { membership: SessionMembership | null }
+
 const sessionLookup = preparedQuery((db: Kysely<ControlPlaneDb>, tokenHash: string, orgId: string | null) =>
   db
     .selectFrom('user_session as s')
@@ -65,6 +69,8 @@ const sessionLookup = preparedQuery((db: Kysely<ControlPlaneDb>, tokenHash: stri
     ])
     .where('s.token_hash', '=', tokenHash),
 )
+
+type SessionRow = Awaited<ReturnType<typeof sessionLookup>>[number]
 
 /** How often a session in use has its expiry pushed forward: a day, or the lifetime if shorter. */
 function refreshIntervalMs(ttlMs: number): number {
@@ -103,32 +109,43 @@ export async function createSession(
  * session's active organization), because every authenticated request needs both and one
  * round trip is cheaper than two.
  */
-export async function resolveSession(
+export function resolveSession(
   deps: Deps,
   token: string,
   orgId: string | null = null,
-): Promise<(ActiveSession & { membership: SessionMembership | null }) | null> {
-  const [row] = await sessionLookup(deps.db, hashToken(token), orgId)
-  if (!row) return null
+): MaybePromise<ResolvedSession | null> {
+  return andThen(sessionLookup(deps.db, hashToken(token), orgId), ([row]) => (row ? liveSession(deps, row) : null))
+}
+
+/** A session as found, refreshed or removed by its expiry; synchronous unless it writes. */
+function liveSession(deps: Deps, row: SessionRow): MaybePromise<ResolvedSession | null> {
   const membership =
     row.member_id && row.org_id
       ? { orgId: row.org_id, orgName: row.org_name ?? '', memberId: row.member_id, role: row.role ?? 'member' }
       : null
   const now = deps.now()
   if (Date.parse(row.expires_at) <= now) {
-    await deps.db.deleteFrom('user_session').where('id', '=', row.session_id).execute()
-    return null
-  }
-  let expiresAt = row.expires_at
-  if (now - Date.parse(row.refreshed_at) >= refreshIntervalMs(deps.settings.sessionTtlMs)) {
-    expiresAt = isoAt(deps, deps.settings.sessionTtlMs)
-    await deps.db
-      .updateTable('user_session')
-      .set({ refreshed_at: isoAt(deps), expires_at: expiresAt })
+    return deps.db
+      .deleteFrom('user_session')
       .where('id', '=', row.session_id)
       .execute()
+      .then(() => null)
   }
-  return { id: row.session_id, activeOrgId: row.active_org_id, expiresAt, user: toUserView(row), membership }
+  const session = (expiresAt: string) => ({
+    id: row.session_id,
+    activeOrgId: row.active_org_id,
+    expiresAt,
+    user: toUserView(row),
+    membership,
+  })
+  if (now - Date.parse(row.refreshed_at) < refreshIntervalMs(deps.settings.sessionTtlMs)) return session(row.expires_at)
+  const expiresAt = isoAt(deps, deps.settings.sessionTtlMs)
+  return deps.db
+    .updateTable('user_session')
+    .set({ refreshed_at: isoAt(deps), expires_at: expiresAt })
+    .where('id', '=', row.session_id)
+    .execute()
+    .then(() => session(expiresAt))
 }
 
 /** Ends a session (sign-out). */
