@@ -133,7 +133,7 @@ export function preparedPage<DB, Row, Item>(options: PreparedPageOptions<DB, Row
     const parameters = fill(run.slots, args)
     const direct = directReads(db)
     const rows = direct
-      ? (direct(run.compiled.sql, parameters) as Row[])
+      ? ((await direct(run.compiled.sql, parameters)) as Row[])
       : (await db.executeQuery<Row>({ ...run.compiled, parameters } as CompiledQuery<Row>)).rows
     return pageFromRows(rows, page.limit, { scope: options.scope, order, map: options.map }, fingerprint)
   }

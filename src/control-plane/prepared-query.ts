@@ -45,7 +45,7 @@ export function preparedQuery<DB, Args extends unknown[], O>(
     if (!entry) cache.set(db, (entry = prepare(db, args.length)))
     const parameters = entry.slots.map((s) => ('arg' in s ? args[s.arg] : s.value))
     const direct = directReads(db)
-    if (direct) return direct(entry.compiled.sql, parameters) as O[]
+    if (direct) return direct(entry.compiled.sql, parameters) as MaybePromise<O[]>
     return db.executeQuery<O>({ ...entry.compiled, parameters }).then((result) => result.rows)
   }
 }

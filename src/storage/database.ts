@@ -14,6 +14,7 @@ import { type DialectAdapter, type Driver, Kysely, PostgresDialect, SqliteAdapte
 import type { Migration } from 'kysely/migration'
 import { chmodSync, existsSync, mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
+import type { MaybePromise } from '../core/maybe-promise.ts'
 import { normalizeParam } from './bound-values.ts'
 import { openSqlite, type RawSqlite } from './open-sqlite.ts'
 import { SqliteReadWriteDriver } from './sqlite-driver.ts'
@@ -130,18 +131,21 @@ function schemaIsCurrent(raw: RawSqlite, migrations: MigrationSet): boolean {
   return recorded.length === embedded.length && recorded.every((name, i) => name === embedded[i])
 }
 
-/** The read connection of each SQLite handle that has one (see {@link directReads}). */
-const readers = new WeakMap<Kysely<any>, RawSqlite>()
+/** How each handle's plain reads may skip kysely's executor (see {@link directReads}). */
+const readers = new WeakMap<Kysely<any>, DirectReads>()
+
+/** Runs a compiled plain select; synchronous on SQLite's read connection. */
+export type DirectReads = (sql: string, parameters: ReadonlyArray<unknown>) => MaybePromise<unknown[]>
 
 /**
- * Runs compiled plain selects of `db` (the handle itself, not a transaction) straight on its SQLite
- * read connection, or null when there is none (PostgreSQL, `:memory:`, a transaction, a handle with
- * plugins). For the hottest reads (the session lookup on every request, prepared pages): kysely's
+ * Runs compiled plain selects of `db` (the handle itself, not a transaction) past kysely's executor,
+ * or null when the handle has no such path (`:memory:`, a transaction, a handle with plugins). On
+ * SQLite they run on its read connection and answer synchronously; on PostgreSQL on a pooled
+ * connection. For the hottest reads (the session lookup on every request, prepared pages): kysely's
  * executor costs more than such a query; the answer is the same, from the last committed state.
  */
-export function directReads(db: Kysely<any>): ((sql: string, parameters: ReadonlyArray<unknown>) => unknown[]) | null {
-  const reader = readers.get(db)
-  return reader ? (sql, parameters) => reader.prepare(sql).all(parameters) as unknown[] : null
+export function directReads(db: Kysely<any>): DirectReads | null {
+  return readers.get(db) ?? null
 }
 
 /** Options for {@link openDatabase}. */
@@ -205,7 +209,7 @@ export async function openDatabase<DB>(options: OpenDatabaseOptions): Promise<Da
   const db = retryingTransactions(new Kysely<DB>({ dialect: new TransactionalSqliteDialect(driver) }), {
     serializable: false,
   })
-  if (reader) readers.set(db, reader)
+  if (reader) readers.set(db, (sql, parameters) => reader.prepare(sql).all(parameters) as unknown[])
   if (!schemaIsCurrent(raw, options.migrations)) {
     try {
       await migrate(db, options.migrations)
@@ -247,6 +251,7 @@ async function openPostgres<DB>(url: string, options: OpenDatabaseOptions): Prom
     await db.destroy()
     throw error
   }
+  readers.set(db, handle.read)
   const notifier = postgresNotifier(handle, db)
   let closed = false
   return {
