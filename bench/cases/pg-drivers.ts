@@ -34,7 +34,8 @@ import {
   type FloorDriver,
 } from '../lib/pg-bench.ts'
 import { printRound } from '../lib/results-printer.ts'
-import type { RunningServer } from '../lib/server-process.ts'
+import { startServer, type RunningServer } from '../lib/server-process.ts'
+import { fileURLToPath } from 'node:url'
 import { median, round } from '../lib/stats.ts'
 
 const OBJECTS = 10_000
@@ -154,7 +155,20 @@ async function againstFloor(
   const s = ctx.settings
   // Named statements: the floor is the best `pg` itself can do, parsed and planned once per connection.
   const floorDriver = pgDriver(url, 10, { named: true })
+  const base = ctx.baselineCommand()
+  const floorServer = await startServer({
+    ...base,
+    label: 'pg-floor',
+    stderrFile: base.stderrFile?.replace(/baseline(?=[^/]*$)/, 'pg-floor'),
+    args: [
+      fileURLToPath(new URL('../pg-floor-server.ts', import.meta.url)),
+      '--database-url',
+      url,
+      ...base.args.slice(1),
+    ],
+  })
   try {
+    await checkPages(floorServer.baseUrl, headers)
     const ops = floorOperations(floorDriver, ids)
     const subjects = [
       { label: 'GET /v1/me', path: '/v1/me', floor: ops.session, target: 0.5 },
@@ -206,9 +220,9 @@ async function againstFloor(
       },
     ]
     for (const subject of subjects) {
-      const load = (seconds: number) =>
+      const load = (seconds: number, target: RunningServer = server) =>
         runLoad({
-          url: `${server.baseUrl}${subject.path}`,
+          url: `${target.baseUrl}${subject.path}`,
           method: subject.method,
           headers: subject.body ? { ...headers, 'content-type': 'application/json' } : headers,
           body: subject.body,
@@ -218,19 +232,26 @@ async function againstFloor(
         })
       if (s.warmupSec > 0) {
         await closedLoop(subject.floor, subject.connections ?? s.connections, s.warmupSec)
+        await load(s.warmupSec, floorServer)
         await load(s.warmupSec)
       }
       const rounds: Array<{ ours: number; baseline: number }> = []
+      const loopRounds: Array<{ ours: number; baseline: number }> = []
       let bad = 0
       let total = 0
       const p50: number[] = []
       for (let r = 0; r < s.rounds; r++) {
         let floor = 0
+        let loop = 0
         let ours = 0
-        for (const side of r % 2 === 0 ? ['floor', 'ours'] : ['ours', 'floor']) {
-          if (side === 'floor')
-            floor = await closedLoop(subject.floor, subject.connections ?? s.connections, s.durationSec)
-          else {
+        for (const side of r % 2 === 0 ? ['loop', 'floor', 'ours'] : ['ours', 'floor', 'loop']) {
+          if (side === 'loop')
+            loop = await closedLoop(subject.floor, subject.connections ?? s.connections, s.durationSec)
+          else if (side === 'floor') {
+            const result = await load(s.durationSec, floorServer)
+            floor = result.rps
+            bad += result.non2xx + result.errors
+          } else {
             const result = await load(s.durationSec)
             ours = result.rps
             bad += result.non2xx + result.errors
@@ -239,15 +260,28 @@ async function againstFloor(
           }
         }
         rounds.push({ ours, baseline: floor })
+        loopRounds.push({ ours, baseline: loop })
         printRound(subject.label, r, s.rounds, ours, floor, 'req/s')
       }
+      ctx.record(
+        makeFigure({
+          caseName: 'pg-drivers',
+          name: `${subject.label} req/s on PostgreSQL vs the driver loop (no HTTP)`,
+          unit: 'req/s',
+          subject: `bun bin/service-server.ts --mode control-plane on PostgreSQL (pool 10, ${OBJECTS} objects)`,
+          baselineLabel: 'the same statements in a loop in the bench process, no HTTP on its side',
+          rounds: loopRounds,
+          notes: ['informational: the floor of this row pays no HTTP, our side pays it and shares the cores with wrk'],
+        }),
+      )
       ctx.record(
         makeFigure({
           caseName: 'pg-drivers',
           name: `${subject.label} req/s on PostgreSQL vs driver floor`,
           unit: 'req/s',
           subject: `bun bin/service-server.ts --mode control-plane on PostgreSQL (pool 10, ${OBJECTS} objects)`,
-          baselineLabel: 'pg alone (named statements), same statements, pool 10, same concurrency',
+          baselineLabel:
+            'bench/pg-floor-server.ts: pg alone (named statements, pool 10) behind Bun.serve, same statements and body',
           rounds,
           target: { op: '>=', value: subject.target },
           invalidReason: bad > total * 0.001 ? `${bad} of ${total} requests were non-2xx or errors` : undefined,
@@ -259,6 +293,7 @@ async function againstFloor(
     }
   } finally {
     await floorDriver.close()
+    await floorServer.stop()
   }
 }
 
