@@ -351,6 +351,8 @@ if (browserAvailable()) {
     git('commit', '-q', '-m', 'skills')
 
     await admin.getByRole('link', { name: 'Connectors' }).click()
+    // The page before (config objects) has a Type filter of its own until this one replaces it.
+    await admin.getByRole('heading', { name: 'Connectors', level: 1 }).waitFor()
     await admin.getByLabel('Type').selectOption('git')
     await admin.getByLabel('Account', { exact: true }).fill(`file://${dir.path}`)
     await admin.getByLabel('Account name').fill('Local git')
