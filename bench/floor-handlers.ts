@@ -67,7 +67,8 @@ export interface FloorHandlers {
 let counter = 101_559_956_668_416
 const prefix = `req_${randomBytes(8).toString('hex')}`
 
-function respond(body: string, status = 200): Response {
+/** A JSON response with the contract's headers (content type, a fresh request id, nosniff). */
+export function respond(body: string, status = 200): Response {
   const headers = {
     'content-type': JSON_HEADERS,
     'x-request-id': prefix + (++counter).toString(36),
@@ -76,8 +77,69 @@ function respond(body: string, status = 200): Response {
   return status === 200 ? new Response(body, { headers }) : new Response(body, { status, headers })
 }
 
-function cursorOf(scope: string, id: string): string {
+/** An opaque cursor in the product's encoding. */
+export function cursorOf(scope: string, id: string): string {
   return Buffer.from(JSON.stringify({ s: scope, k: [id], f: 'floor-fingerprint' }), 'utf8').toString('base64url')
+}
+
+const permissions = new Map<string, string[]>()
+
+/** A config-object row in the product's wire shape. */
+export const objectView = (row: any) => ({
+  id: row.id,
+  type: row.object_type,
+  sourceMode: row.source_mode,
+  title: row.title,
+  description: row.description,
+  name: row.name,
+  status: row.status,
+  connectorInstanceId: row.connector_instance_id,
+  createdByMemberId: row.created_by_member_id,
+  versionCount: row.version_count,
+  latestVersion: row.latest_version_id
+    ? {
+        id: row.latest_version_id,
+        number: row.version_count,
+        createdVia: row.latest_created_via,
+        createdByMemberId: row.latest_created_by_member_id,
+        sourceRevisionRef: row.latest_source_revision_ref,
+        createdAt: row.latest_created_at,
+      }
+    : null,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+  archivedAt: row.archived_at,
+  deletedAt: row.deleted_at,
+})
+
+/** A keyset page's body: `limit` items and the cursor after the last when there are more. */
+export const page = <T>(rows: any[], limit: number, scope: string, map: (row: any) => T) => {
+  const more = rows.length > limit
+  const items = (more ? rows.slice(0, limit) : rows).map(map)
+  return JSON.stringify({ items, nextCursor: more ? cursorOf(scope, rows[limit - 1].id) : null })
+}
+
+/** A member row (with its user's email and name) in the product's wire shape. */
+export const memberView = (r: any) => ({
+  id: r.id,
+  userId: r.user_id,
+  email: r.email,
+  name: r.name,
+  role: r.role,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+})
+
+/** `GET /v1/me`'s body for a session row. */
+export const me = (s: any) => {
+  let perms = permissions.get(s.role)
+  if (!perms) permissions.set(s.role, (perms = permissionsOf(s.role as Role, 'session')))
+  return JSON.stringify({
+    user: { id: s.id, email: s.email, name: s.name, createdAt: s.created_at },
+    credential: { kind: 'session', sessionId: s.session_id, expiresAt: s.expires_at },
+    organization: { id: s.org_id, name: s.org_name },
+    member: { id: s.member_id, role: s.role, permissions: perms },
+  })
 }
 
 /** Opens the floor on the database file the product also serves. */
@@ -91,7 +153,6 @@ export async function floorHandlers(path: string): Promise<FloorHandlers> {
   const memberPage = db.prepare(MEMBER_PAGE_SQL)
   const reach = db.prepare(REACH_SQL)
   const skillPage = db.prepare(SKILL_PAGE_SQL)
-  const permissions = new Map<string, string[]>()
 
   const authenticate = (request: Request) => {
     const header = request.headers.get('authorization') ?? ''
@@ -101,50 +162,6 @@ export async function floorHandlers(path: string): Promise<FloorHandlers> {
     return row
   }
   const unauthorized = () => respond('{"code":"unauthorized","message":"Invalid or expired session"}', 401)
-
-  const objectView = (row: any) => ({
-    id: row.id,
-    type: row.object_type,
-    sourceMode: row.source_mode,
-    title: row.title,
-    description: row.description,
-    name: row.name,
-    status: row.status,
-    connectorInstanceId: row.connector_instance_id,
-    createdByMemberId: row.created_by_member_id,
-    versionCount: row.version_count,
-    latestVersion: row.latest_version_id
-      ? {
-          id: row.latest_version_id,
-          number: row.version_count,
-          createdVia: row.latest_created_via,
-          createdByMemberId: row.latest_created_by_member_id,
-          sourceRevisionRef: row.latest_source_revision_ref,
-          createdAt: row.latest_created_at,
-        }
-      : null,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    archivedAt: row.archived_at,
-    deletedAt: row.deleted_at,
-  })
-
-  const page = <T>(rows: any[], limit: number, scope: string, map: (row: any) => T) => {
-    const more = rows.length > limit
-    const items = (more ? rows.slice(0, limit) : rows).map(map)
-    return JSON.stringify({ items, nextCursor: more ? cursorOf(scope, rows[limit - 1].id) : null })
-  }
-
-  const me = (s: any) => {
-    let perms = permissions.get(s.role)
-    if (!perms) permissions.set(s.role, (perms = permissionsOf(s.role as Role, 'session')))
-    return JSON.stringify({
-      user: { id: s.id, email: s.email, name: s.name, createdAt: s.created_at },
-      credential: { kind: 'session', sessionId: s.session_id, expiresAt: s.expires_at },
-      organization: { id: s.org_id, name: s.org_name },
-      member: { id: s.member_id, role: s.role, permissions: perms },
-    })
-  }
 
   const limitOf = (url: URL) => Number(url.searchParams.get('limit') ?? 50)
 
@@ -294,17 +311,7 @@ values (?, ?, 'config_object.created', 'config_object', ?, ?, ?)`,
         )
       case '/v1/members':
         if (!ROLES_THAT_ADMINISTER.has(s.role) && s.role !== 'member') return unauthorized()
-        return respond(
-          page(memberPage.all(s.org_id, limitOf(url) + 1) as any[], limitOf(url), 'members', (r) => ({
-            id: r.id,
-            userId: r.user_id,
-            email: r.email,
-            name: r.name,
-            role: r.role,
-            createdAt: r.created_at,
-            updatedAt: r.updated_at,
-          })),
-        )
+        return respond(page(memberPage.all(s.org_id, limitOf(url) + 1) as any[], limitOf(url), 'members', memberView))
       case '/v1/me/skills':
         return respond(mySkills(s, limitOf(url)))
     }

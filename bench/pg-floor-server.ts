@@ -15,9 +15,9 @@
  * Usage: bun bench/pg-floor-server.ts --database-url <url> [--port 0] [--host 127.0.0.1]
  * @module
  */
-import { createHash, randomBytes } from 'node:crypto'
-import { permissionsOf, type Role } from '../src/control-plane/policy.ts'
-import { FLOOR_SQL, pgDriver } from './lib/pg-bench.ts'
+import { createHash } from 'node:crypto'
+import { cursorOf, me, memberView, objectView, page, respond } from './floor-handlers.ts'
+import { FLOOR_SQL, floorOperations, pgDriver } from './lib/pg-bench.ts'
 
 const bun = (globalThis as any).Bun
 
@@ -28,67 +28,6 @@ function flag(name: string, fallback: string): string {
 
 const driver = pgDriver(flag('database-url', ''), 10, { named: true })
 const query = async (text: string, params: unknown[]) => ((await driver.query(text, params)) as { rows: any[] }).rows
-const prefix = `req_${randomBytes(8).toString('hex')}`
-let counter = 101_559_956_668_416
-let created = 0
-
-function respond(body: string, status = 200): Response {
-  const headers = {
-    'content-type': 'application/json; charset=utf-8',
-    'x-request-id': prefix + (++counter).toString(36),
-    'x-content-type-options': 'nosniff',
-  }
-  return status === 200 ? new Response(body, { headers }) : new Response(body, { status, headers })
-}
-
-const cursorOf = (scope: string, id: string) =>
-  Buffer.from(JSON.stringify({ s: scope, k: [id], f: 'floor-fingerprint' }), 'utf8').toString('base64url')
-
-function page<T>(rows: any[], scope: string, map: (row: any) => T): string {
-  const more = rows.length > 50
-  const items = (more ? rows.slice(0, 50) : rows).map(map)
-  return JSON.stringify({ items, nextCursor: more ? cursorOf(scope, rows[49].id) : null })
-}
-
-const objectView = (row: any) => ({
-  id: row.id,
-  type: row.object_type,
-  sourceMode: row.source_mode,
-  title: row.title,
-  description: row.description,
-  name: row.name,
-  status: row.status,
-  connectorInstanceId: row.connector_instance_id,
-  createdByMemberId: row.created_by_member_id,
-  versionCount: row.version_count,
-  latestVersion: row.latest_version_id
-    ? {
-        id: row.latest_version_id,
-        number: row.version_count,
-        createdVia: row.latest_created_via,
-        createdByMemberId: row.latest_created_by_member_id,
-        sourceRevisionRef: row.latest_source_revision_ref,
-        createdAt: row.latest_created_at,
-      }
-    : null,
-  createdAt: row.created_at,
-  updatedAt: row.updated_at,
-  archivedAt: row.archived_at,
-  deletedAt: null,
-})
-
-const permissions = new Map<string, string[]>()
-const me = (s: any) => {
-  let perms = permissions.get(s.role)
-  if (!perms) permissions.set(s.role, (perms = permissionsOf(s.role as Role, 'session')))
-  return JSON.stringify({
-    user: { id: s.id, email: s.email, name: s.name, createdAt: s.created_at },
-    credential: { kind: 'session', sessionId: s.session_id, expiresAt: s.expires_at },
-    organization: { id: s.org_id, name: s.org_name },
-    member: { id: s.member_id, role: s.role, permissions: perms },
-  })
-}
-
 const via = (row: any) => (row.member_id ? 'member' : row.team_id ? 'team' : 'organization')
 
 async function mySkills(s: any): Promise<string> {
@@ -125,41 +64,10 @@ async function mySkills(s: any): Promise<string> {
 }
 
 async function create(s: any, body: any): Promise<string> {
-  const n = `${process.pid}${Date.now().toString(36)}${(created++).toString(36)}`
-  const now = new Date().toISOString()
-  const text = String(body.input?.rawSourceText ?? '')
-  await driver.transaction(async (q) => {
-    await q(FLOOR_SQL.insertObject, [
-      `cob_floor_${n}`,
-      s.org_id,
-      body.title,
-      `floor-${n}`,
-      s.member_id,
-      `cov_floor_${n}`,
-      now,
-    ])
-    await q(FLOOR_SQL.insertVersion, [
-      `cov_floor_${n}`,
-      s.org_id,
-      `cob_floor_${n}`,
-      text,
-      JSON.stringify({ content: text }),
-      s.member_id,
-      now,
-    ])
-    await q(FLOOR_SQL.insertTerms, [s.org_id, 'floor', `cob_floor_${n}`, n])
-    await q(FLOOR_SQL.insertAudit, [
-      `aud_floor_${n}`,
-      s.org_id,
-      s.id,
-      s.member_id,
-      `cob_floor_${n}`,
-      JSON.stringify({ objectType: body.type, versionId: `cov_floor_${n}` }),
-      now,
-    ])
-  })
-  const [row] = await query(`${FLOOR_SQL.page.split(' from ')[0]} from config_object where id = $1`, [`cob_floor_${n}`])
-  return JSON.stringify({ item: objectView(row) })
+  const ops = floorOperations(driver, { tokenHash: '', orgId: s.org_id, memberId: s.member_id, userId: s.id })
+  const id = await ops.create(body.title, String(body.input?.rawSourceText ?? ''))
+  const [row] = await query(`${FLOOR_SQL.page.split(' from ')[0]} from config_object where id = $1`, [id])
+  return JSON.stringify({ item: objectView({ ...row, deleted_at: null }) })
 }
 
 async function handle(request: Request): Promise<Response> {
@@ -174,19 +82,11 @@ async function handle(request: Request): Promise<Response> {
       return respond(me(s))
     case '/v1/config-objects':
       if (request.method === 'POST') return respond(await create(s, await request.json()), 201)
-      return respond(page(await query(FLOOR_SQL.page, [s.org_id, 'skill', 'active', '']), 'config-objects', objectView))
-    case '/v1/members':
       return respond(
-        page(await query(FLOOR_SQL.members, [s.org_id, '']), 'members', (r) => ({
-          id: r.id,
-          userId: r.user_id,
-          email: r.email,
-          name: r.name,
-          role: r.role,
-          createdAt: r.created_at,
-          updatedAt: r.updated_at,
-        })),
+        page(await query(FLOOR_SQL.page, [s.org_id, 'skill', 'active', '']), 50, 'config-objects', objectView),
       )
+    case '/v1/members':
+      return respond(page(await query(FLOOR_SQL.members, [s.org_id, '']), 50, 'members', memberView))
     case '/v1/me/skills':
       return respond(await mySkills(s))
   }

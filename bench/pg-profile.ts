@@ -201,7 +201,7 @@ try {
             title: `Profile create ${created++}`,
             input: { rawSourceText: 'Do the profile thing' },
           }),
-        () => floor.session().then(floor.create),
+        () => floor.session().then(() => floor.create()),
       ],
     ]
     console.log(`\n${CONCURRENCY} concurrent loops, ${SECONDS} s each, in process (no HTTP socket on our side)`)

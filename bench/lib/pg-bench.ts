@@ -267,7 +267,10 @@ let created = 0
 export function floorOperations(
   driver: FloorDriver,
   ids: { tokenHash: string; orgId: string; memberId: string; userId: string },
-): Record<'session' | 'page' | 'members' | 'mySkills' | 'create', () => Promise<unknown>> {
+): Record<'session' | 'page' | 'members' | 'mySkills', () => Promise<unknown>> & {
+  /** Creates one command with the given title and source; resolves with the new object's id. */
+  create(title?: string, text?: string): Promise<string>
+} {
   return {
     session: () => driver.query(FLOOR_SQL.session, [null, ids.tokenHash]),
     page: () => driver.query(FLOOR_SQL.page, [ids.orgId, 'skill', 'active', '']),
@@ -281,15 +284,15 @@ export function floorOperations(
       await driver.query(FLOOR_SQL.mySkillGrants, [pageIds, ids.memberId])
       await driver.query(FLOOR_SQL.mySkillHubs, [pageIds, ids.memberId])
     },
-    create: () =>
-      driver.transaction(async (q) => {
-        const n = `${process.pid}${Date.now().toString(36)}${(created++).toString(36)}`
+    create: async (title, source) => {
+      const n = `${process.pid}${Date.now().toString(36)}${(created++).toString(36)}`
+      await driver.transaction(async (q) => {
         const now = new Date().toISOString()
-        const text = `Do the floor thing ${n}`
+        const text = source ?? `Do the floor thing ${n}`
         await q(FLOOR_SQL.insertObject, [
           `cob_floor_${n}`,
           ids.orgId,
-          `Floor ${n}`,
+          title ?? `Floor ${n}`,
           `floor-${n}`,
           ids.memberId,
           `cov_floor_${n}`,
@@ -314,7 +317,9 @@ export function floorOperations(
           JSON.stringify({ objectType: 'command', versionId: `cov_floor_${n}` }),
           now,
         ])
-      }),
+      })
+      return `cob_floor_${n}`
+    },
   }
 }
 

@@ -119,6 +119,7 @@ export function createDispatcher<Rule, Principal>(options: DispatchOptions<Rule,
     return call(undefined)
   }
 
+  /** Runs `route` for the request (params, auth, inputs, handler); every failure becomes our error response. */
   const invoke = (
     route: AnyRoute<Rule, Principal>,
     request: Request,
@@ -126,29 +127,22 @@ export function createDispatcher<Rule, Principal>(options: DispatchOptions<Rule,
     requestId: string,
     where: Where,
   ): Response | Promise<Response> => {
-    let params: Record<string, string> = {}
-    if (rawParams) {
-      const decoded = decodeParams(rawParams)
-      if (!decoded) throw coreError('not_found', 'Not found')
-      params = (
-        route.params ? parseWith(route.params as v.GenericSchema, decoded, 404, 'not_found', 'path parameter') : decoded
-      ) as Record<string, string>
-    }
-    const principal = auth.authenticate(request, route.auth)
-    return principal instanceof Promise
-      ? principal.then((p) => run(route, request, where, params, p, requestId))
-      : run(route, request, where, params, principal, requestId)
-  }
-
-  const guarded = (
-    route: AnyRoute<Rule, Principal>,
-    request: Request,
-    rawParams: Record<string, string> | null,
-    requestId: string,
-    where: Where,
-  ): Response | Promise<Response> => {
     try {
-      const result = invoke(route, request, rawParams, requestId, where)
+      let params: Record<string, string> = {}
+      if (rawParams) {
+        const decoded = decodeParams(rawParams)
+        if (!decoded) throw coreError('not_found', 'Not found')
+        params = (
+          route.params
+            ? parseWith(route.params as v.GenericSchema, decoded, 404, 'not_found', 'path parameter')
+            : decoded
+        ) as Record<string, string>
+      }
+      const principal = auth.authenticate(request, route.auth)
+      const result =
+        principal instanceof Promise
+          ? principal.then((p) => run(route, request, where, params, p, requestId))
+          : run(route, request, where, params, principal, requestId)
       return result instanceof Promise
         ? result.catch((error) => failureResponse(error, request, requestId, logger))
         : result
@@ -161,9 +155,9 @@ export function createDispatcher<Rule, Principal>(options: DispatchOptions<Rule,
     dispatch(request, method, requestId, where) {
       const found = table.match(method, where.pathname)
       if (!found) return unmatchedResponse(request, where.pathname, table as RouteTable)
-      return guarded(found.route, request, found.params, requestId, where)
+      return invoke(found.route, request, found.params, requestId, where)
     },
-    dispatchTo: (route, request, requestId, where) => guarded(route, request, null, requestId, where),
+    dispatchTo: (route, request, requestId, where) => invoke(route, request, null, requestId, where),
     stamped: (response) => response === last,
   }
 }

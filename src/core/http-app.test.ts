@@ -3,7 +3,7 @@ import { assert, request, suite } from '../../tests/harness.ts'
 import { ApiError } from './errors.ts'
 import { createHttpApp, NEVER_LOGGED_HEADERS, type SurfaceAuth } from './http-app.ts'
 import { createLogger } from './logger.ts'
-import { routeFactory } from './route.ts'
+import { type AnyRoute, routeFactory } from './route.ts'
 import { queryInt } from './validation.ts'
 import { connect } from 'node:net'
 import { serve } from '../serve.ts'
@@ -433,19 +433,20 @@ http('ids are checked after decoding: a dot segment in an id, however encoded, i
 http.run()
 
 /** A surface with one `direct` route, as the listener would serve it. */
-function directApp(options: { cors?: string[]; requestLog?: boolean } = {}) {
+function directApp(options: { cors?: string[]; requestLog?: boolean; declared?: AnyRoute<Rule> } = {}) {
   return createHttpApp({
     routes: [
-      route({
-        method: 'GET',
-        path: '/health',
-        operationId: 'health',
-        summary: 's',
-        auth: 'public',
-        responses: { 200: v.object({ ok: v.boolean() }) },
-        direct: true,
-        handler: () => ({ ok: true }),
-      }),
+      options.declared ??
+        route({
+          method: 'GET',
+          path: '/health',
+          operationId: 'health',
+          summary: 's',
+          auth: 'public',
+          responses: { 200: v.object({ ok: v.boolean() }) },
+          direct: true,
+          handler: () => ({ ok: true }),
+        }),
     ],
     auth,
     validation: { status: 422, bodyCode: 'validation_failed', queryCode: 'validation_failed' },
@@ -502,23 +503,17 @@ http(
 http('direct is refused on a route with inputs, and no route is direct while CORS or the request log is on', () => {
   assert.throws(
     () =>
-      createHttpApp({
-        routes: [
-          route({
-            method: 'GET',
-            path: '/items/:id',
-            operationId: 'getItem',
-            summary: 's',
-            auth: 'public',
-            responses: { 200: v.object({}) },
-            direct: true,
-            handler: () => ({}),
-          }),
-        ],
-        auth,
-        validation: { status: 422, bodyCode: 'validation_failed', queryCode: 'validation_failed' },
-        cors: { origins: [], allowHeaders: [] },
-        logger: createLogger({ format: 'json', write: () => {} }),
+      directApp({
+        declared: route({
+          method: 'GET',
+          path: '/items/:id',
+          operationId: 'getItem',
+          summary: 's',
+          auth: 'public',
+          responses: { 200: v.object({}) },
+          direct: true,
+          handler: () => ({}),
+        }),
       }),
     /only a GET on a fixed path with no inputs can be direct/,
   )
