@@ -90,7 +90,16 @@ async function postgresPass(): Promise<{ passed: number; total: number; skipped:
     return none
   }
   const { spawn } = await import('node:child_process')
-  const runId = `${Date.now().toString(36)}${process.pid}`
+  const { dropRunDatabases, dropStaleRunDatabases, newRunId, runPrefix } = await import(
+    '../src/control-plane/testing/test-database.ts'
+  )
+  const runId = newRunId()
+  // A run killed before its end leaves its databases behind; clear those first.
+  const stale = await dropStaleRunDatabases().catch((error) => {
+    console.log(`could not look for stale test databases: ${error}`)
+    return []
+  })
+  if (stale.length > 0) console.log(`dropped ${stale.length} test databases left by earlier runs that did not finish`)
   console.log(`\nPostgreSQL pass: ${selected.length} control-plane suites`)
   const child = spawn(process.execPath, [join(root, 'tests/run.ts'), ...selected], {
     cwd: root,
@@ -108,7 +117,6 @@ async function postgresPass(): Promise<{ passed: number; total: number; skipped:
   })
   const code = await new Promise<number>((resolve) => child.on('close', (c) => resolve(c ?? 1)))
   if (/^\d+ passed, \d+ failed/.test(buffered)) last = buffered
-  const { dropRunDatabases, runPrefix } = await import('../src/control-plane/testing/test-database.ts')
   process.env.SERVICE_TEST_RUN_ID = runId
   await dropRunDatabases(runPrefix()).catch((error) => console.log(`could not drop test databases: ${error}`))
   const match = /^(\d+) passed, (\d+) failed(?:, (\d+) skipped)?/.exec(last)

@@ -80,6 +80,47 @@ export async function dropTestDatabase(key: string): Promise<void> {
   await admin((c) => c.query(`drop database if exists ${name} with (force)`))
 }
 
+/** A run id: the runner's start time (base 36) and its pid, so a later run can tell whether it is over. */
+export function newRunId(now = Date.now(), pid = process.pid): string {
+  return `${now.toString(36)}p${pid}`
+}
+
+/** How long a run's databases may stay when its runner cannot be checked (another host, a reused pid). */
+const STALE_AFTER_MS = 24 * 3600_000
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    // EPERM: the process exists but belongs to someone else.
+    return (error as { code?: string }).code === 'EPERM'
+  }
+}
+
+/**
+ * Drops the databases of earlier runs that ended without cleaning up (killed before their end):
+ * those whose runner process is gone, on a server on this host, or that are more than a day old.
+ * The runner calls this before its PostgreSQL pass. Returns the names dropped.
+ */
+export async function dropStaleRunDatabases(now = Date.now()): Promise<string[]> {
+  const host = new URL(testServerUrl()).hostname
+  const local = host === '127.0.0.1' || host === 'localhost' || host === '::1' || host === '[::1]' || host === ''
+  return admin(async (c) => {
+    const rows = await c.query<{ datname: string }>("select datname from pg_database where datname like 'svct\\_%'")
+    const dropped: string[] = []
+    for (const { datname } of rows.rows) {
+      const run = /^svct_([0-9a-z]+)p(\d+)_/.exec(datname)
+      if (!run) continue
+      const age = now - Number.parseInt(run[1]!, 36)
+      if (age < STALE_AFTER_MS && (!local || alive(Number(run[2])))) continue
+      await c.query(`drop database if exists ${datname} with (force)`)
+      dropped.push(datname)
+    }
+    return dropped
+  })
+}
+
 /** Drops every database of a run (the runner calls this after the PostgreSQL pass). */
 export async function dropRunDatabases(prefix: string): Promise<number> {
   return admin(async (c) => {
