@@ -18,6 +18,7 @@
  */
 import type { CompiledQuery, Kysely, SelectQueryBuilder } from 'kysely'
 import { sql } from 'kysely'
+import { andThen, type MaybePromise } from '../core/maybe-promise.ts'
 import { directReads } from '../storage/database.ts'
 import { decodeCursor, type KeysetColumn, type Page, pageFromRows, queryFingerprint } from './pagination.ts'
 
@@ -108,12 +109,13 @@ export function preparedPage<DB, Row, Item>(options: PreparedPageOptions<DB, Row
    * One page of the list for `values` (absent optional values as `undefined`); `shape` names
    * whatever else changes the SQL.
    */
-  return async (
+  // Synchronous on SQLite's read connection (see core/maybe-promise.ts): a list page then needs no promise.
+  return (
     db: Kysely<DB>,
     shape: string,
     values: ReadonlyArray<unknown>,
     page: { cursor: string | undefined; limit: number },
-  ): Promise<Page<Item>> => {
+  ): MaybePromise<Page<Item>> => {
     let shapes = cache.get(db)
     if (!shapes) cache.set(db, (shapes = new Map()))
     let key = shape
@@ -133,8 +135,10 @@ export function preparedPage<DB, Row, Item>(options: PreparedPageOptions<DB, Row
     const parameters = fill(run.slots, args)
     const direct = directReads(db)
     const rows = direct
-      ? ((await direct(run.compiled.sql, parameters)) as Row[])
-      : (await db.executeQuery<Row>({ ...run.compiled, parameters } as CompiledQuery<Row>)).rows
-    return pageFromRows(rows, page.limit, { scope: options.scope, order, map: options.map }, fingerprint)
+      ? (direct(run.compiled.sql, parameters) as MaybePromise<Row[]>)
+      : db.executeQuery<Row>({ ...run.compiled, parameters } as CompiledQuery<Row>).then((result) => result.rows)
+    return andThen(rows, (found) =>
+      pageFromRows(found, page.limit, { scope: options.scope, order, map: options.map }, fingerprint),
+    )
   }
 }

@@ -4,6 +4,7 @@
  * one (404). The owner's membership is protected: ownership is not changed through these routes.
  * @module
  */
+import type { MaybePromise } from '../../core/maybe-promise.ts'
 import type { Kysely } from 'kysely'
 import { isoAt, type Deps } from '../deps.ts'
 import type { Page } from '../pagination.ts'
@@ -75,7 +76,7 @@ export function listMembers(
   deps: Deps,
   orgId: string,
   page: { cursor?: string; limit: number; role?: Role },
-): Promise<Page<MemberView>> {
+): MaybePromise<Page<MemberView>> {
   return memberPage(deps.db, '', [orgId, page.role || undefined], { cursor: page.cursor, limit: page.limit })
 }
 

@@ -213,7 +213,7 @@ test('each filter is answered from an index, never by scanning the table or sort
     ]
     for (const [label, filter, index] of filters) {
       for (const withCursor of [false, true]) {
-        const query = await listSql(observed, () =>
+        const query = await listSql(observed, async () =>
           listConfigObjects({ ...t.app.deps, db: observed }, actor, {
             limit: 50,
             ...(withCursor ? { cursor } : {}),

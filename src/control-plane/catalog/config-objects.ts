@@ -5,6 +5,7 @@
  * containing them; anything else is a 404. The creator receives a manager grant.
  * @module
  */
+import type { MaybePromise } from '../../core/maybe-promise.ts'
 import { sql } from 'kysely'
 import { newId } from '../../core/ids.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
@@ -202,7 +203,7 @@ export function listConfigObjects(
   deps: Deps,
   actor: Actor,
   filters: ConfigObjectFilters,
-): Promise<Page<ConfigObjectView>> {
+): MaybePromise<Page<ConfigObjectView>> {
   // An explicit status decides on its own (status=deleted lists deleted objects); otherwise deleted ones are hidden.
   const deleted = filters.deleted ?? (filters.status ? 'include' : 'exclude')
   const terms = filters.q ? queryTerms(filters.q) : []
