@@ -263,6 +263,9 @@ if (browserAvailable()) {
 
   test('focus is visible and the skip link comes first', async () => {
     await page.getByRole('link', { name: 'Approvals' }).click()
+    // The page renders on hashchange, after the click returns, and then moves focus to the main
+    // region; the title is set in the same step, so once it reads Approvals focus has moved too.
+    await page.waitForFunction(() => document.title.startsWith('Approvals'))
     await page.locator('body').focus()
     await page.keyboard.press('Tab')
     assert.is(await page.evaluate(() => document.activeElement?.textContent), 'Skip to content')
