@@ -27,8 +27,8 @@ export interface ServeOptions {
   /** The handler; `peer` looks up the TCP peer address lazily (only throttles need it). */
   fetch: (request: Request, peer: PeerLookup) => Response | Promise<Response>
   /**
-   * GETs on these exact paths may be answered by the runtime's own router, before the request
-   * guard (they are uncapped paths) and `fetch`; other methods and paths still reach `fetch`.
+   * GETs (and HEADs) on these exact paths may be answered by the runtime's own router, before the
+   * request guard (they are uncapped paths) and `fetch`; other methods and paths still reach `fetch`.
    */
   direct?: ReadonlyArray<{ path: string; fetch(request: Request): Response | Promise<Response> }>
   /** Deadlines and caps (defaults: {@link REQUEST_LIMIT_DEFAULTS}). */
@@ -142,9 +142,9 @@ export async function serve(options: ServeOptions): Promise<Listener> {
       port: options.port,
       idleTimeout: idle,
       maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-      // Bun's router hands a GET on exactly these paths to its handler (HEAD, other methods, other
-      // spellings of the path go to fetch). A body-less GET needs no guard; an answer still being
-      // worked on is exempt from the idle timeout like any other.
+      // Bun's router hands a GET (and a HEAD, whose body it drops) on exactly these paths to its
+      // handler; other methods and other spellings of the path go to fetch. A body-less GET needs no
+      // guard; an answer still being worked on is exempt from the idle timeout like any other.
       routes: Object.fromEntries(
         (options.direct ?? []).map(({ path, fetch }) => [
           path,

@@ -164,8 +164,8 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
 
 /**
  * The `direct` routes' handlers. What the pipeline would add is known in advance for them: no
- * rewrite, no HEAD (the listener sends other methods through `fetch`), no CORS headers (none are
- * configured), no log line; so each answers with dispatch alone and the request id stamped.
+ * rewrite, nothing for HEAD (the listener drops the body; other methods go through `fetch`), no
+ * CORS headers (none are configured), no log line; so each answers with dispatch alone and the request id stamped.
  */
 function directRoutes<Rule, Principal>(
   options: HttpAppOptions<Rule, Principal>,

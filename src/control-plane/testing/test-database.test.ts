@@ -2,22 +2,11 @@
  * The runner's clean-up of PostgreSQL test databases that a killed run left behind.
  * Needs `SERVICE_TEST_DATABASE_URL` (`.ci/run` sets it).
  */
-import pg from 'pg'
 import { assert, suite } from '../../../tests/harness.ts'
-import { dropStaleRunDatabases, newRunId } from './test-database.ts'
+import { admin, dropStaleRunDatabases, newRunId } from './test-database.ts'
 
 const serverUrl = process.env.SERVICE_TEST_DATABASE_URL
 const test = suite('control-plane/test-database', { timeoutMs: 60_000 })
-
-async function withAdmin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: serverUrl })
-  await client.connect()
-  try {
-    return await work(client)
-  } finally {
-    await client.end()
-  }
-}
 
 if (serverUrl) {
   test('databases of a run whose runner is gone, or a day old, are dropped; a live run and other names are kept', async () => {
@@ -30,21 +19,21 @@ if (serverUrl) {
       otherName: `svct_manual_${tag}`,
     }
     try {
-      await withAdmin(async (c) => {
+      await admin(async (c) => {
         for (const name of Object.values(names)) await c.query(`create database ${name}`)
       })
       const dropped = await dropStaleRunDatabases(now)
       assert.ok(dropped.includes(names.deadRunner), 'a dead runner’s database is dropped')
       assert.ok(dropped.includes(names.dayOld), 'a day-old database is dropped')
       assert.ok(!dropped.includes(names.live) && !dropped.includes(names.otherName))
-      const left = await withAdmin(
+      const left = await admin(
         async (c) =>
           (await c.query<{ datname: string }>('select datname from pg_database where datname like $1', [`%${tag}`]))
             .rows,
       )
       assert.equal(left.map((row) => row.datname).sort(), [names.live, names.otherName].sort())
     } finally {
-      await withAdmin(async (c) => {
+      await admin(async (c) => {
         for (const name of Object.values(names)) await c.query(`drop database if exists ${name} with (force)`)
       })
     }

@@ -34,7 +34,8 @@ function urlFor(database: string): string {
   return url.toString()
 }
 
-async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+/** Runs `work` on a connection to the test server's admin database. */
+export async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: testServerUrl() })
   await client.connect()
   try {
