@@ -6,8 +6,9 @@
  * machine slows both sides but does not change the cost per request much), next to the floor: the
  * same work written directly on `pg` with named statements (`bench/lib/pg-bench.ts`).
  *
- * Usage: bun bench/pg-profile.ts [--seconds 3] [--concurrency 16] [--statements]
- * (`--statements` prints each request's statements with their round-trip time). The server is
+ * Usage: bun bench/pg-profile.ts [--seconds 3] [--concurrency 16] [--statements] [--only <text>]
+ * (`--statements` prints each request's statements with their round-trip time; `--only` keeps the
+ * requests whose label contains the text, for `bun --cpu-prof` of one route). The server is
  * `BENCH_DATABASE_URL`, else `SERVICE_TEST_DATABASE_URL`, else the loopback server; the script
  * makes a throw-away database and drops it at the end. Linux only (`/proc`).
  * @module
@@ -35,6 +36,8 @@ const arg = (name: string, fallback: number) => {
 const SECONDS = arg('--seconds', 3)
 const CONCURRENCY = arg('--concurrency', 16)
 const SHOW_STATEMENTS = process.argv.includes('--statements')
+// `--only <text>` keeps the requests whose label contains it (for a `bun --cpu-prof` of one route).
+const ONLY = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined
 const TICKS = 100
 
 /** User + system CPU seconds of each given process that is still there. */
@@ -209,6 +212,7 @@ try {
       'request | statements | ours/s | floor/s | ratio | CPU µs per request: ours server + PostgreSQL | floor',
     )
     for (const [label, ours, floorOp] of subjects) {
+      if (ONLY && !label.includes(ONLY)) continue
       await ours()
       recording = []
       const log = recording

@@ -9,7 +9,8 @@ import { appendChange, isFeedAction } from '../events/change-feed.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
 import type { CredentialKind, Role } from '../policy.ts'
-import type { Db } from '../schema.ts'
+import type { ControlPlaneDb, Db } from '../schema.ts'
+import { insertRows, type RowInsert } from '../../storage/row-inserts.ts'
 
 /** Who is acting, in which organization. Built from the authenticated principal. */
 export interface Actor {
@@ -106,7 +107,11 @@ export interface AuditEventView {
   createdAt: string
 }
 
-/** Appends one audit event; call inside the transaction that made the change. */
+/**
+ * Appends one audit event; call inside the transaction that made the change. `alongside` are the
+ * change's own rows, written with the audit row (and the feed's row) in one statement where the
+ * engine allows it (`storage/row-inserts.ts`).
+ */
 export async function recordAudit(
   deps: Deps,
   db: Db,
@@ -114,10 +119,11 @@ export async function recordAudit(
   action: AuditAction,
   target: { type: string; id: string },
   data?: AuditData,
+  alongside: readonly RowInsert[] = [],
 ): Promise<void> {
-  await db
-    .insertInto('audit_event')
-    .values({
+  const audit: RowInsert = {
+    table: 'audit_event',
+    row: {
       id: newId('aev'),
       org_id: actor.orgId,
       action,
@@ -129,11 +135,13 @@ export async function recordAudit(
       target_id: target.id,
       data: data ? JSON.stringify(data) : null,
       created_at: isoAt(deps),
-    })
-    .execute()
+    } satisfies ControlPlaneDb['audit_event'],
+  }
   // Every audited change that others may need to react to is also in the change feed, written in
   // the same transaction, so the feed can never claim a change that was rolled back.
-  if (isFeedAction(action)) await appendChange(deps, db, { orgId: actor.orgId, kind: action, subject: target, data })
+  if (isFeedAction(action)) {
+    await appendChange(deps, db, { orgId: actor.orgId, kind: action, subject: target, data }, [...alongside, audit])
+  } else await insertRows(db, [...alongside, audit])
 }
 
 /** Audit events of an organization, newest first. */

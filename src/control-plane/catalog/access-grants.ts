@@ -17,6 +17,7 @@
  */
 import { sql, type Expression, type ExpressionBuilder, type Kysely, type RawBuilder, type SqlBool } from 'kysely'
 import { newId } from '../../core/ids.ts'
+import { insertRows, type RowInsert } from '../../storage/row-inserts.ts'
 import type { Actor } from '../admin/audit.ts'
 import { recordAudit } from '../admin/audit.ts'
 import { isUniqueViolation } from '../db-errors.ts'
@@ -415,6 +416,36 @@ async function upsertGrant(
   return insertGrant(deps, trx, orgId, type, resourceId, principal, role, createdBy)
 }
 
+/** The row of a new grant (`storage/row-inserts.ts`). */
+function grantRow(
+  deps: Deps,
+  orgId: string,
+  type: ResourceType,
+  resourceId: string,
+  principal: GrantPrincipal,
+  role: GrantRole,
+  createdBy: string | null,
+): { table: 'access_grant'; row: ControlPlaneDb['access_grant'] } {
+  const now = isoAt(deps)
+  return {
+    table: 'access_grant',
+    row: {
+      id: newId('agr'),
+      org_id: orgId,
+      resource_type: type,
+      resource_id: resourceId,
+      member_id: 'memberId' in principal ? principal.memberId : null,
+      team_id: 'teamId' in principal ? principal.teamId : null,
+      org_wide: 'orgWide' in principal ? 1 : 0,
+      principal_key: principalKey(principal),
+      role,
+      created_by_member_id: createdBy,
+      created_at: now,
+      updated_at: now,
+    },
+  }
+}
+
 /**
  * Inserts a grant known not to exist yet: on a resource created in the same transaction. Skips
  * {@link upsertGrant}'s lookup, which on PostgreSQL would also read the index range where
@@ -430,27 +461,22 @@ async function insertGrant(
   role: GrantRole,
   createdBy: string | null,
 ): Promise<string> {
-  const key = principalKey(principal)
-  const now = isoAt(deps)
-  const id = newId('agr')
-  await trx
-    .insertInto('access_grant')
-    .values({
-      id,
-      org_id: orgId,
-      resource_type: type,
-      resource_id: resourceId,
-      member_id: 'memberId' in principal ? principal.memberId : null,
-      team_id: 'teamId' in principal ? principal.teamId : null,
-      org_wide: 'orgWide' in principal ? 1 : 0,
-      principal_key: key,
-      role,
-      created_by_member_id: createdBy,
-      created_at: now,
-      updated_at: now,
-    })
-    .execute()
-  return id
+  const insert = grantRow(deps, orgId, type, resourceId, principal, role, createdBy)
+  await insertRows(trx, [insert])
+  return insert.row.id
+}
+
+/**
+ * The creator's manager grant on a resource created in the same transaction, as a row to insert
+ * with the resource's own (`recordAudit`'s `alongside`); {@link grantCreator} inserts it alone.
+ */
+export function creatorGrantRow(
+  deps: Deps,
+  actor: Pick<Actor, 'orgId' | 'memberId'>,
+  type: ResourceType,
+  resourceId: string,
+): RowInsert {
+  return grantRow(deps, actor.orgId, type, resourceId, { memberId: actor.memberId }, 'manager', actor.memberId)
 }
 
 /**

@@ -39,6 +39,8 @@ test('an object is created with version 1, versions append, and history keeps ev
     assert.is(item.versionCount, 1)
     assert.is(item.latestVersion.number, 1)
     assert.is(item.createdByMemberId, org.member.memberId)
+    const stored = await t.client.get(`/v1/config-objects/${item.id}`, { token })
+    assert.equal(stored.body.item, item, 'the create answers the object exactly as it is stored')
     const v1 = item.latestVersion.id
     const v2 = await t.client.post(`/v1/config-objects/${item.id}/versions`, {
       token,

@@ -8,6 +8,7 @@
 import type { MaybePromise } from '../../core/maybe-promise.ts'
 import { sql } from 'kysely'
 import { newId } from '../../core/ids.ts'
+import { insertRows, insertsAreOneStatement, type RowInsert } from '../../storage/row-inserts.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import type { Page } from '../pagination.ts'
@@ -15,7 +16,7 @@ import { preparedPage } from '../prepared-page.ts'
 import {
   isOrgAdmin,
   requireRole,
-  grantCreator,
+  creatorGrantRow,
   visibleCondition,
   visibleRowSql,
   visibleIdsSql,
@@ -24,7 +25,7 @@ import type { Db } from '../schema.ts'
 import type { ObjectType, VersionInput } from './config-source.ts'
 import {
   changeLifecycleIn,
-  insertConfigObject,
+  planConfigObject,
   type LIFECYCLE,
   type CreatedVia,
   type ObjectState,
@@ -249,34 +250,46 @@ export interface CreateConfigObjectBody {
   pluginIds?: string[]
 }
 
-/** Creates an object and its first version; the creator gets a manager grant. Plugins need editor. */
+/**
+ * Creates an object and its first version; the creator gets a manager grant. Plugins need editor.
+ * The source is parsed before anything is written, and the object's rows, the grant, the audit
+ * row and the change are one statement on PostgreSQL (`storage/row-inserts.ts`), which needs no
+ * transaction around it unless plugins are checked and joined as well. The answer is
+ * the row as written: the creator was just made its manager, and nothing else can have changed
+ * an object no one else knew of, so there is nothing to read back.
+ */
 export async function createConfigObject(
   deps: Deps,
   actor: Actor,
   body: CreateConfigObjectBody,
 ): Promise<ConfigObjectView> {
-  const id = await deps.db.transaction().execute(async (trx) => {
-    const pluginIds = [...new Set(body.pluginIds ?? [])]
-    for (const pluginId of pluginIds) await requireRole(trx, actor, 'plugin', pluginId, 'editor')
-    const created = await insertConfigObject(deps, trx, { orgId: actor.orgId, memberId: actor.memberId }, body, {
-      sourceMode: body.sourceMode,
-    })
-    await grantCreator(deps, trx, actor, 'config_object', created.id)
-    for (const pluginId of pluginIds) await addToPluginIn(deps, trx, actor, pluginId, created.id, 'api')
-    await recordAudit(
+  const planned = await planConfigObject(deps, { orgId: actor.orgId, memberId: actor.memberId }, body, {
+    sourceMode: body.sourceMode,
+  })
+  const pluginIds = [...new Set(body.pluginIds ?? [])]
+  const write = (db: Db, rows: RowInsert[]) =>
+    recordAudit(
       deps,
-      trx,
+      db,
       actor,
       'config_object.created',
-      { type: 'config_object', id: created.id },
-      { objectType: body.type, versionId: created.versionId },
+      { type: 'config_object', id: planned.id },
+      { objectType: body.type, versionId: planned.versionId },
+      rows,
     )
-    return created.id
-  })
-  // The creator was just made its manager, so no access check: one read of the committed row.
-  const row = await objectQuery(deps.db, actor.orgId).where('co.id', '=', id).executeTakeFirst()
-  if (!row) throw controlPlaneError('config_object_not_found', 'Config object not found')
-  return objectView(row)
+  const rows = [...planned.rows, creatorGrantRow(deps, actor, 'config_object', planned.id)]
+  // Rows, grant, audit and change are one statement on PostgreSQL: atomic without a transaction.
+  if (pluginIds.length === 0 && insertsAreOneStatement(deps.db)) await write(deps.db, rows)
+  else {
+    await deps.db.transaction().execute(async (trx) => {
+      for (const pluginId of pluginIds) await requireRole(trx, actor, 'plugin', pluginId, 'editor')
+      // Adding to a plugin reads the plugin's membership first, so the object must exist by then.
+      await insertRows(trx, rows)
+      for (const pluginId of pluginIds) await addToPluginIn(deps, trx, actor, pluginId, planned.id, 'api')
+      await write(trx, [])
+    })
+  }
+  return objectView(planned.object)
 }
 
 /** Adds an object to a plugin inside a transaction (no checks); 409 `already_in_plugin`. */

@@ -11,6 +11,7 @@
  */
 import { RetryableApiError } from '../../storage/serializable-transactions.ts'
 import { newId } from '../../core/ids.ts'
+import { insertRows, type RowInsert } from '../../storage/row-inserts.ts'
 import { isUniqueViolation } from '../db-errors.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import type { ControlPlaneDb } from '../schema.ts'
@@ -70,16 +71,91 @@ export interface AppendOptions {
 /** Stored row of an object. */
 export type ConfigObjectRow = ControlPlaneDb['config_object']
 
-async function replaceTerms(trx: Db, orgId: string, objectId: string, text: string, fresh = false): Promise<void> {
-  // A new object has no terms to delete; skipping the delete also keeps a create from reading the
-  // index range where concurrent creates insert (a SERIALIZABLE conflict on PostgreSQL).
-  if (!fresh) await trx.deleteFrom('config_object_term').where('config_object_id', '=', objectId).execute()
-  const terms = searchTerms(text)
-  for (let i = 0; i < terms.length; i += 200) {
-    await trx
-      .insertInto('config_object_term')
-      .values(terms.slice(i, i + 200).map((term) => ({ org_id: orgId, term, config_object_id: objectId })))
-      .execute()
+/** The search-term rows of an object: one per term of its text (`storage/row-inserts.ts`). */
+function termRows(orgId: string, objectId: string, text: string): RowInsert {
+  return {
+    table: 'config_object_term',
+    shared: { org_id: orgId, config_object_id: objectId },
+    each: { column: 'term', values: searchTerms(text) },
+  }
+}
+
+async function replaceTerms(trx: Db, orgId: string, objectId: string, text: string): Promise<void> {
+  await trx.deleteFrom('config_object_term').where('config_object_id', '=', objectId).execute()
+  await insertRows(trx, [termRows(orgId, objectId, text)])
+}
+
+/** A new object, ready to insert: its row, and every row it needs (object, version, terms). */
+export interface PlannedConfigObject {
+  id: string
+  versionId: string
+  object: ConfigObjectRow
+  rows: RowInsert[]
+}
+
+/**
+ * Validates the source (422) and lays out a new object with its first version (number 1) and its
+ * search terms, without touching the database: so a create parses before its transaction opens,
+ * and writes everything in one statement where the engine allows (`recordAudit`'s `alongside`).
+ * A new object has no terms to delete; not deleting also keeps a create from reading the index
+ * range where concurrent creates insert (a SERIALIZABLE conflict on PostgreSQL).
+ */
+export async function planConfigObject(
+  deps: Deps,
+  writer: Writer,
+  input: NewConfigObject,
+  provenance: Provenance,
+): Promise<PlannedConfigObject> {
+  const source = await normalizeSource(input.type, input.input, input.title, {
+    ...DEFAULT_SKILL_LIMITS,
+    ...deps.settings.skills,
+  })
+  const id = newId('cob')
+  const versionId = newId('cov')
+  const now = isoAt(deps)
+  const object: ConfigObjectRow = {
+    id,
+    org_id: writer.orgId,
+    object_type: input.type,
+    source_mode: provenance.sourceMode,
+    title: input.title,
+    description: input.description ?? null,
+    name: source.name,
+    status: 'active',
+    connector_instance_id: provenance.connectorInstanceId ?? null,
+    created_by_member_id: writer.memberId,
+    latest_version_id: versionId,
+    version_count: 1,
+    latest_created_via: provenance.sourceMode,
+    latest_created_by_member_id: writer.memberId,
+    latest_source_revision_ref: provenance.sourceRevisionRef ?? null,
+    latest_created_at: now,
+    created_at: now,
+    updated_at: now,
+    archived_at: null,
+    deleted_at: null,
+  }
+  const version: ControlPlaneDb['config_object_version'] = {
+    id: versionId,
+    org_id: writer.orgId,
+    config_object_id: id,
+    number: 1,
+    raw_source_text: input.input.rawSourceText ?? null,
+    normalized_payload: JSON.stringify(source.payload),
+    files: source.files,
+    content_hash: source.contentHash,
+    created_via: provenance.sourceMode,
+    created_by_member_id: writer.memberId,
+    connector_sync_event_id: provenance.connectorSyncEventId ?? null,
+    source_revision_ref: provenance.sourceRevisionRef ?? null,
+    created_at: now,
+  }
+  const terms = termRows(writer.orgId, id, `${input.title} ${input.description ?? ''} ${source.searchText}`)
+  return {
+    id,
+    versionId,
+    object,
+    rows: [{ table: 'config_object', row: object }, { table: 'config_object_version', row: version }, terms],
   }
 }
 
@@ -91,58 +167,9 @@ export async function insertConfigObject(
   input: NewConfigObject,
   provenance: Provenance,
 ): Promise<{ id: string; versionId: string }> {
-  const source = await normalizeSource(input.type, input.input, input.title, {
-    ...DEFAULT_SKILL_LIMITS,
-    ...deps.settings.skills,
-  })
-  const id = newId('cob')
-  const versionId = newId('cov')
-  const now = isoAt(deps)
-  await trx
-    .insertInto('config_object')
-    .values({
-      id,
-      org_id: writer.orgId,
-      object_type: input.type,
-      source_mode: provenance.sourceMode,
-      title: input.title,
-      description: input.description ?? null,
-      name: source.name,
-      status: 'active',
-      connector_instance_id: provenance.connectorInstanceId ?? null,
-      created_by_member_id: writer.memberId,
-      latest_version_id: versionId,
-      version_count: 1,
-      latest_created_via: provenance.sourceMode,
-      latest_created_by_member_id: writer.memberId,
-      latest_source_revision_ref: provenance.sourceRevisionRef ?? null,
-      latest_created_at: now,
-      created_at: now,
-      updated_at: now,
-      archived_at: null,
-      deleted_at: null,
-    })
-    .execute()
-  await trx
-    .insertInto('config_object_version')
-    .values({
-      id: versionId,
-      org_id: writer.orgId,
-      config_object_id: id,
-      number: 1,
-      raw_source_text: input.input.rawSourceText ?? null,
-      normalized_payload: JSON.stringify(source.payload),
-      files: source.files,
-      content_hash: source.contentHash,
-      created_via: provenance.sourceMode,
-      created_by_member_id: writer.memberId,
-      connector_sync_event_id: provenance.connectorSyncEventId ?? null,
-      source_revision_ref: provenance.sourceRevisionRef ?? null,
-      created_at: now,
-    })
-    .execute()
-  await replaceTerms(trx, writer.orgId, id, `${input.title} ${input.description ?? ''} ${source.searchText}`, true)
-  return { id, versionId }
+  const planned = await planConfigObject(deps, writer, input, provenance)
+  await insertRows(trx, planned.rows)
+  return { id: planned.id, versionId: planned.versionId }
 }
 
 /** The object row in the organization, or null. */

@@ -12,7 +12,7 @@
  * (a grant, a hub assignment, a team membership) reaches them as a bare `visibility.changed`.
  * @module
  */
-import { sql, type Kysely } from 'kysely'
+import { CompiledQuery, type Kysely } from 'kysely'
 import { isoAt, type Deps } from '../deps.ts'
 import type { Actor } from '../admin/audit.ts'
 import { effectiveRole, isOrgAdmin, type ResourceType } from '../catalog/access-grants.ts'
@@ -20,6 +20,7 @@ import { allows, type Permission } from '../policy.ts'
 import type { ControlPlaneDb, Db } from '../schema.ts'
 import type { Notifier } from '../../storage/notifier.ts'
 import { engineOf } from '../../storage/database.ts'
+import { insertRows, type RowInsert, withInserts } from '../../storage/row-inserts.ts'
 
 /** The notification channel every instance listens on; the payload is the organization id. */
 export const CHANGE_CHANNEL = 'svc_changes'
@@ -95,7 +96,9 @@ export function isFeedAction(action: string): boolean {
 }
 
 /**
- * Appends a change inside the caller's transaction and announces it at commit.
+ * Appends a change inside the caller's transaction and announces it at commit. `alongside` are
+ * the rows of the change itself (the object, its audit row…), written in the same statement on
+ * PostgreSQL (`storage/row-inserts.ts`) and just before the change's row on SQLite.
  *
  * PostgreSQL: a per-organization advisory lock, held to commit, orders the writers of one
  * organization, and the number comes from a sequence after the lock is held, so numbers follow
@@ -111,6 +114,7 @@ export async function appendChange(
   deps: Pick<Deps, 'now' | 'notifier'>,
   trx: Db,
   change: { orgId: string; kind: string; subject?: { type: string; id: string } | null; data?: unknown },
+  alongside: readonly RowInsert[] = [],
 ): Promise<number> {
   const row = {
     org_id: change.orgId,
@@ -122,18 +126,31 @@ export async function appendChange(
   }
   if (engineOf(trx) === 'postgres') {
     // The CTE is materialized, so the lock is held before nextval runs in the row above it; the
-    // wake-up is the notifier's pg_notify on its channel, sent in the same statement.
-    const inserted = await sql<{ seq: number | string }>`
-      with feed_lock as materialized (select pg_advisory_xact_lock(hashtext('svc_change_feed'), hashtext(${row.org_id}))),
-      appended as (
-        insert into change_event (org_id, seq, kind, subject_type, subject_id, data, created_at)
-        select ${row.org_id}, nextval('change_event_seq'), ${row.kind}, ${row.subject_type}, ${row.subject_id},
-          ${row.data}, ${row.created_at}
-        from feed_lock
-        returning seq)
-      select seq, pg_notify(${CHANGE_CHANNEL}, ${row.org_id}) from appended`.execute(trx)
+    // wake-up is the notifier's pg_notify on its channel, sent in the same statement. The rows
+    // alongside are `WITH` items before it; nothing reads them, and PostgreSQL runs every item.
+    const prefix = withInserts(alongside)
+    const n = prefix.parameters.length
+    const text =
+      `with ${prefix.items ? `${prefix.items}, ` : ''}` +
+      `feed_lock as materialized (select pg_advisory_xact_lock(hashtext('svc_change_feed'), hashtext($${n + 1}))), ` +
+      'appended as (insert into change_event (org_id, seq, kind, subject_type, subject_id, data, created_at) ' +
+      `select $${n + 1}, nextval('change_event_seq'), $${n + 2}, $${n + 3}, $${n + 4}, $${n + 5}, $${n + 6} ` +
+      'from feed_lock returning seq) ' +
+      `select seq, pg_notify('${CHANGE_CHANNEL}', $${n + 1}) from appended`
+    const inserted = await trx.executeQuery<{ seq: number | string }>(
+      CompiledQuery.raw(text, [
+        ...prefix.parameters,
+        row.org_id,
+        row.kind,
+        row.subject_type,
+        row.subject_id,
+        row.data,
+        row.created_at,
+      ]),
+    )
     return Number(inserted.rows[0]!.seq)
   }
+  await insertRows(trx, alongside)
   const seq = (await latestSeq(trx, change.orgId)) + 1
   await trx
     .insertInto('change_event')
