@@ -148,6 +148,23 @@ export function directReads(db: Kysely<any>): DirectReads | null {
   return readers.get(db) ?? null
 }
 
+/**
+ * Shows `observer` every statement `db` reads directly until the returned function is called:
+ * those reads pass no executor a test could wrap (tests check the plans of what a route ran).
+ */
+export function watchDirectReads(
+  db: Kysely<any>,
+  observer: (sql: string, parameters: ReadonlyArray<unknown>) => void,
+): () => void {
+  const reader = readers.get(db)
+  if (!reader) return () => {}
+  readers.set(db, (sql, parameters) => {
+    observer(sql, parameters)
+    return reader(sql, parameters)
+  })
+  return () => readers.set(db, reader)
+}
+
 /** Options for {@link openDatabase}. */
 export interface OpenDatabaseOptions {
   /** SQLite file path, or `:memory:` for tests. Parent directories are created with mode 0700. */

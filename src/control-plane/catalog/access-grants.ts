@@ -182,7 +182,11 @@ function viaMarketplaceSql(actor: Pick<Actor, 'orgId' | 'memberId'>): RawBuilder
   return sql`select mp.plugin_id from marketplace_plugin mp inner join marketplace mk on mk.id = mp.marketplace_id where mp.org_id = ${actor.orgId} and mk.status = 'active' and mp.marketplace_id in (${grantedSql(actor, 'marketplace')})`
 }
 
-function visibleSql(
+/**
+ * "`ref` is a `type` resource the actor can see", one parameterised fragment (the set form of the
+ * visibility; {@link visibleCondition} answers `true` for admins instead).
+ */
+export function visibleSql(
   actor: Pick<Actor, 'orgId' | 'memberId'>,
   type: ResourceType,
   ref: RawBuilder<unknown> | ReturnType<typeof sql.ref>,

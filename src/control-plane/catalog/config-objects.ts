@@ -6,21 +6,14 @@
  * @module
  */
 import type { MaybePromise } from '../../core/maybe-promise.ts'
-import { sql } from 'kysely'
+import { type Expression, type SqlBool, sql } from 'kysely'
 import { newId } from '../../core/ids.ts'
 import { insertRows, insertsAreOneStatement, type RowInsert } from '../../storage/row-inserts.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import type { Page } from '../pagination.ts'
 import { preparedPage } from '../prepared-page.ts'
-import {
-  isOrgAdmin,
-  requireRole,
-  creatorGrantRow,
-  visibleCondition,
-  visibleRowSql,
-  visibleIdsSql,
-} from './access-grants.ts'
+import { isOrgAdmin, requireRole, creatorGrantRow, visibleRowSql, visibleSql, visibleIdsSql } from './access-grants.ts'
 import type { Db } from '../schema.ts'
 import type { ObjectType, VersionInput } from './config-source.ts'
 import {
@@ -32,7 +25,7 @@ import {
   type SourceMode,
 } from './config-store.ts'
 import { prefixUpperBound, queryTerms } from './search-terms.ts'
-import { visiblePage } from './visible-page.ts'
+import { preparedVisiblePage } from './visible-page.ts'
 import { controlPlaneError } from '../control-plane-errors.ts'
 
 /** A short summary of the latest version (no payload). */
@@ -220,18 +213,25 @@ export function listConfigObjects(
   const shape = `${deleted}:${terms.length}:${filters.q !== undefined && terms.length === 0 ? 'none' : 'some'}`
   if (isOrgAdmin(actor))
     return adminObjectPage(deps.db, shape, values, { cursor: filters.cursor, limit: filters.limit })
-  return visiblePage(deps.db, filteredObjects(deps.db, shape, values), {
-    scope: 'config-objects',
-    cursor: filters.cursor,
-    limit: filters.limit,
-    column: 'co.id',
-    field: 'id',
-    map: objectView,
-    setCondition: visibleCondition(deps.db, actor, 'config_object', 'co.id'),
-    reachIds: visibleIdsSql(actor),
-    rowCondition: visibleRowSql(actor, sql.ref('co.id')),
-  })
+  return memberObjectPage(deps.db, shape, [...values, actor.memberId], { cursor: filters.cursor, limit: filters.limit })
 }
+
+/** A plain member's page: the filtered list and what they see (the member's id is the last value). */
+const memberObjectPage = preparedVisiblePage({
+  scope: 'config-objects',
+  column: 'co.id',
+  field: 'id',
+  map: objectView,
+  build: (db, shape, values) => {
+    const actor = { orgId: values[0] as string, memberId: values[values.length - 1] as string }
+    return {
+      base: filteredObjects(db, shape, values.slice(0, -1)),
+      setCondition: () => visibleSql(actor, 'config_object', sql.ref('co.id')) as unknown as Expression<SqlBool>,
+      reachIds: visibleIdsSql(actor),
+      rowCondition: visibleRowSql(actor, sql.ref('co.id')),
+    }
+  },
+})
 
 /** One visible object. */
 export async function getConfigObject(deps: Deps, actor: Actor, id: string): Promise<ConfigObjectView> {

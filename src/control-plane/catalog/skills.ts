@@ -4,7 +4,7 @@
  * skill hub assigned to them, each with every path that delivers it.
  * @module
  */
-import { sql } from 'kysely'
+import { type Expression, type SqlBool, sql } from 'kysely'
 import {
   DEFAULT_SKILL_LIMITS,
   type FileListing,
@@ -26,12 +26,14 @@ import {
   visibleCondition,
   visibleRowSql,
   visibleIdsSql,
+  visibleSql,
 } from './access-grants.ts'
+import { preparedQuery } from '../prepared-query.ts'
 import type { Db } from '../schema.ts'
 import { createConfigObject } from './config-objects.ts'
 import { normalizeSource } from './config-source.ts'
 import type { ObjectState } from './config-store.ts'
-import { visiblePage } from './visible-page.ts'
+import { preparedVisiblePage } from './visible-page.ts'
 import { controlPlaneError } from '../control-plane-errors.ts'
 
 /** A skill as the API shows it. */
@@ -116,18 +118,25 @@ export function listSkills(
       map: skillView,
     })
   }
-  return visiblePage(deps.db, query, {
-    scope: 'skills',
-    cursor: page.cursor,
-    limit: page.limit,
-    column: 'co.id',
-    field: 'id',
-    map: skillView,
-    setCondition: visibleCondition(deps.db, actor, 'config_object', 'co.id'),
-    reachIds: visibleIdsSql(actor),
-    rowCondition: visibleRowSql(actor, sql.ref('co.id')),
-  })
+  return memberSkillPage(deps.db, '', [actor.orgId, actor.memberId], page)
 }
+
+/** A plain member's page of visible skills. */
+const memberSkillPage = preparedVisiblePage({
+  scope: 'skills',
+  column: 'co.id',
+  field: 'id',
+  map: skillView,
+  build: (db, _shape, [orgId, memberId]) => {
+    const actor = { orgId: orgId as string, memberId: memberId as string }
+    return {
+      base: skillQuery(db, actor.orgId).where('co.status', '!=', 'deleted'),
+      setCondition: () => visibleSql(actor, 'config_object', sql.ref('co.id')) as unknown as Expression<SqlBool>,
+      reachIds: visibleIdsSql(actor),
+      rowCondition: visibleRowSql(actor, sql.ref('co.id')),
+    }
+  },
+})
 
 /** One visible skill; 404 `skill_not_found` for other object types too. */
 export async function getSkill(deps: Deps, actor: Actor, id: string): Promise<SkillView> {
@@ -173,52 +182,99 @@ export async function createSkill(
   return getSkill(deps, actor, created.id)
 }
 
+/** A page of the skills a member receives (a grant on the skill, or a hub assigned to them). */
+const receivedSkillPage = preparedVisiblePage({
+  scope: 'my-skills',
+  column: 'co.id',
+  field: 'id',
+  map: skillView,
+  build: (db, _shape, [orgId, memberId]) => {
+    const actor = { orgId: orgId as string, memberId: memberId as string }
+    const hubSkills = db
+      .selectFrom('skill_hub_skill as shs')
+      .select('shs.config_object_id')
+      .where('shs.org_id', '=', actor.orgId)
+      .where('shs.hub_id', 'in', assignedHubIds(db, actor))
+    return {
+      base: skillQuery(db, actor.orgId).where('co.status', '=', 'active'),
+      setCondition: (eb) =>
+        eb.or([eb('co.id', 'in', grantedIds(db, actor, 'config_object')), eb('co.id', 'in', hubSkills)]),
+      reachIds: receivedIdsSql(actor),
+      rowCondition: receivedRowSql(actor, sql.ref('co.id')),
+    }
+  },
+})
+
+/** The member's grants on a page of skills (`count` ids), compiled once per count. */
+const pageGrants = byCount((count) =>
+  preparedQuery((db: Db, memberId: string, ...ids: string[]) =>
+    db
+      .selectFrom('access_grant')
+      .select(['resource_id', 'member_id', 'team_id', 'org_wide'])
+      .where('resource_type', '=', 'config_object')
+      .where('resource_id', 'in', ids.slice(0, count))
+      .where((eb) =>
+        eb.or([
+          eb('member_id', '=', memberId),
+          eb('team_id', 'in', eb.selectFrom('team_member').select('team_id').where('member_id', '=', memberId)),
+          eb('org_wide', '=', 1),
+        ]),
+      )
+      .orderBy('id'),
+  ),
+)
+
+/** The hubs assigned to the member that hold a page of skills, compiled once per count. */
+const pageHubs = byCount((count) =>
+  preparedQuery((db: Db, memberId: string, ...ids: string[]) =>
+    db
+      .selectFrom('skill_hub_skill as shs')
+      .innerJoin('skill_hub as h', 'h.id', 'shs.hub_id')
+      .innerJoin('skill_hub_assignment as a', 'a.hub_id', 'h.id')
+      .select([
+        'shs.config_object_id',
+        'h.id as hub_id',
+        'h.name as hub_name',
+        'a.member_id',
+        'a.team_id',
+        'a.org_wide',
+      ])
+      .where('shs.config_object_id', 'in', ids.slice(0, count))
+      .where((eb) =>
+        eb.or([
+          eb('a.member_id', '=', memberId),
+          eb('a.team_id', 'in', eb.selectFrom('team_member').select('team_id').where('member_id', '=', memberId)),
+          eb('a.org_wide', '=', 1),
+        ]),
+      )
+      .orderBy('a.id'),
+  ),
+)
+
+/** One function per count, made on first use (a page holds at most the largest limit). */
+function byCount<F>(make: (count: number) => F): (count: number) => F {
+  const made = new Map<number, F>()
+  return (count) => {
+    let f = made.get(count)
+    if (f === undefined) made.set(count, (f = make(count)))
+    return f
+  }
+}
+
 /** Active skills the caller receives (a grant on the skill, or a hub assigned to them), each with its paths. */
 export async function listReceivedSkills(
   deps: Deps,
   actor: Actor,
   page: { cursor?: string; limit: number },
 ): Promise<Page<{ skill: SkillView; paths: SkillPathView[] }>> {
-  const hubSkills = deps.db
-    .selectFrom('skill_hub_skill as shs')
-    .select('shs.config_object_id')
-    .where('shs.org_id', '=', actor.orgId)
-    .where('shs.hub_id', 'in', assignedHubIds(deps.db, actor))
   // Admins receive skills like anyone else (by grants and hubs), so there is no admin shortcut here.
-  const skills = await visiblePage(deps.db, skillQuery(deps.db, actor.orgId).where('co.status', '=', 'active'), {
-    scope: 'my-skills',
-    cursor: page.cursor,
-    limit: page.limit,
-    column: 'co.id',
-    field: 'id',
-    map: skillView,
-    setCondition: (eb) =>
-      eb.or([eb('co.id', 'in', grantedIds(deps.db, actor, 'config_object')), eb('co.id', 'in', hubSkills)]),
-    reachIds: receivedIdsSql(actor),
-    rowCondition: receivedRowSql(actor, sql.ref('co.id')),
-  })
+  const skills = await receivedSkillPage(deps.db, '', [actor.orgId, actor.memberId], page)
   const ids = skills.items.map((s) => s.id)
   if (ids.length === 0) return { items: [], nextCursor: skills.nextCursor }
-  const teams = deps.db.selectFrom('team_member').select('team_id').where('member_id', '=', actor.memberId)
-  const grants = await deps.db
-    .selectFrom('access_grant')
-    .select(['resource_id', 'member_id', 'team_id', 'org_wide'])
-    .where('resource_type', '=', 'config_object')
-    .where('resource_id', 'in', ids)
-    .where((eb) => eb.or([eb('member_id', '=', actor.memberId), eb('team_id', 'in', teams), eb('org_wide', '=', 1)]))
-    .orderBy('id')
-    .execute()
-  const hubs = await deps.db
-    .selectFrom('skill_hub_skill as shs')
-    .innerJoin('skill_hub as h', 'h.id', 'shs.hub_id')
-    .innerJoin('skill_hub_assignment as a', 'a.hub_id', 'h.id')
-    .select(['shs.config_object_id', 'h.id as hub_id', 'h.name as hub_name', 'a.member_id', 'a.team_id', 'a.org_wide'])
-    .where('shs.config_object_id', 'in', ids)
-    .where((eb) =>
-      eb.or([eb('a.member_id', '=', actor.memberId), eb('a.team_id', 'in', teams), eb('a.org_wide', '=', 1)]),
-    )
-    .orderBy('a.id')
-    .execute()
+  const [grants, hubs] = [
+    await pageGrants(ids.length)(deps.db, actor.memberId, ...ids),
+    await pageHubs(ids.length)(deps.db, actor.memberId, ...ids),
+  ]
   const principal = (row: { member_id: string | null; team_id: string | null }) =>
     (row.member_id ? 'member' : row.team_id ? 'team' : 'organization') as SkillPathView['principal']
   return {

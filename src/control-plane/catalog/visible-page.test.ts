@@ -4,10 +4,11 @@
  * how dense it is. Whatever the plan, every page size must list exactly what the set condition
  * always selected, in id order, each object once, and a revoked grant must stop applying at once.
  */
-import { sql } from 'kysely'
+import { CompiledQuery, sql } from 'kysely'
 import { assert, suite } from '../../../tests/harness.ts'
 import type { Actor } from '../admin/audit.ts'
 import { buildFixtureOrg } from '../testing/org-fixture.ts'
+import { watchDirectReads } from '../../storage/database.ts'
 import { queryPlan } from '../testing/query-plan.ts'
 import { startTestControlPlane, type TestControlPlane } from '../testing/test-control-plane.ts'
 import { assignedHubIds, grantedIds, visibleCondition } from './access-grants.ts'
@@ -178,6 +179,10 @@ test('each plan is an index range on config_object, never a scan of the catalog'
       if (/from "config_object" as "co"/.test(q.sql)) seen.push(q)
       return original.call(this, q)
     }
+    // Prepared pages read past the executor, on the read connection.
+    const stopWatching = watchDirectReads(t.app.deps.db, (text, parameters) => {
+      if (/from "config_object" as "co"/.test(text)) seen.push(CompiledQuery.raw(text, [...parameters]))
+    })
     try {
       // limit 1: the reach (30) is over the cap, so the walk runs; limit 50: the set answers.
       for (const limit of [1, 50]) {
@@ -189,6 +194,7 @@ test('each plan is an index range on config_object, never a scan of the catalog'
       }
     } finally {
       executor.executeQuery = original
+      stopWatching()
     }
     assert.ok(seen.length >= 5, `queries seen: ${seen.length}`)
     for (const q of seen) {

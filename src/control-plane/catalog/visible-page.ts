@@ -20,18 +20,25 @@
  *
  * Both forms run with the same filters, order and cursor, and cursors are bound to the set form's
  * fingerprint (the query this list always ran), so a cursor is valid whichever form answers.
+ *
+ * Every statement is built and compiled once per shape of the list and database handle, as
+ * `prepared-page.ts` does for plain lists (sentinel values become slots): building and compiling
+ * the four or five statements of a page cost more CPU than running them (`bench/pg-profile.ts`).
  * @module
  */
-import {
-  type Expression,
-  type ExpressionBuilder,
-  type RawBuilder,
-  type SelectQueryBuilder,
-  type SqlBool,
-  sql,
+import type {
+  CompiledQuery,
+  Expression,
+  ExpressionBuilder,
+  Kysely,
+  RawBuilder,
+  SelectQueryBuilder,
+  SqlBool,
 } from 'kysely'
+import { sql } from 'kysely'
+import { directReads } from '../../storage/database.ts'
 import type { Db } from '../schema.ts'
-import { decodeCursor, encodeCursor, keysetPage, type Page, queryFingerprint } from '../pagination.ts'
+import { decodeCursor, type KeysetColumn, type Page, pageFromRows, queryFingerprint } from '../pagination.ts'
 
 /**
  * How many pages' worth of rows the row form may pass before the set form takes over: a member
@@ -40,16 +47,14 @@ import { decodeCursor, encodeCursor, keysetPage, type Page, queryFingerprint } f
 const WINDOW_PAGES = 2
 /** Reach (in pages' worth of ids) under which the set form answers directly. */
 const REACH_CAP_PAGES = 8
+/** Distinct shapes kept per database handle; past it the cache starts over. */
+const MAX_SHAPES = 256
 
-/** Options for {@link visiblePage}. */
-export interface VisiblePageOptions<Row, Item> {
-  scope: string
-  cursor: string | undefined
-  limit: number
-  /** The id column the list is ordered by (ascending) and the row field holding it. */
-  column: string
-  field: string
-  map: (row: Row) => Item
+/** A list and its visibility, built from the shape key and the values (sentinels when prepared). */
+export interface VisibleList<Row> {
+  /** The list query: filtered and org-scoped, without the visibility condition, order or limit. */
+  // deno-lint-ignore no-explicit-any
+  base: SelectQueryBuilder<any, any, Row>
   /** The condition this list has always been filtered by: cursors are bound to its fingerprint. */
   // deno-lint-ignore no-explicit-any
   setCondition: (eb: ExpressionBuilder<any, any>) => Expression<SqlBool>
@@ -59,72 +64,168 @@ export interface VisiblePageOptions<Row, Item> {
   rowCondition: RawBuilder<unknown>
 }
 
+/** Options for {@link preparedVisiblePage}. */
+export interface VisiblePageOptions<Row, Item> {
+  scope: string
+  /** The id column the list is ordered by (ascending) and the row field holding it. */
+  column: string
+  field: string
+  map: (row: Row) => Item
+  /**
+   * Builds the list from the shape key (whatever else changes the SQL) and the values, each of
+   * which must reach the SQL as a plain parameter (they are sentinels when the shape is prepared);
+   * an optional value that is absent is `undefined`, and its filter is left out.
+   */
+  build: (db: Db, shape: string, values: ReadonlyArray<unknown>) => VisibleList<Row>
+}
+
+type Slot = { arg: number } | { value: unknown }
+
+interface Prepared {
+  compiled: CompiledQuery
+  slots: Slot[]
+}
+
+/** The statements of one shape, each for the first page and for a page after a cursor. */
+interface Shape {
+  fingerprint: Prepared
+  count: [Prepared, Prepared]
+  bySet: [Prepared, Prepared]
+  walk: [Prepared, Prepared]
+  beyond: [Prepared, Prepared]
+}
+
+const sentinel = (name: string) => `\u0000visible-${name}\u0000`
+
 /**
- * A page of `base` (filtered and org-scoped, without the visibility condition) keeping the rows
- * the member sees; see the module comment for how the two forms are chosen.
+ * A visible page (see the module comment for how the two forms are chosen) compiled once per
+ * shape and database handle. Returns `(db, shape, values, page) => Promise<Page>`.
  */
-export async function visiblePage<DB, TB extends keyof DB, Row, Item>(
-  db: Db,
-  base: SelectQueryBuilder<DB, TB, Row>,
-  options: VisiblePageOptions<Row, Item>,
-): Promise<Page<Item>> {
-  // deno-lint-ignore no-explicit-any
-  const q = base as unknown as SelectQueryBuilder<any, any, any>
-  // Cursors issued before the walk existed stay valid: the fingerprint is still that of the set form.
-  const fingerprint = queryFingerprint(q.where(options.setCondition).compile())
-  const after =
-    options.cursor === undefined ? undefined : decodeCursor(options.scope, options.cursor, 1, fingerprint)[0]
-  const id = sql.ref(options.column)
-  // On a later page only ids after the cursor are looked up: the reachable ids are spread through
-  // the catalog, and each lookup of a row before the cursor would touch pages for nothing. (The
-  // first branch of every reach set selects `g.resource_id`, which names the UNION's column.)
-  const reachAfter =
-    after === undefined
-      ? options.reachIds
-      : sql`select r.resource_id from (${options.reachIds}) r where r.resource_id > ${after}`
-  const bySet = () =>
-    keysetPage(q.where(sql<SqlBool>`${id} in (${reachAfter})`), {
-      scope: options.scope,
-      cursor: options.cursor,
-      limit: options.limit,
-      order: [{ column: options.column, field: options.field, direction: 'asc' }],
-      map: options.map,
-      fingerprint,
+export function preparedVisiblePage<Row, Item>(options: VisiblePageOptions<Row, Item>) {
+  const order: KeysetColumn[] = [{ column: options.column, field: options.field, direction: 'asc' }]
+  const cache = new WeakMap<Kysely<unknown>, Map<string, Shape>>()
+
+  const prepare = (db: Db, shape: string, values: ReadonlyArray<unknown>): Shape => {
+    // An absent optional value stays `undefined` (the builder leaves its filter out); the key says which are present.
+    const names = values.map((value, i) => (value === undefined ? undefined : sentinel(`arg-${i}`)))
+    // Run-time arguments after the values: the cursor's id, the page's limit + 1, the reach cap, the window.
+    const [after, limit, cap, windowSize] = ['after', 'limit', 'cap', 'window'].map(sentinel) as [
+      string,
+      string,
+      string,
+      string,
+    ]
+    const positions = new Map<unknown, number>()
+    ;[...names, after, limit, cap, windowSize].forEach((name, i) => {
+      if (name !== undefined) positions.set(name, i)
     })
-  const cap = REACH_CAP_PAGES * (options.limit + 1)
-  const reach = await sql<{
-    n: number | string
-  }>`select count(*) as n from (${options.reachIds} limit ${cap}) reach`.execute(db)
-  // PostgreSQL's count is a bigint, which its driver returns as text.
-  if (Number(reach.rows[0]?.n ?? 0) < cap) return bySet()
-  const ids = () => {
-    let w = q.clearSelect().select(id.as('window_id'))
-    if (after !== undefined) w = w.where(id, '>', after)
-    return w.orderBy(id)
-  }
-  const windowSize = WINDOW_PAGES * (options.limit + 1)
-  // The last id of the window, as one scalar: a constant bound, so the walk is an index range.
-  const windowEnd = sql`(select max(w.window_id) from ${ids().limit(windowSize).as('w')})`
-  let walk = q.where(options.rowCondition as Expression<SqlBool>).where(id, '<=', windowEnd)
-  if (after !== undefined) walk = walk.where(id, '>', after)
-  const rows = (await walk
-    .orderBy(id)
-    .limit(options.limit + 1)
-    .execute()) as Row[]
-  const pageOf = (found: Row[]): Page<Item> => {
-    const more = found.length > options.limit
-    const pageRows = more ? found.slice(0, options.limit) : found
-    const last = pageRows[pageRows.length - 1] as Record<string, unknown> | undefined
+    const prepared = (compiled: CompiledQuery): Prepared => ({
+      compiled,
+      slots: compiled.parameters.map((p) => {
+        const arg = positions.get(p)
+        return arg === undefined ? { value: p } : { arg }
+      }),
+    })
+    const list = options.build(db, shape, names)
+    // deno-lint-ignore no-explicit-any
+    const q = list.base as unknown as SelectQueryBuilder<any, any, any>
+    const fingerprint = prepared(q.where(list.setCondition).compile())
+    const used = new Set(fingerprint.slots.flatMap((s) => ('arg' in s ? [s.arg] : [])))
+    names.forEach((name, i) => {
+      if (name !== undefined && !used.has(i))
+        throw new Error(`preparedVisiblePage(${options.scope}): value ${i} must reach the query`)
+    })
+    const id = sql.ref(options.column)
+    const both = (make: (later: boolean) => CompiledQuery | { compile(): CompiledQuery }): [Prepared, Prepared] => {
+      const compile = (later: boolean) => {
+        const made = make(later)
+        return 'compile' in made ? made.compile() : made
+      }
+      return [prepared(compile(false)), prepared(compile(true))]
+    }
+    // On a later page only ids after the cursor are looked up: the reachable ids are spread through
+    // the catalog, and each lookup of a row before the cursor would touch pages for nothing. (The
+    // first branch of every reach set selects `g.resource_id`, which names the UNION's column.)
+    const reach = (later: boolean) =>
+      later ? sql`select r.resource_id from (${list.reachIds}) r where r.resource_id > ${after}` : list.reachIds
+    const afterCursor = (query: typeof q, later: boolean) => (later ? query.where(id, '>', after) : query)
+    const ids = (later: boolean) => afterCursor(q.clearSelect().select(id.as('window_id')), later).orderBy(id)
     return {
-      items: pageRows.map(options.map),
-      nextCursor:
-        more && last ? encodeCursor(options.scope, [last[options.field] as string | number], fingerprint) : null,
+      fingerprint,
+      count: both((later) => sql`select count(*) as n from (${reach(later)} limit ${cap}) reach`.compile(db)),
+      bySet: both((later) =>
+        afterCursor(q.where(sql<SqlBool>`${id} in (${reach(later)})`), later)
+          .orderBy(id)
+          .limit(limit as unknown as number),
+      ),
+      // The last id of the window, as one scalar: a constant bound, so the walk is an index range.
+      walk: both((later) =>
+        afterCursor(
+          q.where(list.rowCondition as Expression<SqlBool>).where(
+            id,
+            '<=',
+            sql`(select max(w.window_id) from ${ids(later)
+              .limit(windowSize as unknown as number)
+              .as('w')})`,
+          ),
+          later,
+        )
+          .orderBy(id)
+          .limit(limit as unknown as number),
+      ),
+      beyond: both((later) =>
+        ids(later)
+          .limit(1)
+          .offset(windowSize as unknown as number),
+      ),
     }
   }
-  if (rows.length > options.limit) return pageOf(rows)
-  // The walk came up short: complete if the window held every remaining row, else the member sees
-  // little of what follows, and the set form answers.
-  const beyond = await ids().limit(1).offset(windowSize).execute()
-  if (beyond.length === 0) return pageOf(rows)
-  return bySet()
+
+  return async (
+    db: Db,
+    shape: string,
+    values: ReadonlyArray<unknown>,
+    page: { cursor?: string; limit: number },
+  ): Promise<Page<Item>> => {
+    let shapes = cache.get(db as Kysely<unknown>)
+    if (!shapes) cache.set(db as Kysely<unknown>, (shapes = new Map()))
+    let key = `${shape}|`
+    for (const value of values) key += value === undefined ? '_' : '+'
+    let entry = shapes.get(key)
+    if (!entry) {
+      if (shapes.size >= MAX_SHAPES) shapes.clear()
+      shapes.set(key, (entry = prepare(db, shape, values)))
+    }
+    const windowSize = WINDOW_PAGES * (page.limit + 1)
+    const args = (after: unknown) => [...values, after, page.limit + 1, REACH_CAP_PAGES * (page.limit + 1), windowSize]
+    const fill = (p: Prepared, all: unknown[]) => p.slots.map((s) => ('arg' in s ? all[s.arg] : s.value))
+    // Cursors issued before the walk existed stay valid: the fingerprint is still that of the set form.
+    const fingerprint = queryFingerprint({
+      sql: entry.fingerprint.compiled.sql,
+      parameters: fill(entry.fingerprint, args(undefined)),
+    })
+    const after = page.cursor === undefined ? undefined : decodeCursor(options.scope, page.cursor, 1, fingerprint)[0]
+    const all = args(after)
+    const later = after === undefined ? 0 : 1
+    const direct = directReads(db)
+    const run = async <R>(pair: [Prepared, Prepared]): Promise<R[]> => {
+      const p = pair[later]
+      const parameters = fill(p, all)
+      if (direct) return (await direct(p.compiled.sql, parameters)) as R[]
+      return (await db.executeQuery<R>({ ...p.compiled, parameters } as CompiledQuery<R>)).rows
+    }
+    const pageOf = (rows: Row[]) =>
+      pageFromRows(rows, page.limit, { scope: options.scope, order, map: options.map }, fingerprint)
+    const bySet = async () => pageOf(await run<Row>(entry.bySet))
+    const [reach] = await run<{ n: number | string }>(entry.count)
+    // PostgreSQL's count is a bigint, which its driver returns as text.
+    if (Number(reach?.n ?? 0) < REACH_CAP_PAGES * (page.limit + 1)) return bySet()
+    const rows = await run<Row>(entry.walk)
+    if (rows.length > page.limit) return pageOf(rows)
+    // The walk came up short: complete if the window held every remaining row, else the member sees
+    // little of what follows, and the set form answers.
+    const beyond = await run<unknown>(entry.beyond)
+    if (beyond.length === 0) return pageOf(rows)
+    return bySet()
+  }
 }
