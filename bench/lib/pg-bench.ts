@@ -52,7 +52,18 @@ export async function createBenchDatabase(ctx: BenchContext, label: string): Pro
   return {
     name,
     url: url.toString(),
-    drop: () => admin((c) => c.query(`drop database if exists ${name} with (force)`)).then(() => undefined),
+    // A pool's end() resolves before its connections have closed; forcing the drop while one is
+    // still closing sends it a FATAL that an ended client has no listener for (the bench process
+    // crashed on it). So wait, briefly, for this process's connections to go first.
+    drop: () =>
+      admin(async (c) => {
+        for (let i = 0; i < 40; i++) {
+          const open = await c.query('select count(*)::int as n from pg_stat_activity where datname = $1', [name])
+          if (open.rows[0].n === 0) break
+          await new Promise((resolve) => setTimeout(resolve, 50))
+        }
+        await c.query(`drop database if exists ${name} with (force)`)
+      }),
   }
 }
 

@@ -32,8 +32,10 @@ export type RowInsert =
 
 /** A statement prefix of `WITH` items and its parameters, for {@link withInserts}. */
 export interface InsertPrefix {
-  /** `name as (insert …), …` without `with` and without a trailing comma; empty when no rows. */
+  /** `name as (insert … returning 1), …` without `with` and without a trailing comma; empty when no rows. */
   items: string
+  /** The items' names (`w0`, `w1`, …): a statement that selects from them runs them first. */
+  names: string[]
   parameters: unknown[]
 }
 
@@ -112,8 +114,10 @@ function isEmpty(insert: RowInsert): boolean {
 }
 
 /**
- * PostgreSQL: the inserts as `WITH` items (`w0 as (insert …), w1 as (…)`) with parameters from
- * `$first`, for a statement that adds its own items and body after them (the change feed does).
+ * PostgreSQL: the inserts as `WITH` items (`w0 as (insert … returning 1), w1 as (…)`) with
+ * parameters from `$first`, for a statement that adds its own items and body after them (the change
+ * feed does). PostgreSQL runs items nothing reads when the statement ends; an item that selects
+ * from `names` makes them run before it.
  */
 export function withInserts(inserts: readonly RowInsert[], first = 1): InsertPrefix {
   const items: string[] = []
@@ -121,10 +125,10 @@ export function withInserts(inserts: readonly RowInsert[], first = 1): InsertPre
   for (const insert of inserts) {
     if (isEmpty(insert)) continue
     const compiled = compileInsert('postgres', insert, first + parameters.length)
-    items.push(`w${items.length} as (${compiled.text})`)
+    items.push(`w${items.length} as (${compiled.text} returning 1)`)
     parameters.push(...compiled.parameters)
   }
-  return { items: items.join(', '), parameters }
+  return { items: items.join(', '), names: items.map((_, i) => `w${i}`), parameters }
 }
 
 /**

