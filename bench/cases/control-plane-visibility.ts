@@ -11,11 +11,14 @@
  * request at a time, the two organizations alternating request by request; the figure is the
  * median of the per-round p50 ratios 6,000 ÷ 200. Target ≤ 1.3
  * (issue 15, item 4). The owner's first page is printed as a reference (admins skip the filter).
+ * Runs on SQLite, then again on PostgreSQL (`BENCH_DATABASE_URL`, else `SERVICE_TEST_DATABASE_URL`,
+ * else the loopback server; a throw-away database; skipped with the reason when none answers).
  * @module
  */
 import { defineCase, type BenchContext } from '../lib/bench-case.ts'
 import { makeFigure } from '../lib/figure.ts'
 import { printRound } from '../lib/results-printer.ts'
+import { createBenchDatabase, startPostgresInstance } from '../lib/pg-bench.ts'
 import { startServer, type RunningServer } from '../lib/server-process.ts'
 import { median, round } from '../lib/stats.ts'
 
@@ -185,11 +188,36 @@ async function run(ctx: BenchContext): Promise<void> {
     ctx.skip('source', 'bin/service-server.ts does not exist')
     return
   }
-  const s = ctx.settings
   const dir = ctx.tempDir('control-plane-visibility')
+  await measure(
+    ctx,
+    'SQLite',
+    () => startServer(ctx.productCommand('source', dir, undefined, 'control-plane')),
+    async () => {},
+  )
+  const database = await createBenchDatabase(ctx, 'visibility')
+  if (!database) return
+  try {
+    await measure(ctx, 'PostgreSQL', () => startPostgresInstance(ctx, database.url, 'visibility'), database.analyze)
+  } finally {
+    await database.drop()
+  }
+}
+
+/**
+ * Builds both organizations in one server on an engine and records its figures; `built` runs once
+ * both exist (PostgreSQL's statistics, which autovacuum keeps on a real server).
+ */
+async function measure(
+  ctx: BenchContext,
+  engine: string,
+  start: () => Promise<RunningServer>,
+  built: () => Promise<void>,
+): Promise<void> {
+  const s = ctx.settings
   const servers: RunningServer[] = []
   try {
-    const ours = await startServer(ctx.productCommand('source', dir, undefined, 'control-plane'))
+    const ours = await start()
     servers.push(ours)
     const call = httpCall(ours.baseUrl)
     const signUp = async (email: string, invitationToken?: string) => {
@@ -205,6 +233,7 @@ async function run(ctx: BenchContext): Promise<void> {
     const ownerToken = await signUp('owner@bench.test')
     const orgs: VisibilityOrg[] = []
     for (const size of SIZES) orgs.push(await buildVisibilityOrg(call, signUp, ownerToken, size, ctx.log))
+    await built()
     const targets: Target[] = []
     const lists = [
       ['GET /v1/me/skills', '/v1/me/skills?limit=50'],
@@ -249,7 +278,7 @@ async function run(ctx: BenchContext): Promise<void> {
         }
         const pair = { baseline: median(times.get(SIZES[0])!), ours: median(times.get(SIZES[1])!) }
         rounds.set(target.label, [...(rounds.get(target.label) ?? []), pair])
-        printRound(target.label, r, s.rounds, pair.ours, pair.baseline, 'ms p50')
+        printRound(`${engine}: ${target.label}`, r, s.rounds, pair.ours, pair.baseline, 'ms p50')
       }
     }
     for (const target of targets) {
@@ -257,9 +286,9 @@ async function run(ctx: BenchContext): Promise<void> {
       ctx.record(
         makeFigure({
           caseName: 'control-plane-visibility',
-          name: `${target.label} p50 at ${SIZES[1]} ÷ at ${SIZES[0]} skills`,
+          name: `${engine}: ${target.label} p50 at ${SIZES[1]} ÷ at ${SIZES[0]} skills`,
           unit: 'ms',
-          subject: `bun bin/service-server.ts --mode control-plane, ${SIZES[1]} skills`,
+          subject: `bun bin/service-server.ts --mode control-plane on ${engine}, ${SIZES[1]} skills`,
           baselineLabel: `same request at ${SIZES[0]} skills`,
           rounds: pairs,
           target: target === owner ? undefined : { op: '<=', value: 1.3 },
@@ -277,6 +306,6 @@ async function run(ctx: BenchContext): Promise<void> {
 export default defineCase({
   name: 'control-plane-visibility',
   description:
-    "a plain member's skill lists (first and deep page, wide and narrow reach) at 6,000 skills ÷ at 200; target ≤ 1.3",
+    "a plain member's skill lists (first and deep page, wide and narrow reach) at 6,000 skills ÷ at 200, on SQLite and PostgreSQL; target ≤ 1.3",
   run,
 })

@@ -315,6 +315,10 @@ if (TEST_ENGINE === 'sqlite') {
               )
             ).rows.map((r) => r.table_name)
             assert.equal([...printed.keys()].sort(), tables, 'every table is reported')
+            const analyzed = await pgClient.query<{ n: number }>(
+              "select count(*)::int as n from pg_stat_user_tables where relname = 'config_object' and last_analyze is not null",
+            )
+            assert.is(analyzed.rows[0]!.n, 1, 'the copy leaves the planner statistics of what it loaded')
             let nonEmpty = 0
             for (const table of tables) {
               const mine = await sqliteRows(reopened.db, table)

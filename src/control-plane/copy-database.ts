@@ -214,7 +214,7 @@ export async function copyDatabase(options: {
     const order = await foreignKeyOrder(targetDb, [...targetTables.keys()])
     options.log?.(`copying ${order.length} tables from ${options.from} into ${redactDatabaseUrl(options.to)}`)
     // One read transaction on SQLite: the copy is one consistent snapshot even if a server still writes.
-    return await sourceDb.transaction().execute((source) =>
+    const copied = await sourceDb.transaction().execute((source) =>
       targetDb.transaction().execute(async (target) => {
         await refuseNonEmpty(target, order)
         for (const table of SEEDED_BY_MIGRATIONS) if (targetTables.has(table)) await target.deleteFrom(table).execute()
@@ -241,6 +241,10 @@ export async function copyDatabase(options: {
         return counts
       }),
     )
+    // Statistics now, not whenever autovacuum comes by (if it runs at all): without them the planner
+    // can nest a member's visibility set inside a range it takes for one row (docs/deployment.md).
+    await sql`analyze`.execute(targetDb)
+    return copied
   } finally {
     await postgres?.close().catch(() => {})
     await sqlite?.close().catch(() => {})
