@@ -56,6 +56,9 @@ export function compilePattern(path: string): RegExp {
   return new RegExp(`^${source}/*$`)
 }
 
+/** The first segment of a declared path, as its compiled pattern sees it (repeated slashes collapsed). */
+const firstSegment = (path: string): string => path.replace(/\/+(\/|$)/g, '$1').split('/')[1] ?? ''
+
 const isLiteral = (segment: string | undefined): segment is string => segment !== undefined && !/[:*]/.test(segment)
 
 /**
@@ -125,9 +128,19 @@ export function createRouteTable<R extends Routable<R>>(routes: ReadonlyArray<R>
     if (route.subroutes && !GREEDY_TAIL.test(route.path))
       throw new Error(`${route.method} ${route.path}: only a route ending in /:name+ can serve subroutes`)
     const entry: CompiledRoute<R> = { method: route.method, path: route.path, regex: compilePattern(route.path), route }
-    const shadowed = compiled.some((c) => c.method === route.method && c.regex.test(route.path))
+    // Only a literal path can be shadowed, and only by a pattern that can begin with its first segment.
+    // Testing just those keeps a start from running (and so compiling) nearly every pattern's regex.
+    const literal = !/[:*]/.test(route.path)
+    const first = literal ? firstSegment(route.path) : ''
+    const shadowed =
+      literal &&
+      compiled.some((c) => {
+        if (c.method !== route.method) return false
+        const start = firstSegment(c.path)
+        return (start === first || /[:*]/.test(start)) && c.regex.test(route.path)
+      })
     compiled.push(entry)
-    if (!/[:*]/.test(route.path) && !shadowed) {
+    if (literal && !shadowed) {
       const key = route.path.replace(/\/+(\/|$)/g, '$1') || '/'
       let methods = exact.get(key)
       if (!methods) exact.set(key, (methods = new Map()))
