@@ -9,7 +9,8 @@
 
 /** `size` random bytes (at most 65,536, Web Crypto's limit per call), as a Buffer for its encodings. */
 export function randomBytes(size: number): Buffer {
-  const bytes = Buffer.allocUnsafe(size)
+  // Not allocUnsafe: a small one is a slice of a pool shared with unrelated buffers.
+  const bytes = Buffer.alloc(size)
   globalThis.crypto.getRandomValues(bytes)
   return bytes
 }
