@@ -12,11 +12,11 @@
  */
 import { type DialectAdapter, type Driver, Kysely, PostgresDialect, SqliteAdapter, SqliteDialect } from 'kysely'
 import type { Migration } from 'kysely/migration'
+import { chmodSync, existsSync, mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
 import type { MaybePromise } from '../core/maybe-promise.ts'
 import { normalizeParam } from './bound-values.ts'
-import type { RawSqlite } from './open-sqlite.ts'
-import { openSqlite } from './open-sqlite.ts'
-import { openSqliteFile, schemaIsCurrent } from './sqlite-file.ts'
+import { openSqlite, type RawSqlite } from './open-sqlite.ts'
 import { SqliteReadWriteDriver } from './sqlite-driver.ts'
 import type { PostgresPoolOptions } from './open-postgres.ts'
 import { localNotifier, postgresNotifier, type Notifier } from './notifier.ts'
@@ -106,6 +106,31 @@ class TransactionalSqliteDialect extends SqliteDialect {
   }
 }
 
+// The database holds hashes and encrypted secrets; other local users should not read it at all.
+function restrictFileModes(path: string): void {
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+    if (existsSync(file)) chmodSync(file, 0o600)
+  }
+}
+
+/**
+ * True when every embedded migration is recorded and nothing else is: the common case on every start
+ * after the first. Anything unexpected (no table yet, a recorded name we do not know) means the
+ * migrator should run and decide.
+ */
+function schemaIsCurrent(raw: RawSqlite, migrations: MigrationSet): boolean {
+  let recorded: string[]
+  try {
+    recorded = (raw.prepare('select name from kysely_migration order by name').all([]) as Array<{ name: string }>).map(
+      (row) => row.name,
+    )
+  } catch {
+    return false
+  }
+  const embedded = Object.keys(migrations).sort()
+  return recorded.length === embedded.length && recorded.every((name, i) => name === embedded[i])
+}
+
 /** How each handle's plain reads may skip kysely's executor (see {@link directReads}). */
 const readers = new WeakMap<Kysely<any>, DirectReads>()
 
@@ -158,25 +183,6 @@ async function migrate<DB>(db: Kysely<DB>, migrations: MigrationSet): Promise<vo
   }
 }
 
-function sqliteKysely<DB>(driver: SqliteReadWriteDriver): Kysely<DB> {
-  return retryingTransactions(new Kysely<DB>({ dialect: new TransactionalSqliteDialect(driver) }), {
-    serializable: false,
-  })
-}
-
-/**
- * Migrates an open SQLite connection to the latest of `migrations` and leaves it open: how a
- * database used without kysely (`plain-sqlite.ts`) gets the same migrations, and their record.
- */
-export async function migrateSqlite(raw: RawSqlite, migrations: MigrationSet): Promise<void> {
-  const db = sqliteKysely<unknown>(new SqliteReadWriteDriver(normalizing({ ...raw, close: () => {} }), null))
-  try {
-    await migrate(db, migrations)
-  } finally {
-    await db.destroy()
-  }
-}
-
 /**
  * Opens the database and migrates to the latest embedded version. A failed migration rolls back
  * (DDL is transactional on both engines) and rejects. On PostgreSQL, kysely's migrator holds an
@@ -184,7 +190,13 @@ export async function migrateSqlite(raw: RawSqlite, migrations: MigrationSet): P
  */
 export async function openDatabase<DB>(options: OpenDatabaseOptions): Promise<Database<DB>> {
   if (options.url !== undefined) return openPostgres<DB>(options.url, options)
-  const raw = await openSqliteFile(options.path)
+  if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true, mode: 0o700 })
+  const raw = await openSqlite(options.path)
+  raw.exec('pragma journal_mode = wal')
+  raw.exec('pragma synchronous = normal')
+  raw.exec('pragma foreign_keys = on')
+  raw.exec('pragma busy_timeout = 5000')
+  if (options.path !== ':memory:') restrictFileModes(options.path)
   // Reads outside transactions take a second connection (see sqlite-driver.ts); a `:memory:`
   // database cannot have one (it would be another, empty database).
   let reader: RawSqlite | null = null
@@ -193,7 +205,10 @@ export async function openDatabase<DB>(options: OpenDatabaseOptions): Promise<Da
     reader.exec('pragma busy_timeout = 5000')
     reader.exec('pragma query_only = on')
   }
-  const db = sqliteKysely<DB>(new SqliteReadWriteDriver(normalizing(raw), reader))
+  const driver = new SqliteReadWriteDriver(normalizing(raw), reader)
+  const db = retryingTransactions(new Kysely<DB>({ dialect: new TransactionalSqliteDialect(driver) }), {
+    serializable: false,
+  })
   if (reader) readers.set(db, (sql, parameters) => reader.prepare(sql).all(parameters) as unknown[])
   if (!schemaIsCurrent(raw, options.migrations)) {
     try {

@@ -52,7 +52,8 @@ export class TokenStore {
   /** Loads every stored token into the index. */
   static async open(db: StateDatabase, now: () => number = Date.now): Promise<TokenStore> {
     const store = new TokenStore(db, now)
-    for (const row of db.all<TokensTable>('select * from tokens')) store.#index(row)
+    const rows = await db.db.selectFrom('tokens').selectAll().execute()
+    for (const row of rows) store.#index(row)
     return store
   }
 
@@ -93,16 +94,7 @@ export class TokenStore {
       expires_at: input.ttlSeconds ? new Date(now + input.ttlSeconds * 1000).toISOString() : null,
       last_used_at: null,
     }
-    this.#db.run(
-      'insert into tokens (id, hash, scope, label, created_at, expires_at, last_used_at) values (?, ?, ?, ?, ?, ?, ?)',
-      row.id,
-      row.hash,
-      row.scope,
-      row.label,
-      row.created_at,
-      row.expires_at,
-      row.last_used_at,
-    )
+    await this.#db.db.insertInto('tokens').values(row).execute()
     const entry = this.#index(row)
     return { ...entry.info, token }
   }
@@ -111,7 +103,7 @@ export class TokenStore {
   async revoke(id: string): Promise<boolean> {
     const entry = [...this.#byHash.values()].find((e) => e.info.id === id)
     if (!entry) return false
-    this.#db.run('delete from tokens where id = ?', id)
+    await this.#db.db.deleteFrom('tokens').where('id', '=', id).execute()
     this.#byHash.delete(entry.hash)
     return true
   }
@@ -130,15 +122,13 @@ export class TokenStore {
     entry.info.lastUsedAt = now
     if (entry.persistedLastUsed === null || now - entry.persistedLastUsed >= LAST_USED_WRITE_INTERVAL_MS) {
       entry.persistedLastUsed = now
-      // After the request's own work, and a lost lastUsedAt update must never fail the request that used the token.
-      const id = entry.info.id
-      queueMicrotask(() => {
-        try {
-          this.#db.run('update tokens set last_used_at = ? where id = ?', toIso(now), id)
-        } catch {
-          // Only this hint is lost (a closing database, a busy file); a use a minute later writes a newer one.
-        }
-      })
+      // Fire and forget: a lost lastUsedAt update must never fail the request that used the token.
+      this.#db.db
+        .updateTable('tokens')
+        .set({ last_used_at: toIso(now) })
+        .where('id', '=', entry.info.id)
+        .execute()
+        .catch(() => {})
     }
     return { status: 'valid', token: { ...entry.info }, hash }
   }

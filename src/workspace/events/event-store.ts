@@ -6,7 +6,7 @@
  * @module
  */
 import { newId } from '../../core/ids.ts'
-import type { EventsTable, StateDatabase } from '../runtime/state-db.ts'
+import type { StateDatabase } from '../runtime/state-db.ts'
 
 /** Why a reload event happened (the reference's `reason`). */
 export type ReloadReason = 'config' | 'plugins' | 'skills' | 'mcp' | 'commands'
@@ -73,14 +73,17 @@ export class EventStore {
     const timestamp = this.#now()
     const id = newId('evt', timestamp)
     const { workspaceId, type, ...rest } = body
-    const row = this.#db.get<Pick<EventsTable, 'seq'>>(
-      'insert into events (id, workspace_id, type, payload, created_at) values (?, ?, ?, ?, ?) returning seq',
-      id,
-      workspaceId,
-      type,
-      JSON.stringify(rest),
-      new Date(timestamp).toISOString(),
-    )!
+    const row = await this.#db.db
+      .insertInto('events')
+      .values({
+        id,
+        workspace_id: workspaceId,
+        type,
+        payload: JSON.stringify(rest),
+        created_at: new Date(timestamp).toISOString(),
+      })
+      .returning('seq')
+      .executeTakeFirstOrThrow()
     const event: WorkspaceEvent = { id, seq: Number(row.seq), timestamp, ...body }
     if (++this.#appendsSincePrune >= 64) {
       this.#appendsSincePrune = 0
@@ -98,12 +101,20 @@ export class EventStore {
 
   /** Drops events beyond the retention limit for one workspace. */
   async prune(workspaceId: string): Promise<void> {
-    const cutoff = this.#db.get<Pick<EventsTable, 'seq'>>(
-      'select seq from events where workspace_id = ? order by seq desc limit 1 offset ?',
-      workspaceId,
-      this.#retention - 1,
-    )
-    if (cutoff?.seq) this.#db.run('delete from events where workspace_id = ? and seq < ?', workspaceId, cutoff.seq)
+    const cutoff = await this.#db.db
+      .selectFrom('events')
+      .select('seq')
+      .where('workspace_id', '=', workspaceId)
+      .orderBy('seq', 'desc')
+      .limit(1)
+      .offset(this.#retention - 1)
+      .executeTakeFirst()
+    if (cutoff?.seq)
+      await this.#db.db
+        .deleteFrom('events')
+        .where('workspace_id', '=', workspaceId)
+        .where('seq', '<', cutoff.seq)
+        .execute()
   }
 
   /** Events after `after` in seq order, optionally for one workspace and some types. */
@@ -113,17 +124,13 @@ export class EventStore {
     types?: WorkspaceEventType[]
     limit?: number
   }): Promise<WorkspaceEvent[]> {
-    let sql = 'select * from events where seq > ?'
-    const params: unknown[] = [options.after]
-    if (options.workspaceId) {
-      sql += ' and workspace_id = ?'
-      params.push(options.workspaceId)
-    }
-    if (options.types) {
-      sql += ` and type in (${options.types.map(() => '?').join(', ')})`
-      params.push(...options.types)
-    }
-    const rows = this.#db.all<EventsTable>(`${sql} order by seq asc limit ?`, ...params, options.limit ?? 1000)
+    let query = this.#db.db.selectFrom('events').selectAll().where('seq', '>', options.after)
+    if (options.workspaceId) query = query.where('workspace_id', '=', options.workspaceId)
+    if (options.types) query = query.where('type', 'in', options.types)
+    const rows = await query
+      .orderBy('seq', 'asc')
+      .limit(options.limit ?? 1000)
+      .execute()
     return rows.map((row) => ({
       id: row.id,
       seq: Number(row.seq),
@@ -136,7 +143,10 @@ export class EventStore {
 
   /** The newest seq stored (0 when empty). */
   async latestSeq(): Promise<number> {
-    const row = this.#db.get<{ seq: number | null }>('select max(seq) as seq from events')
+    const row = await this.#db.db
+      .selectFrom('events')
+      .select((eb) => eb.fn.max('seq').as('seq'))
+      .executeTakeFirst()
     return Number(row?.seq ?? 0)
   }
 

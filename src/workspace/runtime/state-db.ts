@@ -1,12 +1,12 @@
 /**
  * The workspace server's own SQLite database (`<dataDir>/workspace-state.sqlite`, mode 0600):
- * issued tokens, persisted events and the audit log, used through plain statements
- * (`plain-sqlite.ts`). The row types of its tables live here, shared by the store modules.
+ * issued tokens, persisted events and the audit log. Table types live here so each store module
+ * shares one kysely schema.
  * @module
  */
 import { join } from 'node:path'
 import { workspaceMigrations } from '../../../migrations/workspace/index.ts'
-import { openPlainSqlite, type PlainSqlite } from '../../storage/plain-sqlite.ts'
+import { openDatabase, type Database } from '../../storage/database.ts'
 
 /** `tokens`: issued tokens; only the sha256 of the value is kept. */
 export interface TokensTable {
@@ -21,7 +21,7 @@ export interface TokensTable {
 
 /** `events`: workspace events; `seq` is global and orders every stream. */
 export interface EventsTable {
-  seq: number
+  seq: number | undefined
   id: string
   workspace_id: string
   type: string
@@ -31,7 +31,7 @@ export interface EventsTable {
 
 /** `audit`: one row per completed write or approval decision. */
 export interface AuditTable {
-  seq: number
+  seq: number | undefined
   id: string
   workspace_id: string
   actor: string
@@ -41,11 +41,18 @@ export interface AuditTable {
   created_at: string
 }
 
+/** The kysely schema of the state database. */
+export interface WorkspaceStateSchema {
+  tokens: TokensTable
+  events: EventsTable
+  audit: AuditTable
+}
+
 /** The state database handle. */
-export type StateDatabase = PlainSqlite
+export type StateDatabase = Database<WorkspaceStateSchema>
 
 /** Opens (and migrates) the state database in `dataDir`, or in memory for `:memory:`. */
 export function openStateDatabase(dataDir: string): Promise<StateDatabase> {
   const path = dataDir === ':memory:' ? ':memory:' : join(dataDir, 'workspace-state.sqlite')
-  return openPlainSqlite({ path, migrations: workspaceMigrations })
+  return openDatabase<WorkspaceStateSchema>({ path, migrations: workspaceMigrations })
 }
