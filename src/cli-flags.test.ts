@@ -1,8 +1,9 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
 import { assert, BUN, runCommand, startChild, suite, withTempDir } from '../tests/harness.ts'
-import { parseServerFlags, UsageError } from './cli-flags.ts'
+import { FLAGS, parseServerFlags, UsageError } from './cli-flags.ts'
 import { helpText } from './help-text.ts'
 
 const flags = suite('cli-flags', { timeoutMs: 60_000 })
@@ -38,6 +39,59 @@ flags('an unknown flag or mode is one line naming the valid choices', () => {
   assert.match(unknown, /unknown option --bogus; valid options: --mode, --config/)
   assert.not.match(unknown, /\n/)
   assert.is(usage(['--mode', 'server']), "invalid --mode 'server'; valid modes: workspace, control-plane")
+})
+
+flags('every command line parses to what node:util parseArgs makes of it, or fails with its message', () => {
+  const options = Object.fromEntries(
+    Object.entries(FLAGS).map(([name, f]) => [
+      name,
+      { type: f.type, ...(f.multiple ? { multiple: true } : {}), ...(f.short ? { short: f.short } : {}) },
+    ]),
+  )
+  const reference = (args: string[]) => {
+    try {
+      return { values: { ...parseArgs({ args, options, strict: true, allowPositionals: false }).values } }
+    } catch (error) {
+      return { error: (error as Error).message.split('\n')[0] }
+    }
+  }
+  const ours = (args: string[]) => {
+    try {
+      return { values: { ...parseServerFlags(args).flags } }
+    } catch (error) {
+      return { error: (error as Error).message }
+    }
+  }
+  for (const args of [
+    [],
+    ['--port', '0', '--host', '127.0.0.1', '--config', 'a.json', '--data-dir', 'd'],
+    ['--port=0', '--port', '1', '--cors='],
+    ['--workspace', 'a', '--workspace=b', '--workspace', 'c', '--read-only', '--read-only'],
+    ['--mode', 'control-plane', '--database-url', 'postgres://x', '--log-requests'],
+    ['-h', '-v', '--help', '--version'],
+    ['--port', '-1'],
+    ['--port', '-'],
+    ['--port', '--host'],
+    ['--port'],
+    ['--help=yes'],
+    ['-hv'],
+    ['-x'],
+    ['--', '--port', '0'],
+    ['serve'],
+    ['--Port', '0'],
+    ['--constructor'],
+    ['--token', 'a=b', '--host-token=c=d'],
+  ]) {
+    const want = reference(args)
+    const got = ours(args)
+    if (want.values) assert.equal(got, want, args.join(' '))
+    else {
+      // Refused as parseArgs refuses it: the argument its message names is named in ours.
+      const named = /'([^']+)'/.exec(want.error!)?.[1] ?? ''
+      assert.ok(got.error?.includes(named.replace(/ <value>$/, '')), `${args.join(' ')}: ${got.error} / ${want.error}`)
+    }
+  }
+  assert.is(Object.getPrototypeOf(parseServerFlags(['--port', '0']).flags), null)
 })
 
 flags('a flag of the other mode is refused', () => {

@@ -3,7 +3,7 @@
  * (`help-text.ts`) and the error for an unknown flag all come from this table.
  * @module
  */
-import { parseArgs } from 'node:util'
+import type { parseArgs as ParseArgs } from 'node:util'
 
 /** Which mode a flag belongs to. */
 export type FlagScope = 'common' | 'workspace' | 'control-plane'
@@ -126,8 +126,51 @@ const MODES = ['workspace', 'control-plane'] as const
 /** The two surfaces. */
 export type Mode = (typeof MODES)[number]
 
-/** Parses server flags, rejecting unknown flags, positionals, bad modes and flags of the other mode. */
-export function parseServerFlags(argv: string[]): { mode: Mode; flags: Flags } {
+/**
+ * The flags of an ordinary command line, parsed as `node:util`'s `parseArgs` would: each argument a
+ * known `--name=value` or `--name value` (the value not starting with `-`), a known boolean `--name`,
+ * or `-h`/`-v`; a repeated flag keeps its last value, a `multiple` one all of them. Null for
+ * anything else (unknown or malformed flags, positionals, `--`), which `parseArgs` then parses or
+ * refuses with its own message. Why: evaluating `node:util` costs every start about 1.5 MB of
+ * resident memory (README.md, "Workspace memory"), only to read a handful of flags.
+ */
+function parseOrdinary(argv: string[]): Flags | null {
+  // Null prototype, like parseArgs' values: a flag named like an Object method reads as unset.
+  const flags: Flags = Object.create(null)
+  const shorts: Record<string, string> = { '-h': 'help', '-v': 'version' }
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!
+    const short = shorts[arg]
+    if (short) {
+      flags[short] = true
+      continue
+    }
+    if (!arg.startsWith('--') || arg === '--') return null
+    const equals = arg.indexOf('=')
+    const name = equals < 0 ? arg.slice(2) : arg.slice(2, equals)
+    const spec = Object.hasOwn(FLAGS, name) ? FLAGS[name]! : undefined
+    if (!spec) return null
+    let value: string | boolean
+    if (spec.type === 'boolean') {
+      if (equals >= 0) return null
+      value = true
+    } else if (equals >= 0) {
+      value = arg.slice(equals + 1)
+    } else {
+      const next = argv[i + 1]
+      if (next === undefined || next.startsWith('-')) return null
+      value = next
+      i++
+    }
+    if (spec.multiple) flags[name] = [...((flags[name] as string[] | undefined) ?? []), value as string]
+    else flags[name] = value
+  }
+  return flags
+}
+
+/** `node:util`'s `parseArgs`, evaluated only for a command line {@link parseOrdinary} leaves to it. */
+function parseStrictly(argv: string[]): Flags {
+  const { parseArgs } = process.getBuiltinModule('node:util') as { parseArgs: typeof ParseArgs }
   let parsed
   try {
     parsed = parseArgs({
@@ -155,7 +198,12 @@ export function parseServerFlags(argv: string[]): { mode: Mode; flags: Flags } {
       )
     throw new UsageError(`${message.split('\n')[0]}; valid options: ${valid}`)
   }
-  const flags = parsed.values as Flags
+  return parsed.values as Flags
+}
+
+/** Parses server flags, rejecting unknown flags, positionals, bad modes and flags of the other mode. */
+export function parseServerFlags(argv: string[]): { mode: Mode; flags: Flags } {
+  const flags = parseOrdinary(argv) ?? parseStrictly(argv)
   const mode = (flags.mode ?? 'workspace') as string
   if (!MODES.includes(mode as Mode)) throw new UsageError(`invalid --mode '${mode}'; valid modes: ${MODES.join(', ')}`)
   for (const [name, value] of Object.entries(flags)) {

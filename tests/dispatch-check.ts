@@ -13,7 +13,7 @@
 import { Router } from 'itty-router'
 import { createHttpApp } from '../src/core/http-app.ts'
 import { silentLogger } from '../src/core/logger.ts'
-import type { AnyRoute } from '../src/core/route.ts'
+import { declaredRoutes, type AnyRoute } from '../src/core/route.ts'
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE']
 
@@ -53,20 +53,31 @@ function samplePaths(routes: ReadonlyArray<AnyRoute<unknown, unknown>>): Set<str
   return paths
 }
 
-/** `METHOD path: itty → ours` for every sample where http-app and itty's first match disagree. */
-export async function dispatchDrift(routes: ReadonlyArray<AnyRoute<unknown, unknown>>): Promise<string[]> {
-  // Stubs keep each route's method and path; the handler names the route it stands for.
-  const stubs = routes.map((r, index) => ({
-    ...r,
-    params: undefined,
-    query: undefined,
-    body: undefined,
-    auth: 'public',
-    responses: { 200: { description: 'stub' } },
-    handler: () => ({ index }),
-  }))
+/**
+ * `METHOD path: itty → ours` for every sample where http-app and itty's first match disagree. A
+ * route's `subroutes` are registered in itty one by one just before it, the order they stand for.
+ */
+export async function dispatchDrift(registered: ReadonlyArray<AnyRoute<unknown, unknown>>): Promise<string[]> {
+  const routes = declaredRoutes(registered)
+  const indexOf = new Map(routes.map((r, index) => [r, index]))
+  // Stubs keep each route's method, path and subroutes; the handler names the route it stands for.
+  const stub = (r: AnyRoute<unknown, unknown>): AnyRoute<unknown, unknown> => {
+    const subroutes = r.subroutes
+    const index = indexOf.get(r)!
+    let stubs: AnyRoute<unknown, unknown>[] | undefined
+    return {
+      ...r,
+      params: undefined,
+      query: undefined,
+      body: undefined,
+      auth: 'public',
+      responses: { 200: { description: 'stub' } },
+      subroutes: subroutes && (() => (stubs ??= subroutes().map(stub))),
+      handler: () => ({ index }),
+    }
+  }
   const app = createHttpApp<unknown, unknown>({
-    routes: stubs as unknown as AnyRoute<unknown, unknown>[],
+    routes: registered.map(stub),
     auth: { authenticate: () => ({}), security: () => [], statuses: () => [] },
     validation: { status: 400, bodyCode: 'invalid_payload', queryCode: 'invalid_query' },
     cors: { origins: [], allowHeaders: [] },

@@ -5,7 +5,8 @@
  */
 import { Validator } from '@seriousme/openapi-schema-validator'
 import { openApiPath } from '../src/core/openapi.ts'
-import type { RouteTable } from '../src/core/router.ts'
+import { declaredRoutes } from '../src/core/route.ts'
+import type { Routable, RouteTable } from '../src/core/router.ts'
 
 /** Validates a document with a standard OpenAPI validator; returns its error list (empty when valid). */
 export async function openApiErrors(doc: Record<string, unknown>): Promise<unknown[]> {
@@ -14,9 +15,17 @@ export async function openApiErrors(doc: Record<string, unknown>): Promise<unkno
   return result.valid ? [] : (result.errors as unknown[])
 }
 
-/** `METHOD /path/{param}` for every route the router registered. */
+interface Declared extends Routable<Declared> {}
+
+/**
+ * `METHOD /path/{param}` for every route the router can dispatch to: those it registered and the
+ * subroutes they serve (built by the router from the same `subroutes` call).
+ */
 export function registeredOperations(router: RouteTable): string[] {
-  return router.routes.map(({ method, path }) => `${method} ${openApiPath(path)}`).sort()
+  const routes = router.routes.map((entry) => entry.route as Declared)
+  return declaredRoutes(routes)
+    .map(({ method, path }) => `${method} ${openApiPath(path)}`)
+    .sort()
 }
 
 /** `METHOD /path/{param}` for every operation the document declares. */

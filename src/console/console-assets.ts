@@ -8,8 +8,8 @@
  * because a changed file (or a changed dependency of it) gets a new name.
  * @module
  */
-import { createHash } from 'node:crypto'
 import { gzipSync } from 'node:zlib'
+import { sha256Hex } from '../core/sha256.ts'
 import indexHtml from './web/index.html' with { type: 'text' }
 import consoleCss from './web/console.css' with { type: 'text' }
 import mainJs from './web/main.mjs' with { type: 'text' }
@@ -110,7 +110,7 @@ export function buildConsoleAssets(page: string, sources: Record<string, string>
       ? source.replace(MODULE_REF, (_, quote: string, dep: string) => `${quote}./${resolve(dep)}${quote}`)
       : source
     visiting.delete(name)
-    const digest = createHash('sha256').update(text).digest('hex').slice(0, 12)
+    const digest = sha256Hex(text).slice(0, 12)
     const dot = name.lastIndexOf('.')
     const out = `${name.slice(0, dot)}.${digest}${name.slice(dot)}`
     hashed.set(name, out)

@@ -49,7 +49,13 @@ function successStatus(route: AnyRoute): number {
 /** Builds the dispatcher of a surface. */
 export function createDispatcher<Rule, Principal>(options: DispatchOptions<Rule, Principal>): Dispatcher {
   const { table, auth, validation, logger } = options
-  const statuses = new Map(table.routes.map((entry) => [entry.route, successStatus(entry.route)]))
+  // Filled as routes answer: subroutes (`RouteSpec.subroutes`) are only known once they match.
+  const statuses = new Map<AnyRoute<Rule, Principal>, number>()
+  const statusOf = (route: AnyRoute<Rule, Principal>): number => {
+    let status = statuses.get(route)
+    if (status === undefined) statuses.set(route, (status = successStatus(route)))
+    return status
+  }
 
   // The last response built here with the request id already in its headers. The final step
   // compares identity instead of reading the header back (a header read allocates the Headers
@@ -65,7 +71,7 @@ export function createDispatcher<Rule, Principal>(options: DispatchOptions<Rule,
 
   const shape = (route: AnyRoute<Rule, Principal>, result: unknown, requestId: string): Response => {
     if (result instanceof Response) return result
-    const status = statuses.get(route)!
+    const status = statusOf(route)
     if (result instanceof PreEncodedJson) return jsonOut(result.body as BodyInit, status, requestId)
     if (result === undefined || status === 204) {
       return (last = new Response(null, {

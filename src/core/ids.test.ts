@@ -1,6 +1,7 @@
 import { assert, suite } from '../../tests/harness.ts'
 import { isId, newId } from './ids.ts'
-import { generateToken, hashToken, secretsEqual } from './secrets.ts'
+import { randomBytes } from './random-bytes.ts'
+import { bytesEqual, generateToken, hashToken, secretsEqual } from './secrets.ts'
 
 const ids = suite('core/ids-and-secrets')
 
@@ -34,6 +35,21 @@ ids('generated tokens carry their prefix and enough entropy, and hash stably', (
   assert.is.not(generateToken('svc_'), t)
   assert.is(hashToken('x'), hashToken('x'))
   assert.match(hashToken(t), /^[0-9a-f]{64}$/)
+})
+
+ids('bytesEqual compares equal-length bytes whole, and unequal lengths are unequal', () => {
+  const a = Uint8Array.from([1, 2, 3, 4])
+  assert.ok(bytesEqual(a, Uint8Array.from([1, 2, 3, 4])))
+  assert.not.ok(bytesEqual(a, Uint8Array.from([1, 2, 3, 5])))
+  assert.not.ok(bytesEqual(a, Uint8Array.from([0, 2, 3, 4])))
+  assert.not.ok(bytesEqual(a, Uint8Array.from([1, 2, 3])))
+  assert.ok(bytesEqual(new Uint8Array(0), new Uint8Array(0)))
+})
+
+ids('random bytes have the requested length and differ between calls', () => {
+  assert.is(randomBytes(16).length, 16)
+  assert.is(randomBytes(6).toString('hex').length, 12)
+  assert.is.not(randomBytes(32).toString('hex'), randomBytes(32).toString('hex'))
 })
 
 ids.run()

@@ -4,7 +4,7 @@
  * relies on; ids made in the same millisecond stay ordered by bumping the random part.
  * @module
  */
-import { randomBytes } from 'node:crypto'
+import { randomBytes } from './random-bytes.ts'
 
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'
 

@@ -1,12 +1,13 @@
 /**
- * Generates an OpenAPI 3.1 document from route declarations, the same ones the router registers.
+ * Generates an OpenAPI 3.1 document from route declarations, the same ones the router registers
+ * (with the subroutes it serves).
  * @module
  */
 import { toJsonSchema, type ConversionConfig } from '@valibot/to-json-schema'
 import * as v from 'valibot'
 import { type ErrorCatalogue, listErrorCodes } from './error-catalogue.ts'
 import { impliedErrorStatuses, type SurfaceAuth } from './surface-auth.ts'
-import { describeResponse, isRawBody, type AnyRoute } from './route.ts'
+import { declaredRoutes, describeResponse, isRawBody, type AnyRoute } from './route.ts'
 import type { ValidationPolicy } from './validation.ts'
 
 /** The error body every surface returns, as documented. */
@@ -161,7 +162,7 @@ export function buildOpenApi<Rule>(
 ): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {}
   const errorRef = { $ref: '#/components/schemas/ErrorBody' }
-  for (const route of routes) {
+  for (const route of declaredRoutes(routes)) {
     const path = openApiPath(route.path)
     const parameters: unknown[] = []
     const paramSchemas = objectEntries(route.params as v.GenericSchema | undefined)

@@ -11,7 +11,7 @@
  * asks when everything else is refused.
  * @module
  */
-import { randomBytes } from 'node:crypto'
+import { randomBytes } from './random-bytes.ts'
 import { type ApiError, errorResponse } from './errors.ts'
 import type { RequestLimits } from './request-limits.ts'
 import { coreError } from './core-errors.ts'

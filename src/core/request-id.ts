@@ -3,7 +3,7 @@
  * fresh one) and `X-Content-Type-Options: nosniff`.
  * @module
  */
-import { randomBytes } from 'node:crypto'
+import { randomBytes } from './random-bytes.ts'
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 

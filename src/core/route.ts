@@ -73,6 +73,17 @@ export interface RouteSpec<Rule, Principal, PS = undefined, QS = undefined, BS =
    * else, and routes every such request through the whole pipeline while CORS or the request log is on.
    */
   direct?: true
+  /**
+   * Declarations this route serves, matched at request time before it answers itself. Each has the
+   * route's method and a path under its own, which ends in a greedy `/:name+`; the route answers
+   * what none of them matches (first match among them, as if each were registered just before it).
+   * Why: a large generated family of routes (the sidecar allow-list, hundreds of declarations)
+   * registered one by one costs every start megabytes and tens of milliseconds, although most
+   * servers never receive one of them. The router builds their table on the first request the
+   * route matches; the document and every list of declared routes include them (`declaredRoutes`).
+   * Called more than once: return the same declarations each time. Never `direct`.
+   */
+  subroutes?: () => ReadonlyArray<AnyRoute<Rule, Principal>>
   handler: (ctx: HandlerContext<Out<PS>, Out<QS>, BodyOut<BS>, Principal>) => unknown | Promise<unknown>
 }
 
@@ -89,6 +100,19 @@ export function defineRoute<
   BS extends v.GenericSchema | undefined = undefined,
 >(spec: RouteSpec<Rule, Principal, PS, QS, BS>): RouteSpec<Rule, Principal, PS, QS, BS> {
   return spec
+}
+
+/**
+ * Every declaration of a route list, each route's `subroutes` just before it: what the document
+ * lists, and what a request can be dispatched to.
+ */
+export function declaredRoutes<R extends { subroutes?: () => ReadonlyArray<R> }>(routes: ReadonlyArray<R>): R[] {
+  const out: R[] = []
+  for (const route of routes) {
+    if (route.subroutes) out.push(...route.subroutes())
+    out.push(route)
+  }
+  return out
 }
 
 /** True when a body spec is a raw (handler-read) body rather than a JSON schema. */

@@ -46,4 +46,56 @@ test('trailing slashes are ignored, other methods are not matched, and the allow
   assert.equal(table.allowed('/nowhere'), [])
 })
 
+interface Declared {
+  method: string
+  path: string
+  subroutes?: () => Declared[]
+}
+
+test('a route serving subroutes answers with the first of them that matches, else itself, built on first use', () => {
+  let built = 0
+  const proxy: Declared = {
+    method: 'GET',
+    path: '/p/:id/up/:rest+',
+    subroutes: () => {
+      built++
+      return [
+        { method: 'GET', path: '/p/:id/up/items/:item' },
+        { method: 'GET', path: '/p/:id/up/items/new' },
+        { method: 'GET', path: '/p/:id/up/health' },
+      ]
+    },
+  }
+  const served = createRouteTable<Declared>([{ method: 'GET', path: '/p/:id/own' }, proxy])
+  assert.is(built, 0, 'nothing is built at start')
+  const at = (path: string) => {
+    const match = served.match('GET', path)
+    return match && { path: match.route.path, params: match.params && { ...match.params } }
+  }
+  assert.equal(at('/p/a/up/items/new'), { path: '/p/:id/up/items/:item', params: { id: 'a', item: 'new' } })
+  assert.equal(at('/p/a/up/health/'), { path: '/p/:id/up/health', params: { id: 'a' } })
+  assert.equal(at('/p/a/up/Health'), { path: '/p/:id/up/:rest+', params: { id: 'a', rest: 'Health' } })
+  assert.equal(at('/p/a/up/items/x/y'), { path: '/p/:id/up/:rest+', params: { id: 'a', rest: 'items/x/y' } })
+  assert.equal(at('/p/a/own'), { path: '/p/:id/own', params: { id: 'a' } })
+  assert.is(served.match('POST', '/p/a/up/health'), null)
+  assert.is(built, 1, 'built once')
+  assert.equal(
+    served.routes.map((r) => r.path),
+    ['/p/:id/own', '/p/:id/up/:rest+'],
+  )
+})
+
+test('subroutes a route would not match are refused, and so is a route without a greedy tail', () => {
+  const refused = (sub: Declared) =>
+    assert.throws(() =>
+      createRouteTable<Declared>([{ method: 'GET', path: '/up/:rest+', subroutes: () => [sub] }]).match('GET', '/up/x'),
+    )
+  refused({ method: 'POST', path: '/up/x' })
+  refused({ method: 'GET', path: '/other/x' })
+  refused({ method: 'GET', path: '/up/:name' })
+  refused({ method: 'GET', path: '/up/*' })
+  refused({ method: 'GET', path: '/up/x', subroutes: () => [] })
+  assert.throws(() => createRouteTable<Declared>([{ method: 'GET', path: '/up/:id', subroutes: () => [] }]))
+})
+
 test.run()

@@ -14,6 +14,9 @@
  * Matching is first-match in registration order, made cheap two ways: a path without parameters
  * is found by two Map lookups, and pattern routes are grouped in buckets by their literal
  * segments, so a request only tries the regexes of routes that share its literal segments.
+ *
+ * A route may serve `subroutes` (`RouteSpec.subroutes`): they get a table of their own, built when
+ * the route first matches, and the first of them that matches is the match.
  * @module
  */
 
@@ -53,6 +56,9 @@ export function compilePattern(path: string): RegExp {
   return new RegExp(`^${source}/*$`)
 }
 
+/** The first segment of a declared path, as its compiled pattern sees it (repeated slashes collapsed). */
+const firstSegment = (path: string): string => path.replace(/\/+(\/|$)/g, '$1').split('/')[1] ?? ''
+
 const isLiteral = (segment: string | undefined): segment is string => segment !== undefined && !/[:*]/.test(segment)
 
 /**
@@ -82,8 +88,34 @@ function bucketsOfPath(pathname: string): string[] {
   return third ? [`${first}/${third}`, first, '*'] : [first, '*']
 }
 
+/** What the table needs of a route declaration. */
+export interface Routable<R> {
+  method: string
+  path: string
+  subroutes?: () => ReadonlyArray<R>
+}
+
+const GREEDY_TAIL = /\/:\w+\+$/
+
+/**
+ * `route`'s subroutes, refused unless the route matches every path they match, so that taking the
+ * first subroute that matches is first match over the subroutes registered just before the route:
+ * same method, and each path under the route's own before its greedy tail (`/sidecar/:path+` serves
+ * `/sidecar/global/health`), starting there with a literal segment.
+ */
+function subroutesOf<R extends Routable<R>>(route: R): ReadonlyArray<R> {
+  const prefix = route.path.slice(0, GREEDY_TAIL.exec(route.path)!.index + 1)
+  const subroutes = route.subroutes!()
+  for (const sub of subroutes) {
+    if (sub.method !== route.method || !sub.path.startsWith(prefix) || !/^[^/:*]/.test(sub.path.slice(prefix.length)))
+      throw new Error(`${sub.method} ${sub.path} cannot be a subroute of ${route.method} ${route.path}`)
+    if (sub.subroutes) throw new Error(`${sub.method} ${sub.path}: a subroute cannot serve subroutes`)
+  }
+  return subroutes
+}
+
 /** Builds the table for routes given in registration order. */
-export function createRouteTable<R extends { method: string; path: string }>(routes: ReadonlyArray<R>): RouteTable<R> {
+export function createRouteTable<R extends Routable<R>>(routes: ReadonlyArray<R>): RouteTable<R> {
   const compiled: Array<CompiledRoute<R>> = []
   // Param-less routes by path, then method. A literal path that an earlier pattern already matches
   // belongs to that pattern (registration order), so it goes to the buckets instead.
@@ -93,10 +125,22 @@ export function createRouteTable<R extends { method: string; path: string }>(rou
   // (tests/dispatch-check.ts compares both on every real route table).
   const buckets = new Map<string, Array<CompiledRoute<R>>>()
   for (const route of routes) {
+    if (route.subroutes && !GREEDY_TAIL.test(route.path))
+      throw new Error(`${route.method} ${route.path}: only a route ending in /:name+ can serve subroutes`)
     const entry: CompiledRoute<R> = { method: route.method, path: route.path, regex: compilePattern(route.path), route }
-    const shadowed = compiled.some((c) => c.method === route.method && c.regex.test(route.path))
+    // Only a literal path can be shadowed, and only by a pattern that can begin with its first segment.
+    // Testing just those keeps a start from running (and so compiling) nearly every pattern's regex.
+    const literal = !/[:*]/.test(route.path)
+    const first = literal ? firstSegment(route.path) : ''
+    const shadowed =
+      literal &&
+      compiled.some((c) => {
+        if (c.method !== route.method) return false
+        const start = firstSegment(c.path)
+        return (start === first || /[:*]/.test(start)) && c.regex.test(route.path)
+      })
     compiled.push(entry)
-    if (!/[:*]/.test(route.path) && !shadowed) {
+    if (literal && !shadowed) {
       const key = route.path.replace(/\/+(\/|$)/g, '$1') || '/'
       let methods = exact.get(key)
       if (!methods) exact.set(key, (methods = new Map()))
@@ -118,9 +162,17 @@ export function createRouteTable<R extends { method: string; path: string }>(rou
     return exact.get(pathname.slice(0, end))?.get(method)
   }
 
+  const served = new Map<R, RouteTable<R>>()
+  const narrowed = (route: R, method: string, pathname: string): RouteMatch<R> | null => {
+    let table = served.get(route)
+    if (!table) served.set(route, (table = createRouteTable(subroutesOf(route))))
+    return table.match(method, pathname)
+  }
+
   return {
     routes: compiled,
     match(method, pathname) {
+      // A route serving subroutes ends in a greedy parameter, so it is never in the exact map.
       const direct = exactRoute(pathname, method)
       if (direct) return { route: direct, params: null }
       for (const key of bucketsOfPath(pathname)) {
@@ -129,7 +181,9 @@ export function createRouteTable<R extends { method: string; path: string }>(rou
         for (const entry of bucket) {
           if (entry.method !== method) continue
           const found = entry.regex.exec(pathname)
-          if (found) return { route: entry.route, params: (found.groups ?? {}) as Record<string, string> }
+          if (!found) continue
+          const match = { route: entry.route, params: (found.groups ?? {}) as Record<string, string> }
+          return entry.route.subroutes ? (narrowed(entry.route, method, pathname) ?? match) : match
         }
       }
       return null

@@ -14,8 +14,8 @@
  * - limits on the number of files, the bytes of one file and the bytes of the whole skill.
  * @module
  */
-import { createHash } from 'node:crypto'
 import type { ApiError } from '../core/errors.ts'
+import { createSha256, sha256Hex } from '../core/sha256.ts'
 import { opencodeError } from './opencode-errors.ts'
 
 /** The skill's markdown file, at the folder's root. */
@@ -121,11 +121,6 @@ export function executableFromMode(mode: number): boolean {
 /** The permission bits a file is written with. */
 export function modeFor(executable: boolean): number {
   return executable ? 0o755 : 0o644
-}
-
-/** Lowercase hex sha-256 of bytes or UTF-8 text. */
-export function sha256Hex(data: Uint8Array | string): string {
-  return createHash('sha256').update(data).digest('hex')
 }
 
 const TEXT = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
@@ -276,13 +271,13 @@ export function listingOf(file: BundleFile): FileListing {
  * version and an unchanged import writes nothing.
  */
 export function bundleHash(skillMd: string | Uint8Array, files: BundleFile[]): string {
-  const hash = createHash('sha256')
+  const hash = createSha256()
   hash.update('skill-bundle/1\0')
   hash.update(sha256Hex(skillMd))
   for (const file of sortFiles(files)) {
     hash.update(`\0${file.path}\0${file.executable ? 'x' : '-'}\0${sha256Hex(file.bytes)}`)
   }
-  return hash.digest('hex')
+  return hash.hex()
 }
 
 /** Files stored as JSON text (portable across databases): bytes as base64. */

@@ -6,7 +6,7 @@
  * plus `writeFileAtomic`, the only way this project writes a file a reader might see.
  * @module
  */
-import { randomBytes } from 'node:crypto'
+import { randomBytes } from '../core/random-bytes.ts'
 import { constants as fsConstants, writeSync } from 'node:fs'
 import * as fsp from 'node:fs/promises'
 import { basename, dirname, isAbsolute, join, relative, sep } from 'node:path'

@@ -69,7 +69,7 @@ export interface WorkspaceAppOptions {
 /** The surface plus its domain services (tests reach into these). */
 export type WorkspaceSurface = Surface & {
   readonly services: WorkspaceServices
-  /** Every registered route declaration (the authorization-matrix test walks these). */
+  /** Every registered route; `declaredRoutes` adds the subroutes they serve (the authorization-matrix test walks those). */
   readonly routes: ReadonlyArray<AnyRoute<WorkspaceRule, Principal>>
   /** The sidecar proxy, reload and managed process. */
   readonly sidecar: SidecarService

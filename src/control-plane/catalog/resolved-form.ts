@@ -6,7 +6,8 @@
  * @module
  */
 import { renderFrontmatter } from '../../opencode/frontmatter.ts'
-import { fromStored, type StoredFile, sha256Hex, utf8OrNull } from '../../opencode/skill-bundle.ts'
+import { sha256Hex } from '../../core/sha256.ts'
+import { fromStored, type StoredFile, utf8OrNull } from '../../opencode/skill-bundle.ts'
 import type { ObjectType } from './config-source.ts'
 
 /**

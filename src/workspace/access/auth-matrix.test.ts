@@ -1,6 +1,6 @@
 import { assert, suite } from '../../../tests/harness.ts'
 import { impliedErrorStatuses } from '../../core/http-app.ts'
-import type { AnyRoute } from '../../core/route.ts'
+import { declaredRoutes, type AnyRoute } from '../../core/route.ts'
 import { workspaceValidation } from '../app.ts'
 import { scopeRank, workspaceAuth, type Principal, type Scope, type WorkspaceRule } from './auth.ts'
 import { CLIENT_TOKEN, HOST_TOKEN, startTestServer, type Init } from '../testing/test-kit.ts'
@@ -64,7 +64,7 @@ test('every route answers every credential with the status its declaration impli
     }
     s.clock.advance(120_000)
     const auth = workspaceAuth({ resolveBearer: () => null, isHostToken: () => false })
-    const routes = s.app.routes as ReadonlyArray<AnyRoute<WorkspaceRule, Principal>>
+    const routes = declaredRoutes(s.app.routes as ReadonlyArray<AnyRoute<WorkspaceRule, Principal>>)
     assert.ok(routes.length >= 30, `expected the full route table, got ${routes.length}`)
     let checked = 0
     for (const route of routes) {

@@ -6,12 +6,11 @@
  * declarations the router enforces.
  * @module
  */
-import { timingSafeEqual } from 'node:crypto'
 import { bearerToken } from '../../core/bearer-token.ts'
 import { ApiError, errors } from '../../core/errors.ts'
 import type { SurfaceAuth } from '../../core/http-app.ts'
 import { peerAddress } from '../../core/peer-address.ts'
-import { secretsEqual } from '../../core/secrets.ts'
+import { bytesEqual, secretsEqual } from '../../core/secrets.ts'
 import type { AuthThrottle } from './auth-throttle.ts'
 import type { TokenStore } from './token-store.ts'
 import { workspaceError } from '../workspace-errors.ts'
@@ -119,7 +118,7 @@ export function storeTokens(
       // A cached digest already proved valid once, so comparing it leaks nothing; fresh values are
       // compared in constant time.
       const isClient =
-        cached !== undefined ? cached === clientDigestHex : timingSafeEqual(Buffer.from(digest, 'hex'), clientDigest)
+        cached !== undefined ? cached === clientDigestHex : bytesEqual(Buffer.from(digest, 'hex'), clientDigest)
       if (isClient) {
         if (!cached) remember(token, digest)
         return { type: 'remote', scope: 'collaborator', tokenHash: digest }

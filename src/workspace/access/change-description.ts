@@ -8,10 +8,10 @@
  * masked as `GET …/config` masks them, since approval events also reach workspace viewers.
  * @module
  */
-import { createHash } from 'node:crypto'
 import type { FileHandle } from 'node:fs/promises'
 import { ApiError } from '../../core/errors.ts'
 import { unifiedDiff } from '../../core/unified-diff.ts'
+import { createSha256, sha256Hex } from '../../core/sha256.ts'
 import { parseJsoncObject, setJsoncPath } from '../config/jsonc-document.ts'
 import { OPENCODE_CONFIG_FILES } from '../config/workspace-layout.ts'
 import { maskMcpMap } from '../extensions/mcp.ts'
@@ -88,7 +88,7 @@ async function readSide(handle: FileHandle): Promise<Side> {
   const st = await handle.stat()
   if (st.isDirectory()) return { exists: true, directory: true, bytes: 0, sha256: '', data: null }
   const executable = (st.mode & 0o111) !== 0
-  const hash = createHash('sha256')
+  const hash = createSha256()
   const chunks: Uint8Array[] = []
   let bytes = 0
   const buffer = Buffer.alloc(64 * 1024)
@@ -107,7 +107,7 @@ async function readSide(handle: FileHandle): Promise<Side> {
     directory: false,
     executable,
     bytes,
-    sha256: hash.digest('hex'),
+    sha256: hash.hex(),
     data: bytes <= DIFF_LIMITS.fileBytes ? Buffer.concat(chunks) : null,
   }
 }
@@ -132,7 +132,7 @@ async function proposedSide(root: string, after: ProposedContent): Promise<Side>
     exists: true,
     directory: false,
     bytes: data.byteLength,
-    sha256: createHash('sha256').update(data).digest('hex'),
+    sha256: sha256Hex(data),
     data: data.byteLength <= DIFF_LIMITS.fileBytes ? data : null,
   }
 }

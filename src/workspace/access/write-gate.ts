@@ -5,10 +5,10 @@
  * approval carries what would change (per path: action, and a diff or size and digest).
  * @module
  */
-import { createHash } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { ApiError } from '../../core/errors.ts'
+import { createSha256 } from '../../core/sha256.ts'
 import type { ApprovalService } from './approvals.ts'
 import { describeChanges, type ProposedChange } from './change-description.ts'
 import { actorOf, type AuditLog } from '../events/audit-log.ts'
@@ -87,7 +87,7 @@ export function readOnlyError(): ApiError {
 }
 
 async function fingerprint(root: string, paths: string[]): Promise<string> {
-  const hash = createHash('sha256')
+  const hash = createSha256()
   for (const rel of [...paths].sort()) {
     hash.update(rel + '\0')
     try {
@@ -97,7 +97,7 @@ async function fingerprint(root: string, paths: string[]): Promise<string> {
       hash.update('\x02missing')
     }
   }
-  return hash.digest('hex')
+  return hash.hex()
 }
 
 /** Runs gated writes for all workspaces. */

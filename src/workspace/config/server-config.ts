@@ -8,12 +8,12 @@
  * @module
  */
 import { SkillLimitsFileSchema } from '../../opencode/skill-wire.ts'
-import { createHash } from 'node:crypto'
 import { chmodSync, mkdirSync, realpathSync, renameSync, statSync, writeFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import * as v from 'valibot'
 import type { Flags } from '../../cli-flags.ts'
 import { generateToken } from '../../core/secrets.ts'
+import { sha256Hex } from '../../core/sha256.ts'
 import {
   ConfigError,
   defaultConfigDir,
@@ -167,7 +167,7 @@ export interface WorkspaceServerConfig {
 
 /** Stable workspace id: `ws_` + first 12 hex of sha256 of the resolved path. */
 export function workspaceIdFor(path: string): string {
-  return 'ws_' + createHash('sha256').update(path).digest('hex').slice(0, 12)
+  return 'ws_' + sha256Hex(path).slice(0, 12)
 }
 
 const KNOWN_KEYS = new Set(

@@ -12,11 +12,11 @@
  * by comparing the workspace with that file, and gets its event then.
  * @module
  */
-import { createHash } from 'node:crypto'
 import { watch, type FSWatcher } from 'node:fs'
 import { mkdir, readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Logger } from '../../core/logger.ts'
+import { sha256Hex } from '../../core/sha256.ts'
 import { writeFileAtomic } from '../../storage/fs.ts'
 import type { AsyncLock } from '../runtime/async-lock.ts'
 import type { EventStore, EventTrigger, ReloadReason, WorkspaceEvent } from './event-store.ts'
@@ -53,12 +53,7 @@ async function scan(root: string): Promise<Snapshot> {
   await Promise.all(
     files.map(async (rel) => {
       try {
-        snapshot.set(
-          rel,
-          createHash('sha256')
-            .update(await readFile(join(root, rel)))
-            .digest('hex'),
-        )
+        snapshot.set(rel, sha256Hex(await readFile(join(root, rel))))
       } catch {
         // Missing or unreadable: absent from the snapshot.
       }

@@ -15,9 +15,9 @@ import {
   isExcludedSegment,
   modeFor,
   SKILL_FILE,
-  sha256Hex,
   sortFiles,
 } from '../../opencode/skill-bundle.ts'
+import { sha256Hex } from '../../core/sha256.ts'
 import { SKILLS_DIR } from '../config/workspace-layout.ts'
 
 /** The workspace-relative folder of a skill. */

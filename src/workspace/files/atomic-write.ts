@@ -6,7 +6,7 @@
  * listings hide them) and are removed on any failure.
  * @module
  */
-import { randomBytes } from 'node:crypto'
+import { randomBytes } from '../../core/random-bytes.ts'
 import type { Stats } from 'node:fs'
 import * as fsp from 'node:fs/promises'
 import { TEMP_PREFIX, writeData } from '../../storage/fs.ts'

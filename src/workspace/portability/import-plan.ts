@@ -5,7 +5,6 @@
  * still what would happen; the content itself stays internal.
  * @module
  */
-import { createHash } from 'node:crypto'
 import { parseFrontmatter } from '../../opencode/frontmatter.ts'
 import {
   type BundleFile,
@@ -14,6 +13,7 @@ import {
   type SkillLimits,
   type WireFileIn,
 } from '../../opencode/skill-bundle.ts'
+import { sha256Hex } from '../../core/sha256.ts'
 import { loadCommands, prepareCommand, sanitizeCommandName } from '../extensions/commands.ts'
 import { setTopLevelKeys } from '../config/jsonc-document.ts'
 import { readOpencodeConfig } from '../config/opencode-config-file.ts'
@@ -302,18 +302,15 @@ export async function planImport(
   return changes
 }
 
-const digest = (data: string | Uint8Array | null) =>
-  data === null ? null : createHash('sha256').update(data).digest('hex')
+const digest = (data: string | Uint8Array | null) => (data === null ? null : sha256Hex(data))
 
 /** The public preview of a plan. */
 export function previewOf(changes: PlannedChange[]): ImportPreview {
   const summary = { total: changes.length, create: 0, update: 0, replace: 0, delete: 0, unchanged: 0 }
   for (const c of changes) summary[c.action]++
-  const fingerprint = createHash('sha256')
-    .update(
-      JSON.stringify(changes.map((c) => [c.kind, c.action, c.path, digest(c.before), digest(c.after), c.mode ?? null])),
-    )
-    .digest('hex')
+  const fingerprint = sha256Hex(
+    JSON.stringify(changes.map((c) => [c.kind, c.action, c.path, digest(c.before), digest(c.after), c.mode ?? null])),
+  )
   return {
     fingerprint,
     summary,

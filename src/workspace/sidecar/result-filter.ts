@@ -8,7 +8,6 @@
  * symlinks followed, and results that leave it are removed before the answer is relayed.
  * @module
  */
-import { fileURLToPath } from 'node:url'
 import { assertInsideWorkspace } from './request-pins.ts'
 import { workspaceError } from '../workspace-errors.ts'
 
@@ -37,7 +36,8 @@ function pathOf(item: unknown): string | null {
   const uri = record.location?.uri
   if (typeof uri === 'string' && uri.startsWith('file:')) {
     try {
-      return fileURLToPath(uri)
+      // Evaluated on first use: only search results carry file URLs, and `node:url` costs every start memory.
+      return (process.getBuiltinModule('node:url') as typeof import('node:url')).fileURLToPath(uri)
     } catch {
       return null
     }

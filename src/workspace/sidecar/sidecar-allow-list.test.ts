@@ -6,6 +6,8 @@
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { assert, suite } from '../../../tests/harness.ts'
+import { documentedOperations } from '../../../tests/openapi-check.ts'
+import { openApiPath } from '../../core/openapi.ts'
 import {
   KIT_HOST_TOKEN,
   type ProxyFixture,
@@ -211,6 +213,32 @@ list('the OpenAPI document declares every row on both mounts with the role the p
   const fallback = doc.paths['/sidecar/{path}']!.post!
   assert.equal(fallback.security, expected.owner)
 })
+
+list('the router holds one sidecar route per method and mount, and the document lists the rows behind them', () => {
+  const app = ctx.fx.kit.app
+  const mounts = ['/sidecar', '/w/{id}/sidecar']
+  const underMounts = (ops: string[]) => ops.filter((op) => mounts.some((m) => op.split(' ')[1]!.startsWith(`${m}/`)))
+  const registered = underMounts(app.router.routes.map(({ method, path }) => `${method} ${openApiPath(path)}`))
+  const fallbacks = mounts.flatMap((m) => ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].map((x) => `${x} ${m}/{path}`))
+  assert.equal(registered.sort(), [...fallbacks].sort())
+  const documented = underMounts(documentedOperations(app.openapi()))
+  const rows = mounts.flatMap((m) => SIDECAR_ROUTES.map((entry) => `${entry.method} ${m}${openApiPath(entry.path)}`))
+  assert.equal(documented.sort(), [...rows, ...fallbacks].sort())
+})
+
+list(
+  'a row reached in another letter case is host-only, as the fallback is, and gets its row for the host',
+  async () => {
+    const before = reached('/global/health')
+    const viewer = await ctx.fx.kit.req('/sidecar/Global/health', { as: 'viewer' })
+    assert.equal([viewer.status, (await viewer.json()).code], [403, 'sidecar_route_not_allowed'])
+    assert.is(reached('/global/health'), before, 'refused before the sidecar')
+    assert.is((await ctx.fx.kit.req('/sidecar/global/health', { as: 'viewer' })).status, 200)
+    const owner = await ctx.fx.kit.req('/sidecar/Global/health', { as: 'owner' })
+    await owner.body?.cancel()
+    assert.is(reached('/Global/health') + reached('/global/health'), before + 2, 'forwarded for the host')
+  },
+)
 
 list(
   'every row, called as viewer, collaborator and owner, is forwarded exactly when the table allows the role',

@@ -1,7 +1,8 @@
 /**
  * Route declarations of the sidecar feature: one declaration per allow-listed OpenCode route on each
  * of the two mounts (generated from `route-table.ts`, so the document names every route the proxy
- * forwards with the role it enforces), a host-only fallback for everything else, and the engine reload.
+ * forwards with the role it enforces), served as subroutes of a host-only fallback for everything
+ * else (one per method and mount), and the engine reload.
  * @module
  */
 import * as v from 'valibot'
@@ -102,7 +103,20 @@ export function sidecarRoutes(service: SidecarService): AnyRoute<WorkspaceRule, 
   for (const mount of mounts) {
     const workspaceOf = (params: Record<string, string>) =>
       mount.prefix === '/sidecar' ? (service.defaultWorkspaceId ?? '') : params.id!
-    for (const entry of SIDECAR_ROUTES) {
+    const proxy =
+      (entry: SidecarRouteEntry | null): AnyRoute<WorkspaceRule, Principal>['handler'] =>
+      ({ request, url, params, principal, requestId, log }) =>
+        service.proxy({
+          workspaceId: workspaceOf(params as Record<string, string>),
+          request,
+          rest: restAfter(url.pathname.replace(/^\/w\/[^/]+/, ''), '/sidecar/'),
+          search: url.search,
+          principal,
+          requestId,
+          log,
+          entry,
+        })
+    const rowRoute = (entry: SidecarRouteEntry): AnyRoute<WorkspaceRule, Principal> => {
       const hasBody = entry.method !== 'GET' && entry.method !== 'DELETE'
       const responses: Record<number, ResponseSpec> =
         entry.kind === 'websocket'
@@ -110,34 +124,25 @@ export function sidecarRoutes(service: SidecarService): AnyRoute<WorkspaceRule, 
           : entry.kind === 'sse'
             ? { 200: EVENT_STREAM }
             : { 200: PASSED_THROUGH }
-      routes.push(
-        route({
-          method: entry.method,
-          path: mount.prefix + entry.path,
-          operationId: mount.op + operationSuffix(entry.operationId),
-          summary: `${entry.method} ${entry.path} on ${mount.label}`,
-          description: describeEntry(entry),
-          tags: ['sidecar'],
-          auth: entry.kind === 'websocket' ? TICKET_RULE : ROLE_RULE[entry.role],
-          ...(hasBody ? { body: RAW_BODY } : {}),
-          responses,
-          errors: entry.kind === 'websocket' ? [400, 404, 426, 429, 502] : [400, 404, 499, 502, 504],
-          handler: ({ request, url, params, principal, requestId, log }) =>
-            service.proxy({
-              workspaceId: workspaceOf(params as Record<string, string>),
-              request,
-              rest: restAfter(url.pathname.replace(/^\/w\/[^/]+/, ''), '/sidecar/'),
-              search: url.search,
-              principal,
-              requestId,
-              log,
-              entry,
-            }),
-        }),
-      )
+      return route({
+        method: entry.method,
+        path: mount.prefix + entry.path,
+        operationId: mount.op + operationSuffix(entry.operationId),
+        summary: `${entry.method} ${entry.path} on ${mount.label}`,
+        description: describeEntry(entry),
+        tags: ['sidecar'],
+        auth: entry.kind === 'websocket' ? TICKET_RULE : ROLE_RULE[entry.role],
+        ...(hasBody ? { body: RAW_BODY } : {}),
+        responses,
+        errors: entry.kind === 'websocket' ? [400, 404, 426, 429, 502] : [400, 404, 499, 502, 504],
+        handler: proxy(entry),
+      })
     }
+    // One route per method and mount: the allow-list's rows are its subroutes, declared when the
+    // first request reaches it (or the document is built), not at every start (bench/README.md).
     for (const method of METHODS) {
       const lower = method.charAt(0) + method.slice(1).toLowerCase()
+      let rows: AnyRoute<WorkspaceRule, Principal>[] | undefined
       routes.push(
         route({
           method,
@@ -150,17 +155,8 @@ export function sidecarRoutes(service: SidecarService): AnyRoute<WorkspaceRule, 
           ...(method === 'GET' || method === 'DELETE' ? {} : { body: RAW_BODY }),
           responses: { 200: PASSED_THROUGH },
           errors: [400, 404, 499, 502, 504],
-          handler: ({ request, url, params, principal, requestId, log }) =>
-            service.proxy({
-              workspaceId: workspaceOf(params as Record<string, string>),
-              request,
-              rest: restAfter(url.pathname.replace(/^\/w\/[^/]+/, ''), '/sidecar/'),
-              search: url.search,
-              principal,
-              requestId,
-              log,
-              entry: null,
-            }),
+          subroutes: () => (rows ??= SIDECAR_ROUTES.filter((entry) => entry.method === method).map(rowRoute)),
+          handler: proxy(null),
         }),
       )
     }

@@ -1,7 +1,11 @@
-import { assert, suite } from '../../../tests/harness.ts'
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { assert, suite, withTempDir } from '../../../tests/harness.ts'
 import { directoryHeaderValue, downstreamResponseHeaders, upstreamRequestHeaders } from './header-policy.ts'
 import { ambiguousPath, pinnedUpstreamUrl, sessionIdInPath, upstreamRelativePath } from './directory-pin.ts'
 import { restartDelayMs, sidecarEnvironment } from './managed-sidecar.ts'
+import { filterResults } from './result-filter.ts'
 import { ReloadDebouncer } from './sidecar-reload.ts'
 import { MOUNT_MISMATCH_PATH, workspaceMountRewrite } from './workspace-mount.ts'
 
@@ -19,6 +23,21 @@ units('the /w/:id mount maps onto root routes and refuses mismatched or unknown 
   assert.is(at('/w/ws_a/unknown'), null)
   assert.is(at('/workspace/ws_a/config'), null)
   assert.is(rewrite(new URL('http://x/w/ws_a/status?x=1'))!.search, '?x=1')
+})
+
+units('search results named by a file URL are kept inside the workspace and dropped outside it', async () => {
+  await withTempDir((dir) => {
+    const root = join(dir, 'ws')
+    mkdirSync(root)
+    writeFileSync(join(root, 'in.ts'), '')
+    writeFileSync(join(dir, 'out.ts'), '')
+    symlinkSync(dir, join(root, 'up'))
+    const item = (path: string) => ({ location: { uri: pathToFileURL(path).href } })
+    const kept = filterResults(root, {
+      data: [item(join(root, 'in.ts')), item(join(root, 'up', 'out.ts')), { location: { uri: 'file://%zz' } }, 'in.ts'],
+    })
+    assert.equal(kept, { data: [item(join(root, 'in.ts')), { location: { uri: 'file://%zz' } }, 'in.ts'] })
+  })
 })
 
 units('pinning resolves dot segments first and refuses paths that climb above the base', () => {
