@@ -17,7 +17,7 @@
  */
 import { sql, type Expression, type ExpressionBuilder, type Kysely, type RawBuilder, type SqlBool } from 'kysely'
 import { newId } from '../../core/ids.ts'
-import { insertRows, type RowInsert } from '../../storage/row-inserts.ts'
+import { insertRows } from '../../storage/row-inserts.ts'
 import type { Actor } from '../admin/audit.ts'
 import { recordAudit } from '../admin/audit.ts'
 import { isUniqueViolation } from '../db-errors.ts'
@@ -443,7 +443,9 @@ async function upsertGrant(
       .execute()
     return existing.id
   }
-  return insertGrant(deps, trx, orgId, type, resourceId, principal, role, createdBy)
+  const insert = grantRow(deps, orgId, type, resourceId, principal, role, createdBy)
+  await insertRows(trx, [insert])
+  return insert.row.id
 }
 
 /** The row of a new grant (`storage/row-inserts.ts`). */
@@ -477,26 +479,6 @@ function grantRow(
 }
 
 /**
- * Inserts a grant known not to exist yet: on a resource created in the same transaction. Skips
- * {@link upsertGrant}'s lookup, which on PostgreSQL would also read the index range where
- * concurrent creates insert (a SERIALIZABLE conflict).
- */
-async function insertGrant(
-  deps: Deps,
-  trx: Db,
-  orgId: string,
-  type: ResourceType,
-  resourceId: string,
-  principal: GrantPrincipal,
-  role: GrantRole,
-  createdBy: string | null,
-): Promise<string> {
-  const insert = grantRow(deps, orgId, type, resourceId, principal, role, createdBy)
-  await insertRows(trx, [insert])
-  return insert.row.id
-}
-
-/**
  * The creator's manager grant on a resource created in the same transaction, as a row to insert
  * with the resource's own (`recordAudit`'s `alongside`); {@link grantCreator} inserts it alone.
  */
@@ -505,22 +487,25 @@ export function creatorGrantRow(
   actor: Pick<Actor, 'orgId' | 'memberId'>,
   type: ResourceType,
   resourceId: string,
-): RowInsert {
+): { table: 'access_grant'; row: ControlPlaneDb['access_grant'] } {
   return grantRow(deps, actor.orgId, type, resourceId, { memberId: actor.memberId }, 'manager', actor.memberId)
 }
 
 /**
  * Makes the creator of a resource its manager, in the transaction that created it. The resource is
- * new, so no grant can exist: an insert, without {@link upsertGrant}'s lookup.
+ * new, so no grant can exist: an insert, without {@link upsertGrant}'s lookup, which on PostgreSQL
+ * would also read the index range where concurrent creates insert (a SERIALIZABLE conflict).
  */
-export function grantCreator(
+export async function grantCreator(
   deps: Deps,
   trx: Db,
   actor: Pick<Actor, 'orgId' | 'memberId'>,
   type: ResourceType,
   resourceId: string,
 ): Promise<string> {
-  return insertGrant(deps, trx, actor.orgId, type, resourceId, { memberId: actor.memberId }, 'manager', actor.memberId)
+  const insert = creatorGrantRow(deps, actor, type, resourceId)
+  await insertRows(trx, [insert])
+  return insert.row.id
 }
 
 /** Grants on a resource (manager only), oldest first. */

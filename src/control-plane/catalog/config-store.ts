@@ -17,7 +17,7 @@ import { isoAt, type Deps } from '../deps.ts'
 import type { ControlPlaneDb } from '../schema.ts'
 import type { Db } from '../schema.ts'
 import { DEFAULT_SKILL_LIMITS } from '../../opencode/skill-bundle.ts'
-import { normalizeSource, type ObjectType, type VersionInput } from './config-source.ts'
+import { type NormalizedSource, normalizeSource, type ObjectType, type VersionInput } from './config-source.ts'
 import { searchTerms } from './search-terms.ts'
 import { controlPlaneError } from '../control-plane-errors.ts'
 
@@ -85,6 +85,31 @@ async function replaceTerms(trx: Db, orgId: string, objectId: string, text: stri
   await insertRows(trx, [termRows(orgId, objectId, text)])
 }
 
+/** The row of a version: what it holds (the input and its normalized form) and where it came from. */
+function versionRow(
+  writer: Writer,
+  at: { id: string; objectId: string; number: number; at: string },
+  input: VersionInput,
+  source: NormalizedSource,
+  origin: Pick<AppendOptions, 'createdVia' | 'connectorSyncEventId' | 'sourceRevisionRef'>,
+): ControlPlaneDb['config_object_version'] {
+  return {
+    id: at.id,
+    org_id: writer.orgId,
+    config_object_id: at.objectId,
+    number: at.number,
+    raw_source_text: input.rawSourceText ?? null,
+    normalized_payload: JSON.stringify(source.payload),
+    files: source.files,
+    content_hash: source.contentHash,
+    created_via: origin.createdVia,
+    created_by_member_id: writer.memberId,
+    connector_sync_event_id: origin.connectorSyncEventId ?? null,
+    source_revision_ref: origin.sourceRevisionRef ?? null,
+    created_at: at.at,
+  }
+}
+
 /** A new object, ready to insert: its row, and every row it needs (object, version, terms). */
 export interface PlannedConfigObject {
   id: string
@@ -135,21 +160,11 @@ export async function planConfigObject(
     archived_at: null,
     deleted_at: null,
   }
-  const version: ControlPlaneDb['config_object_version'] = {
-    id: versionId,
-    org_id: writer.orgId,
-    config_object_id: id,
-    number: 1,
-    raw_source_text: input.input.rawSourceText ?? null,
-    normalized_payload: JSON.stringify(source.payload),
-    files: source.files,
-    content_hash: source.contentHash,
-    created_via: provenance.sourceMode,
-    created_by_member_id: writer.memberId,
-    connector_sync_event_id: provenance.connectorSyncEventId ?? null,
-    source_revision_ref: provenance.sourceRevisionRef ?? null,
-    created_at: now,
-  }
+  const version = versionRow(writer, { id: versionId, objectId: id, number: 1, at: now }, input.input, source, {
+    createdVia: provenance.sourceMode,
+    connectorSyncEventId: provenance.connectorSyncEventId,
+    sourceRevisionRef: provenance.sourceRevisionRef,
+  })
   const terms = termRows(writer.orgId, id, `${input.title} ${input.description ?? ''} ${source.searchText}`)
   return {
     id,
@@ -244,21 +259,15 @@ export async function appendVersionIn(
   try {
     await trx
       .insertInto('config_object_version')
-      .values({
-        id: versionId,
-        org_id: writer.orgId,
-        config_object_id: objectId,
-        number: object.version_count + 1,
-        raw_source_text: input.rawSourceText ?? null,
-        normalized_payload: JSON.stringify(source.payload),
-        files: source.files,
-        content_hash: source.contentHash,
-        created_via: options.createdVia,
-        created_by_member_id: writer.memberId,
-        connector_sync_event_id: options.connectorSyncEventId ?? null,
-        source_revision_ref: options.sourceRevisionRef ?? null,
-        created_at: now,
-      })
+      .values(
+        versionRow(
+          writer,
+          { id: versionId, objectId, number: object.version_count + 1, at: now },
+          input,
+          source,
+          options,
+        ),
+      )
       .execute()
   } catch (error) {
     // A concurrent append took this number: run the transaction again, which then answers with the

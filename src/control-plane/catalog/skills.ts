@@ -4,7 +4,7 @@
  * skill hub assigned to them, each with every path that delivers it.
  * @module
  */
-import { type Expression, type SqlBool, sql } from 'kysely'
+import { type Expression, type ExpressionBuilder, type SqlBool, sql } from 'kysely'
 import {
   DEFAULT_SKILL_LIMITS,
   type FileListing,
@@ -213,13 +213,7 @@ const pageGrants = byCount((count) =>
       .select(['resource_id', 'member_id', 'team_id', 'org_wide'])
       .where('resource_type', '=', 'config_object')
       .where('resource_id', 'in', ids.slice(0, count))
-      .where((eb) =>
-        eb.or([
-          eb('member_id', '=', memberId),
-          eb('team_id', 'in', eb.selectFrom('team_member').select('team_id').where('member_id', '=', memberId)),
-          eb('org_wide', '=', 1),
-        ]),
-      )
+      .where((eb) => appliesToMember(eb, '', memberId))
       .orderBy('id'),
   ),
 )
@@ -240,16 +234,20 @@ const pageHubs = byCount((count) =>
         'a.org_wide',
       ])
       .where('shs.config_object_id', 'in', ids.slice(0, count))
-      .where((eb) =>
-        eb.or([
-          eb('a.member_id', '=', memberId),
-          eb('a.team_id', 'in', eb.selectFrom('team_member').select('team_id').where('member_id', '=', memberId)),
-          eb('a.org_wide', '=', 1),
-        ]),
-      )
+      .where((eb) => appliesToMember(eb, 'a.', memberId))
       .orderBy('a.id'),
   ),
 )
+
+/** A grant or assignment row (columns prefixed by `alias`) that applies to the member: theirs, a team's they are in, or org-wide. */
+// deno-lint-ignore no-explicit-any
+function appliesToMember(eb: ExpressionBuilder<any, any>, alias: '' | 'a.', memberId: string) {
+  return eb.or([
+    eb(`${alias}member_id`, '=', memberId),
+    eb(`${alias}team_id`, 'in', eb.selectFrom('team_member').select('team_id').where('member_id', '=', memberId)),
+    eb(`${alias}org_wide`, '=', 1),
+  ])
+}
 
 /** One function per count, made on first use (a page holds at most the largest limit). */
 function byCount<F>(make: (count: number) => F): (count: number) => F {
