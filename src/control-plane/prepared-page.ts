@@ -16,32 +16,28 @@
  * is read straight on the read connection (see `directReads`).
  * @module
  */
-import type { CompiledQuery, Kysely, SelectQueryBuilder } from 'kysely'
+import type { Kysely, SelectQueryBuilder } from 'kysely'
 import { sql } from 'kysely'
 import { andThen, type MaybePromise } from '../core/maybe-promise.ts'
-import { directReads } from '../storage/database.ts'
 import { decodeCursor, type KeysetColumn, type Page, pageFromRows, queryFingerprint } from './pagination.ts'
-
-type Slot = { arg: number } | { value: unknown }
-
-interface Compiled {
-  compiled: CompiledQuery
-  slots: Slot[]
-}
+import {
+  fillSlots,
+  requireSlots,
+  runSlotted,
+  sentinel,
+  shapeCache,
+  type SlottedQuery,
+  slotted,
+} from './sentinel-slots.ts'
 
 interface Shape {
   /** The list query alone: its SQL and parameters are the cursor's fingerprint. */
-  base: Compiled
+  base: SlottedQuery
   /** The first page: order and limit. */
-  first: Compiled
+  first: SlottedQuery
   /** A later page: the cursor condition, order and limit. */
-  after: Compiled
+  after: SlottedQuery
 }
-
-/** Distinct shapes kept per database handle; past it the cache starts over (filters rarely vary that much). */
-const MAX_SHAPES = 256
-
-const sentinel = (name: string) => `\u0000prepared-${name}\u0000`
 
 /** Options for {@link preparedPage}. */
 export interface PreparedPageOptions<DB, Row, Item> {
@@ -58,33 +54,27 @@ export interface PreparedPageOptions<DB, Row, Item> {
 /** A keyset-paged list compiled once per shape and database handle. */
 export function preparedPage<DB, Row, Item>(options: PreparedPageOptions<DB, Row, Item>) {
   const { order } = options
-  const cache = new WeakMap<Kysely<DB>, Map<string, Shape>>()
+  const shapes = shapeCache<Shape>()
 
   const prepare = (db: Kysely<DB>, shape: string, values: ReadonlyArray<unknown>): Shape => {
     const names = values.map((value, i) => (value === undefined ? undefined : sentinel(`arg-${i}`)))
     const cursorNames = order.map((_, i) => sentinel(`cursor-${i}`))
     const limitName = sentinel('limit')
-    const slotsOf = (compiled: CompiledQuery): Slot[] =>
-      compiled.parameters.map((p) => {
-        if (typeof p !== 'string' || !p.startsWith('\u0000prepared-')) return { value: p }
-        const arg = names.indexOf(p)
-        if (arg >= 0) return { arg }
-        const cursor = cursorNames.indexOf(p)
-        return { arg: cursor >= 0 ? values.length + cursor : values.length + order.length }
-      })
+    // Slots: the values, then the cursor's columns, then the limit.
+    const all = [...names, ...cursorNames, limitName]
     // deno-lint-ignore no-explicit-any
     const base = options.build(db, shape, names) as SelectQueryBuilder<any, any, any>
-    const baseCompiled = base.compile()
-    const used = new Set(slotsOf(baseCompiled).flatMap((s) => ('arg' in s ? [s.arg] : [])))
-    names.forEach((name, i) => {
-      if (name !== undefined && !used.has(i))
-        throw new Error(`preparedPage(${options.scope}): value ${i} must reach the query as a parameter`)
-    })
+    const baseQuery = slotted(base.compile(), all)
+    requireSlots(
+      baseQuery,
+      names,
+      (i) => `preparedPage(${options.scope}): value ${i} must reach the query as a parameter`,
+    )
     // deno-lint-ignore no-explicit-any
     const paged = (q: SelectQueryBuilder<any, any, any>) => {
       let out = q
       for (const col of order) out = out.orderBy(sql.ref(col.column), col.direction)
-      return out.limit(limitName as unknown as number).compile()
+      return slotted(out.limit(limitName as unknown as number).compile(), all)
     }
     const afterQuery = base.where((eb) =>
       eb.or(
@@ -94,16 +84,8 @@ export function preparedPage<DB, Row, Item>(options: PreparedPageOptions<DB, Row
         }),
       ),
     )
-    const first = paged(base)
-    const after = paged(afterQuery)
-    return {
-      base: { compiled: baseCompiled, slots: slotsOf(baseCompiled) },
-      first: { compiled: first, slots: slotsOf(first) },
-      after: { compiled: after, slots: slotsOf(after) },
-    }
+    return { base: baseQuery, first: paged(base), after: paged(afterQuery) }
   }
-
-  const fill = (slots: Slot[], args: ReadonlyArray<unknown>) => slots.map((s) => ('arg' in s ? args[s.arg] : s.value))
 
   /**
    * One page of the list for `values` (absent optional values as `undefined`); `shape` names
@@ -116,27 +98,13 @@ export function preparedPage<DB, Row, Item>(options: PreparedPageOptions<DB, Row
     values: ReadonlyArray<unknown>,
     page: { cursor: string | undefined; limit: number },
   ): MaybePromise<Page<Item>> => {
-    let shapes = cache.get(db)
-    if (!shapes) cache.set(db, (shapes = new Map()))
     let key = shape
     for (const value of values) key += value === undefined ? '_' : '+'
-    let entry = shapes.get(key)
-    if (!entry) {
-      if (shapes.size >= MAX_SHAPES) shapes.clear()
-      shapes.set(key, (entry = prepare(db, shape, values)))
-    }
-    const fingerprint = queryFingerprint({
-      sql: entry.base.compiled.sql,
-      parameters: fill(entry.base.slots, values),
-    })
+    const entry = shapes(db, key, () => prepare(db, shape, values))
+    const fingerprint = queryFingerprint({ sql: entry.base.compiled.sql, parameters: fillSlots(entry.base, values) })
     const after = page.cursor === undefined ? [] : decodeCursor(options.scope, page.cursor, order.length, fingerprint)
     const run = page.cursor === undefined ? entry.first : entry.after
-    const args = [...values, ...order.map((_, i) => after[i]), page.limit + 1]
-    const parameters = fill(run.slots, args)
-    const direct = directReads(db)
-    const rows = direct
-      ? (direct(run.compiled.sql, parameters) as MaybePromise<Row[]>)
-      : db.executeQuery<Row>({ ...run.compiled, parameters } as CompiledQuery<Row>).then((result) => result.rows)
+    const rows = runSlotted<Row>(db, run, [...values, ...order.map((_, i) => after[i]), page.limit + 1])
     return andThen(rows, (found) =>
       pageFromRows(found, page.limit, { scope: options.scope, order, map: options.map }, fingerprint),
     )

@@ -49,36 +49,28 @@ function quote(name: string): string {
   return `"${name.replaceAll('"', '""')}"`
 }
 
-function shapeKey(engine: Engine, insert: RowInsert): string {
-  return 'row' in insert
-    ? `${engine}|${insert.table}|${Object.keys(insert.row).join(',')}`
-    : `${engine}|${insert.table}|${Object.keys(insert.shared).join(',')}|each:${insert.each.column}`
-}
-
 /**
- * One insert's SQL with placeholders from `first` (PostgreSQL `$n`; SQLite `?`, whose order is
- * the parameters' order). Cached per engine, table and columns; the first placeholder number is
- * substituted last, so a shape is cached once whatever its position in a statement.
+ * One insert's SQL, its placeholders numbered from `first` on PostgreSQL (`?` on SQLite, in the
+ * parameters' order), cached per engine, table, columns and first number: a call site puts the
+ * same shape at the same place in its statement, so each is built once.
  */
-function insertText(engine: Engine, insert: RowInsert): string {
-  const key = shapeKey(engine, insert)
+function insertText(engine: Engine, insert: RowInsert, first: number): string {
+  const columns = Object.keys('row' in insert ? insert.row : insert.shared)
+  const key = `${engine}|${insert.table}|${columns.join(',')}|${'each' in insert ? insert.each.column : ''}|${first}`
   const cached = shapes.get(key)
   if (cached !== undefined) return cached
-  const slot = (i: number) => (engine === 'postgres' ? `$\u0000${i}\u0000` : '?')
+  const slot = (i: number) => (engine === 'postgres' ? `$${first + i}` : '?')
+  const values = columns.map((_, i) => slot(i))
   let text: string
   if ('row' in insert) {
-    const columns = Object.keys(insert.row)
-    text = `insert into ${quote(insert.table)} (${columns.map(quote).join(', ')}) values (${columns.map((_, i) => slot(i)).join(', ')})`
+    text = `insert into ${quote(insert.table)} (${columns.map(quote).join(', ')}) values (${values.join(', ')})`
   } else {
-    const shared = Object.keys(insert.shared)
-    const columns = [...shared, insert.each.column]
-    const values = shared.map((_, i) => slot(i))
-    const list = slot(shared.length)
+    const list = slot(columns.length)
     const selected =
       engine === 'postgres'
         ? `select ${[...values, `unnest(${list}::text[])`].join(', ')}`
         : `select ${[...values, 'value'].join(', ')} from json_each(${list})`
-    text = `insert into ${quote(insert.table)} (${columns.map(quote).join(', ')}) ${selected}`
+    text = `insert into ${quote(insert.table)} (${[...columns, insert.each.column].map(quote).join(', ')}) ${selected}`
   }
   if (shapes.size >= MAX_SHAPES) shapes.clear()
   shapes.set(key, text)
@@ -87,18 +79,6 @@ function insertText(engine: Engine, insert: RowInsert): string {
 
 /** The insert's SQL with placeholders numbered from `first`, and its parameters. */
 function compileInsert(engine: Engine, insert: RowInsert, first: number): { text: string; parameters: unknown[] } {
-  let text = insertText(engine, insert)
-  if (engine === 'postgres') {
-    // Numbered once per shape and position: a call site puts the same shape at the same place.
-    const key = `${text}@${first}`
-    let numbered = shapes.get(key)
-    if (numbered === undefined) {
-      numbered = text.replace(/\$\u0000(\d+)\u0000/g, (_, i) => `$${first + Number(i)}`)
-      if (shapes.size >= MAX_SHAPES) shapes.clear()
-      shapes.set(key, numbered)
-    }
-    text = numbered
-  }
   const parameters =
     'row' in insert
       ? Object.values(insert.row)
@@ -106,7 +86,7 @@ function compileInsert(engine: Engine, insert: RowInsert, first: number): { text
           ...Object.values(insert.shared),
           engine === 'postgres' ? [...insert.each.values] : JSON.stringify(insert.each.values),
         ]
-  return { text, parameters }
+  return { text: insertText(engine, insert, first), parameters }
 }
 
 function isEmpty(insert: RowInsert): boolean {

@@ -448,7 +448,10 @@ async function upsertGrant(
   return insert.row.id
 }
 
-/** The row of a new grant (`storage/row-inserts.ts`). */
+/** A new grant as a row to insert (`storage/row-inserts.ts`). */
+type GrantInsert = { table: 'access_grant'; row: ControlPlaneDb['access_grant'] }
+
+/** The row of a new grant. */
 function grantRow(
   deps: Deps,
   orgId: string,
@@ -457,7 +460,7 @@ function grantRow(
   principal: GrantPrincipal,
   role: GrantRole,
   createdBy: string | null,
-): { table: 'access_grant'; row: ControlPlaneDb['access_grant'] } {
+): GrantInsert {
   const now = isoAt(deps)
   return {
     table: 'access_grant',
@@ -487,7 +490,7 @@ export function creatorGrantRow(
   actor: Pick<Actor, 'orgId' | 'memberId'>,
   type: ResourceType,
   resourceId: string,
-): { table: 'access_grant'; row: ControlPlaneDb['access_grant'] } {
+): GrantInsert {
   return grantRow(deps, actor.orgId, type, resourceId, { memberId: actor.memberId }, 'manager', actor.memberId)
 }
 

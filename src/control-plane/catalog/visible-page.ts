@@ -30,15 +30,22 @@ import type {
   CompiledQuery,
   Expression,
   ExpressionBuilder,
-  Kysely,
   RawBuilder,
   SelectQueryBuilder,
   SqlBool,
 } from 'kysely'
 import { sql } from 'kysely'
-import { directReads } from '../../storage/database.ts'
 import type { Db } from '../schema.ts'
 import { decodeCursor, type KeysetColumn, type Page, pageFromRows, queryFingerprint } from '../pagination.ts'
+import {
+  fillSlots,
+  requireSlots,
+  runSlotted,
+  sentinel,
+  shapeCache,
+  type SlottedQuery,
+  slotted,
+} from '../sentinel-slots.ts'
 
 /**
  * How many pages' worth of rows the row form may pass before the set form takes over: a member
@@ -47,8 +54,6 @@ import { decodeCursor, type KeysetColumn, type Page, pageFromRows, queryFingerpr
 const WINDOW_PAGES = 2
 /** Reach (in pages' worth of ids) under which the set form answers directly. */
 const REACH_CAP_PAGES = 8
-/** Distinct shapes kept per database handle; past it the cache starts over. */
-const MAX_SHAPES = 256
 
 /** A list and its visibility, built from the shape key and the values (sentinels when prepared). */
 export interface VisibleList<Row> {
@@ -79,23 +84,14 @@ export interface VisiblePageOptions<Row, Item> {
   build: (db: Db, shape: string, values: ReadonlyArray<unknown>) => VisibleList<Row>
 }
 
-type Slot = { arg: number } | { value: unknown }
-
-interface Prepared {
-  compiled: CompiledQuery
-  slots: Slot[]
-}
-
 /** The statements of one shape, each for the first page and for a page after a cursor. */
 interface Shape {
-  fingerprint: Prepared
-  count: [Prepared, Prepared]
-  bySet: [Prepared, Prepared]
-  walk: [Prepared, Prepared]
-  beyond: [Prepared, Prepared]
+  fingerprint: SlottedQuery
+  count: [SlottedQuery, SlottedQuery]
+  bySet: [SlottedQuery, SlottedQuery]
+  walk: [SlottedQuery, SlottedQuery]
+  beyond: [SlottedQuery, SlottedQuery]
 }
-
-const sentinel = (name: string) => `\u0000visible-${name}\u0000`
 
 /**
  * A visible page (see the module comment for how the two forms are chosen) compiled once per
@@ -103,7 +99,7 @@ const sentinel = (name: string) => `\u0000visible-${name}\u0000`
  */
 export function preparedVisiblePage<Row, Item>(options: VisiblePageOptions<Row, Item>) {
   const order: KeysetColumn[] = [{ column: options.column, field: options.field, direction: 'asc' }]
-  const cache = new WeakMap<Kysely<unknown>, Map<string, Shape>>()
+  const shapes = shapeCache<Shape>()
 
   const prepare = (db: Db, shape: string, values: ReadonlyArray<unknown>): Shape => {
     // An absent optional value stays `undefined` (the builder leaves its filter out); the key says which are present.
@@ -115,28 +111,17 @@ export function preparedVisiblePage<Row, Item>(options: VisiblePageOptions<Row, 
       string,
       string,
     ]
-    const positions = new Map<unknown, number>()
-    ;[...names, after, limit, cap, windowSize].forEach((name, i) => {
-      if (name !== undefined) positions.set(name, i)
-    })
-    const prepared = (compiled: CompiledQuery): Prepared => ({
-      compiled,
-      slots: compiled.parameters.map((p) => {
-        const arg = positions.get(p)
-        return arg === undefined ? { value: p } : { arg }
-      }),
-    })
+    const all = [...names, after, limit, cap, windowSize]
+    const prepared = (compiled: CompiledQuery) => slotted(compiled, all)
     const list = options.build(db, shape, names)
     // deno-lint-ignore no-explicit-any
     const q = list.base as unknown as SelectQueryBuilder<any, any, any>
     const fingerprint = prepared(q.where(list.setCondition).compile())
-    const used = new Set(fingerprint.slots.flatMap((s) => ('arg' in s ? [s.arg] : [])))
-    names.forEach((name, i) => {
-      if (name !== undefined && !used.has(i))
-        throw new Error(`preparedVisiblePage(${options.scope}): value ${i} must reach the query`)
-    })
+    requireSlots(fingerprint, names, (i) => `preparedVisiblePage(${options.scope}): value ${i} must reach the query`)
     const id = sql.ref(options.column)
-    const both = (make: (later: boolean) => CompiledQuery | { compile(): CompiledQuery }): [Prepared, Prepared] => {
+    const both = (
+      make: (later: boolean) => CompiledQuery | { compile(): CompiledQuery },
+    ): [SlottedQuery, SlottedQuery] => {
       const compile = (later: boolean) => {
         const made = make(later)
         return 'compile' in made ? made.compile() : made
@@ -187,33 +172,20 @@ export function preparedVisiblePage<Row, Item>(options: VisiblePageOptions<Row, 
     values: ReadonlyArray<unknown>,
     page: { cursor?: string; limit: number },
   ): Promise<Page<Item>> => {
-    let shapes = cache.get(db as Kysely<unknown>)
-    if (!shapes) cache.set(db as Kysely<unknown>, (shapes = new Map()))
     let key = `${shape}|`
     for (const value of values) key += value === undefined ? '_' : '+'
-    let entry = shapes.get(key)
-    if (!entry) {
-      if (shapes.size >= MAX_SHAPES) shapes.clear()
-      shapes.set(key, (entry = prepare(db, shape, values)))
-    }
+    const entry = shapes(db, key, () => prepare(db, shape, values))
     const windowSize = WINDOW_PAGES * (page.limit + 1)
     const args = (after: unknown) => [...values, after, page.limit + 1, REACH_CAP_PAGES * (page.limit + 1), windowSize]
-    const fill = (p: Prepared, all: unknown[]) => p.slots.map((s) => ('arg' in s ? all[s.arg] : s.value))
     // Cursors issued before the walk existed stay valid: the fingerprint is still that of the set form.
     const fingerprint = queryFingerprint({
       sql: entry.fingerprint.compiled.sql,
-      parameters: fill(entry.fingerprint, args(undefined)),
+      parameters: fillSlots(entry.fingerprint, args(undefined)),
     })
     const after = page.cursor === undefined ? undefined : decodeCursor(options.scope, page.cursor, 1, fingerprint)[0]
     const all = args(after)
     const later = after === undefined ? 0 : 1
-    const direct = directReads(db)
-    const run = async <R>(pair: [Prepared, Prepared]): Promise<R[]> => {
-      const p = pair[later]
-      const parameters = fill(p, all)
-      if (direct) return (await direct(p.compiled.sql, parameters)) as R[]
-      return (await db.executeQuery<R>({ ...p.compiled, parameters } as CompiledQuery<R>)).rows
-    }
+    const run = async <R>(pair: [SlottedQuery, SlottedQuery]): Promise<R[]> => runSlotted<R>(db, pair[later], all)
     const pageOf = (rows: Row[]) =>
       pageFromRows(rows, page.limit, { scope: options.scope, order, map: options.map }, fingerprint)
     const bySet = async () => pageOf(await run<Row>(entry.bySet))
