@@ -26,14 +26,7 @@
  * the four or five statements of a page cost more CPU than running them (`bench/pg-profile.ts`).
  * @module
  */
-import type {
-  CompiledQuery,
-  Expression,
-  ExpressionBuilder,
-  RawBuilder,
-  SelectQueryBuilder,
-  SqlBool,
-} from 'kysely'
+import type { CompiledQuery, Expression, ExpressionBuilder, RawBuilder, SelectQueryBuilder, SqlBool } from 'kysely'
 import { sql } from 'kysely'
 import type { Db } from '../schema.ts'
 import { decodeCursor, type KeysetColumn, type Page, pageFromRows, queryFingerprint } from '../pagination.ts'
