@@ -11,7 +11,7 @@ import { ConfigError, isLoopbackHost, type Env } from './core/settings.ts'
 import type { Surface } from './core/surface.ts'
 import { loadRequestLimits, type RequestLimits } from './core/request-limits.ts'
 import { consoleUrl } from './console/console-url.ts'
-import { serve, type Listener } from './serve.ts'
+import { serve, startupFinished, type Listener } from './serve.ts'
 import { VERSION } from './version.ts'
 
 /** First arguments that select the host CLI (talking to a running server) instead of serving. */
@@ -65,6 +65,7 @@ async function startSurface(
 
 /** Runs the server until a stop signal; returns the exit code. */
 export async function main(argv: string[], io: MainIo): Promise<number> {
+  if (HOST_COMMANDS.includes(argv[0] ?? '') || argv[0] === 'control-plane') startupFinished()
   if (HOST_COMMANDS.includes(argv[0] ?? '')) {
     const { runHostCli } = await import('./workspace/access/host-cli.ts')
     return runHostCli(argv, io)

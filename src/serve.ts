@@ -122,6 +122,16 @@ function idleShrinker(delayMs: number): () => void {
   return activity
 }
 
+/**
+ * Ends the start-up phase: a compiled binary starts with JavaScriptCore's tier-up thresholds
+ * raised (build.ts, `--compile-jit-policy`) so run-once start-up code stays in the interpreter;
+ * from here on the normal policy applies. Called once the listener is bound, and by one-shot
+ * commands (which are work, not start-up) before they run. A no-op from source and on Deno.
+ */
+export function startupFinished(): void {
+  if (runtimeName === 'bun') Bun.unsafe?.setJITPolicy?.(1)
+}
+
 /** Starts listening and resolves once the socket is bound. */
 export async function serve(options: ServeOptions): Promise<Listener> {
   const limits = options.limits ?? REQUEST_LIMIT_DEFAULTS
@@ -204,6 +214,7 @@ export async function serve(options: ServeOptions): Promise<Listener> {
         drain: (ws: any) => ws.data.drain?.(),
       },
     })
+    startupFinished()
     return {
       host: options.host,
       port: server.port as number,
