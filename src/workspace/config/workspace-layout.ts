@@ -1,9 +1,13 @@
 /**
  * Where a workspace keeps its configuration and extensions (OpenCode layout), and how a changed
  * file maps to an event reason. One table, used by readers, writers and the change watcher.
+ *
+ * Listings are synchronous: each is one small directory read, cheaper than a thread-pool round
+ * trip, and the change watcher's start-up scan then never wakes the runtime's I/O threads (an idle
+ * desktop server keeps them, and their memory, asleep until a request needs them).
  * @module
  */
-import { readdir } from 'node:fs/promises'
+import { readdirSync, type Dirent } from 'node:fs'
 import { join } from 'node:path'
 import type { EventTrigger, ReloadReason } from '../events/event-store.ts'
 
@@ -22,9 +26,9 @@ export const skillFile = (name: string): string => `${SKILLS_DIR}/${name}/SKILL.
 /** The relative path of a command's file. */
 export const commandFile = (name: string): string => `${COMMANDS_DIR}/${name}.md`
 
-async function names(dir: string, keep: (entry: import('node:fs').Dirent) => boolean): Promise<string[]> {
+function names(dir: string, keep: (entry: Dirent) => boolean): string[] {
   try {
-    return (await readdir(dir, { withFileTypes: true }))
+    return readdirSync(dir, { withFileTypes: true })
       .filter(keep)
       .map((e) => e.name)
       .sort()
@@ -34,39 +38,34 @@ async function names(dir: string, keep: (entry: import('node:fs').Dirent) => boo
 }
 
 /** Skill directory names present on disk (validity is checked by the reader). */
-export function skillDirNames(root: string): Promise<string[]> {
+export function skillDirNames(root: string): string[] {
   return names(join(root, SKILLS_DIR), (e) => e.isDirectory())
 }
 
 /** Command file names (`*.md`, regular files) present on disk. */
-export function commandFileNames(root: string): Promise<string[]> {
+export function commandFileNames(root: string): string[] {
   return names(join(root, COMMANDS_DIR), (e) => e.isFile() && e.name.endsWith('.md'))
 }
 
 /** Plugin file names (`*.js`, `*.ts`, regular files) present on disk. */
-export function pluginFileNames(root: string): Promise<string[]> {
+export function pluginFileNames(root: string): string[] {
   return names(join(root, PLUGINS_DIR), (e) => e.isFile() && PLUGIN_EXTENSIONS.some((x) => e.name.endsWith(x)))
 }
 
 /** Every file whose content the change watcher tracks, relative to the root. */
-export async function trackedFiles(root: string): Promise<string[]> {
-  const [skills, commands, plugins] = await Promise.all([
-    skillDirNames(root),
-    commandFileNames(root),
-    pluginFileNames(root),
-  ])
+export function trackedFiles(root: string): string[] {
   return [
     ...OPENCODE_CONFIG_FILES,
     SERVICE_CONFIG_FILE,
-    ...skills.map(skillFile),
-    ...commands.map((c) => `${COMMANDS_DIR}/${c}`),
-    ...plugins.map((p) => `${PLUGINS_DIR}/${p}`),
+    ...skillDirNames(root).map(skillFile),
+    ...commandFileNames(root).map((c) => `${COMMANDS_DIR}/${c}`),
+    ...pluginFileNames(root).map((p) => `${PLUGINS_DIR}/${p}`),
   ]
 }
 
 /** Directories the watcher observes (non-recursively): the root, `.opencode`, and each extension directory. */
-export async function watchedDirs(root: string): Promise<string[]> {
-  const skills = await skillDirNames(root)
+export function watchedDirs(root: string): string[] {
+  const skills = skillDirNames(root)
   return ['', '.opencode', SKILLS_DIR, COMMANDS_DIR, PLUGINS_DIR, ...skills.map((s) => `${SKILLS_DIR}/${s}`)]
 }
 

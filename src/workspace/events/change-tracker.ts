@@ -10,10 +10,16 @@
  * The snapshot is also kept on disk after every change: a change the watcher had not reported
  * yet when the process died, or an edit made while the server was down, is found at the next start
  * by comparing the workspace with that file, and gets its event then.
+ *
+ * Scans read synchronously: they touch only the config and extension files (a few directory
+ * listings and one small file each), always under the workspace lock, and a synchronous read costs
+ * less than a thread-pool round trip. It also keeps start-up off the runtime's I/O threads, which
+ * stay resident once woken (measured 2026-11-26: 1.4 MB of idle RSS with start-up scan and temp
+ * sweep on them). Only the snapshot's durable write, after a change, is asynchronous.
  * @module
  */
-import { watch, type FSWatcher } from 'node:fs'
-import { mkdir, readFile, stat } from 'node:fs/promises'
+import { readFileSync, statSync, watch, type FSWatcher } from 'node:fs'
+import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Logger } from '../../core/logger.ts'
 import { sha256Hex } from '../../core/sha256.ts'
@@ -47,25 +53,32 @@ const RELEVANT_NAMES: Record<string, Set<string>> = {
   '.opencode': new Set(['service.json', 'skills', 'commands', 'plugins']),
 }
 
-async function scan(root: string): Promise<Snapshot> {
+function scan(root: string): Snapshot {
   const snapshot: Snapshot = new Map()
-  const files = await trackedFiles(root)
-  await Promise.all(
-    files.map(async (rel) => {
-      try {
-        snapshot.set(rel, sha256Hex(await readFile(join(root, rel))))
-      } catch {
-        // Missing or unreadable: absent from the snapshot.
-      }
-    }),
-  )
+  for (const rel of trackedFiles(root)) {
+    try {
+      snapshot.set(rel, sha256Hex(readFileSync(join(root, rel))))
+    } catch {
+      // Missing or unreadable: absent from the snapshot.
+    }
+  }
   return snapshot
 }
 
-/** The persisted snapshot, or null when there is none (first start) or it cannot be read. */
-async function readPersisted(path: string): Promise<Snapshot | null> {
+/** The inode of the directory at `path`, or null when there is none (or it cannot be seen). */
+function directoryInode(path: string): number | null {
   try {
-    const parsed = JSON.parse(await readFile(path, 'utf8')) as { version?: number; files?: Record<string, unknown> }
+    const st = statSync(path, { throwIfNoEntry: false })
+    return st?.isDirectory() ? st.ino : null
+  } catch {
+    return null
+  }
+}
+
+/** The persisted snapshot, or null when there is none (first start) or it cannot be read. */
+function readPersisted(path: string): Snapshot | null {
+  try {
+    const parsed = JSON.parse(readFileSync(path, 'utf8')) as { version?: number; files?: Record<string, unknown> }
     if (parsed.version !== 1 || typeof parsed.files !== 'object' || parsed.files === null) return null
     return new Map(Object.entries(parsed.files).filter((e): e is [string, string] => typeof e[1] === 'string'))
   } catch {
@@ -103,9 +116,9 @@ export class ChangeTracker {
    * fired): one `disk` event per change, as the watcher would have emitted.
    */
   async start(): Promise<void> {
-    const current = await scan(this.#o.root)
+    const current = scan(this.#o.root)
     const path = this.#o.snapshotPath
-    const persisted = path ? await readPersisted(path) : null
+    const persisted = path ? readPersisted(path) : null
     this.#snapshot = current
     if (persisted) {
       const changes = diff(persisted, current)
@@ -114,7 +127,7 @@ export class ChangeTracker {
     } else if (path) {
       await this.#persist()
     }
-    if (this.#o.watch !== false) await this.#refreshWatches()
+    if (this.#o.watch !== false) this.#refreshWatches()
   }
 
   /** Writes the snapshot where the next start will compare against it (failures only logged). */
@@ -144,7 +157,7 @@ export class ChangeTracker {
    */
   async commit(reason: ReloadReason, trigger: EventTrigger): Promise<WorkspaceEvent | null> {
     this.#o.cache.invalidate()
-    const next = await scan(this.#o.root)
+    const next = scan(this.#o.root)
     const changed = diff(this.#snapshot, next).length > 0
     this.#snapshot = next
     if (!changed) return null
@@ -167,7 +180,7 @@ export class ChangeTracker {
     const run = this.#rescanning.then(() =>
       this.#o.lock.run(async () => {
         if (this.#closed) return
-        const next = await scan(this.#o.root)
+        const next = scan(this.#o.root)
         const changes = diff(this.#snapshot, next)
         this.#snapshot = next
         if (changes.length) this.#o.cache.invalidate()
@@ -188,22 +201,18 @@ export class ChangeTracker {
     if (this.#timer) clearTimeout(this.#timer)
     this.#timer = setTimeout(() => {
       this.#timer = undefined
-      void this.#refreshWatches()
-        .then(() => this.rescan())
-        .catch(() => {})
+      this.#refreshWatches()
+      this.rescan().catch(() => {})
     }, this.#o.debounceMs ?? 250)
   }
 
-  async #refreshWatches(): Promise<void> {
+  #refreshWatches(): void {
     if (this.#closed) return
-    const wanted = new Set(await watchedDirs(this.#o.root))
+    const wanted = new Set(watchedDirs(this.#o.root))
     let added = false
     for (const rel of wanted) {
       // A directory deleted and re-created is a new inode: the old watcher would hear nothing.
-      const ino = await stat(join(this.#o.root, rel)).then(
-        (st) => (st.isDirectory() ? st.ino : null),
-        () => null,
-      )
+      const ino = directoryInode(join(this.#o.root, rel))
       const current = this.#watchers.get(rel)
       if (current && current.ino === ino) continue
       if (current) {

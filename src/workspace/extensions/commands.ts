@@ -58,7 +58,7 @@ async function itemFrom(file: string, text: string): Promise<CommandItem | null>
 export async function loadCommands(root: string): Promise<CommandItem[]> {
   await resolveExisting(root, COMMANDS_DIR)
   const items = await Promise.all(
-    (await commandFileNames(root)).map(async (file) => {
+    commandFileNames(root).map(async (file) => {
       try {
         const text = await readContainedText(root, `${COMMANDS_DIR}/${file}`)
         return text === null ? null : await itemFrom(file, text)

@@ -82,7 +82,7 @@ export async function listPlugins(root: string, config: Record<string, unknown>)
     seen.add(name)
     items.push({ spec, source: 'config', scope: 'project' })
   }
-  for (const file of await pluginFileNames(root)) {
+  for (const file of pluginFileNames(root)) {
     if (seen.has(stem(file))) continue
     seen.add(stem(file))
     const rel = `${PLUGINS_DIR}/${file}`
@@ -120,7 +120,7 @@ export async function pluginRemovalPlan(
 ): Promise<{ specs: string[]; files: string[] }> {
   await resolveExisting(root, PLUGINS_DIR)
   const specs = configSpecs(config).filter((s) => pluginName(s) === name || s === name)
-  const files = (await pluginFileNames(root))
+  const files = pluginFileNames(root)
     .filter((f) => f === name || stem(f) === name)
     .map((f) => `${PLUGINS_DIR}/${f}`)
   if (specs.length === 0 && files.length === 0) throw workspaceError('plugin_not_found', `Plugin ${name} not found`)
@@ -137,7 +137,7 @@ export async function removePlugin(root: string, name: string): Promise<void> {
   const { data } = await readOpencodeConfig(root)
   const matching = configSpecs(data).filter((s) => pluginName(s) === name || s === name)
   if (matching.length > 0) await editOpencodeConfig(root, [{ path: ['plugin'], value: pluginsWithout(data, matching) }])
-  for (const file of await pluginFileNames(root)) {
+  for (const file of pluginFileNames(root)) {
     if (file === name || stem(file) === name) await removeContained(root, `${PLUGINS_DIR}/${file}`)
   }
 }

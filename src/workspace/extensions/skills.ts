@@ -81,7 +81,7 @@ async function itemFrom(root: string, dir: string, text: string): Promise<SkillI
 export async function loadSkills(root: string): Promise<Array<{ item: SkillItem; content: string }>> {
   await resolveExisting(root, SKILLS_DIR)
   const found = await Promise.all(
-    (await skillDirNames(root)).map(async (dir) => {
+    skillDirNames(root).map(async (dir) => {
       let text: string | null
       try {
         text = await readContainedText(root, skillFile(dir))
