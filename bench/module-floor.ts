@@ -10,9 +10,13 @@
  *
  * Usage: module-floor [--port 0] [--host 127.0.0.1]
  */
-await import('../src/main.ts')
-await import('../src/workspace/config/server-config.ts')
-await import('../src/workspace/app.ts')
+// Each namespace is kept: Bun's bundler drops a dynamic import whose result is never used, and then
+// the module is never evaluated (measured: the workspace app's module-level objects were missing).
+;(globalThis as { moduleFloor?: unknown[] }).moduleFloor = [
+  await import('../src/main.ts'),
+  await import('../src/workspace/config/server-config.ts'),
+  await import('../src/workspace/app.ts'),
+]
 // Then exactly the hello-world reference (its listening line names it hello; the harness only
 // needs the port).
 await import('./hello.ts')
