@@ -14,8 +14,9 @@
  * Scans read synchronously: they touch only the config and extension files (a few directory
  * listings and one small file each), always under the workspace lock, and a synchronous read costs
  * less than a thread-pool round trip. It also keeps start-up off the runtime's I/O threads, which
- * stay resident once woken (measured 2026-11-26: 1.4 MB of idle RSS with start-up scan and temp
- * sweep on them). Only the snapshot's durable write, after a change, is asynchronous.
+ * stay resident once woken (measured 2026-11-26: the compiled workspace server idled 0.7 MB higher
+ * with its start-up scan and temp sweep on them). Only the snapshot's durable write, after a
+ * change, is asynchronous.
  * @module
  */
 import { readFileSync, statSync, watch, type FSWatcher } from 'node:fs'
