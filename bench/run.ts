@@ -16,7 +16,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { BenchCase, BenchContext, BenchSettings } from './lib/bench-case.ts'
 import { installCleanupHandlers, onBenchExit } from './lib/child-registry.ts'
 import type { Figure } from './lib/figure.ts'
-import { compileHello, compileModuleFloor } from './lib/hello-binary.ts'
+import { compileHello, compileModuleFloor, compileWorkFloor } from './lib/hello-binary.ts'
 import { detectLoadTool, type LoadTool } from './lib/load-driver.ts'
 import { loadAverage1m, machineInfo } from './lib/machine-info.ts'
 import { ensureProductBinary, productCommand, productEntry, type ProductMode } from './lib/product-server.ts'
@@ -182,6 +182,7 @@ async function main(): Promise<number> {
   const reports: CaseReport[] = []
   let helloPromise: Promise<string> | undefined
   let floorPromise: Promise<string> | undefined
+  let workFloorPromise: Promise<string> | undefined
   let productPromise: Promise<string | null> | undefined
   let current: CaseReport | undefined
   let logCounter = 0
@@ -213,6 +214,7 @@ async function main(): Promise<number> {
     log: (m) => console.log(`  ${m}`),
     helloBinary: () => (helloPromise ??= compiledOnce('bench/hello.ts', compileHello, 'hello-')),
     floorBinary: () => (floorPromise ??= compiledOnce('bench/module-floor.ts', compileModuleFloor, 'floor-')),
+    workFloorBinary: () => (workFloorPromise ??= compiledOnce('bench/work-floor.ts', compileWorkFloor, 'work-floor-')),
     productBinary: () => {
       productPromise ??= (async () => {
         const status = await ensureProductBinary(repoRoot, ctx.log)

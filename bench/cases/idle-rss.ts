@@ -8,9 +8,10 @@
  * binary; then `rounds` pairs, interleaved, order flipped each pair; every
  * measurement is a fresh process: start → first 200 on /health → 20 more
  * sequential GET /health → 1 s idle → read /proc/<pid>/status. Ratio per pair
- * = ours / hello. Issue 15 item 6 also bounds ours alone: ≤ 40 MB. The module floor (bench/module-floor.ts: our workspace module
- * graph evaluated, nothing started) is measured in each pair too and recorded
- * as an informational figure.
+ * = ours / hello. Issue 15 item 6 also bounds ours alone: ≤ 40 MB. Two floors are measured in
+ * each pair too and recorded as informational figures: the module floor (bench/module-floor.ts:
+ * our workspace module graph evaluated, nothing started) and the work floor (bench/work-floor.ts:
+ * the same start-up work written directly on Bun, no layer of ours, with the product's flags).
  */
 import { defineCase, type BenchContext } from '../lib/bench-case.ts'
 import { makeFigure, type RoundPair } from '../lib/figure.ts'
@@ -52,17 +53,20 @@ async function run(ctx: BenchContext): Promise<void> {
   }
   const helloBin = await ctx.helloBinary()
   const floorBin = await ctx.floorBinary()
-  for (const path of [helloBin, floorBin, bin])
+  const workFloorBin = await ctx.workFloorBinary()
+  for (const path of [helloBin, floorBin, workFloorBin, bin])
     if (!evictFromPageCache(path)) ctx.log(`could not drop ${path} from the page cache; figures depend on its history`)
   const hello = ctx.helloCommand(helloBin)
   const floor = ctx.floorCommand(floorBin)
   const ours = ctx.productCommand('binary', ctx.tempDir('rss'), bin)
+  const work = { ...ctx.productCommand('binary', ctx.tempDir('rss-work'), workFloorBin), label: 'work-floor(binary)' }
   // First starts: the product creates its data dir (measured starts are restarts, as in start-time),
   // and each binary faults in from disk what it uses.
-  for (const cmd of [hello, floor, ours]) await timeToFirstOk(cmd)
+  for (const cmd of [hello, floor, work, ours]) await timeToFirstOk(cmd)
 
   const rounds: RoundPair[] = []
   const floorRounds: RoundPair[] = []
+  const workRounds: RoundPair[] = []
   const hwm: { ours: number[]; hello: number[] } = { ours: [], hello: [] }
   const split = {
     oursAnon: [] as number[],
@@ -73,11 +77,13 @@ async function run(ctx: BenchContext): Promise<void> {
   const mb = (kb: number | null) => round((kb ?? 0) / 1024, 1)
   for (let i = 0; i < ctx.settings.rounds; i++) {
     const got = new Map<ServerCommand, ProcMemory>()
-    for (const cmd of i % 2 === 0 ? [hello, floor, ours] : [ours, floor, hello]) got.set(cmd, await measure(cmd))
+    for (const cmd of i % 2 === 0 ? [hello, floor, work, ours] : [ours, work, floor, hello])
+      got.set(cmd, await measure(cmd))
     const h = got.get(hello)!
     const o = got.get(ours)!
     rounds.push({ baseline: h.vmRssKb / 1024, ours: o.vmRssKb / 1024 })
     floorRounds.push({ baseline: h.vmRssKb / 1024, ours: got.get(floor)!.vmRssKb / 1024 })
+    workRounds.push({ baseline: h.vmRssKb / 1024, ours: got.get(work)!.vmRssKb / 1024 })
     if (h.vmHwmKb) hwm.hello.push(h.vmHwmKb / 1024)
     if (o.vmHwmKb) hwm.ours.push(o.vmHwmKb / 1024)
     split.oursAnon.push(mb(o.rssAnonKb))
@@ -117,6 +123,19 @@ async function run(ctx: BenchContext): Promise<void> {
       rounds: floorRounds,
       notes: [
         'informational: loading our code alone; the gap between it and the product is start-up work (SQLite, watchers, routes)',
+      ],
+    }),
+  )
+  ctx.record(
+    makeFigure({
+      caseName: 'idle-rss',
+      name: `work floor: idle VmRSS after ${REQUESTS} req + ${IDLE_MS / 1000} s (binary)`,
+      unit: 'MB',
+      subject: 'bench/work-floor.ts: the workspace start-up work directly on Bun, no layer of ours',
+      baselineLabel: 'compiled hello.ts',
+      rounds: workRounds,
+      notes: [
+        'informational: the runtime doing our start-up work (config, SQLite, snapshot, watcher, listener); the gap between it and the product is our layers',
       ],
     }),
   )

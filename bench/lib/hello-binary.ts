@@ -27,18 +27,26 @@ export async function compileHello(repoRoot: string, outDir: string): Promise<st
 }
 
 /**
- * Compile `bench/module-floor.ts` exactly as build.ts compiles the product (same flags, same
- * bytecode profiles) to `<outDir>/module-floor`; returns its path.
+ * Compile `bench/<name>.ts` exactly as build.ts compiles the product (same flags, same bytecode
+ * profiles, same JIT start policy) to `<outDir>/<name>`; returns its path.
  */
-export async function compileModuleFloor(repoRoot: string, outDir: string): Promise<string> {
-  const outfile = join(outDir, 'module-floor')
+async function compileLikeProduct(repoRoot: string, outDir: string, name: string): Promise<string> {
+  const outfile = join(outDir, name)
   const res = await runCommand(
     process.execPath,
-    compileArgs(join(repoRoot, 'bench', 'module-floor.ts'), outfile, { root: repoRoot }),
+    compileArgs(join(repoRoot, 'bench', `${name}.ts`), outfile, { root: repoRoot }),
     { cwd: repoRoot, timeoutMs: 120_000 },
   )
   if (res.code !== 0 || !existsSync(outfile)) {
-    throw new Error(`compiling bench/module-floor.ts failed (code ${res.code}):\n${res.stdout}\n${res.stderr}`)
+    throw new Error(`compiling bench/${name}.ts failed (code ${res.code}):\n${res.stdout}\n${res.stderr}`)
   }
   return outfile
 }
+
+/** `bench/module-floor.ts` built like the product: our workspace module graph, nothing started. */
+export const compileModuleFloor = (repoRoot: string, outDir: string): Promise<string> =>
+  compileLikeProduct(repoRoot, outDir, 'module-floor')
+
+/** `bench/work-floor.ts` built like the product: the workspace start-up work, directly on Bun. */
+export const compileWorkFloor = (repoRoot: string, outDir: string): Promise<string> =>
+  compileLikeProduct(repoRoot, outDir, 'work-floor')
