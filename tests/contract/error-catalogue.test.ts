@@ -97,7 +97,7 @@ const COMPUTED_CODES: Record<string, string> = {
   'opencode/skill-zip.ts': 'zipError(code) is typed by the catalogue; its call sites are scanned',
   'core/validation.ts': "the surface's validation policy codes (bodyCode/queryCode), scanned below",
   'control-plane/catalog/skill-import.ts': 'rephrases an error already made from the catalogue, keeping its code',
-  'control-plane/catalog/access-grants.ts': 'RESOURCE_TABLES[type].notFound, each literal checked by the reverse scan',
+  'control-plane/catalog/grant-roles.ts': 'RESOURCE_TABLES[type].notFound, each literal checked by the reverse scan',
   'workspace/artifacts/drop-folder.ts': 'codes passed by inbox-routes.ts, literals checked by the reverse scan',
   'workspace/portability/workspace-import.ts': 'previewConflict(code) is typed by the catalogue',
 }

@@ -1,21 +1,15 @@
 /**
  * Access grants on catalog resources and the role resolution every catalog read and write goes
- * through. A grant gives one principal (a member, a team, or the whole organization) a role
- * `viewer < editor < manager` on one resource. Owners and admins act as manager everywhere.
+ * through. A grant gives one principal (a member, a team, or the whole organization) a role on one
+ * resource (`grant-roles.ts`).
  *
- * Effective role, highest wins:
- * - direct grants that apply to the caller (their member id, any of their teams, org-wide);
- * - a plugin listed in an active marketplace the caller can see → viewer (catalog inheritance);
- * - a config object in a plugin the caller can see, or in a skill hub the caller can see or
- *   receives → viewer;
- * - a skill hub assigned to the caller (member, team or organization) → viewer.
- *
- * Everything is computed in SQL as sets of visible ids (indexed from the caller's principals), so
- * lists are filtered by the database, never in memory, and a revoked grant stops applying on the
- * very next request. Ids the caller cannot see are 404, exactly like ids that do not exist.
+ * Effective role, highest wins: the direct grants that apply to the caller, then viewer for what
+ * they see by inheritance (`visibility-sql.ts`: a marketplace's plugins, a plugin's or hub's
+ * config objects, an assigned hub). Ids the caller cannot see are 404, exactly like ids that do not
+ * exist.
  * @module
  */
-import { sql, type Expression, type ExpressionBuilder, type Kysely, type RawBuilder, type SqlBool } from 'kysely'
+import type { Kysely } from 'kysely'
 import { newId } from '../../core/ids.ts'
 import { insertRows } from '../../storage/row-inserts.ts'
 import type { Actor } from '../admin/audit.ts'
@@ -25,63 +19,16 @@ import { isoAt, type Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
 import type { ControlPlaneDb, Db } from '../schema.ts'
 import { controlPlaneError } from '../control-plane-errors.ts'
-
-/** Resources that carry access grants. */
-export const RESOURCE_TYPES = [
-  'config_object',
-  'plugin',
-  'marketplace',
-  'skill_hub',
-  'llm_provider',
-  'connector_instance',
-] as const
-/** A resource type with grants. */
-export type ResourceType = (typeof RESOURCE_TYPES)[number]
-/** Grant roles, lowest first. */
-export const GRANT_ROLES = ['viewer', 'editor', 'manager'] as const
-/** A grant role. */
-export type GrantRole = (typeof GRANT_ROLES)[number]
-
-const RANK: Record<GrantRole, number> = { viewer: 1, editor: 2, manager: 3 }
-
-/** The table holding each resource type and its 404 code. */
-export const RESOURCE_TABLES = {
-  config_object: { table: 'config_object', notFound: 'config_object_not_found', label: 'Config object' },
-  plugin: { table: 'plugin', notFound: 'plugin_not_found', label: 'Plugin' },
-  marketplace: { table: 'marketplace', notFound: 'marketplace_not_found', label: 'Marketplace' },
-  skill_hub: { table: 'skill_hub', notFound: 'skill_hub_not_found', label: 'Skill hub' },
-  llm_provider: { table: 'llm_provider', notFound: 'llm_provider_not_found', label: 'Model provider' },
-  connector_instance: {
-    table: 'connector_instance',
-    notFound: 'connector_instance_not_found',
-    label: 'Connector instance',
-  },
-} as const satisfies Record<ResourceType, { table: keyof ControlPlaneDb; notFound: string; label: string }>
-
-/** The 404 for a resource the caller cannot see (or that does not exist: indistinguishable). */
-export function notFound(type: ResourceType) {
-  return controlPlaneError(RESOURCE_TABLES[type].notFound, `${RESOURCE_TABLES[type].label} not found`)
-}
-
-/** True for owners and admins, who act as manager on every catalog resource. */
-export function isOrgAdmin(actor: Pick<Actor, 'role'>): boolean {
-  return actor.role === 'owner' || actor.role === 'admin'
-}
-
-/** The higher of two roles (null is below viewer). */
-export function maxRole(a: GrantRole | null, b: GrantRole | null): GrantRole | null {
-  if (!a) return b
-  if (!b) return a
-  return RANK[a] >= RANK[b] ? a : b
-}
-
-/** True when `role` is at least `min`. */
-export function atLeast(role: GrantRole | null, min: GrantRole): boolean {
-  return role !== null && RANK[role] >= RANK[min]
-}
-
-// deno-lint-ignore no-explicit-any
-type AnyEb = ExpressionBuilder<any, any>
+import {
+  atLeast,
+  maxRole,
+  notFound,
+  RESOURCE_TABLES,
+  isOrgAdmin,
+  type GrantRole,
+  type ResourceType,
+} from './grant-roles.ts'
+import { visibleCondition } from './visibility-sql.ts'
 
 /**
  * Grants of `type` that apply to the actor, as three branches (their member id, their teams,
@@ -109,183 +56,6 @@ function applyingGrants(db: Db, actor: Pick<Actor, 'orgId' | 'memberId'>, type: 
       ),
     )
     .unionAll(branch().where('g.org_wide', '=', 1))
-}
-
-/** Ids of `type` the actor holds a direct grant on. */
-export function grantedIds(db: Db, actor: Pick<Actor, 'orgId' | 'memberId'>, type: ResourceType) {
-  const branch = () =>
-    db
-      .selectFrom('access_grant as g')
-      .select('g.resource_id')
-      .where('g.org_id', '=', actor.orgId)
-      .where('g.resource_type', '=', type)
-  return branch()
-    .where('g.member_id', '=', actor.memberId)
-    .unionAll(
-      branch().where(
-        'g.team_id',
-        'in',
-        db.selectFrom('team_member as tm').select('tm.team_id').where('tm.member_id', '=', actor.memberId),
-      ),
-    )
-    .unionAll(branch().where('g.org_wide', '=', 1))
-}
-
-/** Ids of skill hubs assigned to the actor (as a member, through a team, or org-wide). */
-export function assignedHubIds(db: Db, actor: Pick<Actor, 'orgId' | 'memberId'>) {
-  const branch = () => db.selectFrom('skill_hub_assignment as a').select('a.hub_id').where('a.org_id', '=', actor.orgId)
-  return branch()
-    .where('a.member_id', '=', actor.memberId)
-    .unionAll(
-      branch().where(
-        'a.team_id',
-        'in',
-        db.selectFrom('team_member as tm').select('tm.team_id').where('tm.member_id', '=', actor.memberId),
-      ),
-    )
-    .unionAll(branch().where('a.org_wide', '=', 1))
-}
-
-/**
- * A condition "`column` is the id of a `type` resource the actor can see", for list queries.
- * Admins see everything in their organization (the caller scopes by org separately).
- */
-export function visibleCondition(
-  _db: Db,
-  actor: Actor,
-  type: ResourceType,
-  column: string,
-): (eb: AnyEb) => Expression<SqlBool> {
-  return (eb) => {
-    if (isOrgAdmin(actor)) return eb.lit(true) as unknown as Expression<SqlBool>
-    return visibleSql(actor, type, sql.ref(column)) as unknown as Expression<SqlBool>
-  }
-}
-
-/*
- * The visibility condition is written once as a parameterised SQL fragment (standard SQL: IN,
- * UNION ALL, joins) rather than through the query builder: it has a dozen nested subqueries, and
- * building and compiling that tree on every list request cost more than running it. The same
- * sets in builder form ({@link grantedIds}, {@link assignedHubIds}) serve single-row checks.
- */
-function grantedSql(actor: Pick<Actor, 'orgId' | 'memberId'>, type: ResourceType): RawBuilder<unknown> {
-  const head = sql`select g.resource_id from access_grant g where g.org_id = ${actor.orgId} and g.resource_type = ${type}`
-  return sql`${head} and g.member_id = ${actor.memberId} union all ${head} and g.team_id in (select tm.team_id from team_member tm where tm.member_id = ${actor.memberId}) union all ${head} and g.org_wide = 1`
-}
-
-function assignedSql(actor: Pick<Actor, 'orgId' | 'memberId'>): RawBuilder<unknown> {
-  const head = sql`select a.hub_id from skill_hub_assignment a where a.org_id = ${actor.orgId}`
-  return sql`${head} and a.member_id = ${actor.memberId} union all ${head} and a.team_id in (select tm.team_id from team_member tm where tm.member_id = ${actor.memberId}) union all ${head} and a.org_wide = 1`
-}
-
-function viaMarketplaceSql(actor: Pick<Actor, 'orgId' | 'memberId'>): RawBuilder<unknown> {
-  return sql`select mp.plugin_id from marketplace_plugin mp inner join marketplace mk on mk.id = mp.marketplace_id where mp.org_id = ${actor.orgId} and mk.status = 'active' and mp.marketplace_id in (${grantedSql(actor, 'marketplace')})`
-}
-
-/**
- * "`ref` is a `type` resource the actor can see", one parameterised fragment (the set form of the
- * visibility; {@link visibleCondition} answers `true` for admins instead).
- */
-export function visibleSql(
-  actor: Pick<Actor, 'orgId' | 'memberId'>,
-  type: ResourceType,
-  ref: RawBuilder<unknown> | ReturnType<typeof sql.ref>,
-): RawBuilder<unknown> {
-  const direct = sql`${ref} in (${grantedSql(actor, type)})`
-  if (type === 'plugin') return sql`(${direct} or ${ref} in (${viaMarketplaceSql(actor)}))`
-  if (type === 'skill_hub') return sql`(${direct} or ${ref} in (${assignedSql(actor)}))`
-  if (type === 'config_object') {
-    const plugins = sql`select pco.config_object_id from plugin_config_object pco where pco.org_id = ${actor.orgId} and (pco.plugin_id in (${grantedSql(actor, 'plugin')}) or pco.plugin_id in (${viaMarketplaceSql(actor)}))`
-    const hubs = sql`select shs.config_object_id from skill_hub_skill shs where shs.org_id = ${actor.orgId} and (shs.hub_id in (${grantedSql(actor, 'skill_hub')}) or shs.hub_id in (${assignedSql(actor)}))`
-    return sql`(${direct} or ${ref} in (${plugins}) or ${ref} in (${hubs}))`
-  }
-  return direct
-}
-
-/**
- * Ends each per-row EXISTS probe. PostgreSQL turns an EXISTS whose subquery it can simplify into a
- * hashed subplan when it expects many outer rows: it then builds the set of every grant or hub
- * entry of the organization once per statement, which grows with the catalog, instead of probing
- * the rows a page passes (a wide member's first page at 6,000 skills: 6.0 ms against 3.7 ms probed;
- * with no statistics, seconds). An OFFSET keeps it from simplifying the subquery, so the probe stays
- * per row; `limit 1 offset 0` is valid and changes nothing on both engines.
- */
-const PROBE = sql.raw('limit 1 offset 0')
-
-/**
- * The visibility of {@link visibleSql} for config objects, as a check of the one row `ref` names:
- * EXISTS probes keyed by that id (a grant on it, a visible plugin holding it, a visible or
- * assigned hub holding it) instead of the set of every visible id. A list walking its index in id
- * order then pays per row it passes, not per object the member can reach; the small sets inside
- * (the member's teams, visible plugins and hubs) do not depend on the row and are computed once
- * per statement. Must stay equivalent to {@link visibleSql} (the list tests compare both forms).
- *
- * The probes carry no `org_id` term: ids are unique across organizations, the row is already in
- * the caller's organization and so is everything attached to it, and an `org_id` term lets a
- * planner without statistics pick an `(org_id, resource_type, …)` index and scan every grant of
- * the type instead of probing the one resource.
- */
-export function visibleRowSql(
-  actor: Pick<Actor, 'orgId' | 'memberId'>,
-  ref: RawBuilder<unknown> | ReturnType<typeof sql.ref>,
-): RawBuilder<unknown> {
-  const plugins = sql`exists (select 1 from plugin_config_object pco where pco.config_object_id = ${ref} and (pco.plugin_id in (${grantedSql(actor, 'plugin')}) or pco.plugin_id in (${viaMarketplaceSql(actor)})) ${PROBE})`
-  const hubs = sql`exists (select 1 from skill_hub_skill shs where shs.config_object_id = ${ref} and (shs.hub_id in (${grantedSql(actor, 'skill_hub')}) or shs.hub_id in (${assignedSql(actor)})) ${PROBE})`
-  return sql`(${grantExistsSql(actor, 'config_object', ref)} or ${plugins} or ${hubs})`
-}
-
-/**
- * "The actor receives config object `ref`" (a grant on it, or a hub assigned to them holding it)
- * as a check of that one row; the row form of the set `listReceivedSkills` filters by.
- */
-export function receivedRowSql(
-  actor: Pick<Actor, 'orgId' | 'memberId'>,
-  ref: RawBuilder<unknown> | ReturnType<typeof sql.ref>,
-): RawBuilder<unknown> {
-  return sql`(${grantExistsSql(actor, 'config_object', ref)} or ${assignedHubExistsSql(actor, ref)})`
-}
-
-/**
- * Ids of the config objects the actor can see, as a UNION ALL of index ranges driven from what
- * they hold (their grants, the objects of each plugin and hub they see; an id may repeat). As
- * one `co.id IN (…)` a planner looks the few reachable rows up by id, where the OR of `IN`s of
- * {@link visibleSql} makes it walk the catalog testing each row. Same set as {@link visibleSql}.
- */
-export function visibleIdsSql(actor: Pick<Actor, 'orgId' | 'memberId'>): RawBuilder<unknown> {
-  const pco = sql`select pco.config_object_id from plugin_config_object pco where pco.org_id = ${actor.orgId} and pco.plugin_id in`
-  const shs = sql`select shs.config_object_id from skill_hub_skill shs where shs.org_id = ${actor.orgId} and shs.hub_id in`
-  return sql`${grantedSql(actor, 'config_object')} union all ${pco} (${grantedSql(actor, 'plugin')}) union all ${pco} (${viaMarketplaceSql(actor)}) union all ${shs} (${grantedSql(actor, 'skill_hub')}) union all ${shs} (${assignedSql(actor)})`
-}
-
-/** Ids of the config objects the actor receives (a grant, or an assigned hub), as {@link visibleIdsSql} does it. */
-export function receivedIdsSql(actor: Pick<Actor, 'orgId' | 'memberId'>): RawBuilder<unknown> {
-  return sql`${grantedSql(actor, 'config_object')} union all select shs.config_object_id from skill_hub_skill shs where shs.org_id = ${actor.orgId} and shs.hub_id in (${assignedSql(actor)})`
-}
-
-/**
- * A hub assigned to the actor that holds config object `ref`, probed from the row: the object's
- * hubs through `(config_object_id, hub_id)`, then each hub's assignments through their hub index,
- * the member's teams hashed once. Written as a join rather than `hub_id IN (the member's hubs)`:
- * PostgreSQL re-ran that set for every row the walk passed (3.6 ms against 1.1 for a wide
- * member's page of received skills). {@link visibleRowSql} keeps the `IN` form: a join through
- * hub grants as well made SQLite's plan for a wide member's first page 2.5 times slower, and
- * PostgreSQL plans that form well once the probe stays per row ({@link PROBE}).
- */
-function assignedHubExistsSql(
-  actor: Pick<Actor, 'orgId' | 'memberId'>,
-  ref: RawBuilder<unknown> | ReturnType<typeof sql.ref>,
-): RawBuilder<unknown> {
-  const teams = sql`(select tm.team_id from team_member tm where tm.member_id = ${actor.memberId})`
-  return sql`exists (select 1 from skill_hub_skill shs inner join skill_hub_assignment a on a.hub_id = shs.hub_id where shs.config_object_id = ${ref} and (a.member_id = ${actor.memberId} or a.org_wide = 1 or a.team_id in ${teams}) ${PROBE})`
-}
-
-/** A grant of `type` on `ref` applying to the actor, probed through `(resource_type, resource_id)`. */
-function grantExistsSql(
-  actor: Pick<Actor, 'orgId' | 'memberId'>,
-  type: ResourceType,
-  ref: RawBuilder<unknown> | ReturnType<typeof sql.ref>,
-): RawBuilder<unknown> {
-  return sql`exists (select 1 from access_grant g where g.resource_type = ${type} and g.resource_id = ${ref} and (g.member_id = ${actor.memberId} or g.org_wide = 1 or g.team_id in (select tm.team_id from team_member tm where tm.member_id = ${actor.memberId})) ${PROBE})`
 }
 
 async function directRole(db: Db, actor: Actor, type: ResourceType, id: string): Promise<GrantRole | null> {

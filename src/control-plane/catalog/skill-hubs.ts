@@ -11,14 +11,14 @@ import { isoAt, type Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
 import {
   dropGrants,
-  isOrgAdmin,
   principalKey,
   requirePrincipal,
   requireRole,
   grantCreator,
-  visibleCondition,
   type GrantPrincipal,
 } from './access-grants.ts'
+import { isOrgAdmin } from './grant-roles.ts'
+import { visibleCondition } from './visibility-sql.ts'
 import type { Db } from '../schema.ts'
 import { resolveObjectIn, type ResolvedView } from './config-versions.ts'
 import { skillQuery, skillView, type SkillView } from './skills.ts'

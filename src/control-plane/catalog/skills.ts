@@ -16,18 +16,18 @@ import {
 import type { Actor } from '../admin/audit.ts'
 import type { Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
+import { requireRole } from './access-grants.ts'
+import { isOrgAdmin } from './grant-roles.ts'
 import {
   assignedHubIds,
   grantedIds,
-  isOrgAdmin,
   receivedRowSql,
   receivedIdsSql,
-  requireRole,
   visibleCondition,
   visibleRowSql,
   visibleIdsSql,
   visibleSql,
-} from './access-grants.ts'
+} from './visibility-sql.ts'
 import { preparedQuery } from '../prepared-query.ts'
 import type { Db } from '../schema.ts'
 import { createConfigObject } from './config-objects.ts'

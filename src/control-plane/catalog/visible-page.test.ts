@@ -11,7 +11,7 @@ import { buildFixtureOrg } from '../testing/org-fixture.ts'
 import { watchDirectReads } from '../../storage/database.ts'
 import { queryPlan } from '../testing/query-plan.ts'
 import { startTestControlPlane, type TestControlPlane } from '../testing/test-control-plane.ts'
-import { assignedHubIds, grantedIds, visibleCondition } from './access-grants.ts'
+import { assignedHubIds, grantedIds, visibleCondition } from './visibility-sql.ts'
 import { objectQuery } from './config-objects.ts'
 
 const test = suite('control-plane/visible-page', { timeoutMs: 120_000 })

@@ -7,7 +7,9 @@
  */
 import { newId } from '../../core/ids.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
-import { dropGrants, requireRole, grantCreator, visibleCondition, type GrantRole } from '../catalog/access-grants.ts'
+import { dropGrants, requireRole, grantCreator } from '../catalog/access-grants.ts'
+import type { GrantRole } from '../catalog/grant-roles.ts'
+import { visibleCondition } from '../catalog/visibility-sql.ts'
 import { isUniqueViolation } from '../db-errors.ts'
 import { isoAt } from '../deps.ts'
 import type { AsyncContext } from '../jobs/async-context.ts'

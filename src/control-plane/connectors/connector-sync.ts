@@ -1,7 +1,7 @@
 import type { Transaction } from 'kysely'
 import { newId } from '../../core/ids.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
-import { visibleCondition } from '../catalog/access-grants.ts'
+import { visibleCondition } from '../catalog/visibility-sql.ts'
 import { isoAt } from '../deps.ts'
 import type { AsyncContext } from '../jobs/async-context.ts'
 import { enqueueJob } from '../jobs/job-queue.ts'

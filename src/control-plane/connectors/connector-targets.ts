@@ -14,7 +14,8 @@
  */
 import { newId } from '../../core/ids.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
-import { requireRole, type GrantRole } from '../catalog/access-grants.ts'
+import { requireRole } from '../catalog/access-grants.ts'
+import type { GrantRole } from '../catalog/grant-roles.ts'
 import { isUniqueViolation } from '../db-errors.ts'
 import { isoAt } from '../deps.ts'
 import type { AsyncContext } from '../jobs/async-context.ts'

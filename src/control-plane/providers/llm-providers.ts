@@ -8,7 +8,8 @@
  */
 import { newId } from '../../core/ids.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
-import { explicitRole, dropGrants, requireRole, grantCreator, visibleCondition } from '../catalog/access-grants.ts'
+import { explicitRole, dropGrants, requireRole, grantCreator } from '../catalog/access-grants.ts'
+import { visibleCondition } from '../catalog/visibility-sql.ts'
 import { invalidSource } from '../catalog/config-source.ts'
 import { isUniqueViolation } from '../db-errors.ts'
 import { isoAt, type Deps } from '../deps.ts'

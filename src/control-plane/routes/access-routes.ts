@@ -5,7 +5,8 @@
  */
 import * as v from 'valibot'
 import { actorOf } from '../auth.ts'
-import { grantAccess, listGrants, revokeAccess, type ResourceType } from '../catalog/access-grants.ts'
+import { grantAccess, listGrants, revokeAccess } from '../catalog/access-grants.ts'
+import type { ResourceType } from '../catalog/grant-roles.ts'
 import { pageQuery } from '../pagination.ts'
 import { rules, type Permission } from '../policy.ts'
 import { idOf } from '../wire/common.ts'

@@ -3,7 +3,7 @@
  * @module
  */
 import * as v from 'valibot'
-import { GRANT_ROLES, RESOURCE_TYPES } from '../catalog/access-grants.ts'
+import { GRANT_ROLES, RESOURCE_TYPES } from '../catalog/grant-roles.ts'
 import { OBJECT_TYPES } from '../catalog/config-source.ts'
 import { CREATED_VIA, OBJECT_STATES, SOURCE_MODES } from '../catalog/config-store.ts'
 import { SkillFileOut, SkillFilesIn } from '../../opencode/skill-wire.ts'
