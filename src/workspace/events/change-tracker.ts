@@ -19,7 +19,7 @@
  * change, is asynchronous.
  * @module
  */
-import { readFileSync, statSync, watch, type FSWatcher } from 'node:fs'
+import { closeSync, constants, fstatSync, openSync, readFileSync, statSync, watch, type FSWatcher } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Logger } from '../../core/logger.ts'
@@ -54,14 +54,40 @@ const RELEVANT_NAMES: Record<string, Set<string>> = {
   '.opencode': new Set(['service.json', 'skills', 'commands', 'plugins']),
 }
 
+/** Tracked files larger than this are fingerprinted by size, modification time and inode, not read. */
+const HASHED_MAX_BYTES = 8 * 1024 * 1024
+
+/**
+ * What the snapshot keeps of one tracked file: the sha256 of its content, or null when it is
+ * missing, unreadable or not a regular file. Opened without blocking and checked on the open
+ * descriptor, so a FIFO or a device put where a tracked file belongs (a `SKILL.md` symlinked to
+ * `/dev/zero`) is skipped instead of stalling the scan, which runs on the event loop; a file too
+ * large to hash cheaply is fingerprinted by its metadata, which still changes with every write.
+ */
+function fingerprint(path: string): string | null {
+  let fd: number
+  try {
+    fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0))
+  } catch {
+    return null
+  }
+  try {
+    const st = fstatSync(fd)
+    if (!st.isFile()) return null
+    if (st.size > HASHED_MAX_BYTES) return `large:${st.size}:${st.mtimeMs}:${st.ino}`
+    return sha256Hex(readFileSync(fd))
+  } catch {
+    return null
+  } finally {
+    closeSync(fd)
+  }
+}
+
 function scan(root: string): Snapshot {
   const snapshot: Snapshot = new Map()
   for (const rel of trackedFiles(root)) {
-    try {
-      snapshot.set(rel, sha256Hex(readFileSync(join(root, rel))))
-    } catch {
-      // Missing or unreadable: absent from the snapshot.
-    }
+    const print = fingerprint(join(root, rel))
+    if (print !== null) snapshot.set(rel, print)
   }
   return snapshot
 }

@@ -3,7 +3,8 @@
  * to extension files carry their events in the write, the next start reports edits made while the
  * server was down, and our own stale temp files are swept.
  */
-import { mkdirSync, symlinkSync, writeFileSync, existsSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { appendFileSync, mkdirSync, symlinkSync, writeFileSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { assert, suite } from '../../../tests/harness.ts'
 import { sweepTempFiles } from '../runtime/temp-sweep.ts'
@@ -16,7 +17,7 @@ const SKILL = '---\nname: from-session\ndescription: Written through a file sess
 interface Reload {
   type: string
   source?: string
-  trigger?: { type?: string; name?: string; action?: string }
+  trigger?: { type?: string; name?: string; action?: string; path?: string }
 }
 
 const reloads = async (s: TestServer): Promise<Reload[]> =>
@@ -64,6 +65,53 @@ test('an edit made while the server was stopped gets its event at the next start
     s = await s.restart()
     const again = (await reloads(s)).filter((e) => e.trigger?.name === 'while-down')
     assert.is(again.length, 1, 'an unchanged workspace emits nothing on the next start')
+  } finally {
+    await s.dispose()
+  }
+})
+
+test('a FIFO or a device where a tracked file belongs does not stall the next start', async () => {
+  let s = await startTestServer({ watch: false })
+  try {
+    await s.app.close()
+    mkdirSync(join(s.root, '.opencode/skills/pipe'), { recursive: true })
+    const made = spawnSync('mkfifo', [join(s.root, '.opencode/skills/pipe/SKILL.md')])
+    mkdirSync(join(s.root, '.opencode/skills/zero'), { recursive: true })
+    symlinkSync('/dev/zero', join(s.root, '.opencode/skills/zero/SKILL.md'))
+    // The start scans synchronously: a read of either would never return.
+    s = await s.restart()
+    assert.is((await s.req('/health')).status, 200)
+    if (made.status === 0) {
+      const names = (await reloads(s)).map((e) => e.trigger?.name)
+      assert.not.ok(names.includes('pipe'), 'a FIFO is not a skill file')
+      assert.not.ok(names.includes('zero'), 'a device is not a skill file')
+    }
+  } finally {
+    await s.dispose()
+  }
+})
+
+test('a tracked file too large to hash still has its edits reported', async () => {
+  let s = await startTestServer({ watch: false })
+  try {
+    await s.app.close()
+    const big = join(s.root, '.opencode/commands/big.md')
+    mkdirSync(join(s.root, '.opencode/commands'), { recursive: true })
+    writeFileSync(big, `---\ndescription: big\n---\n${'x'.repeat(9 * 1024 * 1024)}`)
+    s = await s.restart()
+    const added = (await reloads(s)).filter((e) => e.trigger?.path === '.opencode/commands/big.md')
+    assert.equal(
+      added.map((e) => e.trigger!.action),
+      ['added'],
+    )
+    await s.app.close()
+    appendFileSync(big, 'more')
+    s = await s.restart()
+    const after = (await reloads(s)).filter((e) => e.trigger?.path === '.opencode/commands/big.md')
+    assert.equal(
+      after.map((e) => e.trigger!.action),
+      ['added', 'updated'],
+    )
   } finally {
     await s.dispose()
   }
