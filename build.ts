@@ -35,7 +35,7 @@ const ORDER_DIR = 'bin/bytecode-order'
 // in its compilers and keeping the code resident. The executable starts with the tier-up
 // thresholds scaled by this factor and `serve.ts` puts them back (`startupFinished`) once the
 // listener is bound, so requests get the normal JIT. Measured 2026-11-26 (workspace mode, start,
-// 20 × /health, 1 s idle, bench/cases/idle-rss.ts): 46.0 → 41.5 MB idle, exec → first 200 25.6 →
+// 20 × /health, 1 s idle, bench/cases/idle-rss.ts): 45.9 → 41.5 MB idle, exec → first 200 25.6 →
 // 19 ms; a factor of 10 saved 0.7 MB less, 1,000 no more than 100.
 const START_JIT_POLICY = 100
 const MODES = ['workspace', 'control-plane'] as const

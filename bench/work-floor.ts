@@ -94,7 +94,8 @@ for (const ws of workspaces) {
     for (const rel of new Set([...Object.keys(before), ...Object.keys(snapshot)]))
       if (before[rel] !== snapshot[rel]) changed++
   }
-  for (const rel of ['', '.opencode', '.opencode/skills', '.opencode/commands', '.opencode/plugins']) {
+  const skillDirs = listed(join(ws.path, '.opencode/skills')).map((s) => `.opencode/skills/${s}`)
+  for (const rel of ['', '.opencode', '.opencode/skills', '.opencode/commands', '.opencode/plugins', ...skillDirs]) {
     try {
       watchers.push(watch(join(ws.path, rel), { persistent: false }, () => changed++))
     } catch {
@@ -164,4 +165,12 @@ bun.unsafe?.setJITPolicy?.(1)
 console.log(`service-server work-floor workspace listening on http://${server.hostname}:${server.port}`)
 process.on('SIGTERM', () => process.exit(0))
 // Kept reachable, as the product keeps its stores and watchers.
-;(globalThis as { workFloor?: unknown }).workFloor = { tokenHashes, migrations, tokens, lastEvent, watchers, db }
+;(globalThis as { workFloor?: unknown }).workFloor = {
+  tokenHashes,
+  migrations,
+  tokens,
+  lastEvent,
+  watchers,
+  db,
+  changed,
+}

@@ -65,12 +65,13 @@ async function startSurface(
 
 /** Runs the server until a stop signal; returns the exit code. */
 export async function main(argv: string[], io: MainIo): Promise<number> {
-  if (HOST_COMMANDS.includes(argv[0] ?? '') || argv[0] === 'control-plane') startupFinished()
   if (HOST_COMMANDS.includes(argv[0] ?? '')) {
+    startupFinished()
     const { runHostCli } = await import('./workspace/access/host-cli.ts')
     return runHostCli(argv, io)
   }
   if (argv[0] === 'control-plane') {
+    startupFinished()
     const { runControlPlaneCli } = await import('./control-plane/copy-database.ts')
     return runControlPlaneCli(argv, io)
   }

@@ -42,7 +42,7 @@ export interface BenchContext {
   helloBinary(): Promise<string>
   /** Path of the compiled module floor (bench/module-floor.ts, product build flags; compiled once per run, lazily). */
   floorBinary(): Promise<string>
-  /** Path of the compiled work floor (bench/work-floor.ts, product build flags; takes the product's workspace flags). */
+  /** Path of the compiled work floor (bench/work-floor.ts, product build flags, takes the product's workspace flags; compiled once per run, lazily). */
   workFloorBinary(): Promise<string>
   /** Path of a fresh dist/service-server, building it if needed; null (with the reason logged) if unavailable. */
   productBinary(): Promise<string | null>

@@ -12,11 +12,13 @@
  * by comparing the workspace with that file, and gets its event then.
  *
  * Scans read synchronously: they touch only the config and extension files (a few directory
- * listings and one small file each), always under the workspace lock, and a synchronous read costs
- * less than a thread-pool round trip. It also keeps start-up off the runtime's I/O threads, which
- * stay resident once woken (measured 2026-11-26: the compiled workspace server idled 0.7 MB higher
- * with its start-up scan and temp sweep on them). Only the snapshot's durable write, after a
- * change, is asynchronous.
+ * listings, then each tracked file, read whole up to 8 MiB), always under the workspace lock, and a
+ * synchronous read costs less than a thread-pool round trip. It also keeps start-up off the
+ * runtime's I/O threads, which stay resident once woken (measured 2026-11-26: the compiled workspace
+ * server idled 0.7 MB higher with its start-up scan and temp sweep on them). Only the snapshot's
+ * durable write, after a change or on a workspace's first start, is asynchronous. The trade-off: a
+ * workspace on a network filesystem that stops answering stalls the event loop at its next scan,
+ * where a thread would have waited instead.
  * @module
  */
 import { closeSync, constants, fstatSync, openSync, readFileSync, statSync, watch, type FSWatcher } from 'node:fs'
@@ -55,16 +57,18 @@ const RELEVANT_NAMES: Record<string, Set<string>> = {
 }
 
 /** Tracked files larger than this are fingerprinted by size, modification time and inode, not read. */
-const HASHED_MAX_BYTES = 8 * 1024 * 1024
+export const HASHED_MAX_BYTES = 8 * 1024 * 1024
 
 /**
  * What the snapshot keeps of one tracked file: the sha256 of its content, or null when it is
  * missing, unreadable or not a regular file. Opened without blocking and checked on the open
  * descriptor, so a FIFO or a device put where a tracked file belongs (a `SKILL.md` symlinked to
- * `/dev/zero`) is skipped instead of stalling the scan, which runs on the event loop; a file too
- * large to hash cheaply is fingerprinted by its metadata, which still changes with every write.
+ * `/dev/zero`) is skipped instead of stalling the scan, which runs on the event loop. A file over
+ * {@link HASHED_MAX_BYTES} is fingerprinted by its size, inode and change time (which no one can
+ * set back, unlike the modification time) instead of being read: every write still shows, and so
+ * does one that leaves it as it was, the one case where such a file reports an edit it did not get.
  */
-function fingerprint(path: string): string | null {
+export function fingerprint(path: string): string | null {
   let fd: number
   try {
     fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0))
@@ -74,7 +78,7 @@ function fingerprint(path: string): string | null {
   try {
     const st = fstatSync(fd)
     if (!st.isFile()) return null
-    if (st.size > HASHED_MAX_BYTES) return `large:${st.size}:${st.mtimeMs}:${st.ino}`
+    if (st.size > HASHED_MAX_BYTES) return `large:${st.size}:${st.ino}:${st.ctimeMs}`
     return sha256Hex(readFileSync(fd))
   } catch {
     return null
@@ -228,7 +232,11 @@ export class ChangeTracker {
     if (this.#timer) clearTimeout(this.#timer)
     this.#timer = setTimeout(() => {
       this.#timer = undefined
-      this.#refreshWatches()
+      try {
+        this.#refreshWatches()
+      } catch (error) {
+        this.#o.logger.warn('workspace watch refresh failed', { workspaceId: this.#o.workspaceId, error })
+      }
       this.rescan().catch(() => {})
     }, this.#o.debounceMs ?? 250)
   }
@@ -270,7 +278,8 @@ export class ChangeTracker {
         this.#watchers.delete(rel)
       }
     }
-    // Files created before a new directory's watcher existed are caught by the rescan this schedules.
+    // Files created before a new directory's watcher existed are caught by the rescan that follows
+    // every refresh after start-up (and at start-up, by the scan before it).
     if (added) this.#o.cache.invalidate()
   }
 

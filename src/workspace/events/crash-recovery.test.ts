@@ -4,13 +4,16 @@
  * server was down, and our own stale temp files are swept.
  */
 import { spawnSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
 import { appendFileSync, mkdirSync, symlinkSync, writeFileSync, existsSync } from 'node:fs'
-import { join } from 'node:path'
-import { assert, suite } from '../../../tests/harness.ts'
-import { sweepTempFiles } from '../runtime/temp-sweep.ts'
+import { join, resolve } from 'node:path'
+import { assert, BUN, startChild, suite, tempDir } from '../../../tests/harness.ts'
+import { mountPointsUnder, sweepTempFiles } from '../runtime/temp-sweep.ts'
+import { fingerprint, HASHED_MAX_BYTES } from './change-tracker.ts'
 import { CLIENT_TOKEN, startTestServer, type TestServer } from '../testing/test-kit.ts'
 
 const test = suite('workspace/crash recovery', { timeoutMs: 30_000 })
+const ROOT = resolve(import.meta.dirname, '../../..')
 
 const SKILL = '---\nname: from-session\ndescription: Written through a file session.\n---\n\nBody.\n'
 
@@ -70,48 +73,67 @@ test('an edit made while the server was stopped gets its event at the next start
   }
 })
 
-test('a FIFO or a device where a tracked file belongs does not stall the next start', async () => {
-  let s = await startTestServer({ watch: false })
+test('a FIFO or a device where a tracked file belongs does not stall a start', async () => {
+  // In a child process: if the scan blocked, an in-process server would block this test's clock too.
+  const dir = tempDir('svc-fifo-')
   try {
-    await s.app.close()
-    mkdirSync(join(s.root, '.opencode/skills/pipe'), { recursive: true })
-    const made = spawnSync('mkfifo', [join(s.root, '.opencode/skills/pipe/SKILL.md')])
-    mkdirSync(join(s.root, '.opencode/skills/zero'), { recursive: true })
-    symlinkSync('/dev/zero', join(s.root, '.opencode/skills/zero/SKILL.md'))
-    // The start scans synchronously: a read of either would never return.
-    s = await s.restart()
-    assert.is((await s.req('/health')).status, 200)
-    if (made.status === 0) {
-      const names = (await reloads(s)).map((e) => e.trigger?.name)
-      assert.not.ok(names.includes('pipe'), 'a FIFO is not a skill file')
-      assert.not.ok(names.includes('zero'), 'a device is not a skill file')
+    const ws = join(dir.path, 'ws')
+    mkdirSync(join(ws, '.opencode/skills/pipe'), { recursive: true })
+    mkdirSync(join(ws, '.opencode/skills/zero'), { recursive: true })
+    spawnSync('mkfifo', [join(ws, '.opencode/skills/pipe/SKILL.md')])
+    symlinkSync('/dev/zero', join(ws, '.opencode/skills/zero/SKILL.md'))
+    const args = [join(ROOT, 'bin/service-server.ts'), '--mode', 'workspace', '--workspace', ws]
+    for (let start = 0; start < 2; start++) {
+      // The first start writes the snapshot; the second compares with it.
+      const child = await startChild(BUN, [...args, '--data-dir', join(dir.path, 'data'), '--port', '0'], {
+        env: { HOME: dir.path },
+        timeoutMs: 15_000,
+      })
+      try {
+        assert.is((await fetch(`${child.url}/health`)).status, 200)
+      } finally {
+        assert.is(await child.stop(), 0)
+      }
     }
   } finally {
-    await s.dispose()
+    dir.remove()
   }
 })
 
-test('a tracked file too large to hash still has its edits reported', async () => {
+test('a tracked file over the hashing limit is fingerprinted by its metadata, and every write shows', async () => {
+  const dir = tempDir('svc-big-')
+  try {
+    const small = join(dir.path, 'small.md')
+    writeFileSync(small, 'content')
+    assert.is(fingerprint(small), createHash('sha256').update('content').digest('hex'))
+    const big = join(dir.path, 'big.md')
+    writeFileSync(big, 'a'.repeat(HASHED_MAX_BYTES + 1))
+    const before = fingerprint(big)
+    assert.ok(before?.startsWith('large:'), String(before))
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    // Same size, other content: only the metadata can tell, and it does.
+    writeFileSync(big, 'b'.repeat(HASHED_MAX_BYTES + 1))
+    assert.not.equal(fingerprint(big), before)
+  } finally {
+    dir.remove()
+  }
+})
+
+test('an edit to a large tracked file made while the server was stopped is reported at the next start', async () => {
   let s = await startTestServer({ watch: false })
   try {
     await s.app.close()
     const big = join(s.root, '.opencode/commands/big.md')
     mkdirSync(join(s.root, '.opencode/commands'), { recursive: true })
-    writeFileSync(big, `---\ndescription: big\n---\n${'x'.repeat(9 * 1024 * 1024)}`)
+    writeFileSync(big, `---\ndescription: big\n---\n${'x'.repeat(HASHED_MAX_BYTES)}`)
     s = await s.restart()
-    const added = (await reloads(s)).filter((e) => e.trigger?.path === '.opencode/commands/big.md')
-    assert.equal(
-      added.map((e) => e.trigger!.action),
-      ['added'],
-    )
     await s.app.close()
     appendFileSync(big, 'more')
     s = await s.restart()
-    const after = (await reloads(s)).filter((e) => e.trigger?.path === '.opencode/commands/big.md')
-    assert.equal(
-      after.map((e) => e.trigger!.action),
-      ['added', 'updated'],
-    )
+    const actions = (await reloads(s))
+      .filter((e) => e.trigger?.path === '.opencode/commands/big.md')
+      .map((e) => e.trigger!.action)
+    assert.equal(actions, ['added', 'updated'])
   } finally {
     await s.dispose()
   }
@@ -139,6 +161,34 @@ test('the start-up sweep removes only our own temp files older than the process'
   } finally {
     await s.dispose()
   }
+})
+
+test('the sweep does not enter what is mounted inside the workspace', async () => {
+  const dir = tempDir('svc-sweep-')
+  try {
+    mkdirSync(join(dir.path, 'mounted/deep'), { recursive: true })
+    mkdirSync(join(dir.path, 'local'))
+    writeFileSync(join(dir.path, 'mounted/deep/.svc-tmp-a.0123456789ab'), 'partial')
+    writeFileSync(join(dir.path, 'local/.svc-tmp-b.0123456789ab'), 'partial')
+    const removed = await sweepTempFiles(dir.path, Date.now() + 1000, new Set(['mounted']))
+    assert.equal(removed, ['local/.svc-tmp-b.0123456789ab'])
+    assert.ok(existsSync(join(dir.path, 'mounted/deep/.svc-tmp-a.0123456789ab')))
+  } finally {
+    dir.remove()
+  }
+})
+
+test('mount points inside a workspace are read from mountinfo, escapes decoded, siblings left out', () => {
+  const mountinfo = [
+    '36 25 8:1 / / rw - ext4 /dev/sda1 rw',
+    '40 36 0:45 / /home/me/ws rw - ext4 /dev/sda2 rw',
+    '41 40 0:46 / /home/me/ws/nfs\\040share rw - nfs4 srv:/export rw',
+    '42 40 0:47 / /home/me/ws/a/b rw - tmpfs tmpfs rw',
+    '43 36 0:48 / /home/me/ws2 rw - tmpfs tmpfs rw',
+    '',
+  ].join('\n')
+  assert.equal([...mountPointsUnder('/home/me/ws', mountinfo)].sort(), ['a/b', 'nfs share'])
+  assert.equal([...mountPointsUnder('/home/me/ws/', mountinfo)].sort(), ['a/b', 'nfs share'])
 })
 
 test.run()

@@ -7,12 +7,16 @@
  * only those whose inode changed before this process started: a write in flight now is never one
  * of them. Symlinks are neither followed nor removed.
  *
- * Each directory is read synchronously and the walk yields to the event loop between directories:
- * a request waits for at most one directory listing, and the runtime's I/O threads, which stay
- * resident once woken, are not started for a walk that almost never finds anything.
+ * Each directory is listed synchronously (one `readdir`, held whole while it is visited) and the walk
+ * yields to the event loop before each directory, the first included, so it never delays listening
+ * and a request waits for at most one listing. The runtime's I/O threads, which stay resident once
+ * woken, are not started for a walk that almost never finds anything. The walk stays on the
+ * workspace's own filesystems: a directory something else is mounted on is not entered (Linux, from
+ * `/proc/self/mountinfo`), since a network mount that stops answering would stall the event loop;
+ * temp files left inside such a mount stay.
  * @module
  */
-import { lstatSync, opendirSync, unlinkSync, type Dir } from 'node:fs'
+import { lstatSync, readdirSync, readFileSync, unlinkSync, type Dirent } from 'node:fs'
 import { join } from 'node:path'
 import { TEMP_PREFIX } from '../../storage/fs.ts'
 
@@ -43,37 +47,61 @@ function removeIfOlder(path: string, startedAt: number): boolean {
 }
 
 /**
+ * The mount points strictly inside `root`, relative to it, from the text of `/proc/self/mountinfo`
+ * (its fifth field, with the kernel's octal escapes for space, tab, newline and backslash).
+ */
+export function mountPointsUnder(root: string, mountinfo: string): Set<string> {
+  const prefix = root.endsWith('/') ? root : `${root}/`
+  const inside = new Set<string>()
+  for (const line of mountinfo.split('\n')) {
+    const field = line.split(' ')[4]
+    if (!field) continue
+    const point = field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(Number.parseInt(octal, 8)))
+    if (point.startsWith(prefix) && point.length > prefix.length)
+      inside.add(point.slice(prefix.length).replace(/\/+$/, ''))
+  }
+  return inside
+}
+
+/** The mount points inside `root` (none where `/proc/self/mountinfo` does not exist). */
+function mountsInside(root: string): Set<string> {
+  try {
+    return mountPointsUnder(root, readFileSync('/proc/self/mountinfo', 'utf8'))
+  } catch {
+    return new Set()
+  }
+}
+
+/**
  * Deletes our temp files under `root` whose status changed before `startedAt` (ms since the
  * epoch; default: when this process started). Returns the paths removed, relative to `root`.
+ * `mounts` (relative paths) are not entered; by default, what is mounted inside `root`.
  */
-export async function sweepTempFiles(root: string, startedAt = performance.timeOrigin): Promise<string[]> {
+export async function sweepTempFiles(
+  root: string,
+  startedAt = performance.timeOrigin,
+  mounts: ReadonlySet<string> = mountsInside(root),
+): Promise<string[]> {
   const removed: string[] = []
   let seen = 0
   const pending = ['']
   for (let rel = pending.pop(); rel !== undefined && seen <= MAX_ENTRIES; rel = pending.pop()) {
-    if (rel) await new Promise((resolve) => setImmediate(resolve))
-    let dir: Dir
+    await new Promise((resolve) => setImmediate(resolve))
+    let entries: Dirent[]
     try {
-      dir = opendirSync(rel ? join(root, rel) : root)
+      entries = readdirSync(rel ? join(root, rel) : root, { withFileTypes: true })
     } catch {
       continue
     }
-    // Streamed, so a directory with millions of entries is never held in memory at once.
     const subdirs: string[] = []
-    try {
-      for (let entry = dir.readSync(); entry !== null; entry = dir.readSync()) {
-        if (++seen > MAX_ENTRIES) break
-        const child = rel ? `${rel}/${entry.name}` : entry.name
-        if (entry.isDirectory()) {
-          if (!SKIPPED.has(entry.name)) subdirs.push(child)
-        } else if (entry.isFile() && isOwnTempName(entry.name) && removeIfOlder(join(root, child), startedAt)) {
-          removed.push(child)
-        }
+    for (const entry of entries) {
+      if (++seen > MAX_ENTRIES) break
+      const child = rel ? `${rel}/${entry.name}` : entry.name
+      if (entry.isDirectory()) {
+        if (!SKIPPED.has(entry.name) && !mounts.has(child)) subdirs.push(child)
+      } else if (entry.isFile() && isOwnTempName(entry.name) && removeIfOlder(join(root, child), startedAt)) {
+        removed.push(child)
       }
-    } catch {
-      // Unreadable part way through: what was listed is still visited.
-    } finally {
-      dir.closeSync()
     }
     // Depth first, in listing order, as before.
     for (let i = subdirs.length - 1; i >= 0; i--) pending.push(subdirs[i]!)
