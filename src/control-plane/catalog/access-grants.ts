@@ -28,16 +28,15 @@ import {
   type GrantRole,
   type ResourceType,
 } from './grant-roles.ts'
-import { visibleCondition } from './visibility-sql.ts'
+import { forEachPrincipal, visibleCondition } from './visibility-sql.ts'
 
 /**
- * Grants of `type` that apply to the actor, as three branches (their member id, their teams,
- * org-wide) joined by UNION ALL rather than one OR, so each branch is an index range
- * `(org_id, resource_type, <principal>, …)` and the cost follows the caller's grants, not the
- * number of grants in the organization. `resourceId` narrows every branch to one resource.
+ * Grants of `type` that apply to the actor, one index range per principal
+ * (`(org_id, resource_type, <principal>, …)`, see {@link forEachPrincipal}). `resourceId` narrows
+ * every branch to one resource.
  */
 function applyingGrants(db: Db, actor: Pick<Actor, 'orgId' | 'memberId'>, type: ResourceType, resourceId?: string) {
-  const branch = () => {
+  return forEachPrincipal(db, actor, 'g', () => {
     let q = db
       .selectFrom('access_grant as g')
       .select(['g.resource_id', 'g.role'])
@@ -45,17 +44,7 @@ function applyingGrants(db: Db, actor: Pick<Actor, 'orgId' | 'memberId'>, type: 
       .where('g.resource_type', '=', type)
     if (resourceId !== undefined) q = q.where('g.resource_id', '=', resourceId)
     return q
-  }
-  return branch()
-    .where('g.member_id', '=', actor.memberId)
-    .unionAll(
-      branch().where(
-        'g.team_id',
-        'in',
-        db.selectFrom('team_member as tm').select('tm.team_id').where('tm.member_id', '=', actor.memberId),
-      ),
-    )
-    .unionAll(branch().where('g.org_wide', '=', 1))
+  })
 }
 
 async function directRole(db: Db, actor: Actor, type: ResourceType, id: string): Promise<GrantRole | null> {

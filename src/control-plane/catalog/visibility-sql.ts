@@ -14,7 +14,14 @@
  * the database, never in memory, and a revoked grant stops applying on the very next request.
  * @module
  */
-import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type SqlBool } from 'kysely'
+import {
+  sql,
+  type Expression,
+  type ExpressionBuilder,
+  type RawBuilder,
+  type SelectQueryBuilder,
+  type SqlBool,
+} from 'kysely'
 import type { Actor } from '../admin/audit.ts'
 import type { Db } from '../schema.ts'
 import { isOrgAdmin, type ResourceType } from './grant-roles.ts'
@@ -22,39 +29,43 @@ import { isOrgAdmin, type ResourceType } from './grant-roles.ts'
 // deno-lint-ignore no-explicit-any
 type AnyEb = ExpressionBuilder<any, any>
 
+/**
+ * `branch` once for each of the actor's principals (their member id, any of their teams, org-wide)
+ * joined by UNION ALL rather than one OR, so each branch is an index range `(…, <principal>, …)`
+ * and the cost follows what applies to the caller, not the size of the organization. `alias` names
+ * the branch's table, which has `member_id`, `team_id` and `org_wide` columns (grants, hub
+ * assignments).
+ */
+// deno-lint-ignore no-explicit-any
+export function forEachPrincipal<Q extends SelectQueryBuilder<any, any, any>>(
+  db: Db,
+  actor: Pick<Actor, 'memberId'>,
+  alias: 'g' | 'a',
+  branch: () => Q,
+): Q {
+  const teams = db.selectFrom('team_member as tm').select('tm.team_id').where('tm.member_id', '=', actor.memberId)
+  return branch()
+    .where(sql.ref(`${alias}.member_id`), '=', actor.memberId)
+    .unionAll(branch().where(sql.ref(`${alias}.team_id`), 'in', teams))
+    .unionAll(branch().where(sql.ref(`${alias}.org_wide`), '=', 1)) as Q
+}
+
 /** Ids of `type` the actor holds a direct grant on. */
 export function grantedIds(db: Db, actor: Pick<Actor, 'orgId' | 'memberId'>, type: ResourceType) {
-  const branch = () =>
+  return forEachPrincipal(db, actor, 'g', () =>
     db
       .selectFrom('access_grant as g')
       .select('g.resource_id')
       .where('g.org_id', '=', actor.orgId)
-      .where('g.resource_type', '=', type)
-  return branch()
-    .where('g.member_id', '=', actor.memberId)
-    .unionAll(
-      branch().where(
-        'g.team_id',
-        'in',
-        db.selectFrom('team_member as tm').select('tm.team_id').where('tm.member_id', '=', actor.memberId),
-      ),
-    )
-    .unionAll(branch().where('g.org_wide', '=', 1))
+      .where('g.resource_type', '=', type),
+  )
 }
 
 /** Ids of skill hubs assigned to the actor (as a member, through a team, or org-wide). */
 export function assignedHubIds(db: Db, actor: Pick<Actor, 'orgId' | 'memberId'>) {
-  const branch = () => db.selectFrom('skill_hub_assignment as a').select('a.hub_id').where('a.org_id', '=', actor.orgId)
-  return branch()
-    .where('a.member_id', '=', actor.memberId)
-    .unionAll(
-      branch().where(
-        'a.team_id',
-        'in',
-        db.selectFrom('team_member as tm').select('tm.team_id').where('tm.member_id', '=', actor.memberId),
-      ),
-    )
-    .unionAll(branch().where('a.org_wide', '=', 1))
+  return forEachPrincipal(db, actor, 'a', () =>
+    db.selectFrom('skill_hub_assignment as a').select('a.hub_id').where('a.org_id', '=', actor.orgId),
+  )
 }
 
 /**
