@@ -56,7 +56,7 @@ const RELEVANT_NAMES: Record<string, Set<string>> = {
   '.opencode': new Set(['service.json', 'skills', 'commands', 'plugins']),
 }
 
-/** Tracked files larger than this are fingerprinted by size, modification time and inode, not read. */
+/** Tracked files larger than this are fingerprinted by size, inode and change time, not read. */
 export const HASHED_MAX_BYTES = 8 * 1024 * 1024
 
 /**
