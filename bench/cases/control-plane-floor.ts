@@ -11,7 +11,7 @@
  * - `POST /v1/config-objects` (a skill with its first version, search terms, grant, audit and
  *   change-feed rows in one transaction) req/s at 16 connections: target ≥ 0.5;
  * - `GET /health` req/s against `bench/ceiling-server.ts` (same body, request id, nosniff):
- *   target ≥ 0.95.
+ *   target ≥ 0.95, in three times as many rounds (see below).
  */
 import { fileURLToPath } from 'node:url'
 import { join } from 'node:path'
@@ -108,34 +108,52 @@ async function run(ctx: BenchContext): Promise<void> {
         throw new Error(`${label}: ours returned ${a.items.length} items, the floor ${b.items?.length}`)
     }
     await ok(await fetch(`${ours.baseUrl}/health`), 'ours /health')
-    const readTargets: LoadTarget[] = [
-      { key: 'ours GET /health', url: `${ours.baseUrl}/health` },
-      { key: 'ceiling GET /health', url: `${ceiling.baseUrl}/health` },
-      ...Object.entries(READ_PATHS).flatMap(([label, path]) => [
-        { key: `ours ${label}`, url: `${ours.baseUrl}${path}`, headers: world.headers },
-        { key: `floor ${label}`, url: `${floor.baseUrl}${path}`, headers: world.headers },
-      ]),
-    ]
-    const labels = ['GET /health', ...Object.keys(READ_PATHS)]
-    const reads = await runAlternatingRounds(readTargets, {
-      ...s,
-      onRound: (r, res) => {
-        for (const label of labels) {
-          const other = label === 'GET /health' ? 'ceiling' : 'floor'
-          printRound(label, r, s.rounds, res[`ours ${label}`]!.rps, res[`${other} ${label}`]!.rps, 'req/s')
-        }
+    // /health is timed in rounds of its own, three times as many: each request costs about 10 µs,
+    // so a neighbour's burst on this shared VM moves a 2-second round by up to ±30 %, and a median
+    // of five such rounds flips around the target while a median of fifteen holds.
+    const healthRounds = s.rounds * 3
+    const health = await runAlternatingRounds(
+      [
+        { key: 'ours GET /health', url: `${ours.baseUrl}/health` },
+        { key: 'ceiling GET /health', url: `${ceiling.baseUrl}/health` },
+      ],
+      {
+        ...s,
+        rounds: healthRounds,
+        onRound: (r, res) =>
+          printRound(
+            'GET /health',
+            r,
+            healthRounds,
+            res['ours GET /health']!.rps,
+            res['ceiling GET /health']!.rps,
+            'req/s',
+          ),
       },
-    })
+    )
     record(
       ctx,
       'GET /health',
-      reads,
+      health,
       'ours GET /health',
       'ceiling GET /health',
       'bench/ceiling-server.ts',
       0.95,
       s.connections,
     )
+    const readTargets: LoadTarget[] = [
+      ...Object.entries(READ_PATHS).flatMap(([label, path]) => [
+        { key: `ours ${label}`, url: `${ours.baseUrl}${path}`, headers: world.headers },
+        { key: `floor ${label}`, url: `${floor.baseUrl}${path}`, headers: world.headers },
+      ]),
+    ]
+    const reads = await runAlternatingRounds(readTargets, {
+      ...s,
+      onRound: (r, res) => {
+        for (const label of Object.keys(READ_PATHS))
+          printRound(label, r, s.rounds, res[`ours ${label}`]!.rps, res[`floor ${label}`]!.rps, 'req/s')
+      },
+    })
     for (const label of Object.keys(READ_PATHS))
       record(
         ctx,

@@ -21,6 +21,29 @@ import { coreError } from './core-errors.ts'
 
 const JSON_TYPE = 'application/json; charset=utf-8'
 
+/** The inputs of a route that declares none (shared: handlers never write to their inputs). */
+const NO_INPUT = Object.freeze({}) as Record<string, never>
+
+/**
+ * What a handler receives. A class rather than an object literal: its shape is fixed and the lazy
+ * `url` getter lives on the prototype, so building one per request is a plain allocation.
+ */
+class RouteContext<Principal> {
+  body: unknown = undefined
+  constructor(
+    readonly request: Request,
+    private readonly where: Where,
+    readonly params: Record<string, string>,
+    readonly query: unknown,
+    readonly principal: Principal,
+    readonly requestId: string,
+    readonly log: Logger,
+  ) {}
+  get url(): URL {
+    return this.where.url()
+  }
+}
+
 /** What dispatch needs from the composed app. */
 export interface DispatchOptions<Rule, Principal> {
   table: RouteTable<AnyRoute<Rule, Principal>>
@@ -98,31 +121,28 @@ export function createDispatcher<Rule, Principal>(options: DispatchOptions<Rule,
           validation.queryCode,
           'query parameter',
         )
-      : {}
-    const call = (body: unknown) => {
-      const context = {
-        request,
-        params,
-        query,
-        body,
-        principal,
-        requestId,
-        log: logger,
-        get url() {
-          return where.url()
-        },
-      }
-      const result = route.handler(context as never)
-      return result instanceof Promise
-        ? result.then((value) => shape(route, value, requestId))
-        : shape(route, result, requestId)
-    }
+      : NO_INPUT
+    const context = new RouteContext(request, where, params, query, principal, requestId, logger)
     if (route.body && !isRawBody(route.body)) {
-      return readJsonObject(request, validation).then((raw) =>
-        call(parseWith(route.body as v.GenericSchema, raw, validation.status, validation.bodyCode, 'request body')),
-      )
+      return readJsonObject(request, validation).then((raw) => {
+        context.body = parseWith(
+          route.body as v.GenericSchema,
+          raw,
+          validation.status,
+          validation.bodyCode,
+          'request body',
+        )
+        return call(route, context)
+      })
     }
-    return call(undefined)
+    return call(route, context)
+  }
+
+  const call = (route: AnyRoute<Rule, Principal>, context: RouteContext<Principal>): Response | Promise<Response> => {
+    const result = route.handler(context as never)
+    return result instanceof Promise
+      ? result.then((value) => shape(route, value, context.requestId))
+      : shape(route, result, context.requestId)
   }
 
   /** Runs `route` for the request (params, auth, inputs, handler); every failure becomes our error response. */
@@ -134,7 +154,7 @@ export function createDispatcher<Rule, Principal>(options: DispatchOptions<Rule,
     where: Where,
   ): Response | Promise<Response> => {
     try {
-      let params: Record<string, string> = {}
+      let params: Record<string, string> = NO_INPUT
       if (rawParams) {
         const decoded = decodeParams(rawParams)
         if (!decoded) throw coreError('not_found', 'Not found')

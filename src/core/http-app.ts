@@ -162,6 +162,19 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
   return { fetch, router: table as RouteTable, direct: directRoutes(options, dispatchTo, stamped) }
 }
 
+/** Where a request the listener matched exactly goes; its URL object is built only if the handler asks. */
+class MatchedPath implements Where {
+  #parsed: URL | undefined
+  constructor(
+    readonly pathname: string,
+    private readonly request: Request,
+  ) {}
+  url(): URL {
+    this.#parsed ??= new URL(this.request.url)
+    return this.#parsed
+  }
+}
+
 /**
  * The `direct` routes' handlers. What the pipeline would add is known in advance for them: no
  * rewrite, nothing for HEAD (the listener drops the body; other methods go through `fetch`), no
@@ -184,10 +197,7 @@ function directRoutes<Rule, Principal>(
       path,
       fetch(request) {
         const requestId = requestIdOf(request)
-        // The listener matched the path exactly; the URL object is built only if the handler asks.
-        let parsed: URL | undefined
-        const where: Where = { pathname: path, url: () => (parsed ??= new URL(request.url)) }
-        const result = dispatchTo(route, request, requestId, where)
+        const result = dispatchTo(route, request, requestId, new MatchedPath(path, request))
         if (result instanceof Promise) return result.then((out) => (stamped(out) ? out : stampForeign(out, requestId)))
         return stamped(result) ? result : stampForeign(result, requestId)
       },
