@@ -3,13 +3,17 @@
  * contract, and nothing else.
  *
  * Why: the baseline answers `{ok:true}` with no headers of its own. Every response of ours must
- * carry a fresh `X-Request-Id` (issue 2) and we send `X-Content-Type-Options: nosniff`; building a
+ * carry `X-Request-Id` (issue 2) and we send `X-Content-Type-Options: nosniff`; building a
  * Response with those headers, and reading the URL and method a router needs, costs Bun a
- * measurable share of the baseline's rate on its own. This server does exactly that — a unique
- * id, the health body, the same three headers, `request.url` and `request.method` read — with no
- * routing, auth or validation, so the bench shows how much of the gap is the contract itself.
+ * measurable share of the baseline's rate on its own. This server does exactly that, with no
+ * routing, auth or validation, so the bench shows how much of the gap is the contract itself:
+ * the health body, the same three headers, `request.url` and `request.method` read, and the
+ * request id chosen by the same rule as ours (`src/core/request-id.ts`): the client's
+ * `X-Request-Id` when it is a safe token, else a fresh one. Reading that header is part of the
+ * rule and costs Bun a copy of the request's headers; `--no-echo` skips it and always makes a
+ * fresh id (the ceiling as first written, kept as an informational row).
  *
- * Usage: bun bench/ceiling-server.ts [--port 0] [--host 127.0.0.1]
+ * Usage: bun bench/ceiling-server.ts [--port 0] [--host 127.0.0.1] [--no-echo]
  */
 const bun = (globalThis as any).Bun
 
@@ -21,6 +25,14 @@ function flag(name: string, fallback: string): string {
 const started = performance.now()
 let counter = 101_559_956_668_416 // 36^9: ten base-36 digits, like the product's ids
 let sink = 0
+const echo = !process.argv.includes('--no-echo')
+const SAFE_ID = /^[A-Za-z0-9._:-]{1,128}$/
+
+function safeOffered(request: Request): string | null {
+  if (!echo) return null
+  const offered = request.headers.get('x-request-id')
+  return offered && SAFE_ID.test(offered) ? offered : null
+}
 
 const server = bun.serve({
   hostname: flag('host', '127.0.0.1'),
@@ -37,7 +49,7 @@ const server = bun.serve({
     return new Response(body, {
       headers: {
         'content-type': 'application/json; charset=utf-8',
-        'x-request-id': `req_0000000000000000${(++counter).toString(36)}`,
+        'x-request-id': safeOffered(request) ?? `req_0000000000000000${(++counter).toString(36)}`,
         'x-content-type-options': 'nosniff',
       },
     })
