@@ -17,7 +17,7 @@
 import { fileURLToPath } from 'node:url'
 import { join } from 'node:path'
 import { buildWorld, createBody, READ_PATHS } from '../lib/control-plane-world.ts'
-import { runAlternatingRounds, type LoadTarget } from '../lib/alternating-load.ts'
+import { runAlternatingRounds, type LoadTarget, type MeasuredLoad } from '../lib/alternating-load.ts'
 import { defineCase, type BenchContext } from '../lib/bench-case.ts'
 import { makeFigure } from '../lib/figure.ts'
 import type { LoadResult } from '../lib/load-driver.ts'
@@ -53,6 +53,7 @@ function record(
   floorLabel: string,
   target: number | undefined,
   connections: number,
+  extraNotes: string[] = [],
 ): void {
   const mine = results[key]!
   const floor = results[floorKey]!
@@ -70,9 +71,22 @@ function record(
       invalidReason: bad > total * 0.001 ? `${bad} of ${total} requests were non-2xx or errors` : undefined,
       notes: [
         `${ctx.settings.tool}, ${connections} connections, ${ctx.settings.durationSec} s per measurement; p50 ours ${round(median(mine.map((x) => x.latencyP50Ms)), 2)} ms, floor ${round(median(floor.map((x) => x.latencyP50Ms)), 2)} ms`,
+        ...extraNotes,
       ],
     }),
   )
+}
+
+/**
+ * Median CPU per request of each server (whole process, from procfs): steadier than req/s on a
+ * shared VM, so it tells a costlier server from a noisy round.
+ */
+function cpuNote(results: Record<string, MeasuredLoad[]>, keys: string[]): string {
+  const parts = keys.map((key) => {
+    const values = results[key]!.map((x) => x.cpuMicrosPerRequest).filter((x): x is number => x !== undefined)
+    return `${key.replace(/ GET \/health$/, '')} ${values.length ? round(median(values), 2) : '?'} µs`
+  })
+  return `CPU per request, median: ${parts.join(', ')}`
 }
 
 async function run(ctx: BenchContext): Promise<void> {
@@ -119,9 +133,9 @@ async function run(ctx: BenchContext): Promise<void> {
     const healthRounds = s.rounds * 3
     const health = await runAlternatingRounds(
       [
-        { key: 'ours GET /health', url: `${ours.baseUrl}/health` },
-        { key: 'ceiling GET /health', url: `${ceiling.baseUrl}/health` },
-        { key: 'fresh-id ceiling GET /health', url: `${freshIdCeiling.baseUrl}/health` },
+        { key: 'ours GET /health', url: `${ours.baseUrl}/health`, pid: ours.pid },
+        { key: 'ceiling GET /health', url: `${ceiling.baseUrl}/health`, pid: ceiling.pid },
+        { key: 'fresh-id ceiling GET /health', url: `${freshIdCeiling.baseUrl}/health`, pid: freshIdCeiling.pid },
       ],
       {
         ...s,
@@ -149,6 +163,7 @@ async function run(ctx: BenchContext): Promise<void> {
       'bench/ceiling-server.ts',
       0.95,
       s.connections,
+      [cpuNote(health, ['ours GET /health', 'ceiling GET /health', 'fresh-id ceiling GET /health'])],
     )
     record(
       ctx,

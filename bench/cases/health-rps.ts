@@ -121,7 +121,8 @@ async function run(ctx: BenchContext): Promise<void> {
         caseName: 'health-rps',
         name: 'contract ceiling req/s (no routing)',
         unit: 'req/s',
-        subject: 'bench/ceiling-server.ts: X-Request-Id by our rule (safe client id or fresh), nosniff, JSON body, url + method read',
+        subject:
+          'bench/ceiling-server.ts: X-Request-Id by our rule (safe client id or fresh), nosniff, JSON body, url + method read',
         baselineLabel: 'Bun.serve JSON',
         rounds: ceiling.map((x, i) => ({ baseline: base[i]!.rps, ours: x.rps })),
         notes: [

@@ -9,6 +9,7 @@
  * "first"/"last" slot. Callers turn the per-round results into ratios.
  */
 import { runLoad, type LoadResult, type LoadTool } from './load-driver.ts'
+import { processCpuSeconds } from './process-cpu.ts'
 
 /** One server to load; `url` is the full URL to hit. */
 export interface LoadTarget {
@@ -17,7 +18,12 @@ export interface LoadTarget {
   method?: string
   headers?: Record<string, string>
   body?: string
+  /** The server's pid: when given, the result carries the CPU it spent per request. */
+  pid?: number
 }
+
+/** A load result, with the server's CPU per request when its pid was given. */
+export type MeasuredLoad = LoadResult & { cpuMicrosPerRequest?: number }
 
 /** Settings for `runAlternatingRounds`. */
 export interface AlternatingOptions {
@@ -28,15 +34,15 @@ export interface AlternatingOptions {
   warmupSec: number
   tool: LoadTool
   /** Called after each round with that round's results by key. */
-  onRound?: (round: number, results: Record<string, LoadResult>) => void
+  onRound?: (round: number, results: Record<string, MeasuredLoad>) => void
 }
 
 /** Run warm-up then `rounds` alternating rounds; returns results[key][round]. */
 export async function runAlternatingRounds(
   targets: LoadTarget[],
   opts: AlternatingOptions,
-): Promise<Record<string, LoadResult[]>> {
-  const load = (t: LoadTarget, durationSec: number) =>
+): Promise<Record<string, MeasuredLoad[]>> {
+  const run = (t: LoadTarget, durationSec: number) =>
     runLoad({
       url: t.url,
       method: t.method,
@@ -46,11 +52,19 @@ export async function runAlternatingRounds(
       connections: opts.connections,
       tool: opts.tool,
     })
+  const load = async (t: LoadTarget, durationSec: number): Promise<MeasuredLoad> => {
+    const before = t.pid ? processCpuSeconds(t.pid) : null
+    const result: MeasuredLoad = await run(t, durationSec)
+    const after = t.pid ? processCpuSeconds(t.pid) : null
+    if (before !== null && after !== null && result.requests > 0)
+      result.cpuMicrosPerRequest = ((after - before) * 1e6) / result.requests
+    return result
+  }
   if (opts.warmupSec > 0) for (const t of targets) await load(t, opts.warmupSec)
-  const out: Record<string, LoadResult[]> = Object.fromEntries(targets.map((t) => [t.key, []]))
+  const out: Record<string, MeasuredLoad[]> = Object.fromEntries(targets.map((t) => [t.key, []]))
   for (let r = 0; r < opts.rounds; r++) {
     const order = r % 2 === 0 ? targets : [...targets].reverse()
-    const round: Record<string, LoadResult> = {}
+    const round: Record<string, MeasuredLoad> = {}
     for (const t of order) round[t.key] = await load(t, opts.durationSec)
     for (const t of targets) out[t.key]!.push(round[t.key]!)
     opts.onRound?.(r, round)
