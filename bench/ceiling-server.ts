@@ -15,6 +15,8 @@
  *
  * Usage: bun bench/ceiling-server.ts [--port 0] [--host 127.0.0.1] [--no-echo]
  */
+import { SAFE_REQUEST_ID } from '../src/core/request-id.ts'
+
 const bun = (globalThis as any).Bun
 
 function flag(name: string, fallback: string): string {
@@ -26,12 +28,11 @@ const started = performance.now()
 let counter = 101_559_956_668_416 // 36^9: ten base-36 digits, like the product's ids
 let sink = 0
 const echo = !process.argv.includes('--no-echo')
-const SAFE_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 function safeOffered(request: Request): string | null {
   if (!echo) return null
   const offered = request.headers.get('x-request-id')
-  return offered && SAFE_ID.test(offered) ? offered : null
+  return offered && SAFE_REQUEST_ID.test(offered) ? offered : null
 }
 
 const server = bun.serve({
@@ -60,5 +61,3 @@ console.log(`service-server ceiling ceiling listening on http://${server.hostnam
 process.on('exit', () => {
   if (sink < 0) console.log(sink)
 })
-
-export {}

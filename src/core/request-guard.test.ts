@@ -97,6 +97,8 @@ test('requests past the per-address cap get 503 server_busy with Retry-After whi
     const refused = await fetch(`${url}/anything`)
     assert.is(refused.status, 503)
     assert.is(refused.headers.get('retry-after'), '2')
+    // No id offered: the refusal carries a fresh one, made like the app's.
+    assert.match(refused.headers.get('x-request-id') ?? '', /^req_[0-9a-f]{16}[0-9a-z]{10}$/)
     assert.is((await refused.json()).code, 'server_busy')
     const health = await fetch(`${url}/health`)
     assert.is(health.status, 200)

@@ -11,10 +11,10 @@
  * asks when everything else is refused.
  * @module
  */
-import { randomBytes } from './random-bytes.ts'
 import { type ApiError, errorResponse } from './errors.ts'
 import type { RequestLimits } from './request-limits.ts'
 import { coreError } from './core-errors.ts'
+import { requestIdOf } from './request-id.ts'
 
 /** Paths that bypass the caps (cheap, unauthenticated, and what an orchestrator probes). */
 const UNCAPPED_PATHS = new Set(['/health'])
@@ -44,20 +44,10 @@ export interface GuardStats {
   bodyTimeouts: number
 }
 
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
-const GUARD_ID_PREFIX = `req_g${randomBytes(6).toString('hex')}`
-let guardCounter = 0
-
-/** The client's request id when safe, else a fresh one (the app is not reached, so it cannot assign one). */
-function guardRequestId(request: Request): string {
-  const offered = request.headers.get('x-request-id')
-  return offered && REQUEST_ID.test(offered) ? offered : `${GUARD_ID_PREFIX}${(++guardCounter).toString(36)}`
-}
-
 /** Our error shape, closing the connection (the client is misbehaving or we are full). */
 function refusal(request: Request, error: ApiError): Response {
   const response = errorResponse(error)
-  response.headers.set('x-request-id', guardRequestId(request))
+  response.headers.set('x-request-id', requestIdOf(request))
   response.headers.set('x-content-type-options', 'nosniff')
   response.headers.set('connection', 'close')
   return response

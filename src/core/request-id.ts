@@ -5,7 +5,8 @@
  */
 import { randomBytes } from './random-bytes.ts'
 
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+/** A client's `X-Request-Id` we pass on: a short token of safe characters. */
+export const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 // A per-process random prefix plus a counter: unique without a random draw per request (the cost
 // showed in profiles); same 26-character shape as other ids. The counter runs over
@@ -24,7 +25,7 @@ export function nextRequestId(): string {
 /** The client's `X-Request-Id` when it is a safe token, else a fresh one. */
 export function requestIdOf(request: Request): string {
   const offered = request.headers.get('x-request-id')
-  return offered && REQUEST_ID.test(offered) ? offered : nextRequestId()
+  return offered && SAFE_REQUEST_ID.test(offered) ? offered : nextRequestId()
 }
 
 /**
