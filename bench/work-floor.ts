@@ -5,8 +5,8 @@
  * Why: the module floor shows what loading our code costs; this shows what the work itself costs
  * the runtime, so the idle figure splits into the runtime doing that work, and our layers on top.
  * It takes the product's flags and does what a restart of the product does: read the config file,
- * resolve the workspaces, hash the configured tokens, open the state database (WAL, a read-only
- * second connection, the three tables, the migration check, the tokens and the last event), compare
+ * resolve the workspaces, hash the configured tokens, open the state database (WAL, one
+ * connection, the three tables, the migration check, the tokens and the last event), compare
  * the tracked files with the persisted snapshot, watch the workspace, then serve `/health` with the
  * product's body and headers and give memory back once quiet, as `src/serve.ts` does. It is
  * compiled with the product's build flags (bench/lib/hello-binary.ts), JIT start policy included.
@@ -51,12 +51,9 @@ db.run(
 db.run(
   'create table if not exists audit (seq integer primary key, id text, workspace_id text, actor text, action text, target text, summary text, created_at text)',
 )
-const reader = new Database(file, { strict: true })
-reader.run('pragma busy_timeout = 5000')
-reader.run('pragma query_only = on')
-const migrations = reader.prepare('select name from migrations order by name').all()
-const tokens = reader.prepare('select id, hash, scope from tokens').all()
-const lastEvent = reader.prepare('select max(seq) as seq from events').get()
+const migrations = db.prepare('select name from migrations order by name').all()
+const tokens = db.prepare('select id, hash, scope from tokens').all()
+const lastEvent = db.prepare('select max(seq) as seq from events').get()
 
 // The change tracker's start: hash every tracked file, compare with the snapshot kept on disk.
 const listed = (dir: string): string[] => {

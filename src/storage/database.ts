@@ -12,14 +12,15 @@
  */
 import { type DialectAdapter, type Driver, Kysely, PostgresDialect, SqliteAdapter, SqliteDialect } from 'kysely'
 import type { Migration } from 'kysely/migration'
-import { chmodSync, existsSync, mkdirSync } from 'node:fs'
+import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import type { MaybePromise } from '../core/maybe-promise.ts'
-import { normalizeParam } from './bound-values.ts'
+import { cachedStatements } from './cached-statements.ts'
 import { openSqlite, type RawSqlite } from './open-sqlite.ts'
 import { SqliteReadWriteDriver } from './sqlite-driver.ts'
 import type { PostgresPoolOptions } from './open-postgres.ts'
 import { localNotifier, postgresNotifier, type Notifier } from './notifier.ts'
+import { restrictFileModes } from './restrict-file-modes.ts'
 import { retryingTransactions } from './serializable-transactions.ts'
 
 export type { Notifier } from './notifier.ts'
@@ -40,43 +41,6 @@ export interface Database<DB> {
   /** Cross-instance wake-ups (LISTEN/NOTIFY on PostgreSQL, in-process on SQLite). */
   readonly notifier: Notifier
   close(): Promise<void>
-}
-
-/** How many distinct prepared statements are kept; the hot set of a server is far smaller. */
-const STATEMENT_CACHE_SIZE = 512
-
-function normalizing(raw: RawSqlite): RawSqlite {
-  // Preparing costs a large share of a small query; kysely prepares on every execution, so we keep
-  // the statements of recently seen SQL text (LRU). Queries run one at a time on this connection.
-  const cache = new Map<string, ReturnType<RawSqlite['prepare']>>()
-  const fix = (params: ReadonlyArray<unknown>) => params.map(normalizeParam)
-  return {
-    exec: (sql) => {
-      cache.clear()
-      raw.exec(sql)
-    },
-    close: () => {
-      cache.clear()
-      raw.close()
-    },
-    prepare(sql) {
-      let statement = cache.get(sql)
-      if (statement) {
-        cache.delete(sql)
-      } else {
-        statement = raw.prepare(sql)
-        if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!)
-      }
-      cache.set(sql, statement)
-      const prepared = statement
-      return {
-        reader: prepared.reader,
-        all: (params) => prepared.all(fix(params)),
-        run: (params) => prepared.run(fix(params)),
-        iterate: (params) => prepared.iterate(fix(params)),
-      }
-    },
-  }
 }
 
 /**
@@ -103,13 +67,6 @@ class TransactionalSqliteDialect extends SqliteDialect {
   }
   override createAdapter(): DialectAdapter {
     return new TransactionalSqliteAdapter()
-  }
-}
-
-// The database holds hashes and encrypted secrets; other local users should not read it at all.
-function restrictFileModes(path: string): void {
-  for (const file of [path, `${path}-wal`, `${path}-shm`]) {
-    if (existsSync(file)) chmodSync(file, 0o600)
   }
 }
 
@@ -218,11 +175,11 @@ export async function openDatabase<DB>(options: OpenDatabaseOptions): Promise<Da
   // database cannot have one (it would be another, empty database).
   let reader: RawSqlite | null = null
   if (options.path !== ':memory:') {
-    reader = normalizing(await openSqlite(options.path))
+    reader = cachedStatements(await openSqlite(options.path))
     reader.exec('pragma busy_timeout = 5000')
     reader.exec('pragma query_only = on')
   }
-  const driver = new SqliteReadWriteDriver(normalizing(raw), reader)
+  const driver = new SqliteReadWriteDriver(cachedStatements(raw), reader)
   const db = retryingTransactions(new Kysely<DB>({ dialect: new TransactionalSqliteDialect(driver) }), {
     serializable: false,
   })

@@ -78,30 +78,69 @@ denoSuite('the control plane runs under Deno on PostgreSQL and keeps an account 
   }
 })
 
-denoSuite('the workspace server runs under Deno and answers /health', async () => {
-  mkdirSync(join(dir.path, 'ws'))
-  writeFileSync(join(dir.path, 'server.json'), '{}')
-  const child = await startChild(
-    DENO,
-    [
-      ...DENO_ARGS,
-      '--config',
+denoSuite(
+  'the workspace server runs under Deno: tokens issued and revoked, disk changes stored as events',
+  async () => {
+    mkdirSync(join(dir.path, 'ws'))
+    writeFileSync(
       join(dir.path, 'server.json'),
-      '--workspace',
-      join(dir.path, 'ws'),
-      '--data-dir',
-      join(dir.path, 'data'),
-      '--port',
-      '0',
-    ],
-    { cwd: root, env: { HOME: dir.path }, timeoutMs: 90_000 },
-  )
-  try {
-    const health = await (await fetch(`${child.url}/health`)).json()
-    assert.equal([health.ok, health.mode], [true, 'workspace'])
-  } finally {
-    assert.is(await child.stop(), 0)
-  }
-})
+      JSON.stringify({
+        token: 'deno-smoke-client-token',
+        hostToken: 'deno-smoke-host-token',
+        approval: { mode: 'auto' },
+      }),
+    )
+    const child = await startChild(
+      DENO,
+      [
+        ...DENO_ARGS,
+        '--config',
+        join(dir.path, 'server.json'),
+        '--workspace',
+        join(dir.path, 'ws'),
+        '--data-dir',
+        join(dir.path, 'data'),
+        '--port',
+        '0',
+      ],
+      { cwd: root, env: { HOME: dir.path }, timeoutMs: 90_000 },
+    )
+    try {
+      const health = await (await fetch(`${child.url}/health`)).json()
+      assert.equal([health.ok, health.mode], [true, 'workspace'])
+
+      // The state database on node:sqlite: a token row written, read back through a lookup, deleted.
+      const host = { 'x-service-host-token': 'deno-smoke-host-token', 'content-type': 'application/json' }
+      const issued = await fetch(`${child.url}/tokens`, {
+        method: 'POST',
+        headers: host,
+        body: JSON.stringify({ scope: 'viewer', label: 'deno' }),
+      })
+      assert.is(issued.status, 201)
+      const { id, token } = await issued.json()
+      const listed = await fetch(`${child.url}/workspaces`, { headers: { authorization: `Bearer ${token}` } })
+      assert.is(listed.status, 200)
+      const [workspace] = (await listed.json()).items
+      assert.is((await fetch(`${child.url}/tokens/${id}`, { method: 'DELETE', headers: host })).status, 200)
+      assert.is((await fetch(`${child.url}/workspaces`, { headers: { authorization: `Bearer ${token}` } })).status, 401)
+
+      // A change on disk is stored as an event (insert ... returning) and read back by cursor.
+      mkdirSync(join(dir.path, 'ws/.opencode/commands'), { recursive: true })
+      writeFileSync(join(dir.path, 'ws/.opencode/commands/hello.md'), '---\ndescription: hi\n---\nSay hi\n')
+      const client = { authorization: 'Bearer deno-smoke-client-token' }
+      let events: Array<{ seq: number; type: string }> = []
+      for (let i = 0; i < 100 && events.length === 0; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 100))
+        events = (
+          await (await fetch(`${child.url}/workspace/${workspace.id}/events?since=0`, { headers: client })).json()
+        ).items
+      }
+      assert.ok(events.length > 0, 'the change arrived as an event')
+      assert.ok(events[0]!.seq > 0)
+    } finally {
+      assert.is(await child.stop(), 0)
+    }
+  },
+)
 
 denoSuite.run()

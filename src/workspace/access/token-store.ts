@@ -52,7 +52,7 @@ export class TokenStore {
   /** Loads every stored token into the index. */
   static async open(db: StateDatabase, now: () => number = Date.now): Promise<TokenStore> {
     const store = new TokenStore(db, now)
-    const rows = await db.db.selectFrom('tokens').selectAll().execute()
+    const rows = db.all<TokensTable>('select * from tokens')
     for (const row of rows) store.#index(row)
     return store
   }
@@ -94,7 +94,10 @@ export class TokenStore {
       expires_at: input.ttlSeconds ? new Date(now + input.ttlSeconds * 1000).toISOString() : null,
       last_used_at: null,
     }
-    await this.#db.db.insertInto('tokens').values(row).execute()
+    this.#db.run(
+      'insert into tokens (id, hash, scope, label, created_at, expires_at, last_used_at) values (?, ?, ?, ?, ?, ?, ?)',
+      [row.id, row.hash, row.scope, row.label, row.created_at, row.expires_at, row.last_used_at],
+    )
     const entry = this.#index(row)
     return { ...entry.info, token }
   }
@@ -103,7 +106,7 @@ export class TokenStore {
   async revoke(id: string): Promise<boolean> {
     const entry = [...this.#byHash.values()].find((e) => e.info.id === id)
     if (!entry) return false
-    await this.#db.db.deleteFrom('tokens').where('id', '=', id).execute()
+    this.#db.run('delete from tokens where id = ?', [id])
     this.#byHash.delete(entry.hash)
     return true
   }
@@ -122,13 +125,12 @@ export class TokenStore {
     entry.info.lastUsedAt = now
     if (entry.persistedLastUsed === null || now - entry.persistedLastUsed >= LAST_USED_WRITE_INTERVAL_MS) {
       entry.persistedLastUsed = now
-      // Fire and forget: a lost lastUsedAt update must never fail the request that used the token.
-      this.#db.db
-        .updateTable('tokens')
-        .set({ last_used_at: toIso(now) })
-        .where('id', '=', entry.info.id)
-        .execute()
-        .catch(() => {})
+      // A lost lastUsedAt update must never fail the request that used the token.
+      try {
+        this.#db.run('update tokens set last_used_at = ? where id = ?', [toIso(now), entry.info.id])
+      } catch {
+        // A busy or read-only database: the next use retries.
+      }
     }
     return { status: 'valid', token: { ...entry.info }, hash }
   }

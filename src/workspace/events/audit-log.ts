@@ -6,7 +6,7 @@
  */
 import { newId } from '../../core/ids.ts'
 import type { Principal } from '../access/auth.ts'
-import type { StateDatabase } from '../runtime/state-db.ts'
+import type { AuditTable, StateDatabase } from '../runtime/state-db.ts'
 
 /** Audit actions of approval decisions; they are not writes, so they do not move `updatedAt`. */
 const DECISION_PREFIX = 'approval.'
@@ -60,31 +60,28 @@ export class AuditLog {
   }): Promise<AuditEntry> {
     const timestamp = this.#now()
     const entry: AuditEntry = { id: newId('aud', timestamp), timestamp, ...input }
-    await this.#db.db
-      .insertInto('audit')
-      .values({
-        id: entry.id,
-        workspace_id: entry.workspaceId,
-        actor: JSON.stringify(entry.actor),
-        action: entry.action,
-        target: entry.target,
-        summary: entry.summary,
-        created_at: new Date(timestamp).toISOString(),
-      })
-      .execute()
+    this.#db.run(
+      'insert into audit (id, workspace_id, actor, action, target, summary, created_at) values (?, ?, ?, ?, ?, ?, ?)',
+      [
+        entry.id,
+        entry.workspaceId,
+        JSON.stringify(entry.actor),
+        entry.action,
+        entry.target,
+        entry.summary,
+        new Date(timestamp).toISOString(),
+      ],
+    )
     if (!entry.action.startsWith(DECISION_PREFIX)) this.#latest.set(entry.workspaceId, timestamp)
     return entry
   }
 
   /** The newest `limit` entries of a workspace, newest first. */
   async list(workspaceId: string, limit: number): Promise<AuditEntry[]> {
-    const rows = await this.#db.db
-      .selectFrom('audit')
-      .selectAll()
-      .where('workspace_id', '=', workspaceId)
-      .orderBy('seq', 'desc')
-      .limit(limit)
-      .execute()
+    const rows = this.#db.all<AuditTable>('select * from audit where workspace_id = ? order by seq desc limit ?', [
+      workspaceId,
+      limit,
+    ])
     return rows.map((row) => ({
       id: row.id,
       workspaceId: row.workspace_id,
@@ -100,14 +97,10 @@ export class AuditLog {
   async latestTimestamp(workspaceId: string): Promise<number | null> {
     const known = this.#latest.get(workspaceId)
     if (known !== undefined) return known
-    const row = await this.#db.db
-      .selectFrom('audit')
-      .select('created_at')
-      .where('workspace_id', '=', workspaceId)
-      .where('action', 'not like', `${DECISION_PREFIX}%`)
-      .orderBy('seq', 'desc')
-      .limit(1)
-      .executeTakeFirst()
+    const row = this.#db.first<{ created_at: string }>(
+      'select created_at from audit where workspace_id = ? and action not like ? order by seq desc limit 1',
+      [workspaceId, `${DECISION_PREFIX}%`],
+    )
     const latest = row ? Date.parse(row.created_at) : null
     this.#latest.set(workspaceId, latest)
     return latest

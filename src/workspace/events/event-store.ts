@@ -6,7 +6,7 @@
  * @module
  */
 import { newId } from '../../core/ids.ts'
-import type { StateDatabase } from '../runtime/state-db.ts'
+import type { EventsTable, StateDatabase } from '../runtime/state-db.ts'
 
 /** Why a reload event happened (the reference's `reason`). */
 export type ReloadReason = 'config' | 'plugins' | 'skills' | 'mcp' | 'commands'
@@ -73,17 +73,10 @@ export class EventStore {
     const timestamp = this.#now()
     const id = newId('evt', timestamp)
     const { workspaceId, type, ...rest } = body
-    const row = await this.#db.db
-      .insertInto('events')
-      .values({
-        id,
-        workspace_id: workspaceId,
-        type,
-        payload: JSON.stringify(rest),
-        created_at: new Date(timestamp).toISOString(),
-      })
-      .returning('seq')
-      .executeTakeFirstOrThrow()
+    const row = this.#db.first<{ seq: number }>(
+      'insert into events (id, workspace_id, type, payload, created_at) values (?, ?, ?, ?, ?) returning seq',
+      [id, workspaceId, type, JSON.stringify(rest), new Date(timestamp).toISOString()],
+    )!
     const event: WorkspaceEvent = { id, seq: Number(row.seq), timestamp, ...body }
     if (++this.#appendsSincePrune >= 64) {
       this.#appendsSincePrune = 0
@@ -101,20 +94,11 @@ export class EventStore {
 
   /** Drops events beyond the retention limit for one workspace. */
   async prune(workspaceId: string): Promise<void> {
-    const cutoff = await this.#db.db
-      .selectFrom('events')
-      .select('seq')
-      .where('workspace_id', '=', workspaceId)
-      .orderBy('seq', 'desc')
-      .limit(1)
-      .offset(this.#retention - 1)
-      .executeTakeFirst()
-    if (cutoff?.seq)
-      await this.#db.db
-        .deleteFrom('events')
-        .where('workspace_id', '=', workspaceId)
-        .where('seq', '<', cutoff.seq)
-        .execute()
+    const cutoff = this.#db.first<{ seq: number }>(
+      'select seq from events where workspace_id = ? order by seq desc limit 1 offset ?',
+      [workspaceId, this.#retention - 1],
+    )
+    if (cutoff?.seq) this.#db.run('delete from events where workspace_id = ? and seq < ?', [workspaceId, cutoff.seq])
   }
 
   /** Events after `after` in seq order, optionally for one workspace and some types. */
@@ -124,13 +108,19 @@ export class EventStore {
     types?: WorkspaceEventType[]
     limit?: number
   }): Promise<WorkspaceEvent[]> {
-    let query = this.#db.db.selectFrom('events').selectAll().where('seq', '>', options.after)
-    if (options.workspaceId) query = query.where('workspace_id', '=', options.workspaceId)
-    if (options.types) query = query.where('type', 'in', options.types)
-    const rows = await query
-      .orderBy('seq', 'asc')
-      .limit(options.limit ?? 1000)
-      .execute()
+    let sql = 'select * from events where seq > ?'
+    const params: unknown[] = [options.after]
+    if (options.workspaceId) {
+      sql += ' and workspace_id = ?'
+      params.push(options.workspaceId)
+    }
+    if (options.types) {
+      // One placeholder per type; an empty list matches nothing, as `in ()` would.
+      sql += options.types.length ? ` and type in (${options.types.map(() => '?').join(', ')})` : ' and 0'
+      params.push(...options.types)
+    }
+    params.push(options.limit ?? 1000)
+    const rows = this.#db.all<EventsTable>(`${sql} order by seq asc limit ?`, params)
     return rows.map((row) => ({
       id: row.id,
       seq: Number(row.seq),
@@ -143,10 +133,7 @@ export class EventStore {
 
   /** The newest seq stored (0 when empty). */
   async latestSeq(): Promise<number> {
-    const row = await this.#db.db
-      .selectFrom('events')
-      .select((eb) => eb.fn.max('seq').as('seq'))
-      .executeTakeFirst()
+    const row = this.#db.first<{ seq: number | null }>('select max(seq) as seq from events')
     return Number(row?.seq ?? 0)
   }
 

@@ -1,12 +1,12 @@
 /**
  * The workspace server's own SQLite database (`<dataDir>/workspace-state.sqlite`, mode 0600):
- * issued tokens, persisted events and the audit log. Table types live here so each store module
- * shares one kysely schema.
+ * issued tokens, persisted events and the audit log. The row types live here so each store module
+ * reads the same shapes.
  * @module
  */
 import { join } from 'node:path'
 import { workspaceMigrations } from '../../../migrations/workspace/index.ts'
-import { openDatabase, type Database } from '../../storage/database.ts'
+import { openLocalDatabase, type LocalDatabase } from '../../storage/local-database.ts'
 
 /** `tokens`: issued tokens; only the sha256 of the value is kept. */
 export interface TokensTable {
@@ -21,7 +21,7 @@ export interface TokensTable {
 
 /** `events`: workspace events; `seq` is global and orders every stream. */
 export interface EventsTable {
-  seq: number | undefined
+  seq: number
   id: string
   workspace_id: string
   type: string
@@ -31,7 +31,7 @@ export interface EventsTable {
 
 /** `audit`: one row per completed write or approval decision. */
 export interface AuditTable {
-  seq: number | undefined
+  seq: number
   id: string
   workspace_id: string
   actor: string
@@ -41,18 +41,11 @@ export interface AuditTable {
   created_at: string
 }
 
-/** The kysely schema of the state database. */
-export interface WorkspaceStateSchema {
-  tokens: TokensTable
-  events: EventsTable
-  audit: AuditTable
-}
-
-/** The state database handle. */
-export type StateDatabase = Database<WorkspaceStateSchema>
+/** The state database handle (`local-database.ts`: fixed SQL on the runtime's SQLite). */
+export type StateDatabase = LocalDatabase
 
 /** Opens (and migrates) the state database in `dataDir`, or in memory for `:memory:`. */
 export function openStateDatabase(dataDir: string): Promise<StateDatabase> {
   const path = dataDir === ':memory:' ? ':memory:' : join(dataDir, 'workspace-state.sqlite')
-  return openDatabase<WorkspaceStateSchema>({ path, migrations: workspaceMigrations })
+  return openLocalDatabase({ path, migrations: workspaceMigrations })
 }
