@@ -177,6 +177,11 @@ test('a transaction commits when its work returns, rolls back when it throws, an
         }),
       )
       assert.throws(() => db.transaction(() => db.transaction(() => 1)), /do not nest/)
+      // `or rollback` ends the transaction inside SQLite; the caller still sees the constraint, not the rollback.
+      assert.throws(
+        () => db.transaction(() => db.run('insert or rollback into t (id, v) values (1, ?)', ['again'])),
+        /UNIQUE constraint failed/,
+      )
       assert.equal(
         db.all<{ v: string }>('select v from t order by id').map((r) => r.v),
         ['a', 'b'],

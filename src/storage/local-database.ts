@@ -101,7 +101,11 @@ function localDatabase(raw: RawSqlite, path: string): LocalDatabase {
           raw.prepare('commit').run([])
           return result
         } catch (error) {
-          raw.prepare('rollback').run([])
+          try {
+            raw.prepare('rollback').run([])
+          } catch {
+            // SQLite already rolled back (it does on some errors); the work's error is the one to report.
+          }
           throw error
         }
       } finally {
