@@ -1,5 +1,5 @@
 import { assert, readSse, suite } from '../tests/harness.ts'
-import { serve } from './serve.ts'
+import { idleShrinker, serve } from './serve.ts'
 import { sseResponse, StreamRegistry, type SseSink } from './core/sse.ts'
 
 const seam = suite('serve', { timeoutMs: 40_000 })
@@ -76,5 +76,43 @@ seam('port 0 binds an ephemeral port and reports it', async () => {
     await listener.stop()
   }
 })
+
+seam(
+  'memory is given back when quiet: compiled code after start-up and after a long quiet, only garbage after a burst',
+  async () => {
+    const calls: string[] = []
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+    const active = idleShrinker({
+      delayMs: 30,
+      longDelayMs: 400,
+      collect: () => calls.push('collect'),
+      shrink: () => calls.push('shrink'),
+    })
+    // Start-up counts as a burst: its code ran once, so it goes with its garbage (twice: the sweep ends late).
+    await sleep(200)
+    assert.equal(calls, ['shrink', 'shrink'])
+    // A burst of requests, then a short quiet: garbage goes, the request path stays compiled.
+    calls.length = 0
+    for (let i = 0; i < 5; i++) {
+      active()
+      await sleep(5)
+    }
+    await sleep(200)
+    assert.equal(calls, ['collect', 'collect'])
+    // A request before the long quiet ends keeps the code, and starts the count again.
+    active()
+    await sleep(200)
+    assert.equal(calls, ['collect', 'collect', 'collect', 'collect'])
+    await sleep(450)
+    assert.equal(
+      calls,
+      ['collect', 'collect', 'collect', 'collect', 'shrink'],
+      'the long quiet gives back compiled code too',
+    )
+    // Nothing more while the server stays quiet.
+    await sleep(500)
+    assert.is(calls.length, 5)
+  },
+)
 
 seam.run()

@@ -82,36 +82,68 @@ export const runtimeName: 'bun' | 'deno' | 'node' =
   typeof Bun !== 'undefined' ? 'bun' : typeof Deno !== 'undefined' ? 'deno' : 'node'
 
 /** Quiet time after the last request before memory is given back; see {@link idleShrinker}. */
-const IDLE_SHRINK_MS = 500
+export const IDLE_SHRINK_MS = 500
+
+/** Quiet time after which compiled code is given back too; see {@link idleShrinker}. */
+export const LONG_IDLE_SHRINK_MS = 60_000
 
 /**
  * Gives memory back once the server goes quiet (Bun). JavaScriptCore collects when code allocates,
  * so the garbage of a burst of requests (and of start-up) stays on the heap, its pages resident,
  * until the next burst; a desktop server is quiet most of the time. Once nothing has arrived for
- * `delayMs` after a burst, `Bun.shrink()` collects and returns free pages to the OS (measured
- * 2026-11-25: about 3.5 MB less idle RSS and 8 MB less after the bench's load run; it returns at
- * once). No timer runs while the server stays quiet, and at most one per `delayMs` while it is busy.
- * Returns the function to call on every request.
+ * `delayMs` after a burst, a full collection returns the burst's garbage to the OS (measured
+ * 2026-11-25: about 3.5 MB less idle RSS and 8 MB less after the bench's load run).
+ *
+ * Two strengths, because `Bun.shrink()` also throws away every function's compiled code (measured
+ * 2026-11-27: a hot loop ran at its cold speed again after it), so a server that paused for half a
+ * second between bursts compiled its request path again at the start of each one, and the compiler
+ * threads' work showed in the CPU per request. So: after start-up, whose code runs once, `shrink()`;
+ * after a burst of requests, a full collection that keeps compiled code (`Bun.gc(true)`); and
+ * `shrink()` again only once nothing has arrived for `longDelayMs`, when the code is worth less
+ * than its memory. No timer runs while the server stays quiet, and at most one per `delayMs` while
+ * it is busy. Returns the function to call on every request.
  */
-function idleShrinker(delayMs: number): () => void {
-  if (typeof Bun.shrink !== 'function') return () => {}
+export function idleShrinker(options: {
+  delayMs: number
+  longDelayMs: number
+  /** A full collection that keeps compiled code. */
+  collect?: () => void
+  /** A full collection that also discards compiled code and returns free pages. */
+  shrink?: () => void
+}): () => void {
+  if (typeof Bun === 'undefined' || typeof Bun.shrink !== 'function') return () => {}
+  const { delayMs, longDelayMs, collect = () => Bun.gc(true), shrink = () => Bun.shrink() } = options
   let requests = 0
   let seen = 0
+  let started = false
   let timer: ReturnType<typeof setTimeout> | undefined
+  const later = (fn: () => void, ms: number) => {
+    const handle = setTimeout(fn, ms)
+    ;(handle as { unref?: () => void }).unref?.()
+    return handle
+  }
   const arm = () => {
     seen = requests
-    timer = setTimeout(check, delayMs)
-    ;(timer as { unref?: () => void }).unref?.()
+    timer = later(check, delayMs)
+  }
+  /** Runs `give` now and once more shortly after, unless a request comes first. */
+  const giveBack = (give: () => void) => {
+    give()
+    // The collection finishes sweeping after it returns; a second pass shortly after gives back
+    // what it freed late (about 1.5 MB more after the load run).
+    const quiet = requests
+    later(() => requests === quiet && give(), 100)
   }
   const check = () => {
     if (requests !== seen) return arm()
     timer = undefined
-    Bun.shrink()
-    // The collection finishes sweeping after shrink() returns; a second pass shortly after gives
-    // back what it freed late (about 1.5 MB more after the load run), unless a request came first.
+    if (!started) {
+      started = true
+      return giveBack(shrink)
+    }
+    giveBack(collect)
     const quiet = requests
-    const again = setTimeout(() => requests === quiet && Bun.shrink(), 100)
-    ;(again as { unref?: () => void }).unref?.()
+    later(() => requests === quiet && shrink(), longDelayMs)
   }
   const activity = () => {
     requests++
@@ -146,7 +178,7 @@ export async function serve(options: ServeOptions): Promise<Listener> {
     // Bun refuses bodies over 128 MiB by default, before our handler sees them; every route enforces
     // its own limit (JSON bodies, inbox uploads, proxied streams), so the listener must not.
     const idle = limits.idleTimeoutSeconds
-    const active = idleShrinker(IDLE_SHRINK_MS)
+    const active = idleShrinker({ delayMs: IDLE_SHRINK_MS, longDelayMs: LONG_IDLE_SHRINK_MS })
     const server = Bun.serve({
       hostname: options.host,
       port: options.port,
