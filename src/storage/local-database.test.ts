@@ -2,7 +2,7 @@ import { statSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Kysely } from 'kysely'
 import { workspaceMigrations } from '../../migrations/workspace/index.ts'
-import { assert, suite, withTempDir } from '../../tests/harness.ts'
+import { assert, BUN, runCommand, suite, withTempDir } from '../../tests/harness.ts'
 import { openDatabase, type MigrationSet } from './database.ts'
 import { openLocalDatabase, type LocalMigrationSet } from './local-database.ts'
 import { openSqlite } from './open-sqlite.ts'
@@ -206,4 +206,34 @@ test('the database file is readable by its owner only', async () => {
     }
   })
 })
+test('processes started together on a new database migrate it once: the others wait for the lock, then see it done', async () => {
+  await withTempDir(async (dir) => {
+    const path = join(dir, 'state.sqlite')
+    const module = new URL('./local-database.ts', import.meta.url).pathname
+    // Each migration holds the write lock for 300 ms, so the starts overlap inside it.
+    const script = `
+      import { openLocalDatabase } from ${JSON.stringify(module)}
+      const hold = () => { const until = Date.now() + 300; while (Date.now() < until); }
+      const db = await openLocalDatabase({ path: process.argv[1], migrations: {
+        '0001_a': { up: (m) => { m.exec('create table a (id text)'); hold() } },
+        '0002_b': { up: (m) => m.exec('create table b (id text)') },
+      } })
+      db.close()
+    `
+    const runs = await Promise.all(
+      Array.from({ length: 4 }, () => runCommand(BUN, ['-e', script, path], { timeoutMs: 20_000 })),
+    )
+    for (const run of runs) assert.is(run.code, 0, run.stderr)
+    const raw = await openSqlite(path)
+    try {
+      assert.equal(raw.prepare('select name from kysely_migration order by name').all([]), [
+        { name: '0001_a' },
+        { name: '0002_b' },
+      ])
+    } finally {
+      raw.close()
+    }
+  })
+})
+
 test.run()
