@@ -82,10 +82,10 @@ export const runtimeName: 'bun' | 'deno' | 'node' =
   typeof Bun !== 'undefined' ? 'bun' : typeof Deno !== 'undefined' ? 'deno' : 'node'
 
 /** Quiet time after the last request before memory is given back; see {@link idleShrinker}. */
-export const IDLE_SHRINK_MS = 500
+const IDLE_SHRINK_MS = 500
 
 /** Quiet time after which compiled code is given back too; see {@link idleShrinker}. */
-export const LONG_IDLE_SHRINK_MS = 60_000
+const LONG_IDLE_SHRINK_MS = 60_000
 
 /**
  * Gives memory back once the server goes quiet (Bun). JavaScriptCore collects when code allocates,

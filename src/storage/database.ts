@@ -166,10 +166,11 @@ export async function openDatabase<DB>(options: OpenDatabaseOptions): Promise<Da
   if (options.url !== undefined) return openPostgres<DB>(options.url, options)
   if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true, mode: 0o700 })
   const raw = await openSqlite(options.path)
+  // The busy timeout first: switching to WAL takes a lock another process may be holding.
+  raw.exec('pragma busy_timeout = 5000')
   raw.exec('pragma journal_mode = wal')
   raw.exec('pragma synchronous = normal')
   raw.exec('pragma foreign_keys = on')
-  raw.exec('pragma busy_timeout = 5000')
   if (options.path !== ':memory:') restrictFileModes(options.path)
   // Reads outside transactions take a second connection (see sqlite-driver.ts); a `:memory:`
   // database cannot have one (it would be another, empty database).

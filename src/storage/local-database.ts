@@ -65,10 +65,11 @@ export async function openLocalDatabase(options: OpenLocalDatabaseOptions): Prom
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
   const raw = cachedStatements(await openSqlite(path), 64)
   try {
+    // The busy timeout first: switching to WAL takes a lock another process may be holding.
+    raw.exec('pragma busy_timeout = 5000')
     raw.exec('pragma journal_mode = wal')
     raw.exec('pragma synchronous = normal')
     raw.exec('pragma foreign_keys = on')
-    raw.exec('pragma busy_timeout = 5000')
     if (path !== ':memory:') restrictFileModes(path)
     const db = localDatabase(raw, path)
     migrate(db, raw, options.migrations)
