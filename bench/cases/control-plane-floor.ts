@@ -138,78 +138,60 @@ async function run(ctx: BenchContext): Promise<void> {
     // A second copy of the ceiling runs in the same rounds, next to the ceiling in the order, so
     // each run also shows what ratio identical code gets: the resolution of the 0.95 target here.
     const healthRounds = s.rounds * 3
+    const OURS = 'ours GET /health'
+    const CEILING = 'ceiling GET /health'
+    const COPY = 'ceiling copy GET /health'
+    const FRESH = 'fresh-id ceiling GET /health'
+    const healthFigures = [
+      { label: 'GET /health', key: OURS, base: CEILING, baseLabel: 'bench/ceiling-server.ts', target: 0.95 },
+      {
+        label: 'GET /health (vs a ceiling that never reads X-Request-Id)',
+        key: OURS,
+        base: FRESH,
+        baseLabel: 'bench/ceiling-server.ts --no-echo',
+      },
+      {
+        label: 'GET /health, identical code (a second ceiling ÷ the ceiling)',
+        key: COPY,
+        base: CEILING,
+        baseLabel: 'bench/ceiling-server.ts',
+        subject: 'bench/ceiling-server.ts (a second process)',
+        notes: [
+          'informational: the same server twice; how far from 1.0 a median of these rounds lands on this machine',
+        ],
+      },
+    ]
     const health = await runAlternatingRounds(
       [
-        { key: 'ours GET /health', url: `${ours.baseUrl}/health`, pid: ours.pid },
-        { key: 'ceiling GET /health', url: `${ceiling.baseUrl}/health`, pid: ceiling.pid },
-        { key: 'ceiling copy GET /health', url: `${ceilingCopy.baseUrl}/health`, pid: ceilingCopy.pid },
-        { key: 'fresh-id ceiling GET /health', url: `${freshIdCeiling.baseUrl}/health`, pid: freshIdCeiling.pid },
+        { key: OURS, url: `${ours.baseUrl}/health`, pid: ours.pid },
+        { key: CEILING, url: `${ceiling.baseUrl}/health`, pid: ceiling.pid },
+        { key: COPY, url: `${ceilingCopy.baseUrl}/health`, pid: ceilingCopy.pid },
+        { key: FRESH, url: `${freshIdCeiling.baseUrl}/health`, pid: freshIdCeiling.pid },
       ],
       {
         ...s,
         rounds: healthRounds,
         onRound: (r, res) => {
-          const mine = res['ours GET /health']!.rps
-          printRound('GET /health', r, healthRounds, mine, res['ceiling GET /health']!.rps, 'req/s')
-          printRound(
-            'GET /health (fresh-id ceiling)',
-            r,
-            healthRounds,
-            mine,
-            res['fresh-id ceiling GET /health']!.rps,
-            'req/s',
-          )
-          printRound(
-            'GET /health (ceiling copy ÷ ceiling)',
-            r,
-            healthRounds,
-            res['ceiling copy GET /health']!.rps,
-            res['ceiling GET /health']!.rps,
-            'req/s',
-          )
+          for (const f of healthFigures)
+            printRound(f.label, r, healthRounds, res[f.key]!.rps, res[f.base]!.rps, 'req/s')
         },
       },
     )
-    record(
-      ctx,
-      'GET /health',
-      health,
-      'ours GET /health',
-      'ceiling GET /health',
-      'bench/ceiling-server.ts',
-      0.95,
-      s.connections,
-      [
-        cpuNote(health, [
-          'ours GET /health',
-          'ceiling GET /health',
-          'ceiling copy GET /health',
-          'fresh-id ceiling GET /health',
-        ]),
-      ],
-    )
-    record(
-      ctx,
-      'GET /health (vs a ceiling that never reads X-Request-Id)',
-      health,
-      'ours GET /health',
-      'fresh-id ceiling GET /health',
-      'bench/ceiling-server.ts --no-echo',
-      undefined,
-      s.connections,
-    )
-    record(
-      ctx,
-      'GET /health, identical code (a second ceiling ÷ the ceiling)',
-      health,
-      'ceiling copy GET /health',
-      'ceiling GET /health',
-      'bench/ceiling-server.ts',
-      undefined,
-      s.connections,
-      ['informational: the same server twice; how far from 1.0 a median of these rounds lands on this machine'],
-      'bench/ceiling-server.ts (a second process)',
-    )
+    const cpu = cpuNote(health, [OURS, CEILING, COPY, FRESH])
+    for (const f of healthFigures) {
+      record(
+        ctx,
+        f.label,
+        health,
+        f.key,
+        f.base,
+        f.baseLabel,
+        f.target,
+        s.connections,
+        [...(f.notes ?? []), ...(f.target ? [cpu] : [])],
+        f.subject,
+      )
+    }
     const readTargets: LoadTarget[] = [
       ...Object.entries(READ_PATHS).flatMap(([label, path]) => [
         { key: `ours ${label}`, url: `${ours.baseUrl}${path}`, headers: world.headers },

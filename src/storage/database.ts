@@ -12,15 +12,14 @@
  */
 import { type DialectAdapter, type Driver, Kysely, PostgresDialect, SqliteAdapter, SqliteDialect } from 'kysely'
 import type { Migration } from 'kysely/migration'
-import { mkdirSync } from 'node:fs'
-import { dirname } from 'node:path'
 import type { MaybePromise } from '../core/maybe-promise.ts'
 import { cachedStatements } from './cached-statements.ts'
+import { recordedMigrations, recordsExactly } from './migration-record.ts'
 import { openSqlite, type RawSqlite } from './open-sqlite.ts'
+import { openSqliteFile } from './open-sqlite-file.ts'
 import { SqliteReadWriteDriver } from './sqlite-driver.ts'
 import type { PostgresPoolOptions } from './open-postgres.ts'
 import { localNotifier, postgresNotifier, type Notifier } from './notifier.ts'
-import { restrictFileModes } from './restrict-file-modes.ts'
 import { retryingTransactions } from './serializable-transactions.ts'
 
 export type { Notifier } from './notifier.ts'
@@ -68,24 +67,6 @@ class TransactionalSqliteDialect extends SqliteDialect {
   override createAdapter(): DialectAdapter {
     return new TransactionalSqliteAdapter()
   }
-}
-
-/**
- * True when every embedded migration is recorded and nothing else is: the common case on every start
- * after the first. Anything unexpected (no table yet, a recorded name we do not know) means the
- * migrator should run and decide.
- */
-function schemaIsCurrent(raw: RawSqlite, migrations: MigrationSet): boolean {
-  let recorded: string[]
-  try {
-    recorded = (raw.prepare('select name from kysely_migration order by name').all([]) as Array<{ name: string }>).map(
-      (row) => row.name,
-    )
-  } catch {
-    return false
-  }
-  const embedded = Object.keys(migrations).sort()
-  return recorded.length === embedded.length && recorded.every((name, i) => name === embedded[i])
 }
 
 /** How each handle's plain reads may skip kysely's executor (see {@link directReads}). */
@@ -164,14 +145,7 @@ async function migrate<DB>(db: Kysely<DB>, migrations: MigrationSet): Promise<vo
  */
 export async function openDatabase<DB>(options: OpenDatabaseOptions): Promise<Database<DB>> {
   if (options.url !== undefined) return openPostgres<DB>(options.url, options)
-  if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true, mode: 0o700 })
-  const raw = await openSqlite(options.path)
-  // The busy timeout first: switching to WAL takes a lock another process may be holding.
-  raw.exec('pragma busy_timeout = 5000')
-  raw.exec('pragma journal_mode = wal')
-  raw.exec('pragma synchronous = normal')
-  raw.exec('pragma foreign_keys = on')
-  if (options.path !== ':memory:') restrictFileModes(options.path)
+  const raw = await openSqliteFile(options.path)
   // Reads outside transactions take a second connection (see sqlite-driver.ts); a `:memory:`
   // database cannot have one (it would be another, empty database).
   let reader: RawSqlite | null = null
@@ -185,7 +159,7 @@ export async function openDatabase<DB>(options: OpenDatabaseOptions): Promise<Da
     serializable: false,
   })
   if (reader) readers.set(db, (sql, parameters) => reader.prepare(sql).all(parameters) as unknown[])
-  if (!schemaIsCurrent(raw, options.migrations)) {
+  if (!recordsExactly(recordedMigrations(raw), Object.keys(options.migrations))) {
     try {
       await migrate(db, options.migrations)
     } catch (error) {

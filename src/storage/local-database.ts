@@ -11,16 +11,15 @@
  * on `open-sqlite.ts` directly. SQLite calls are synchronous, so one connection serves reads and
  * writes without interleaving, and a transaction is a plain function call.
  *
- * Migrations are recorded in the table kysely's migrator keeps (`kysely_migration`, same
+ * Migrations are recorded in the table kysely's migrator keeps (`migration-record.ts`, same
  * columns), so a state database written by an earlier version, which migrated through kysely,
  * opens as current, and one written by this version opens in an earlier one.
  * @module
  */
-import { mkdirSync } from 'node:fs'
-import { dirname } from 'node:path'
 import { cachedStatements } from './cached-statements.ts'
-import { openSqlite, type RawSqlite } from './open-sqlite.ts'
-import { restrictFileModes } from './restrict-file-modes.ts'
+import { MIGRATION_RECORD_TABLES, recordedMigrations, recordsExactly } from './migration-record.ts'
+import type { RawSqlite } from './open-sqlite.ts'
+import { openSqliteFile } from './open-sqlite-file.ts'
 
 /** An open local database. Every call runs to completion before it returns. */
 export interface LocalDatabase {
@@ -52,25 +51,11 @@ export interface OpenLocalDatabaseOptions {
   migrations: LocalMigrationSet
 }
 
-// The names and columns kysely's migrator uses on SQLite, so either version reads the other's record.
-const MIGRATION_TABLES = [
-  'create table if not exists "kysely_migration" ("name" varchar(255) not null primary key, "timestamp" varchar(255) not null)',
-  'create table if not exists "kysely_migration_lock" ("id" varchar(255) not null primary key, "is_locked" integer default 0 not null)',
-  `insert into "kysely_migration_lock" ("id", "is_locked") values ('migration_lock', 0) on conflict do nothing`,
-]
-
 /** Opens (creating if needed) the database and applies the migrations it has not recorded. */
 export async function openLocalDatabase(options: OpenLocalDatabaseOptions): Promise<LocalDatabase> {
   const { path } = options
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
-  const raw = cachedStatements(await openSqlite(path), 64)
+  const raw = cachedStatements(await openSqliteFile(path), 64)
   try {
-    // The busy timeout first: switching to WAL takes a lock another process may be holding.
-    raw.exec('pragma busy_timeout = 5000')
-    raw.exec('pragma journal_mode = wal')
-    raw.exec('pragma synchronous = normal')
-    raw.exec('pragma foreign_keys = on')
-    if (path !== ':memory:') restrictFileModes(path)
     const db = localDatabase(raw, path)
     migrate(db, raw, options.migrations)
     return db
@@ -127,25 +112,17 @@ function localDatabase(raw: RawSqlite, path: string): LocalDatabase {
  * rather than guessed at, as kysely's migrator does.
  */
 function migrate(db: LocalDatabase, raw: RawSqlite, migrations: LocalMigrationSet): void {
-  const embedded = Object.keys(migrations).sort()
-  const recorded = () => {
-    try {
-      return db.all<{ name: string }>('select "name" from "kysely_migration" order by "name"').map((row) => row.name)
-    } catch {
-      return null
-    }
-  }
-  const before = recorded()
-  if (before && before.length === embedded.length && before.every((name, i) => name === embedded[i])) return
+  if (recordsExactly(recordedMigrations(raw), Object.keys(migrations))) return
   db.transaction(() => {
-    for (const statement of MIGRATION_TABLES) raw.exec(statement)
-    const applied = new Set(recorded() ?? [])
+    for (const statement of MIGRATION_RECORD_TABLES) raw.exec(statement)
+    // Read again under the write lock: another process may have migrated while this one waited.
+    const applied = new Set(recordedMigrations(raw) ?? [])
     const unknown = [...applied].filter((name) => !(name in migrations))
     if (unknown.length > 0)
       throw new Error(
         `database migration failed: ${db.path} was migrated by a newer version (${unknown.join(', ')} unknown here)`,
       )
-    for (const name of embedded) {
+    for (const name of Object.keys(migrations).sort()) {
       if (applied.has(name)) continue
       try {
         migrations[name]!.up(raw)
