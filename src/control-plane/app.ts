@@ -43,11 +43,15 @@ import { CONTROL_PLANE_ERRORS } from './control-plane-errors.ts'
 export type { ControlPlaneRule } from './policy.ts'
 export type { ControlPlanePrincipal } from './auth.ts'
 
-/** Control-plane validation failures are 422 with field paths, per its contract. */
+/**
+ * Control-plane validation failures are 422 with field paths, per its contract. NUL characters are
+ * refused in every body string and query parameter on both engines (PostgreSQL cannot store them).
+ */
 export const controlPlaneValidation: ValidationPolicy = {
   status: 422,
   bodyCode: 'validation_failed',
   queryCode: 'validation_failed',
+  refuseNul: true,
 }
 
 const ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'X-Api-Key', 'X-Request-Id', 'X-Service-Org-Id']
@@ -92,6 +96,8 @@ export async function createControlPlaneApp(
       poolSize: config.databasePool.size,
       statementTimeoutMs: config.databasePool.statementTimeoutMs,
       connectTimeoutMs: config.databasePool.connectTimeoutMs,
+      // One line per lost connection, in the chosen format; the next query opens a new one.
+      onConnectionLost: (lost) => options.logger.warn('database connection lost', { ...lost }),
     },
     migrations: controlPlaneMigrations,
   })

@@ -16,7 +16,7 @@ import { decodeParams, type Where } from './request-target.ts'
 import { isRawBody, type AnyRoute } from './route.ts'
 import type { RouteTable } from './router.ts'
 import type { SurfaceAuth } from './surface-auth.ts'
-import { parseWith, queryObject, readJsonObject, type ValidationPolicy } from './validation.ts'
+import { nulPaths, parseWith, queryObject, readJsonObject, refuseNulAt, type ValidationPolicy } from './validation.ts'
 import { coreError } from './core-errors.ts'
 
 const JSON_TYPE = 'application/json; charset=utf-8'
@@ -113,6 +113,9 @@ export function createDispatcher<Rule, Principal>(options: DispatchOptions<Rule,
     principal: Principal,
     requestId: string,
   ): Response | Promise<Response> => {
+    // Only an escaped NUL can be in a URL; handlers without a query schema may read the URL too.
+    if (validation.refuseNul && request.url.includes('%00'))
+      refuseNulAt(nulPaths(queryObject(where.url())), validation.status, validation.queryCode, 'query parameter')
     const query = route.query
       ? parseWith(
           route.query as v.GenericSchema,
@@ -157,7 +160,9 @@ export function createDispatcher<Rule, Principal>(options: DispatchOptions<Rule,
       let params: Record<string, string> = NO_INPUT
       if (rawParams) {
         const decoded = decodeParams(rawParams)
-        if (!decoded) throw coreError('not_found', 'Not found')
+        // A NUL names nothing that can exist where the surface refuses it in every input.
+        if (!decoded || (validation.refuseNul && nulPaths(decoded).length > 0))
+          throw coreError('not_found', 'Not found')
         params = (
           route.params
             ? parseWith(route.params as v.GenericSchema, decoded, 404, 'not_found', 'path parameter')

@@ -8,11 +8,25 @@ import { ApiError, errorResponse, errors } from './errors.ts'
 import type { Logger } from './logger.ts'
 import type { RouteTable } from './router.ts'
 import { coreError } from './core-errors.ts'
+import { BodyIdleTimeoutError } from './request-guard.ts'
+
+/** The body idle timeout behind `error` (a handler may wrap it as a cause), if that is what it is. */
+function bodyTimeoutIn(error: unknown): BodyIdleTimeoutError | undefined {
+  for (let at = error, hops = 0; at instanceof Error && hops < 4; at = at.cause, hops++)
+    if (at instanceof BodyIdleTimeoutError) return at
+  return undefined
+}
 
 /** The response for an error thrown while handling `request`. */
 export function failureResponse(error: unknown, request: Request, requestId: string, logger: Logger): Response {
   if (error instanceof ApiError) return errorResponse(error)
   if (request.signal.aborted) return errorResponse(coreError('request_aborted', 'Client closed the request'))
+  // The guard has already answered 408; the handler's read failing is the client's doing, not ours.
+  const timedOut = bodyTimeoutIn(error)
+  if (timedOut) {
+    logger.info('request body stopped arriving', { requestId, reason: timedOut.message })
+    return errorResponse(coreError('request_timeout', `The ${timedOut.message}`))
+  }
   logger.error('unhandled error', {
     requestId,
     error: error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : String(error),

@@ -19,6 +19,12 @@ import { requestIdOf } from './request-id.ts'
 /** Paths that bypass the caps (cheap, unauthenticated, and what an orchestrator probes). */
 const UNCAPPED_PATHS = new Set(['/health'])
 
+/** The most a request body its route does not read may carry; it is read and dropped (see `drained`). */
+export const MAX_UNREAD_BODY_BYTES = 8 * 1024 * 1024
+
+/** The most content a GET or HEAD may carry; it is ignored (see `unreadableBody`). */
+export const MAX_GET_BODY_BYTES = 64 * 1024
+
 /** Seconds a refused client is told to wait before retrying. */
 const RETRY_AFTER_SECONDS = 2
 
@@ -65,6 +71,19 @@ function pathOf(href: string): string {
     if (at >= 0 && at < end) end = at
   }
   return href.slice(slash, end)
+}
+
+/**
+ * True when a GET or HEAD carries more than {@link MAX_GET_BODY_BYTES} of content, or content of
+ * unknown length. Why: Bun hands the application no body for these methods and, answering with
+ * `Connection: close`, closes the socket while that body is still arriving, which cut the answer
+ * short (a 2 MiB body truncated a 200 at 128 KB). A small refusal goes out whole; a small body
+ * fits the socket buffers and is ignored as before.
+ */
+function unreadableBody(request: Request): boolean {
+  const length = request.headers.get('content-length')
+  if (length !== null) return Number(length) > MAX_GET_BODY_BYTES
+  return request.headers.has('transfer-encoding')
 }
 
 /** True when the request carries a body the handler may read. */
@@ -148,6 +167,46 @@ export class RequestGuard {
     }
   }
 
+  /**
+   * `response`, once the body its handler left unread has been read and dropped; a 413 when that
+   * body is over {@link MAX_UNREAD_BODY_BYTES}. Why: a connection closed while request bytes are
+   * still arriving is reset by the kernel, and a reset discards the answer the client has not read
+   * yet: a GET carrying a 2 MiB body with `Connection: close` got its 200 cut short. Reading the
+   * rest first (bounded, and under the body idle deadline) lets the answer arrive whole.
+   */
+  private async drained(request: Request, guarded: Request, response: Response): Promise<Response> {
+    const body = guarded.body
+    if (!body || guarded.bodyUsed || body.locked) return response
+    const declared = Number(request.headers.get('content-length') ?? '0')
+    let size = 0
+    let over = declared > MAX_UNREAD_BODY_BYTES
+    if (!over) {
+      const reader = body.getReader()
+      for (;;) {
+        const { done, value } = await reader.read()
+        if (done) break
+        size += value.byteLength
+        if (size > MAX_UNREAD_BODY_BYTES) {
+          over = true
+          reader.cancel().catch(() => {})
+          break
+        }
+      }
+    } else body.cancel().catch(() => {})
+    if (!over) return response
+    response.body?.cancel().catch(() => {})
+    return refusal(
+      request,
+      coreError(
+        'payload_too_large',
+        `This route reads no request body; at most ${MAX_UNREAD_BODY_BYTES} bytes are skipped`,
+        {
+          details: { maxBytes: MAX_UNREAD_BODY_BYTES, size: Math.max(size, declared) },
+        },
+      ),
+    )
+  }
+
   /** Current counters. */
   stats(): GuardStats {
     return { inFlight: this.inFlight, refused: this.refused, bodyTimeouts: this.bodyTimeouts }
@@ -163,6 +222,19 @@ export class RequestGuard {
   ): Response | Promise<Response> {
     const { request } = incoming
     if (UNCAPPED_PATHS.has(pathOf(request.url))) return next(request)
+    if ((request.method === 'GET' || request.method === 'HEAD') && unreadableBody(request)) {
+      this.refused++
+      return refusal(
+        request,
+        coreError(
+          'payload_too_large',
+          `${request.method} takes no request body (at most ${MAX_GET_BODY_BYTES} bytes are ignored)`,
+          {
+            details: { maxBytes: MAX_GET_BODY_BYTES },
+          },
+        ),
+      )
+    }
     // The peer address costs a system call (getpeername), so it is asked for only when it can
     // matter: a caller can be at its own cap only once that many requests are in flight at all.
     let address: string | undefined
@@ -221,6 +293,6 @@ export class RequestGuard {
     // The handler may still be cleaning up (removing a temp upload) after the 408 went out; its
     // eventual answer or failure has nobody to go to.
     handled.then(release, release)
-    return Promise.race([handled, deadline])
+    return Promise.race([handled.then((response) => this.drained(request, guarded, response)), deadline])
   }
 }

@@ -8,12 +8,47 @@ import * as v from 'valibot'
 import { ApiError } from './errors.ts'
 import { issueMessage } from './issue-message.ts'
 import { coreError } from './core-errors.ts'
+import { jsonDepthExceededAt, MAX_JSON_DEPTH } from './json-depth.ts'
 
 /** How a surface reports schema failures. */
 export interface ValidationPolicy {
   status: number
   bodyCode: string
   queryCode: string
+  /**
+   * Refuse the NUL character (U+0000) in every string of a JSON body (keys too) and every query
+   * parameter. Why: PostgreSQL `text` cannot hold it (the driver fails the statement), and no field
+   * of the control plane means anything with it; refusing it here, once, keeps both engines alike
+   * instead of storing it on SQLite and failing on PostgreSQL.
+   */
+  refuseNul?: boolean
+}
+
+const NUL_MESSAGE = 'must not contain the NUL character (U+0000)'
+
+/** The dot paths of every string (and key) holding U+0000 in a parsed JSON value or query object. */
+export function nulPaths(value: unknown, path = '', out: string[] = []): string[] {
+  if (typeof value === 'string') {
+    if (value.includes('\0')) out.push(path)
+  } else if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) nulPaths(value[i], path ? `${path}.${i}` : String(i), out)
+  } else if (value !== null && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) {
+      const at = path ? `${path}.${key}` : key
+      if (key.includes('\0')) out.push(at)
+      nulPaths(item, at, out)
+    }
+  }
+  return out
+}
+
+/** Throws the policy's validation error naming each path in `paths` (none: nothing to refuse). */
+export function refuseNulAt(paths: string[], status: number, code: string, what: string): void {
+  if (paths.length === 0) return
+  const issues = paths.map((path) => ({ path, message: NUL_MESSAGE }))
+  const where = paths[0] ? ` at ${paths[0]}` : ''
+  const more = paths.length > 1 ? ` (and ${paths.length - 1} more in details.issues)` : ''
+  throw new ApiError(status, code, `Invalid ${what}${where}: ${NUL_MESSAGE}${more}`, { details: { issues } })
 }
 
 /** One failed field: a dot path (empty for the root) and a readable message. */
@@ -84,6 +119,14 @@ export async function readJsonObject(request: Request, policy: ValidationPolicy)
   }
   const text = await readCapped(request, MAX_JSON_BODY_BYTES)
   if (text.trim() === '') return {}
+  // Checked on the text: parsing and validating a deeper value would recurse past the stack.
+  const tooDeep = jsonDepthExceededAt(text)
+  if (tooDeep >= 0) {
+    const message = `nests deeper than ${MAX_JSON_DEPTH} levels`
+    throw new ApiError(policy.status, policy.bodyCode, `Invalid request body: ${message}`, {
+      details: { maxDepth: MAX_JSON_DEPTH, offset: tooDeep, issues: [{ path: '', message }] },
+    })
+  }
   let value: unknown
   try {
     value = JSON.parse(text)
@@ -93,6 +136,9 @@ export async function readJsonObject(request: Request, policy: ValidationPolicy)
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new ApiError(400, policy.bodyCode, 'Request body must be a JSON object')
   }
+  // JSON can only carry U+0000 escaped, so a body without the escape needs no walk.
+  if (policy.refuseNul && text.includes('\\u0000'))
+    refuseNulAt(nulPaths(value), policy.status, policy.bodyCode, 'request body')
   return value as Record<string, unknown>
 }
 

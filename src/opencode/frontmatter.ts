@@ -10,6 +10,14 @@ import { lazyModule } from '../core/lazy-module.ts'
 
 const yaml = lazyModule(() => import('yaml'))
 
+/** Alias expansions (weighted by what each alias holds) a frontmatter block may use. */
+const MAX_ALIAS_COUNT = 100
+
+/** A stack overflow (flow collections nested thousands deep) as a syntax error; anything else as is. */
+function tooDeep(error: unknown): unknown {
+  return error instanceof RangeError ? new FrontmatterError(2, 'frontmatter nests too deep') : error
+}
+
 /** A parsed markdown document. */
 export interface MarkdownDoc {
   /** The frontmatter mapping; `{}` when the file has none. */
@@ -55,14 +63,27 @@ export async function parseFrontmatter(text: string): Promise<MarkdownDoc> {
     .replace(/^\n+/, '')
   if (source.trim() === '') return { data: {}, body, hasFrontmatter: true }
   const { parseDocument } = await yaml()
-  const doc = parseDocument(source, { prettyErrors: false })
+  let doc: ReturnType<typeof parseDocument>
+  try {
+    doc = parseDocument(source, { prettyErrors: false })
+  } catch (error) {
+    throw tooDeep(error)
+  }
   const first = doc.errors[0]
   if (first) {
     // The YAML parser counts from the first line inside the fence; report lines of the file.
     const line = (first.linePos?.[0]?.line ?? 1) + 1
     throw new FrontmatterError(line, first.message.split('\n')[0]!)
   }
-  const data = doc.toJS({ maxAliasCount: 100 }) as unknown
+  let data: unknown
+  try {
+    data = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT })
+  } catch (error) {
+    // The parser's guard against alias expansion bombs ("billion laughs") throws a ReferenceError.
+    if (error instanceof ReferenceError)
+      throw new FrontmatterError(2, `aliases expand past the limit of ${MAX_ALIAS_COUNT} (an alias bomb?)`)
+    throw tooDeep(error)
+  }
   if (data === null || data === undefined) return { data: {}, body, hasFrontmatter: true }
   if (typeof data !== 'object' || Array.isArray(data))
     throw new FrontmatterError(2, 'frontmatter must be a YAML mapping of key: value lines')

@@ -9,6 +9,7 @@
  * @module
  */
 import * as v from 'valibot'
+import { jsonDepthExceededAt } from '../core/json-depth.ts'
 import { lazyModule } from '../core/lazy-module.ts'
 import { McpEntryFileSchema } from './mcp-entries.ts'
 
@@ -24,6 +25,9 @@ export interface JsoncProblem {
 /** The value of a JSONC text, or its syntax errors (an empty text reads as `{}`). */
 export async function parseJsonc(text: string): Promise<{ value: unknown; problems: JsoncProblem[] }> {
   if (text.trim() === '') return { value: {}, problems: [] }
+  // The parser recurses per level: a text nested thousands deep would overflow the stack.
+  const tooDeep = jsonDepthExceededAt(text)
+  if (tooDeep >= 0) return { value: undefined, problems: [{ code: 'NestingTooDeep', offset: tooDeep, length: 1 }] }
   const { parse, printParseErrorCode } = await jsonc()
   const errors: import('jsonc-parser').ParseError[] = []
   const value = parse(text, errors, { allowTrailingComma: true, disallowComments: false })

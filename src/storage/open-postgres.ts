@@ -27,6 +27,17 @@ export interface PostgresPoolOptions {
   statementTimeoutMs: number
   /** How long to wait for a connection, from the pool or the server, in ms (default 5,000). */
   connectTimeoutMs: number
+  /** Where a connection lost outside a query (the server ended it, the network dropped) is told. */
+  onConnectionLost?: (lost: LostConnection) => void
+}
+
+/** A connection the server or the network ended, as one log line can say it (no URL, no password). */
+export interface LostConnection {
+  /** `pool` for a pooled connection, `listen` for the dedicated LISTEN connection. */
+  connection: 'pool' | 'listen'
+  /** SQLSTATE (`57P01`: terminated by an administrator or a shutdown) or the socket error code. */
+  code: string | null
+  message: string
 }
 
 /** A pool plus a direct client factory for LISTEN (which needs one session of its own). */
@@ -117,6 +128,24 @@ export function openPostgresPool(options: PostgresPoolOptions): PostgresHandle {
     keepAlive: true,
     types: typeParsers,
   }
+  // Every connection has an `error` listener from the moment it exists: a connection ended by the
+  // server while it was still being set up, or after the pool let go of it, otherwise has none, and
+  // `pg` throws the error as uncaught (a multi-line dump on stderr, whatever the log format).
+  const lostListener = (connection: LostConnection['connection']) => (error: unknown) => {
+    const e = error as { code?: unknown; message?: unknown } | null
+    options.onConnectionLost?.({
+      connection,
+      code: typeof e?.code === 'string' ? e.code : null,
+      message: scrubDatabaseUrl(typeof e?.message === 'string' ? e.message : String(error), options.url),
+    })
+  }
+  const onPoolClientLost = lostListener('pool')
+  config.Client = class extends pg.Client {
+    constructor(clientConfig?: string | pg.ClientConfig) {
+      super(clientConfig)
+      this.on('error', onPoolClientLost)
+    }
+  }
   const pool = new pg.Pool(config)
   const names = new StatementNames()
   // An idle client losing its connection emits 'error' on the pool; without a listener that would
@@ -200,7 +229,7 @@ export function openPostgresPool(options: PostgresPoolOptions): PostgresHandle {
         keepAlive: true,
         types: typeParsers,
       })
-      client.on('error', () => {})
+      client.on('error', lostListener('listen'))
       await client.connect()
       return client
     },

@@ -44,6 +44,22 @@ export function itemOf<T extends v.GenericSchema>(item: T, title: string) {
   return v.pipe(v.strictObject({ item }), v.title(title))
 }
 
+/** The largest value an `integer` column holds (PostgreSQL's int4; SQLite would take more). */
+export const INT_COLUMN_MAX = 2_147_483_647
+
+/**
+ * A whole number stored in an `integer` column, `min` … {@link INT_COLUMN_MAX}: refused at the
+ * door (422) on both engines alike, instead of a driver error on PostgreSQL only.
+ */
+export function intColumn(min = 0) {
+  return v.pipe(
+    v.number(),
+    v.integer('must be a whole number'),
+    v.minValue(min, `must be at least ${min}`),
+    v.maxValue(INT_COLUMN_MAX, `must be at most ${INT_COLUMN_MAX}`),
+  )
+}
+
 /** A trimmed display name. */
 export function nameField(max: number) {
   return v.pipe(

@@ -4,7 +4,7 @@
  */
 import * as v from 'valibot'
 import { WORKER_STATES, WORKER_TOKEN_SCOPES } from '../workers/workers.ts'
-import { idOf, itemOf, nameField, pageOf, Timestamp } from './common.ts'
+import { idOf, intColumn, itemOf, nameField, pageOf, Timestamp } from './common.ts'
 
 const Reason = v.pipe(
   v.nullable(v.string()),
@@ -115,7 +115,7 @@ export const HeartbeatBody = v.strictObject({
   sentAt: v.optional(Timestamp),
   isActiveRecently: v.optional(v.boolean()),
   lastActivityAt: v.optional(Timestamp),
-  openSessionCount: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
+  openSessionCount: v.optional(intColumn()),
   version: v.optional(v.pipe(v.string(), v.maxLength(64))),
 })
 /** Heartbeat answer. */

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { assert, suite } from '../../../tests/harness.ts'
 import { parseJsonc } from '../../opencode/opencode-config.ts'
@@ -50,6 +50,52 @@ test('every key of a real-shaped opencode.jsonc can be written through a patch',
     const written = await parseJsonc(readFileSync(join(s.root, 'opencode.jsonc'), 'utf8'))
     for (const [key, expected] of Object.entries(value as Record<string, unknown>))
       assert.equal((written.value as Record<string, unknown>)[key], expected, key)
+  } finally {
+    await s.dispose()
+  }
+})
+
+test('a config patch nested 100 deep is 400 invalid_payload naming the limit; 60 deep is written', async () => {
+  const s = await startTestServer({ approval: 'auto' })
+  try {
+    const nest = (levels: number) => {
+      let value: unknown = 1
+      for (let i = 0; i < levels; i++) value = { a: value }
+      return value
+    }
+    const before = readFileSync(join(s.root, 'opencode.jsonc'), 'utf8')
+    const deep = await s.req(`/workspace/${s.wsId}/config`, {
+      method: 'PATCH',
+      token: CLIENT_TOKEN,
+      json: { opencode: { experimental: nest(100) } },
+    })
+    assert.is(deep.status, 400)
+    const body = await deep.json()
+    assert.is(body.code, 'invalid_payload')
+    assert.is(body.details.maxDepth, 64)
+    assert.is(readFileSync(join(s.root, 'opencode.jsonc'), 'utf8'), before, 'the file is untouched')
+    const fine = await s.req(`/workspace/${s.wsId}/config`, {
+      method: 'PATCH',
+      token: CLIENT_TOKEN,
+      json: { opencode: { experimental: nest(60) } },
+    })
+    assert.is(fine.status, 200, await fine.clone().text())
+    const { value } = await parseJsonc(readFileSync(join(s.root, 'opencode.jsonc'), 'utf8'))
+    assert.equal((value as { experimental: unknown }).experimental, nest(60))
+  } finally {
+    await s.dispose()
+  }
+})
+
+test('an opencode.jsonc nested thousands deep on disk reads as 422 invalid_jsonc, not a crash', async () => {
+  const s = await startTestServer()
+  try {
+    writeFileSync(join(s.root, 'opencode.jsonc'), `{"a":${'['.repeat(20_000)}${']'.repeat(20_000)}}`)
+    const res = await s.req(`/workspace/${s.wsId}/config`, { token: CLIENT_TOKEN })
+    assert.is(res.status, 422)
+    const body = await res.json()
+    assert.is(body.code, 'invalid_jsonc')
+    assert.is(body.details[0].code, 'NestingTooDeep')
   } finally {
     await s.dispose()
   }
