@@ -308,6 +308,8 @@ export async function planWrites(
   root: string,
   writes: WriteRequest[],
   maxBytes: number,
+  /** Rewrites the bytes to write before they are compared and planned (the config secret rule). */
+  transform?: (rel: string, data: Uint8Array) => Promise<Uint8Array>,
 ): Promise<{ results: Array<ItemError | null>; planned: PlannedWrite[] }> {
   const results: Array<ItemError | null> = []
   const planned: PlannedWrite[] = []
@@ -346,7 +348,8 @@ export async function planWrites(
       })
       continue
     }
-    const data = Buffer.from(clean, 'base64')
+    const decoded = Buffer.from(clean, 'base64')
+    const data = transform ? Buffer.from(await transform(rel, decoded)) : decoded
     if (data.byteLength > maxBytes) {
       results.push({
         ok: false,

@@ -14,6 +14,10 @@ import { scopeRank } from '../access/auth.ts'
 import type { WorkspaceRuntime } from '../runtime/workspace-registry.ts'
 import type { WorkspaceServices } from '../runtime/workspace-services.ts'
 import { catalogSnapshot, type SnapshotOptions } from './catalog.ts'
+import { maskReadSecrets, unmaskWrittenConfig } from './read-secrets.ts'
+import { readContainedText } from './workspace-path.ts'
+import { seesConfigSecrets } from '../config/config-secret-view.ts'
+import { isOpencodeConfigPath } from '../../opencode/mcp-secret-text.ts'
 import { CatalogEventLog, revisionOf } from './catalog-events.ts'
 import {
   applyOperation,
@@ -115,7 +119,17 @@ export class FileService {
   }
 
   /** Reads a batch; per-item results, as an encoded JSON body (see `readResultsBody`). */
-  async readBatch(ws: WorkspaceRuntime, paths: unknown[]): Promise<Uint8Array> {
+  /**
+   * Reads a batch. With `maskSecrets` (a principal below the owner) MCP secrets read as the mask:
+   * `opencode.json(c)` by the config rule, any other file (a copy, a link to it) wherever it holds
+   * one of the config's secret values. `revision` stays the file's, so a write-back still applies
+   * (and puts the real values back, see `writeBatch`).
+   */
+  async readBatch(
+    ws: WorkspaceRuntime,
+    paths: unknown[],
+    options: { maskSecrets?: boolean } = {},
+  ): Promise<Uint8Array> {
     const items = []
     const parents = new Map<string, string>()
     const root = ws.entry.path
@@ -125,6 +139,7 @@ export class FileService {
       const item = readItemSync(root, p, max, parents, this.contentCache)
       items.push(typeof item === 'string' ? await readCheckedItem(root, item, max) : item)
     }
+    if (options.maskSecrets) await maskReadSecrets(root, items)
     return readResultsBody(items)
   }
 
@@ -146,7 +161,12 @@ export class FileService {
   ) {
     this.#writable(session)
     const root = ws.entry.path
-    const { results, planned } = await planWrites(root, writes, this.settings.maxFileBytes)
+    // A principal below the owner read the config masked; what it writes back keeps the real secrets.
+    const unmask = seesConfigSecrets(principal)
+      ? undefined
+      : async (rel: string, data: Uint8Array) =>
+          isOpencodeConfigPath(rel) ? unmaskWrittenConfig(rel, data, await readContainedText(root, rel)) : data
+    const { results, planned } = await planWrites(root, writes, this.settings.maxFileBytes, unmask)
     const changing = planned.filter((w) => !w.unchanged)
     const names = changing.map((w) => w.rel)
     const log = this.events(ws)

@@ -14,6 +14,7 @@ import { rules, type Principal, type WorkspaceRule } from '../access/auth.ts'
 import type { CatalogEvent } from '../files/catalog-events.ts'
 import type { FileService } from '../files/file-service.ts'
 import { assertNotTemp, normalizeRelPath } from '../files/workspace-path.ts'
+import { seesConfigSecrets } from '../config/config-secret-view.ts'
 import type { WorkspaceServices } from '../runtime/workspace-services.ts'
 import { WorkspaceParams } from './schemas.ts'
 
@@ -241,7 +242,7 @@ export function fileRoutes(s: WorkspaceServices, files: FileService, streams: St
       operationId: 'fileReadBatch',
       summary: 'Read files',
       tags: ['files'],
-      description: `Up to ${max} paths; per item \`{ok:true, path, kind, bytes, updatedAt, revision, contentBase64}\` or \`{ok:false, path, code, message}\`.`,
+      description: `Up to ${max} paths; per item \`{ok:true, path, kind, bytes, updatedAt, revision, contentBase64}\` or \`{ok:false, path, code, message}\`. Below the owner scope, MCP header and environment values, OAuth secrets and URL credentials of \`opencode.json(c)\` read as \`********\` (as in \`GET …/config\`), in that file and wherever another file holds one of them; \`revision\` stays the file's, and writing the masked text back keeps the real values.`,
       auth: rules.viewer,
       params: SessionParams,
       body: v.object({ paths: v.pipe(v.array(PathString), v.minLength(1), v.maxLength(max)) }),
@@ -249,7 +250,8 @@ export function fileRoutes(s: WorkspaceServices, files: FileService, streams: St
       errors: [403],
       handler: async ({ request, params, body, principal }) => {
         const { ws } = files.open(params.sessionId, principal, mountOf(request))
-        return new PreEncodedJson(await files.readBatch(ws, body.paths))
+        const maskSecrets = !seesConfigSecrets(principal)
+        return new PreEncodedJson(await files.readBatch(ws, body.paths, { maskSecrets }))
       },
     }),
     route({

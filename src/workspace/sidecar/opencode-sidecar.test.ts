@@ -4,6 +4,9 @@
  * `OPENCODE_SERVER_PASSWORD`), and shared by a second server configured the reference way
  * (`opencodeBaseUrl` + `opencodePassword`). The last test kills it to prove the restart.
  */
+import { execFileSync } from 'node:child_process'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { assert, suite, takeSse, tempDir } from '../../../tests/harness.ts'
 import { isolatedOpencodeEnv, OPENCODE_BIN } from './opencode-env.ts'
 import { startSidecarApp, type SidecarApp } from '../testing/sidecar-test-kit.ts'
@@ -180,6 +183,49 @@ oc('status reports the sidecar reachable with its version and without the passwo
     assert.not.ok(text.includes(ctx.password), `${path} leaked the sidecar password`)
   }
 })
+
+oc(
+  'a viewer reads no MCP secret of opencode.json through the real config, file and VCS diff answers; an owner does',
+  async () => {
+    const root = ctx.ref.roots[1]!
+    const ws = ctx.ref.wsIds[1]!
+    const write = (token: string) =>
+      writeFileSync(
+        join(root, 'opencode.json'),
+        JSON.stringify(
+          {
+            mcp: {
+              vault: {
+                type: 'remote',
+                url: 'https://mcp.invalid/x',
+                enabled: false,
+                headers: { Authorization: token },
+              },
+            },
+          },
+          null,
+          2,
+        ),
+      )
+    const git = (...args: string[]) => execFileSync('git', args, { cwd: root, stdio: 'ignore' })
+    write('Bearer sk-old-111')
+    git('init', '-q')
+    git('-c', 'user.email=t@t', '-c', 'user.name=t', 'add', '.')
+    git('-c', 'user.email=t@t', '-c', 'user.name=t', 'commit', '-qm', 'config')
+    write('Bearer sk-new-222')
+    assert.is((await ctx.ref.req(`/w/${ws}/sidecar/instance/dispose`, { method: 'POST' })).status, 200)
+    const paths = ['/config', '/file/content?path=opencode.json', '/vcs/diff/raw', '/vcs/diff?mode=git']
+    for (const path of paths) {
+      const res = await ctx.ref.req(`/w/${ws}/sidecar${path}`, { as: 'viewer' })
+      assert.is(res.status, 200, path)
+      const text = await res.text()
+      assert.not.ok(/sk-(old|new)/.test(text), `${path}: ${text.slice(0, 300)}`)
+      assert.ok(text.includes('********'), `${path} shows the mask: ${text.slice(0, 300)}`)
+    }
+    const clear = await (await ctx.ref.req(`/w/${ws}/sidecar/vcs/diff/raw`, { as: 'owner' })).text()
+    assert.ok(clear.includes('sk-new-222') && clear.includes('sk-old-111'), clear.slice(0, 300))
+  },
+)
 
 oc('a managed sidecar that dies is restarted with a new password and serves again; close stops it', async () => {
   const managed = ctx.managed.app.sidecar.managed!

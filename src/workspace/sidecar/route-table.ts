@@ -15,6 +15,7 @@
  * @module
  */
 import type { HttpMethod } from '../../core/route.ts'
+import type { SecretView } from './secret-mask.ts'
 
 /** Who may call a sidecar route. */
 export type SidecarRole = 'viewer' | 'collaborator' | 'owner'
@@ -56,6 +57,11 @@ export interface SidecarRouteEntry {
   tailPath?: boolean
   /** Search results are filtered to paths inside the workspace (the finder follows symlinked folders). */
   filterResults?: boolean
+  /**
+   * The answer can carry `opencode.json(c)` content: MCP secrets in it are masked for principals
+   * below the owner, as `GET …/config` masks them (`secret-mask.ts` says how, per kind).
+   */
+  secrets?: SecretView
   body?: BodyPins
   /** Why the row is classified as it is, when the method alone does not say. */
   note?: string
@@ -97,7 +103,7 @@ export const SIDECAR_ROUTES: readonly SidecarRouteEntry[] = [
     note: 'reloads this workspace instance, like engine/reload',
   }),
   // Configuration
-  row('GET', '/config', 'config.get', 'viewer'),
+  row('GET', '/config', 'config.get', 'viewer', { secrets: 'config' }),
   row('PATCH', '/config', 'config.update', 'collaborator', {
     governance: 'approval',
     note: 'same approval gate as PATCH /workspace/:id/config',
@@ -136,15 +142,15 @@ export const SIDECAR_ROUTES: readonly SidecarRouteEntry[] = [
   // Files, search, version control
   row('GET', '/path', 'path.get', 'viewer'),
   row('GET', '/file', 'file.list', 'viewer', { queryPaths: ['path'] }),
-  row('GET', '/file/content', 'file.read', 'viewer', { queryPaths: ['path'] }),
+  row('GET', '/file/content', 'file.read', 'viewer', { queryPaths: ['path'], secrets: 'file' }),
   row('GET', '/file/status', 'file.status', 'viewer'),
-  row('GET', '/find', 'find.text', 'viewer', { filterResults: true }),
+  row('GET', '/find', 'find.text', 'viewer', { filterResults: true, secrets: 'search' }),
   row('GET', '/find/file', 'find.files', 'viewer', { filterResults: true }),
   row('GET', '/find/symbol', 'find.symbols', 'viewer', { filterResults: true }),
   row('GET', '/vcs', 'vcs.get', 'viewer'),
   row('GET', '/vcs/status', 'vcs.status', 'viewer'),
-  row('GET', '/vcs/diff', 'vcs.diff', 'viewer'),
-  row('GET', '/vcs/diff/raw', 'vcs.diff.raw', 'viewer'),
+  row('GET', '/vcs/diff', 'vcs.diff', 'viewer', { secrets: 'diff' }),
+  row('GET', '/vcs/diff/raw', 'vcs.diff.raw', 'viewer', { secrets: 'diff-raw' }),
   row('POST', '/vcs/apply', 'vcs.apply', 'collaborator'),
   // Projects and worktrees
   row('GET', '/project', 'project.list', 'owner', { note: 'lists every project on the machine' }),
@@ -224,7 +230,7 @@ export const SIDECAR_ROUTES: readonly SidecarRouteEntry[] = [
   row('PATCH', '/session/:sessionID', 'session.update', 'collaborator'),
   row('GET', '/session/:sessionID/children', 'session.children', 'viewer'),
   row('GET', '/session/:sessionID/todo', 'session.todo', 'viewer'),
-  row('GET', '/session/:sessionID/diff', 'session.diff', 'viewer'),
+  row('GET', '/session/:sessionID/diff', 'session.diff', 'viewer', { secrets: 'diff' }),
   row('GET', '/session/:sessionID/message', 'session.messages', 'viewer'),
   row('POST', '/session/:sessionID/message', 'session.prompt', 'collaborator'),
   row('GET', '/session/:sessionID/message/:messageID', 'session.message', 'viewer'),
@@ -332,7 +338,7 @@ export const SIDECAR_ROUTES: readonly SidecarRouteEntry[] = [
   row('DELETE', '/api/permission/saved/:savedID', 'v2.permission.saved.remove', 'owner', {
     note: 'saved permissions apply to every workspace',
   }),
-  row('GET', '/api/fs/read/:filePath+', 'v2.fs.read', 'viewer', { tailPath: true }),
+  row('GET', '/api/fs/read/:filePath+', 'v2.fs.read', 'viewer', { tailPath: true, secrets: 'file' }),
   row('GET', '/api/fs/list', 'v2.fs.list', 'viewer', { queryPaths: ['path'] }),
   row('GET', '/api/fs/find', 'v2.fs.find', 'viewer', { filterResults: true }),
   row('GET', '/api/command', 'v2.command.list', 'viewer'),

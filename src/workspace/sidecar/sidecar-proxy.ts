@@ -14,6 +14,8 @@ import { ambiguousPath, pinnedUpstreamUrl, sessionIdInPath, upstreamRelativePath
 import { heartbeatFrameFor, relayEventStream } from './event-stream-relay.ts'
 import { basicAuthorization, downstreamResponseHeaders, upstreamRequestHeaders } from './header-policy.ts'
 import { filteredResponse } from './result-filter.ts'
+import { secretMaskedResponse } from './secret-mask.ts'
+import { seesConfigSecrets } from '../config/config-secret-view.ts'
 import { pinBody, pinQueryPaths, pinTailPath, readPinnedBody } from './request-pins.ts'
 import { assertSidecarAllowed, type Classified, classifySidecarRequest } from './route-policy.ts'
 import type { SidecarRouteEntry } from './route-table.ts'
@@ -74,6 +76,12 @@ const EVENT_PATHS = new Set(['/event', '/global/event', '/api/event'])
 
 function isEventStreamType(contentType: string | null): boolean {
   return (contentType ?? '').toLowerCase().startsWith('text/event-stream')
+}
+
+/** The file a read names (its `path` query or its tail), for deciding whether it is the config. */
+function askedPath(entry: SidecarRouteEntry, classified: Classified, url: URL): string | null {
+  if (entry.tailPath) return Object.values(classified.params).at(-1) ?? null
+  return url.searchParams.get('path')
 }
 
 /** Forwards `input` and returns the client response, or throws an ApiError. */
@@ -191,6 +199,12 @@ export async function forwardToSidecar(input: ProxyInput, ctx: ProxyContext): Pr
   }
 
   const headers = downstreamResponseHeaders(response.headers)
+  if (entry?.secrets && classified && !seesConfigSecrets(input.principal)) {
+    const shown = entry.filterResults
+      ? await filteredResponse(response, target.directory, new Headers(response.headers))
+      : response
+    return secretMaskedResponse(entry.secrets, shown, target.directory, headers, askedPath(entry, classified, url))
+  }
   if (entry?.filterResults) return filteredResponse(response, target.directory, headers)
   if (!response.body || response.status === 204 || response.status === 304) {
     return new Response(null, { status: response.status, headers })

@@ -77,6 +77,7 @@ export function pinningOf(entry: SidecarRouteEntry): string {
   if (entry.queryPaths) out.push(`query ${entry.queryPaths.join(', ')} inside workspace`)
   if (entry.tailPath) out.push('file path inside workspace')
   if (entry.filterResults) out.push('results outside workspace removed')
+  if (entry.secrets) out.push('MCP secrets masked below owner')
   const body = entry.body
   if (body?.sessions) out.push(`body ${body.sessions.join(', ')} own session`)
   if (body?.directories) out.push(`body ${body.directories.join(', ')} set to workspace`)
