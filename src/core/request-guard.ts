@@ -8,7 +8,9 @@
  * deadline fails, and the request is answered 408 with `Connection: close`), and caps the requests
  * in progress per client address and in total (503 with `Retry-After`), so a few hundred stalled
  * bodies cannot take every file descriptor. `/health` is never capped: it is what a supervisor
- * asks when everything else is refused.
+ * asks when everything else is refused. A body the route leaves unread is read and dropped (up to
+ * 8 MiB) before the answer goes out, and a GET or HEAD with a large body is refused 413, so an answer
+ * is never cut short by a connection closed while the request was still arriving.
  * @module
  */
 import { type ApiError, errorResponse } from './errors.ts'
@@ -169,10 +171,10 @@ export class RequestGuard {
 
   /**
    * `response`, once the body its handler left unread has been read and dropped; a 413 when that
-   * body is over {@link MAX_UNREAD_BODY_BYTES}. Why: a connection closed while request bytes are
-   * still arriving is reset by the kernel, and a reset discards the answer the client has not read
-   * yet: a GET carrying a 2 MiB body with `Connection: close` got its 200 cut short. Reading the
-   * rest first (bounded, and under the body idle deadline) lets the answer arrive whole.
+   * body is over {@link MAX_UNREAD_BODY_BYTES}. Why: with `Connection: close` the runtime closes
+   * the socket once the answer is written, while request bytes may still be arriving; the answer
+   * was cut short (a DELETE carrying 2 MiB got 128 KB of a 600 KB answer). Reading the rest first
+   * (bounded, and under the body idle deadline) lets the answer arrive whole.
    */
   private async drained(request: Request, guarded: Request, response: Response): Promise<Response> {
     const body = guarded.body
@@ -223,7 +225,6 @@ export class RequestGuard {
     const { request } = incoming
     if (UNCAPPED_PATHS.has(pathOf(request.url))) return next(request)
     if ((request.method === 'GET' || request.method === 'HEAD') && unreadableBody(request)) {
-      this.refused++
       return refusal(
         request,
         coreError(
