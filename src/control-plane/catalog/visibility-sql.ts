@@ -22,7 +22,7 @@ import {
   type SelectQueryBuilder,
   type SqlBool,
 } from 'kysely'
-import type { Actor } from '../admin/audit.ts'
+import type { Actor } from '../actor.ts'
 import type { Db } from '../schema.ts'
 import { isOrgAdmin, type ResourceType } from './grant-roles.ts'
 
@@ -208,4 +208,33 @@ function grantExistsSql(
   ref: RawBuilder<unknown> | ReturnType<typeof sql.ref>,
 ): RawBuilder<unknown> {
   return sql`exists (select 1 from access_grant g where g.resource_type = ${type} and g.resource_id = ${ref} and (g.member_id = ${actor.memberId} or g.org_wide = 1 or g.team_id in (select tm.team_id from team_member tm where tm.member_id = ${actor.memberId})) ${PROBE})`
+}
+
+/**
+ * The principals (`access_grant.principal_key` form: `member:<id>`, `team:<id>`, `org`) through
+ * whom resource `id` is visible now: the same rules as {@link visibleSql} read from the resource's
+ * side (its grants; for a plugin, the grants of active marketplaces listing it; for a hub, its
+ * assignments; for a config object, all of these through the plugins and hubs holding it). The
+ * change feed stores this set with an event when it is written (`events/change-audience.ts`), so
+ * a member's feed reads an index of their principals instead of checking events one by one. Must
+ * stay equivalent to {@link visibleSql} (the feed's visibility tests compare both).
+ */
+export function resourcePrincipalsSql(type: ResourceType, id: string): RawBuilder<{ k: string }> {
+  const grants = (t: ResourceType, ref: RawBuilder<unknown>) =>
+    sql`select g.principal_key as k from access_grant g where g.resource_type = ${t} and g.resource_id = ${ref}`
+  const viaMarketplace = (plugin: RawBuilder<unknown>) =>
+    sql`select g.principal_key as k from marketplace_plugin mp inner join marketplace mk on mk.id = mp.marketplace_id inner join access_grant g on g.resource_type = 'marketplace' and g.resource_id = mp.marketplace_id where mp.plugin_id = ${plugin} and mk.status = 'active'`
+  const assigned = (hub: RawBuilder<unknown>) =>
+    sql`select a.principal_key as k from skill_hub_assignment a where a.hub_id = ${hub}`
+  const self = sql`${id}`
+  if (type === 'plugin') return sql<{ k: string }>`${grants('plugin', self)} union ${viaMarketplace(self)}`
+  if (type === 'skill_hub') return sql<{ k: string }>`${grants('skill_hub', self)} union ${assigned(self)}`
+  if (type !== 'config_object') return sql<{ k: string }>`${grants(type, self)}`
+  const plugins = sql`select pco.plugin_id from plugin_config_object pco where pco.config_object_id = ${id}`
+  const hubs = sql`select shs.hub_id from skill_hub_skill shs where shs.config_object_id = ${id}`
+  return sql<{ k: string }>`${grants('config_object', self)}
+    union select g.principal_key as k from access_grant g where g.resource_type = 'plugin' and g.resource_id in (${plugins})
+    union select g.principal_key as k from marketplace_plugin mp inner join marketplace mk on mk.id = mp.marketplace_id inner join access_grant g on g.resource_type = 'marketplace' and g.resource_id = mp.marketplace_id where mp.plugin_id in (${plugins}) and mk.status = 'active'
+    union select g.principal_key as k from access_grant g where g.resource_type = 'skill_hub' and g.resource_id in (${hubs})
+    union select a.principal_key as k from skill_hub_assignment a where a.hub_id in (${hubs})`
 }
