@@ -189,15 +189,14 @@ export async function resolveAudience(
 }
 
 /**
- * The principal keys a non-admin reader is, read now: everyone, themselves, their teams, and
- * the feed permissions their role and credential hold.
+ * The principal keys a non-admin reader is: everyone, themselves, their teams (read by the caller
+ * with the feed's head, in one statement), and the feed permissions their role and credential hold.
  */
-export async function readerKeys(db: Db, actor: Actor): Promise<string[]> {
-  const teams = await db.selectFrom('team_member').select('team_id').where('member_id', '=', actor.memberId).execute()
+export function readerKeys(actor: Actor, teamIds: readonly string[]): string[] {
   return [
     'org',
     `member:${actor.memberId}`,
-    ...teams.map((t) => `team:${t.team_id}`),
+    ...teamIds.map((id) => `team:${id}`),
     ...FEED_PERMISSIONS.filter((p) => allows(p, actor.role, actor.credential)).map((p) => `perm:${p}`),
   ]
 }

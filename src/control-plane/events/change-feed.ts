@@ -167,8 +167,9 @@ function eventOf(row: EventRow, hint: boolean): ChangeEvent {
  * A page of what `actor` may see after `after`, oldest first; `next` is where to continue. Every
  * read is bounded by `limit`, whatever the feed holds:
  * - owners and admins read the feed's key range from `after`, `limit` rows;
- * - a member reads, for each principal they are, at most `limit` entries of that principal's
- *   index range after `after` and up to the feed's head (read first), merges them in feed order
+ * - a member reads the feed's head and their teams (one statement), then, for each principal they
+ *   are, at most `limit` entries of that principal's index range after `after` and up to the
+ *   head, merges them in feed order
  *   and keeps the first `limit`. A full page continues after its last event; a short one has seen
  *   every event up to the head that it may see, so `next` moves to the head (numbers follow commit
  *   order: an event committed later is numbered above it), never stalling on invisible events.
@@ -191,16 +192,30 @@ export async function readChanges(
     const items = rows.filter((row) => row.kind in FEED_ACTIONS).map((row) => eventOf(row, false))
     return { items, next: rows.length ? Number(rows[rows.length - 1]!.seq) : after }
   }
-  const [keys, head] = await Promise.all([readerKeys(db, actor), latestSeq(db, actor.orgId)])
+  // The head and the member's teams in one statement (one row per team, one with no team).
+  const reader = await sql<{
+    head: number | string | null
+    team_id: string | null
+  }>`select (select max(c.seq) from change_event c where c.org_id = ${actor.orgId}) as head, tm.team_id from (select 1 as one) x left join team_member tm on tm.member_id = ${actor.memberId}`.execute(
+    db,
+  )
+  const head = Number(reader.rows[0]?.head ?? 0)
   if (head <= after) return { items: [], next: after }
+  const keys = readerKeys(
+    actor,
+    reader.rows.flatMap((r) => (r.team_id ? [r.team_id] : [])),
+  )
   const ranges = keys.map(
     (key) =>
       sql`select * from (select a.seq, a.hint from change_audience a where a.org_id = ${actor.orgId} and a.principal = ${key} and a.seq > ${after} and a.seq <= ${head} order by a.seq limit ${limit}) r`,
   )
+  // CROSS JOIN keeps SQLite's join order: the few reached numbers first, then each event by its
+  // key. Left free, it walked the organization's events in order to avoid a sort and probed the
+  // reached set with each (10 ms for a catch-up near the head of 100,000 events, against 1).
   const reached = sql`select u.seq, min(u.hint) as hint from (${sql.join(ranges, sql` union all `)}) u group by u.seq`
   const found = await sql<
     EventRow & { hint: number | string }
-  >`select e.seq, e.kind, e.subject_type, e.subject_id, e.data, e.created_at, v.hint from (${reached}) v inner join change_event e on e.org_id = ${actor.orgId} and e.seq = v.seq order by e.seq limit ${limit}`.execute(
+  >`select e.seq, e.kind, e.subject_type, e.subject_id, e.data, e.created_at, v.hint from (${reached}) v cross join change_event e where e.org_id = ${actor.orgId} and e.seq = v.seq order by v.seq limit ${limit}`.execute(
     db,
   )
   const items = found.rows.map((row) => eventOf(row, Number(row.hint) === 1))
