@@ -362,4 +362,45 @@ test('the migration gives existing events the audience readers gave them: subjec
   })
 })
 
+test('a member polling while writers commit concurrently misses nothing: what they followed equals a fresh read', async () => {
+  await withOrg(async (t, org) => {
+    const owner = org.owner.token
+    const start = await head(t)
+    let writing = true
+    const followed: number[] = []
+    const follower = (async () => {
+      let at = start
+      // Short pages move next to the head; keep polling until the writers are done and one more
+      // read finds nothing new.
+      for (;;) {
+        const done = !writing
+        const page = await ok(t.client.get(`/v1/events?after=${at}&limit=3`, { token: org.member.token }), 200)
+        followed.push(...page.items.map((e: Event) => e.seq))
+        if (page.next === at && done) return
+        at = page.next
+      }
+    })()
+    await Promise.all(
+      Array.from({ length: 4 }, async (_, w) => {
+        for (let i = 0; i < 4; i++) {
+          const id = await makeSkill(t, owner, `w${w}-s${i}`)
+          if (i % 2 === 0)
+            await ok(
+              t.client.post(`/v1/config-objects/${id}/access`, {
+                token: owner,
+                json: { memberId: org.member.memberId, role: 'viewer' },
+              }),
+            )
+          await version(t, owner, id, SKILL(`w${w}-s${i}`).replace('Do', 'Now do'))
+        }
+      }),
+    )
+    writing = false
+    await follower
+    const fresh = (await feed(t, org.member.token, start)).map((e) => e.seq)
+    assert.is(fresh.length, 16, 'a hint per grant and the version of each granted object')
+    assert.equal(followed, fresh)
+  })
+})
+
 test.run()
