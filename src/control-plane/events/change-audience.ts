@@ -11,8 +11,8 @@
  * principals of one event, the whole event wins.
  *
  * Adding a kind: add a line to {@link FEED_ACTIONS} naming its audience with the helpers below
- * (`seers('plugin')`: whoever can see the subject resource now; `holders('workers.read')`; a
- * function of the change for anything else), or pass `audience` to `appendChange` /
+ * (`seers('plugin')`: whoever can see the subject resource now; `holders('workers.read')`, which
+ * also makes readers look that permission up; a function of the change for anything else), or pass `audience` to `appendChange` /
  * `recordAudit` at the call site, which then replaces the line's audience (use it when the
  * audience is known only there: the principal of a grant just deleted, a delivery's scope). A new
  * kind of principal needs its key here ({@link principalKey}) and in {@link readerKeys}.
@@ -61,10 +61,14 @@ const seers =
   (change) =>
     change.subject ? [{ to: { resource: type, id: change.subject.id } }] : []
 
-/** Members holding `permission` see the whole event. */
-const holders =
-  (permission: Permission): Rule =>
-  () => [{ to: { permission } }]
+/** Permissions some feed kind is addressed by; a reader holds a `perm:` key for each they have. */
+const FEED_PERMISSIONS = new Set<Permission>()
+
+/** Members holding `permission` see the whole event (readers then look the permission's range up). */
+const holders = (permission: Permission): Rule => {
+  FEED_PERMISSIONS.add(permission)
+  return () => [{ to: { permission } }]
+}
 
 /** The member a change names (the subject, or a field of its data) learns that their reach changed. */
 const hintToMember =
@@ -126,9 +130,6 @@ export const FEED_ACTIONS: Record<string, Rule> = {
   'connector_sync.state_changed': seers('connector_instance'),
 }
 
-/** Permissions some feed kind is addressed by; a reader holds a `perm:` key for each they have. */
-const FEED_PERMISSIONS: readonly Permission[] = ['workers.read', 'connectors.read']
-
 /** The key of a principal audience (`access_grant.principal_key` form for members, teams, org). */
 export function principalKey(to: Exclude<Audience, { resource: ResourceType }>): string {
   if ('org' in to) return 'org'
@@ -170,6 +171,9 @@ export async function resolveAudience(
   for (const entry of entries) {
     const to = entry.to
     if (!('resource' in to)) {
+      // Readers only look up the permissions a `holders(…)` line names: any other would be unread.
+      if ('permission' in to && !FEED_PERMISSIONS.has(to.permission))
+        throw new Error(`change feed: no FEED_ACTIONS line is addressed to ${to.permission}; add one with holders()`)
       add(principalKey(to), entry.hint === true)
       continue
     }
@@ -197,6 +201,6 @@ export function readerKeys(actor: Actor, teamIds: readonly string[]): string[] {
     'org',
     `member:${actor.memberId}`,
     ...teamIds.map((id) => `team:${id}`),
-    ...FEED_PERMISSIONS.filter((p) => allows(p, actor.role, actor.credential)).map((p) => `perm:${p}`),
+    ...[...FEED_PERMISSIONS].filter((p) => allows(p, actor.role, actor.credential)).map((p) => `perm:${p}`),
   ]
 }

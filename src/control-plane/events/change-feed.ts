@@ -169,10 +169,11 @@ function eventOf(row: EventRow, hint: boolean): ChangeEvent {
  * - owners and admins read the feed's key range from `after`, `limit` rows;
  * - a member reads the feed's head and their teams (one statement), then, for each principal they
  *   are, at most `limit` entries of that principal's index range after `after` and up to the
- *   head, merges them in feed order
- *   and keeps the first `limit`. A full page continues after its last event; a short one has seen
- *   every event up to the head that it may see, so `next` moves to the head (numbers follow commit
- *   order: an event committed later is numbered above it), never stalling on invisible events.
+ *   head, merges them in feed order and keeps the first `limit`. A full page continues after its
+ *   last event; a short one has seen every event up to the head that it may see, so `next` moves
+ *   to the head (numbers follow commit order: an event committed later is numbered above it),
+ *   never stalling on invisible events. No event is checked on its own, so the statements cost
+ *   what the page returns, and each ends well within the statement timeout.
  */
 export async function readChanges(
   db: Db,
