@@ -241,6 +241,8 @@ target_type, target_id, data, created_at) values (?, ?, 'config_object.created',
     `insert into change_event (org_id, seq, kind, subject_type, subject_id, data, created_at)
 values (?, ?, 'config_object.created', 'config_object', ?, ?, ?)`,
   )
+  // Who sees the change (the creator, through their grant), stored with it as the product does.
+  const insertAudience = db.prepare(`insert into change_audience (org_id, seq, principal, hint) values (?, ?, ?, 0)`)
   const readObject = db.prepare(`select ${OBJECT_COLUMNS} from config_object co where co.org_id = ? and co.id = ?`)
   const id = (kind: string) => `${kind}_floor${randomBytes(10).toString('hex').slice(0, 21)}`
   const create = db.transaction((s: any, body: any) => {
@@ -284,6 +286,7 @@ values (?, ?, 'config_object.created', 'config_object', ?, ?, ?)`,
     insertAudit.run(id('aev'), s.org_id, s.id, s.member_id, objectId, data, now)
     const seq = Number((lastSeq.get(s.org_id) as any)?.seq ?? 0) + 1
     insertChange.run(s.org_id, seq, objectId, data, now)
+    insertAudience.run(s.org_id, seq, `member:${s.member_id}`)
     return readObject.get(s.org_id, objectId)
   })
 

@@ -5,7 +5,10 @@
  * - a "wide" member is in 50 teams, receives 150 of the hubs (100 through teams, 50 directly) and
  *   a team grant on half of the skills outside hubs, so they see most of the catalog;
  * - a "narrow" member receives one hub of 120 skills spread evenly through the catalog, so they
- *   see the same 120 skills in both organizations: a small share of the large one.
+ *   see the same 120 skills in both organizations: a small share of the large one;
+ * - a "hubs" member receives all 200 hubs through one team and nothing outside them, so they see
+ *   the first 90 % of the catalog and none of its tail: their last full page ends where what they
+ *   see stops (issue 29, item 3: deep pages grew with the catalog there).
  * For each member, `GET /v1/me/skills?limit=50` and `GET /v1/config-objects?type=skill&limit=50`,
  * first page and a deep page (the last full page, reached with real cursors), are timed one
  * request at a time, the two organizations alternating request by request; the figure is the
@@ -75,6 +78,7 @@ export interface VisibilityOrg {
   ownerToken: string
   wide: string
   narrow: string
+  hubs: string
 }
 
 /** Builds one organization of `size` skills through the API (see the module comment for its shape). */
@@ -98,6 +102,7 @@ export async function buildVisibilityOrg(
   }
   const wide = await person('wide')
   const narrow = await person('narrow')
+  const hubsMember = await person('hubs')
   const teams = await inPool(
     Array.from({ length: TEAMS }, (_, i) => i),
     SEED_CONCURRENCY,
@@ -143,6 +148,10 @@ export async function buildVisibilityOrg(
   for (let h = 0; h < 100; h++) assignments.push([hubs[h]!, { teamId: teams[h % TEAMS] }])
   for (let h = 100; h < 150; h++) assignments.push([hubs[h]!, { memberId: wide.memberId }])
   assignments.push([hubs[HUBS]!, { memberId: narrow.memberId }])
+  const hubsTeam = (
+    await call('POST', '/v1/teams', { ...owner, json: { name: 'all-hubs', memberIds: [hubsMember.memberId] } })
+  ).item.id as string
+  for (let h = 0; h < HUBS; h++) assignments.push([hubs[h]!, { teamId: hubsTeam }])
   await inPool(assignments, SEED_CONCURRENCY, ([hub, json]) =>
     call('POST', `/v1/skill-hubs/${hub}/assignments`, { ...owner, json }),
   )
@@ -150,7 +159,7 @@ export async function buildVisibilityOrg(
   await inPool(grants, SEED_CONCURRENCY, (id, i) =>
     call('POST', `/v1/config-objects/${id}/access`, { ...owner, json: { teamId: teams[i % TEAMS], role: 'viewer' } }),
   )
-  return { size, orgId: org, ownerToken, wide: wide.token, narrow: narrow.token }
+  return { size, orgId: org, ownerToken, wide: wide.token, narrow: narrow.token, hubs: hubsMember.token }
 }
 
 /** The cursor of the last full page of a list (walked with real cursors), or null when it has one page. */
@@ -239,7 +248,7 @@ async function measure(
       ['GET /v1/me/skills', '/v1/me/skills?limit=50'],
       ['GET /v1/config-objects?type=skill', '/v1/config-objects?type=skill&limit=50'],
     ] as const
-    for (const who of ['wide', 'narrow'] as const) {
+    for (const who of ['wide', 'narrow', 'hubs'] as const) {
       for (const [name, path] of lists) {
         const first: Target = { label: `${who} member ${name} first page`, bySize: new Map() }
         const deep: Target = { label: `${who} member ${name} deep page`, bySize: new Map() }

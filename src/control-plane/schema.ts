@@ -313,9 +313,23 @@ export interface ChangeEventTable {
   created_at: string
 }
 
+/**
+ * `change_audience`: who sees a change besides owners and admins (`events/change-audience.ts`),
+ * written with the change.
+ */
+export interface ChangeAudienceTable {
+  org_id: string
+  seq: number
+  /** `org`, `member:<id>`, `team:<id>` or `perm:<permission>`. */
+  principal: string
+  /** 1: the principal sees a bare `visibility.changed`; 0: the whole event. */
+  hint: number
+}
+
 /** All control-plane tables. */
 export interface ControlPlaneDb {
   change_event: ChangeEventTable
+  change_audience: ChangeAudienceTable
   sign_in_throttle: SignInThrottleTable
   instance: InstanceTable
   app_user: UserTable

@@ -5,22 +5,15 @@
  * @module
  */
 import { newId } from '../../core/ids.ts'
+import type { AudienceEntry } from '../events/change-audience.ts'
 import { appendChange, isFeedAction } from '../events/change-feed.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
-import type { CredentialKind, Role } from '../policy.ts'
+import type { Actor } from '../actor.ts'
 import type { ControlPlaneDb, Db } from '../schema.ts'
 import { insertRows, type RowInsert } from '../../storage/row-inserts.ts'
 
-/** Who is acting, in which organization. Built from the authenticated principal. */
-export interface Actor {
-  orgId: string
-  userId: string
-  memberId: string
-  role: Role
-  credential: CredentialKind
-  apiKeyId: string | null
-}
+export type { Actor }
 
 /** Audit actions recorded by this surface. */
 export type AuditAction =
@@ -110,7 +103,9 @@ export interface AuditEventView {
 /**
  * Appends one audit event; call inside the transaction that made the change. `alongside` are the
  * change's own rows, written with the audit row (and the feed's row) in one statement where the
- * engine allows it (`storage/row-inserts.ts`).
+ * engine allows it (`storage/row-inserts.ts`). When the action is also a feed change, `audience`
+ * replaces its kind's audience (`events/change-audience.ts`): pass it when only the caller knows
+ * who is concerned (the principal of a grant it just deleted).
  */
 export async function recordAudit(
   deps: Deps,
@@ -120,6 +115,7 @@ export async function recordAudit(
   target: { type: string; id: string },
   data?: AuditData,
   alongside: readonly RowInsert[] = [],
+  audience?: readonly AudienceEntry[],
 ): Promise<void> {
   const audit: RowInsert = {
     table: 'audit_event',
@@ -140,7 +136,10 @@ export async function recordAudit(
   // Every audited change that others may need to react to is also in the change feed, written in
   // the same transaction, so the feed can never claim a change that was rolled back.
   if (isFeedAction(action)) {
-    await appendChange(deps, db, { orgId: actor.orgId, kind: action, subject: target, data }, [...alongside, audit])
+    await appendChange(deps, db, { orgId: actor.orgId, kind: action, subject: target, data, audience }, [
+      ...alongside,
+      audit,
+    ])
   } else await insertRows(db, [...alongside, audit])
 }
 

@@ -12,8 +12,9 @@
 import type { Kysely } from 'kysely'
 import { newId } from '../../core/ids.ts'
 import { insertRows } from '../../storage/row-inserts.ts'
-import type { Actor } from '../admin/audit.ts'
+import type { Actor } from '../actor.ts'
 import { recordAudit } from '../admin/audit.ts'
+import { audienceOfKey } from '../events/change-audience.ts'
 import { isUniqueViolation } from '../db-errors.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
@@ -323,6 +324,9 @@ export async function grantAccess(
         'access.granted',
         { type, id: resourceId },
         { grantId: id, principal: principalKey(principal).split(':')[0]!, role },
+        [],
+        // The grantee's reach changed: a hint to them (the whole event is for owners and admins).
+        [{ to: audienceOfKey(principalKey(principal)), hint: true }],
       )
       return id
     })
@@ -353,10 +357,19 @@ export async function revokeAccess(
       .where('id', '=', grantId)
       .where('resource_type', '=', type)
       .where('resource_id', '=', resourceId)
+      .returning('principal_key')
       .executeTakeFirst()
-    if (Number(deleted.numDeletedRows) === 0)
-      throw controlPlaneError('access_grant_not_found', 'Access grant not found')
-    await recordAudit(deps, trx, actor, 'access.revoked', { type, id: resourceId }, { grantId })
+    if (!deleted) throw controlPlaneError('access_grant_not_found', 'Access grant not found')
+    await recordAudit(
+      deps,
+      trx,
+      actor,
+      'access.revoked',
+      { type, id: resourceId },
+      { grantId },
+      [],
+      [{ to: audienceOfKey(deleted.principal_key), hint: true }],
+    )
   })
 }
 

@@ -229,7 +229,7 @@ const memberObjectPage = preparedVisiblePage({
     return {
       base: filteredObjects(db, shape, values.slice(0, -1)),
       setCondition: () => visibleSql(actor, 'config_object', sql.ref('co.id')) as unknown as Expression<SqlBool>,
-      reachIds: visibleIdsSql(actor),
+      reachIds: (after) => visibleIdsSql(actor, after),
       rowCondition: visibleRowSql(actor, sql.ref('co.id')),
     }
   },

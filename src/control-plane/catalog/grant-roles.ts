@@ -5,7 +5,7 @@
  * in `visibility-sql.ts`.
  * @module
  */
-import type { Actor } from '../admin/audit.ts'
+import type { Actor } from '../actor.ts'
 import { controlPlaneError } from '../control-plane-errors.ts'
 import type { ControlPlaneDb } from '../schema.ts'
 

@@ -5,6 +5,7 @@
  * @module
  */
 import { newId } from '../../core/ids.ts'
+import { audienceOfKey } from '../events/change-audience.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
 import { isUniqueViolation } from '../db-errors.ts'
 import { isoAt, type Deps } from '../deps.ts'
@@ -379,9 +380,19 @@ export async function unassignHub(deps: Deps, actor: Actor, hubId: string, assig
       .deleteFrom('skill_hub_assignment')
       .where('id', '=', assignmentId)
       .where('hub_id', '=', hubId)
+      .returning('principal_key')
       .executeTakeFirst()
-    if (Number(deleted.numDeletedRows) === 0)
-      throw controlPlaneError('skill_hub_assignment_not_found', 'Assignment not found')
-    await recordAudit(deps, trx, actor, 'skill_hub.unassigned', { type: 'skill_hub', id: hubId }, { assignmentId })
+    if (!deleted) throw controlPlaneError('skill_hub_assignment_not_found', 'Assignment not found')
+    // Whoever still sees the hub sees the event; the principal it no longer reaches gets a hint.
+    await recordAudit(
+      deps,
+      trx,
+      actor,
+      'skill_hub.unassigned',
+      { type: 'skill_hub', id: hubId },
+      { assignmentId },
+      [],
+      [{ to: { resource: 'skill_hub', id: hubId } }, { to: audienceOfKey(deleted.principal_key), hint: true }],
+    )
   })
 }

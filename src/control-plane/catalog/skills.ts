@@ -132,7 +132,7 @@ const memberSkillPage = preparedVisiblePage({
     return {
       base: skillQuery(db, actor.orgId).where('co.status', '!=', 'deleted'),
       setCondition: () => visibleSql(actor, 'config_object', sql.ref('co.id')) as unknown as Expression<SqlBool>,
-      reachIds: visibleIdsSql(actor),
+      reachIds: (after) => visibleIdsSql(actor, after),
       rowCondition: visibleRowSql(actor, sql.ref('co.id')),
     }
   },
@@ -199,7 +199,7 @@ const receivedSkillPage = preparedVisiblePage({
       base: skillQuery(db, actor.orgId).where('co.status', '=', 'active'),
       setCondition: (eb) =>
         eb.or([eb('co.id', 'in', grantedIds(db, actor, 'config_object')), eb('co.id', 'in', hubSkills)]),
-      reachIds: receivedIdsSql(actor),
+      reachIds: (after) => receivedIdsSql(actor, after),
       rowCondition: receivedRowSql(actor, sql.ref('co.id')),
     }
   },

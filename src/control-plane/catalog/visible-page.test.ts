@@ -206,4 +206,54 @@ test('each plan is an index range on config_object, never a scan of the catalog'
   }
 })
 
+test("a later page reads each hub's objects from its cursor on, not everything the member reaches", async () => {
+  const t = await startTestControlPlane()
+  try {
+    const org = await buildFixtureOrg(t.client, 'visible-after')
+    const owner = org.owner.token
+    const hub = (await call(t, owner, 'post', '/v1/skill-hubs', { name: 'after' })).item.id
+    for (let i = 0; i < 12; i++) {
+      const skillId = (await call(t, owner, 'post', '/v1/skills', { skillMd: skillMd(i) })).item.id
+      await call(t, owner, 'post', `/v1/skill-hubs/${hub}/skills`, { skillId })
+    }
+    await call(t, owner, 'post', `/v1/skill-hubs/${hub}/assignments`, { memberId: org.member.memberId })
+    await sql`analyze`.execute(t.app.deps.db)
+    const seen: CompiledQuery[] = []
+    const startsAtCursor = /"shs"\."config_object_id" >/
+    const executor = t.app.deps.db.getExecutor() as unknown as {
+      executeQuery: (q: { sql: string; parameters: readonly unknown[] }) => Promise<unknown>
+    }
+    const original = executor.executeQuery
+    executor.executeQuery = function (q) {
+      if (startsAtCursor.test(q.sql)) seen.push(CompiledQuery.raw(q.sql, [...q.parameters]))
+      return original.call(this, q)
+    }
+    const stopWatching = watchDirectReads(t.app.deps.db, (text, parameters) => {
+      if (startsAtCursor.test(text)) seen.push(CompiledQuery.raw(text, [...parameters]))
+    })
+    let listed: string[]
+    try {
+      // Pages of 5 over 12 received skills: the reach is under the cap, so the set form answers.
+      listed = await walk(t, org.member.token, '/v1/me/skills', 5)
+      await walk(t, org.member.token, '/v1/config-objects?type=skill', 5)
+    } finally {
+      executor.executeQuery = original
+      stopWatching()
+    }
+    assert.is(listed.length, 12)
+    assert.ok(seen.length >= 2, `later-page statements starting at the cursor: ${seen.length}`)
+    for (const q of seen) {
+      const plan = await queryPlan(t.app.deps.db, q as never)
+      // The hub's objects are a range from the cursor: an index condition, not a filter on all of them.
+      assert.match(
+        plan.text,
+        /shs USING (COVERING )?INDEX \w+ \([^)]*config_object_id>\?\)|Index Cond: [^|]*config_object_id > /,
+        plan.text,
+      )
+    }
+  } finally {
+    await t.close()
+  }
+})
+
 test.run()

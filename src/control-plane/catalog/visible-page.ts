@@ -56,8 +56,12 @@ export interface VisibleList<Row> {
   /** The condition this list has always been filtered by: cursors are bound to its fingerprint. */
   // deno-lint-ignore no-explicit-any
   setCondition: (eb: ExpressionBuilder<any, any>) => Expression<SqlBool>
-  /** The ids of that set (repeats allowed) driven from what the member holds: the set form runs `id IN` them. */
-  reachIds: RawBuilder<unknown>
+  /**
+   * The ids of that set (repeats allowed) driven from what the member holds: the set form runs
+   * `id IN` them. With `after` (a later page's cursor, as a value), only ids above it, each branch
+   * starting there, so a deep page does not read everything the member reaches.
+   */
+  reachIds: (after?: unknown) => RawBuilder<unknown>
   /** The same condition checked on one row: runs in the walk. */
   rowCondition: RawBuilder<unknown>
 }
@@ -121,11 +125,10 @@ export function preparedVisiblePage<Row, Item>(options: VisiblePageOptions<Row, 
       }
       return [prepared(compile(false)), prepared(compile(true))]
     }
-    // On a later page only ids after the cursor are looked up: the reachable ids are spread through
-    // the catalog, and each lookup of a row before the cursor would touch pages for nothing. (The
-    // first branch of every reach set selects `g.resource_id`, which names the UNION's column.)
-    const reach = (later: boolean) =>
-      later ? sql`select r.resource_id from (${list.reachIds}) r where r.resource_id > ${after}` : list.reachIds
+    // On a later page only ids after the cursor are looked up, each branch of the reach set starting
+    // at the cursor: the reachable ids are spread through the catalog, and reading (then looking up)
+    // those before the cursor would cost what the member reaches, not what the page needs.
+    const reach = (later: boolean) => list.reachIds(later ? after : undefined)
     const afterCursor = (query: typeof q, later: boolean) => (later ? query.where(id, '>', after) : query)
     const ids = (later: boolean) => afterCursor(q.clearSelect().select(id.as('window_id')), later).orderBy(id)
     return {

@@ -1,0 +1,17 @@
+/**
+ * Who is acting, in which organization: the identity every control-plane operation, audit row and
+ * visibility check is about. Kept below the modules that use it (audit, change feed, grants,
+ * visibility) so none of them imports another just for this type.
+ * @module
+ */
+import type { CredentialKind, Role } from './policy.ts'
+
+/** Who is acting, in which organization. Built from the authenticated principal. */
+export interface Actor {
+  orgId: string
+  userId: string
+  memberId: string
+  role: Role
+  credential: CredentialKind
+  apiKeyId: string | null
+}
