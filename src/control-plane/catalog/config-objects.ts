@@ -8,6 +8,7 @@
 import type { MaybePromise } from '../../core/maybe-promise.ts'
 import { type Expression, type SqlBool, sql } from 'kysely'
 import { newId } from '../../core/ids.ts'
+import { commitsAreRecorded } from '../../storage/transaction-scope.ts'
 import { insertRows, insertsAreOneStatement, type RowInsert } from '../../storage/row-inserts.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
 import { isoAt, type Deps } from '../deps.ts'
@@ -280,8 +281,9 @@ export async function createConfigObject(
       rows,
     )
   const rows = [...planned.rows, creatorGrantRow(deps, actor, 'config_object', planned.id)]
-  // Rows, grant, audit and change are one statement on PostgreSQL: atomic without a transaction.
-  if (pluginIds.length === 0 && insertsAreOneStatement(deps.db)) await write(deps.db, rows)
+  // Rows, grant, audit and change are one statement on PostgreSQL: atomic without a transaction,
+  // unless an idempotency key must commit with them.
+  if (pluginIds.length === 0 && insertsAreOneStatement(deps.db) && !commitsAreRecorded()) await write(deps.db, rows)
   else {
     await deps.db.transaction().execute(async (trx) => {
       for (const pluginId of pluginIds) await requireRole(trx, actor, 'plugin', pluginId, 'editor')
@@ -335,7 +337,9 @@ export async function changeLifecycle(
   id: string,
   action: keyof typeof LIFECYCLE,
 ): Promise<ConfigObjectView> {
-  await deps.db.transaction().execute(async (trx) => {
+  // The answer is read inside the transaction: a read after the commit could fail and turn a
+  // change that was made into an error.
+  return deps.db.transaction().execute(async (trx) => {
     await requireRole(trx, actor, 'config_object', id, 'manager')
     await changeLifecycleIn(deps, trx, actor.orgId, id, action)
     const event =
@@ -345,6 +349,6 @@ export async function changeLifecycle(
           ? 'config_object.deleted'
           : 'config_object.restored'
     await recordAudit(deps, trx, actor, event, { type: 'config_object', id })
+    return objectView(await objectQuery(trx, actor.orgId).where('co.id', '=', id).executeTakeFirstOrThrow())
   })
-  return getConfigObject(deps, actor, id)
 }
