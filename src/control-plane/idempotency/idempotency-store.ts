@@ -18,8 +18,12 @@ import { controlPlaneError } from '../control-plane-errors.ts'
 import type { Deps } from '../deps.ts'
 import type { ControlPlaneDb } from '../schema.ts'
 
-/** How long a run holds its key before another request may take it over (its instance died). */
-export const LEASE_MS = 30_000
+/**
+ * How long a claim holds its key without being renewed. A run renews it every third of this
+ * ({@link renewLease}), so a claim whose run is gone (its instance died, or the claim's own
+ * answer was lost with its connection and nobody runs it) is taken over within seconds.
+ */
+export const LEASE_MS = 6_000
 
 /** Answers larger than this are not kept; a repeat gets 409 `idempotency_answer_lost`. */
 export const MAX_ANSWER_BYTES = 4 * 1024 * 1024
@@ -223,27 +227,44 @@ export async function recordAnswer(deps: Deps, claim: Claim, answer: StoredAnswe
 
 /**
  * Frees the key of a run that committed nothing (it failed before any write), so a repeat runs
- * again; a run that did commit keeps its key whatever this finds.
+ * again; a run that did commit keeps its key whatever this finds. True when the key was freed.
  */
-export async function releaseKey(deps: Deps, claim: Claim): Promise<void> {
+export async function releaseKey(deps: Deps, claim: Claim): Promise<boolean> {
+  const result = await persist(() =>
+    deps.db
+      .deleteFrom('idempotency_key')
+      .where('scope', '=', claim.scope)
+      .where('key', '=', claim.key)
+      .where('owner', '=', claim.owner)
+      .where('commits', '=', 0)
+      .executeTakeFirst(),
+  )
+  return Number(result.numDeletedRows) === 1
+}
+
+/** Extends the lease of a run still going (unless it lost the key). */
+export async function renewLease(deps: Deps, claim: Claim): Promise<void> {
   await deps.db
-    .deleteFrom('idempotency_key')
+    .updateTable('idempotency_key')
+    .set({ lease_until: iso(deps.now() + LEASE_MS) })
     .where('scope', '=', claim.scope)
     .where('key', '=', claim.key)
     .where('owner', '=', claim.owner)
-    .where('commits', '=', 0)
+    .where('status', 'is', null)
     .execute()
 }
 
 /** Ends the lease of a run that committed but has no answer to keep: repeats learn that at once. */
 export async function abandonKey(deps: Deps, claim: Claim): Promise<void> {
-  await deps.db
-    .updateTable('idempotency_key')
-    .set({ lease_until: iso(deps.now()) })
-    .where('scope', '=', claim.scope)
-    .where('key', '=', claim.key)
-    .where('owner', '=', claim.owner)
-    .execute()
+  await persist(() =>
+    deps.db
+      .updateTable('idempotency_key')
+      .set({ lease_until: iso(deps.now()) })
+      .where('scope', '=', claim.scope)
+      .where('key', '=', claim.key)
+      .where('owner', '=', claim.owner)
+      .execute(),
+  )
 }
 
 /**

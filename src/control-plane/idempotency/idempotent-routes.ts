@@ -34,6 +34,8 @@ import {
   markCommit,
   recordAnswer,
   releaseKey,
+  renewLease,
+  LEASE_MS,
   type Claim,
   type StoredAnswer,
 } from './idempotency-store.ts'
@@ -160,11 +162,15 @@ async function keyed(
     beforeCommit: (trx, commitNumber) => markCommit(trx as Kysely<ControlPlaneDb>, claim, commitNumber),
     resolveCommit: (commitNumber) => commitTookEffect(deps, claim, commitNumber),
   }
+  // The claim stays fresh while the handler runs, so only a claim nobody runs can be taken over.
+  const renewal = setInterval(() => void renewLease(deps, claim).catch(() => {}), LEASE_MS / 3)
   let result: unknown
   try {
     result = await runInTransactionScope(scope, () => route.handler(context))
   } catch (error) {
     throw await failed(options, claim, scope, error)
+  } finally {
+    clearInterval(renewal)
   }
   const response = answerOf(route, result)
   const body = response.body ? new Uint8Array(await response.arrayBuffer()) : null
@@ -182,8 +188,11 @@ async function failed(options: IdempotencyOptions, claim: Claim, scope: Transact
   const { deps } = options
   try {
     if (scope.commits === 0) {
-      // Nothing was committed through a transaction: a repeat may simply run again.
-      await releaseKey(deps, claim)
+      // Nothing was committed through a transaction: a repeat may simply run again. Unless the
+      // run could not tell whether its COMMIT took effect and the row now says it did: then
+      // repeats must learn at once that the work was done.
+      const freed = await releaseKey(deps, claim)
+      if (!freed && error instanceof ApiError && error.code === 'outcome_unknown') await abandonKey(deps, claim)
       return error
     }
     if (error instanceof ApiError && error.status < 500) {
