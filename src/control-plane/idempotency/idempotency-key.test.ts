@@ -5,6 +5,7 @@
  * same database replays; errors before any commit free the key; public routes ignore it; the
  * document declares it on every write with a credential.
  */
+import { strToU8, zipSync } from 'fflate'
 import { assert, suite } from '../../../tests/harness.ts'
 import { buildFixtureOrg, type FixtureOrg } from '../testing/org-fixture.ts'
 import { startTestControlPlane, type TestControlPlane } from '../testing/test-control-plane.ts'
@@ -122,7 +123,11 @@ test('a key expires after its time to live: the same request then runs again, an
     assert.is(await versionCount(t, id), 3)
     assert.is((await append(t, org.owner.token, id, 'v3', 'key-5')).status, 201)
     t.clock.advance(24 * 3600_000 + 1_000)
-    assert.is(await sweepExpiredKeys(t.app.deps, 1, 10), 2)
+    // The fixture's own writes carried keys too: all expired, swept one row per batch.
+    const before = (await t.app.deps.db.selectFrom('idempotency_key').select('key').execute()).length
+    assert.ok(before > 2)
+    assert.is(await sweepExpiredKeys(t.app.deps, 1, 2), 2)
+    assert.is(await sweepExpiredKeys(t.app.deps, 1000, 10), before - 2)
     const left = await t.app.deps.db.selectFrom('idempotency_key').select('key').execute()
     assert.equal(left, [])
   })
@@ -152,7 +157,8 @@ test('an error before anything committed frees the key; the answer is sealed at 
   await withObject(async (t, org, id) => {
     const missing = await append(t, org.owner.token, 'cob_00000000000000000000000000', 'v2', 'key-7')
     assert.is(missing.status, 404)
-    assert.equal(await t.app.deps.db.selectFrom('idempotency_key').select('key').execute(), [])
+    const kept = await t.app.deps.db.selectFrom('idempotency_key').select('key').where('key', '=', 'key-7').execute()
+    assert.equal(kept, [])
     const created = await t.client.post('/v1/api-keys', {
       token: org.owner.token,
       json: { name: 'ci' },
@@ -172,6 +178,28 @@ test('an error before anything committed frees the key; the answer is sealed at 
     })
     assert.equal([replay.status, replay.body.key], [201, created.body.key])
     assert.is(await versionCount(t, id), 1)
+  })
+})
+
+test('a zip upload is fingerprinted by its bytes: the same archive replays, another one is 422', async () => {
+  await withObject(async (t, org) => {
+    const zip = (description: string) =>
+      zipSync({ 'SKILL.md': strToU8(`---\nname: zipped\ndescription: ${description}\n---\n\nBody.\n`) })
+    const upload = (bytes: Uint8Array) =>
+      t.client.post('/v1/config-objects/import', {
+        token: org.owner.token,
+        body: bytes,
+        headers: { 'content-type': 'application/zip', 'idempotency-key': 'zip-1' },
+      })
+    const first = await upload(zip('First.'))
+    assert.is(first.status, 200)
+    const again = await upload(zip('First.'))
+    assert.equal([again.status, again.headers.get('idempotency-replayed')], [200, 'true'])
+    assert.equal(again.body, first.body)
+    const other = await upload(zip('Second.'))
+    assert.equal([other.status, other.body.code], [422, 'idempotency_key_reused'])
+    const skills = await t.app.deps.db.selectFrom('config_object').select('id').where('name', '=', 'zipped').execute()
+    assert.is(skills.length, 1)
   })
 })
 

@@ -10,7 +10,7 @@
  *   before it commits; the answer is sealed and kept until the key expires. A repeat gets that
  *   answer with `Idempotency-Replayed: true`; a different request with the key 422
  *   `idempotency_key_reused`; a repeat while the first runs 409 `idempotency_key_in_progress`.
- * - Public routes (sign-up, sign-in, invitation lookups) ignore the header: without a credential
+ * - Public routes (sign-up, sign-in) ignore the header: without a credential
  *   the only scope would be the key itself (one caller's key could replay another's answer, a
  *   session token among them), and their retries are safe as they are.
  * @module
@@ -173,6 +173,11 @@ async function keyed(
     clearInterval(renewal)
   }
   const response = answerOf(route, result)
+  if ((response.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
+    // A stream has no end to wait for, so it cannot be kept: the key records only whether it committed.
+    await (scope.commits === 0 ? releaseKey(deps, claim) : abandonKey(deps, claim)).catch(() => {})
+    return response
+  }
   const body = response.body ? new Uint8Array(await response.arrayBuffer()) : null
   const answer: StoredAnswer = { status: response.status, headers: keptHeaders(response.headers), body }
   await recordAnswer(deps, claim, answer).catch((error: unknown) => {
