@@ -22,6 +22,7 @@ import type { ObjectType, VersionInput } from './config-source.ts'
 import {
   changeLifecycleIn,
   planConfigObject,
+  type PlannedConfigObject,
   type LIFECYCLE,
   type CreatedVia,
   type ObjectState,
@@ -266,6 +267,18 @@ export async function createConfigObject(
   actor: Actor,
   body: CreateConfigObjectBody,
 ): Promise<ConfigObjectView> {
+  return objectView((await writeConfigObject(deps, actor, body)).object)
+}
+
+/**
+ * {@link createConfigObject}, answering with the rows as written, for callers that shape another
+ * view of them (a skill): nothing is read back after the commit.
+ */
+export async function writeConfigObject(
+  deps: Deps,
+  actor: Actor,
+  body: CreateConfigObjectBody,
+): Promise<PlannedConfigObject> {
   const planned = await planConfigObject(deps, { orgId: actor.orgId, memberId: actor.memberId }, body, {
     sourceMode: body.sourceMode,
   })
@@ -293,7 +306,7 @@ export async function createConfigObject(
       await write(trx, [])
     })
   }
-  return objectView(planned.object)
+  return planned
 }
 
 /** Adds an object to a plugin inside a transaction (no checks); 409 `already_in_plugin`. */
