@@ -133,4 +133,18 @@ test('a scope counts each committed transaction and runs beforeCommit inside eac
   assert.equal([scope.commits, seen], [2, [1, 2]])
 })
 
+test('an ended scope is not the scope of work its request left running: background transactions neither record nor count', async () => {
+  const seen: number[] = []
+  const scope: TransactionScope = { commits: 0, beforeCommit: async (_trx, n) => void seen.push(n) }
+  const db = failingDb('never')
+  let later: Promise<unknown> = Promise.resolve()
+  await runInTransactionScope(scope, async () => {
+    await db.transaction().execute(async () => 1)
+    later = new Promise((resolve) => setTimeout(resolve, 10)).then(() => db.transaction().execute(async () => 2))
+  })
+  scope.ended = true
+  await later
+  assert.equal([scope.commits, seen], [1, [1]])
+})
+
 test.run()

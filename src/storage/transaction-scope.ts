@@ -30,6 +30,11 @@ export interface TransactionScope {
    * when it committed, false when it certainly did not; throws when that cannot be told now.
    */
   resolveCommit?: (commitNumber: number) => Promise<boolean>
+  /**
+   * Set once the request has its answer. Work the request started in the background (a job, a
+   * timer) inherits the scope through AsyncLocalStorage; its transactions are not the request's.
+   */
+  ended?: boolean
 }
 
 const scopes = new AsyncLocalStorage<TransactionScope>()
@@ -41,7 +46,8 @@ export function runInTransactionScope<T>(scope: TransactionScope, work: () => T)
 
 /** The scope of the request running now, if any. */
 export function currentTransactionScope(): TransactionScope | undefined {
-  return scopes.getStore()
+  const scope = scopes.getStore()
+  return scope?.ended ? undefined : scope
 }
 
 /**
@@ -49,7 +55,7 @@ export function currentTransactionScope(): TransactionScope | undefined {
  * run as one statement outside a transaction must then run inside one, so the record commits with it.
  */
 export function commitsAreRecorded(): boolean {
-  return scopes.getStore()?.beforeCommit !== undefined
+  return currentTransactionScope()?.beforeCommit !== undefined
 }
 
 /**

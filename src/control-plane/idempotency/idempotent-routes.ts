@@ -116,7 +116,20 @@ function wrap(route: Route, options: IdempotencyOptions): Route['handler'] {
       const scope: TransactionScope = { commits: 0 }
       return runInTransactionScope(scope, () => {
         const result = handler(context)
-        return result instanceof Promise ? result.catch((error) => afterCommitFailure(error, scope)) : result
+        if (!(result instanceof Promise)) {
+          scope.ended = true
+          return result
+        }
+        return result.then(
+          (value) => {
+            scope.ended = true
+            return value
+          },
+          (error) => {
+            scope.ended = true
+            return afterCommitFailure(error, scope)
+          },
+        )
       })
     }
     return keyed(route, options, context, scopeName, key)
@@ -168,8 +181,10 @@ async function keyed(
   try {
     result = await runInTransactionScope(scope, () => route.handler(context))
   } catch (error) {
+    scope.ended = true
     throw await failed(options, claim, scope, error)
   } finally {
+    scope.ended = true
     clearInterval(renewal)
   }
   const response = answerOf(route, result)
