@@ -306,7 +306,7 @@ export interface SignInThrottleTable {
 export interface IdempotencyKeyTable {
   scope: string
   key: string
-  /** SHA-256 (hex) of the method, target, organization and body of the first request. */
+  /** SHA-256 (hex) of the method, target, X-Service-Org-Id header and body of the first request. */
   fingerprint: string
   /** Random token of the run holding the key; a transaction counts a commit only while it matches. */
   owner: string

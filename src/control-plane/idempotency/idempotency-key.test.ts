@@ -133,6 +133,31 @@ test('a key expires after its time to live: the same request then runs again, an
   })
 })
 
+test("a repeat replays though the first request changed the session's organization (a first organization becomes the active one)", async () => {
+  const t = await startTestControlPlane()
+  try {
+    const person = await t.client.post('/v1/auth/sign-up', {
+      json: { email: 'new@orgs.test', password: 'correct horse battery', name: 'New' },
+    })
+    const token = person.body.session.token as string
+    const create = () =>
+      t.client.post('/v1/orgs', { token, json: { name: 'First' }, headers: { 'idempotency-key': 'org-1' } })
+    const first = await create()
+    const again = await create()
+    assert.equal([first.status, again.status, again.headers.get('idempotency-replayed')], [201, 201, 'true'])
+    assert.is(again.body.item.id, first.body.item.id)
+    const other = await t.client.post('/v1/orgs', {
+      token,
+      orgId: first.body.item.id,
+      json: { name: 'First' },
+      headers: { 'idempotency-key': 'org-1' },
+    })
+    assert.equal([other.status, other.body.code], [422, 'idempotency_key_reused'])
+  } finally {
+    await t.close()
+  }
+})
+
 test('a second instance on the same database replays the answer the first one recorded', async () => {
   await withObject(async (t, org, id) => {
     const first = await append(t, org.owner.token, id, 'v2', 'key-6')

@@ -6,7 +6,7 @@
  *   database failure after a commit answers 503 `outcome_unknown`, never "nothing was changed".
  * - A key: it is claimed for the caller (scope `user:<id>` for a session, `key:<id>` for an API
  *   key, `worker:<token digest>` for a Worker's activity token) with a fingerprint of the method,
- *   target, organization and body; every transaction of the run counts itself on the key's row
+ *   target, `X-Service-Org-Id` and body; every transaction of the run counts itself on the key's row
  *   before it commits; the answer is sealed and kept until the key expires. A repeat gets that
  *   answer with `Idempotency-Replayed: true`; a different request with the key 422
  *   `idempotency_key_reused`; a repeat while the first runs 409 `idempotency_key_in_progress`.
@@ -22,7 +22,7 @@ import type { Logger } from '../../core/logger.ts'
 import { isRawBody, type AnyRoute, type HandlerContext } from '../../core/route.ts'
 import { createSha256, sha256Hex } from '../../core/sha256.ts'
 import { outcomeUnknown, runInTransactionScope, type TransactionScope } from '../../storage/transaction-scope.ts'
-import type { ControlPlanePrincipal } from '../auth.ts'
+import { ORG_HEADER, type ControlPlanePrincipal } from '../auth.ts'
 import { controlPlaneError } from '../control-plane-errors.ts'
 import type { Deps } from '../deps.ts'
 import type { ControlPlaneRule } from '../policy.ts'
@@ -151,8 +151,11 @@ async function keyed(
 ): Promise<Response> {
   const { deps } = options
   let context = original
+  // The organization as the request names it: the one a session acts in by default is state that
+  // the first request may itself change (creating an organization makes it the active one).
+  const orgHeader = original.request.headers.get(ORG_HEADER) ?? ''
   const fingerprint = createSha256().update(
-    `${route.method}\n${original.url.pathname}${original.url.search}\n${original.principal.org?.id ?? ''}\n`,
+    `${route.method}\n${original.url.pathname}${original.url.search}\n${orgHeader}\n`,
   )
   if (isRawBody(route.body)) {
     const bytes = await options.readRawBody(route, original.request)
