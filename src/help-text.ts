@@ -50,6 +50,11 @@ const CONTROL_PLANE_SETTINGS: Setting[] = [
   ['logRequests', 'SERVICE_LOG_REQUESTS', 'one log line per request (default false)'],
   ['openSignUp', 'SERVICE_OPEN_SIGN_UP', 'sign-up without an invitation after the first account (default false)'],
   ['sessionTtlHours', 'SERVICE_SESSION_TTL_HOURS', 'session lifetime (default 168)'],
+  [
+    'idempotencyKeyTtlHours',
+    'SERVICE_IDEMPOTENCY_KEY_TTL_HOURS',
+    'how long Idempotency-Key answers are kept (default 24)',
+  ],
   ['trustProxy', 'SERVICE_TRUST_PROXY', 'client address from X-Forwarded-For (default false)'],
   ['encryptionKeyFile', 'SERVICE_ENCRYPTION_KEY_FILE', 'key sealing stored secrets (default <dataDir>/encryption.key)'],
   ['', 'SERVICE_ENCRYPTION_KEY', 'the key itself, 32 bytes as base64 or hex (instead of the file)'],

@@ -23,6 +23,7 @@ import * as m0024 from './0024_sign_in_throttle.ts'
 import * as m0025 from './0025_change_feed.ts'
 import * as m0030 from './0030_worker_runtime_owner.ts'
 import * as m0040 from './0040_skill_files.ts'
+import * as m0050 from './0050_idempotency_keys.ts'
 import * as m0055 from './0055_change_audience.ts'
 import * as m0056 from './0056_contents_by_object.ts'
 
@@ -46,6 +47,7 @@ export const controlPlaneMigrations: MigrationSet = {
   '0025_change_feed': m0025,
   '0030_worker_runtime_owner': m0030,
   '0040_skill_files': m0040,
+  '0050_idempotency_keys': m0050,
   '0055_change_audience': m0055,
   '0056_contents_by_object': m0056,
 }

@@ -39,6 +39,10 @@ import type { ControlPlaneDb } from './schema.ts'
 import { loadSecretBox } from './secret-box.ts'
 import { consoleRoutes } from '../console/console-routes.ts'
 import { CONTROL_PLANE_ERRORS } from './control-plane-errors.ts'
+import { idempotentRoutes } from './idempotency/idempotent-routes.ts'
+import { startKeySweeper } from './idempotency/key-sweeper.ts'
+import { readZipBody } from './routes/zip-body.ts'
+import { importLimits } from './catalog/skill-import.ts'
 
 export type { ControlPlaneRule } from './policy.ts'
 export type { ControlPlanePrincipal } from './auth.ts'
@@ -54,7 +58,16 @@ export const controlPlaneValidation: ValidationPolicy = {
   refuseNul: true,
 }
 
-const ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'X-Api-Key', 'X-Request-Id', 'X-Service-Org-Id']
+const ALLOWED_HEADERS = [
+  'Authorization',
+  'Content-Type',
+  'Idempotency-Key',
+  'X-Api-Key',
+  'X-Request-Id',
+  'X-Service-Org-Id',
+]
+/** Response headers a browser client may read besides the request id. */
+const EXPOSED_HEADERS = ['Idempotency-Replayed', 'Retry-After']
 
 /** How long an invitation stays pending (issue 6: 7 days). */
 const INVITATION_TTL_MS = 7 * 24 * 3600_000
@@ -147,7 +160,7 @@ export async function createControlPlaneApp(
       ),
       routes,
     ))
-  const routes: AnyRoute<ControlPlaneRule, ControlPlanePrincipal>[] = [
+  const declared: AnyRoute<ControlPlaneRule, ControlPlanePrincipal>[] = [
     ...systemRoutes<ControlPlaneRule>({
       mode: 'control-plane',
       version: VERSION,
@@ -169,11 +182,20 @@ export async function createControlPlaneApp(
     ...eventRoutes(ctx, changeSubscriptions, streams),
     ...consoleRoutes<ControlPlaneRule>(rules.public),
   ]
+  // Every write honours Idempotency-Key (idempotency/idempotent-routes.ts); the only raw body is a
+  // zip archive, read with its own limit to be fingerprinted.
+  const routes = idempotentRoutes(declared, {
+    deps,
+    ttlMs: config.idempotencyKeyTtlHours * 3600_000,
+    logger: options.logger,
+    readRawBody: (_route, request) => readZipBody(request, importLimits(deps).maxZipBytes),
+  })
+  const stopSweeper = startKeySweeper(deps, options.logger)
   const http = createHttpApp({
     routes,
     auth,
     validation: controlPlaneValidation,
-    cors: { origins: config.corsOrigins, allowHeaders: ALLOWED_HEADERS },
+    cors: { origins: config.corsOrigins, allowHeaders: ALLOWED_HEADERS, exposeHeaders: EXPOSED_HEADERS },
     logger: options.logger,
     requestLog: config.logRequests,
   })
@@ -199,6 +221,7 @@ export async function createControlPlaneApp(
     async close() {
       if (closed) return
       closed = true
+      stopSweeper()
       streams.closeAll()
       changeSubscriptions.close()
       await asyncFamilies.close()

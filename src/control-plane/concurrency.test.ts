@@ -141,4 +141,40 @@ test('concurrent appends without a base version get consecutive numbers and lose
   })
 })
 
+test('8 writers appending without a base never get version_conflict: each append lands or is 409 write_conflict with Retry-After', async () => {
+  await withPlane(async (t) => {
+    const org = await buildFixtureOrg(t.client, 'contention')
+    const created = await t.client.post('/v1/config-objects', {
+      token: org.owner.token,
+      json: { type: 'context', sourceMode: 'cloud', title: 'Hot', input: { rawSourceText: 'v0' } },
+    })
+    assert.is(created.status, 201)
+    const id = created.body.item.id as string
+    const answers: Array<{ status: number; code?: string; retryAfter: string | null }> = []
+    await Promise.all(
+      Array.from({ length: 8 }, async (_, writer) => {
+        for (let i = 0; i < 12; i++) {
+          const r = await t.client.post(`/v1/config-objects/${id}/versions`, {
+            token: org.owner.token,
+            json: { input: { rawSourceText: `w${writer}-${i}` } },
+          })
+          answers.push({ status: r.status, code: r.body?.code, retryAfter: r.headers.get('retry-after') })
+        }
+      }),
+    )
+    const refused = answers.filter((a) => a.status !== 201)
+    for (const a of refused) assert.equal([a.status, a.code, a.retryAfter], [409, 'write_conflict', '1'])
+    const stored = await t.app.deps.db
+      .selectFrom('config_object_version')
+      .select('number')
+      .where('config_object_id', '=', id)
+      .orderBy('number')
+      .execute()
+    assert.equal(
+      stored.map((v) => v.number),
+      Array.from({ length: 1 + answers.length - refused.length }, (_, i) => i + 1),
+    )
+  })
+})
+
 test.run()

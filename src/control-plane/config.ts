@@ -53,6 +53,10 @@ export const ControlPlaneFileSchema = v.looseObject({
   sessionTtlHours: v.optional(
     v.pipe(v.number('must be a number'), v.integer('must be a whole number'), v.minValue(1), v.maxValue(24 * 366)),
   ),
+  /** How long an Idempotency-Key and its answer are kept, in hours (default 24). */
+  idempotencyKeyTtlHours: v.optional(
+    v.pipe(v.number('must be a number'), v.integer('must be a whole number'), v.minValue(1), v.maxValue(24 * 31)),
+  ),
   /** Take the client address from the first X-Forwarded-For entry (only behind a proxy you trust). */
   trustProxy: v.optional(v.boolean('must be true or false')),
   /** Durable jobs, Workers and connectors (see jobs/async-settings.ts for keys and defaults). */
@@ -95,6 +99,8 @@ export interface ControlPlaneConfig {
   openSignUp: boolean
   /** Session lifetime in hours (default 168 = 7 days). */
   sessionTtlHours: number
+  /** How long an Idempotency-Key and its answer are kept (default 24 hours). */
+  idempotencyKeyTtlHours: number
   /** Trust X-Forwarded-For for the client address (default false). */
   trustProxy: boolean
   /** Failed sign-in limits (defaults 5 per account, 50 per address, 900 s window). */
@@ -160,6 +166,11 @@ export function loadControlPlaneConfig(flags: Flags, env: Env, cwd: string): Con
     [file.sessionTtlHours, 'file'],
     [168, 'default'],
   )
+  const [idempotencyKeyTtlHours] = pick<number>(
+    [envValue(env, 'SERVICE_IDEMPOTENCY_KEY_TTL_HOURS', envSchemas.positiveInt), 'env'],
+    [file.idempotencyKeyTtlHours, 'file'],
+    [24, 'default'],
+  )
   const [trustProxy] = pick<boolean>(
     [envValue(env, 'SERVICE_TRUST_PROXY', envSchemas.bool), 'env'],
     [file.trustProxy, 'file'],
@@ -197,6 +208,7 @@ export function loadControlPlaneConfig(flags: Flags, env: Env, cwd: string): Con
     logRequests: logRequests!,
     openSignUp: openSignUp!,
     sessionTtlHours: sessionTtlHours!,
+    idempotencyKeyTtlHours: idempotencyKeyTtlHours!,
     trustProxy: trustProxy!,
     signInThrottle: {
       maxFailuresPerAccount: throttle.maxFailuresPerAccount ?? 5,

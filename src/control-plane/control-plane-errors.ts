@@ -23,6 +23,15 @@ export const CONTROL_PLANE_ERRORS = defineErrors({
     status: 422,
     description: 'The body, query or source does not validate (details.issues; details.reason for sources)',
   },
+  idempotency_key_invalid: {
+    status: 400,
+    description: 'The Idempotency-Key header is empty, over 255 characters, or not printable ASCII',
+  },
+  idempotency_key_reused: {
+    status: 422,
+    description:
+      'This Idempotency-Key was already used for a different request (another method, target, organization or body); use a new key',
+  },
   zip_duplicate_skill: { status: 422, description: 'The archive holds the same skill twice' },
   zip_skill_name_mismatch: { status: 422, description: "A skill's folder in the archive does not carry its name" },
 
@@ -70,6 +79,15 @@ export const CONTROL_PLANE_ERRORS = defineErrors({
   worker_not_found: { status: 404, description: 'No Worker with this id' },
 
   // 409: the current state does not allow it
+  idempotency_key_in_progress: {
+    status: 409,
+    description: 'A request with this Idempotency-Key is still running; retry after Retry-After to get its answer',
+  },
+  idempotency_answer_lost: {
+    status: 409,
+    description:
+      'The request with this Idempotency-Key was carried out, but its answer could not be recorded (the server stopped or lost its database right after the commit, or the answer was over 4 MiB); do not retry: read the resource to see the result',
+  },
   email_taken: { status: 409, description: 'An account with that email already exists' },
   member_exists: { status: 409, description: 'That email already belongs to a member' },
   already_owner: { status: 409, description: 'That member is already the owner' },

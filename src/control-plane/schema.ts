@@ -302,6 +302,26 @@ export interface SignInThrottleTable {
   window_started_at: string
 }
 
+/** An idempotency key of one caller scope (`user:`, `key:`, `worker:`), see idempotency/. */
+export interface IdempotencyKeyTable {
+  scope: string
+  key: string
+  /** SHA-256 (hex) of the method, target, X-Service-Org-Id header and body of the first request. */
+  fingerprint: string
+  /** Random token of the run holding the key; a transaction counts a commit only while it matches. */
+  owner: string
+  /** ISO time until which a run in progress holds the key; after it, another may take it over. */
+  lease_until: string
+  /** Transactions of the run that committed (0: nothing was written through a transaction). */
+  commits: number
+  /** The answer's status once recorded, else null. */
+  status: number | null
+  /** The answer (status, headers, body), sealed with the secret box: it may hold a secret shown once. */
+  answer: string | null
+  created_at: string
+  expires_at: string
+}
+
 /** One change in an organization's feed (`GET /v1/events`). */
 export interface ChangeEventTable {
   org_id: string
@@ -330,6 +350,7 @@ export interface ChangeAudienceTable {
 export interface ControlPlaneDb {
   change_event: ChangeEventTable
   change_audience: ChangeAudienceTable
+  idempotency_key: IdempotencyKeyTable
   sign_in_throttle: SignInThrottleTable
   instance: InstanceTable
   app_user: UserTable

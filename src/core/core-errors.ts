@@ -31,6 +31,11 @@ export const CORE_ERRORS = defineErrors({
     status: 503,
     description: 'The database is unreachable or too slow; nothing was changed, retry after Retry-After',
   },
+  outcome_unknown: {
+    status: 503,
+    description:
+      'The database connection was lost while the change was being committed (or after): it may or may not have been made. Retry with the same Idempotency-Key to learn the outcome',
+  },
 })
 
 /** Makes an error with one of the {@link CORE_ERRORS} codes. */

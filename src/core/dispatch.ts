@@ -61,7 +61,8 @@ export interface Dispatcher {
   stamped(response: Response): boolean
 }
 
-function successStatus(route: AnyRoute): number {
+/** The status of a route's plain-data answer: its first declared 2xx (200 when none). */
+export function successStatus(route: AnyRoute): number {
   const codes = Object.keys(route.responses)
     .map(Number)
     .filter((s) => s >= 200 && s < 300)

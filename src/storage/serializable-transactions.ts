@@ -9,10 +9,16 @@
  *
  * A transaction callback may therefore run more than once: it must only touch the database (side
  * effects such as notifications belong after the transaction resolves).
+ *
+ * Every transaction also reports to the request's {@link TransactionScope} (transaction-scope.ts):
+ * the scope's `beforeCommit` runs inside it, a commit is counted, and a connection lost while
+ * COMMIT was on its way is never reported as "nothing was changed": the scope resolves it
+ * (idempotency keys record each commit), or the answer is 503 `outcome_unknown`.
  * @module
  */
-import type { Kysely } from 'kysely'
-import { ApiError } from '../core/errors.ts'
+import type { Kysely, Transaction } from 'kysely'
+import { ApiError, DatabaseUnavailableError } from '../core/errors.ts'
+import { currentTransactionScope, outcomeUnknown, type TransactionScope } from './transaction-scope.ts'
 import { isStalePlan } from './statement-names.ts'
 import { coreError } from '../core/core-errors.ts'
 
@@ -62,6 +68,45 @@ export async function retryOnConflict<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
+interface Executable {
+  execute<T>(callback: (trx: Transaction<any>) => Promise<T>): Promise<T>
+}
+
+/**
+ * One attempt of a transaction, with what the request's scope needs: its `beforeCommit` last
+ * inside the transaction, the commit counted, and a failure while COMMIT was on its way told
+ * apart from one before it (which certainly rolled back).
+ */
+async function attempt<T>(
+  target: Executable,
+  callback: (trx: Transaction<any>) => Promise<T>,
+  scope: TransactionScope | undefined,
+): Promise<T> {
+  let committing = false
+  let result: T | undefined
+  const commitNumber = (scope?.commits ?? 0) + 1
+  try {
+    await target.execute(async (trx) => {
+      result = await callback(trx)
+      if (scope?.beforeCommit) await scope.beforeCommit(trx, commitNumber)
+      committing = true
+    })
+  } catch (error) {
+    if (!committing || !(error instanceof DatabaseUnavailableError)) throw error
+    // The connection failed while COMMIT was on its way: it may have taken effect.
+    if (!scope?.resolveCommit) throw outcomeUnknown()
+    let committed: boolean
+    try {
+      committed = await scope.resolveCommit(commitNumber)
+    } catch {
+      throw outcomeUnknown()
+    }
+    if (!committed) throw error
+  }
+  if (scope) scope.commits = commitNumber
+  return result as T
+}
+
 /**
  * Makes every `db.transaction()` of this handle retried on conflict and, on PostgreSQL,
  * SERIALIZABLE. Patched on the instance so every existing call site gets it unchanged.
@@ -73,8 +118,10 @@ export function retryingTransactions<DB>(db: Kysely<DB>, options: { serializable
     return new Proxy(builder, {
       get(target, property) {
         if (property === 'execute') {
-          return <T>(callback: Parameters<typeof target.execute<T>>[0]) =>
-            retryOnConflict(() => target.execute(callback))
+          return <T>(callback: (trx: Transaction<any>) => Promise<T>) => {
+            const scope = currentTransactionScope()
+            return retryOnConflict(() => attempt(target as Executable, callback, scope))
+          }
         }
         const value = Reflect.get(target, property)
         return typeof value === 'function' ? value.bind(target) : value

@@ -69,6 +69,23 @@ denoSuite('the control plane runs under Deno on PostgreSQL and keeps an account 
         body: JSON.stringify({ email: 'deno@pg.test', password: 'correct horse battery' }),
       })
       assert.is(signIn.status, 200)
+      const token = ((await signIn.json()) as { session: { token: string } }).session.token
+      // A keyed write and its repeat: the key is recorded by the write's own transaction, through
+      // AsyncLocalStorage, under Deno too.
+      const createOrg = () =>
+        fetch(`${second.url}/v1/orgs`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            authorization: `Bearer ${token}`,
+            'idempotency-key': 'deno-org-1',
+          },
+          body: JSON.stringify({ name: 'Deno org' }),
+        })
+      const created = await createOrg()
+      const replayed = await createOrg()
+      assert.equal([created.status, replayed.status, replayed.headers.get('idempotency-replayed')], [201, 201, 'true'])
+      assert.equal((await replayed.json()).item.id, (await created.json()).item.id)
     } finally {
       assert.is(await second.stop(), 0)
     }

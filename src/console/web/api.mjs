@@ -1,6 +1,24 @@
 // The console's only way to the server: same-origin calls to the documented API with the
 // credentials the user gave. Errors keep the server's status, code, message and details.
 
+/** Tries of one call answered 503 before its failure is shown. */
+const MAX_ATTEMPTS = 3
+
+/**
+ * A fresh Idempotency-Key: 128 random bits as hex. `getRandomValues` rather than `randomUUID`,
+ * which browsers offer only on secure origins (a console on plain http in a LAN has none).
+ */
+function idempotencyKey() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16))
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')
+}
+
+/** Waits what `Retry-After` asks (seconds), between one half and five seconds. */
+function pause(retryAfter) {
+  const seconds = Math.min(5, Math.max(0.5, Number(retryAfter) || 1))
+  return new Promise((resolve) => setTimeout(resolve, seconds * 1000))
+}
+
 /** An API failure as the server described it. */
 export class ApiFailure extends Error {
   constructor(status, code, message, details) {
@@ -22,11 +40,20 @@ export function createApi({ headers, onUnauthorized }) {
       init.headers['content-type'] = 'application/json'
       init.body = JSON.stringify(body)
     }
+    // Every write carries a key of its own, so the retries below (and the server) never make it twice.
+    if (method !== 'GET') init.headers['idempotency-key'] = idempotencyKey()
     let response
-    try {
-      response = await fetch(path, init)
-    } catch {
-      throw new ApiFailure(0, 'network_error', 'The server did not answer; check that it is still running')
+    for (let attempt = 1; ; attempt++) {
+      try {
+        response = await fetch(path, init)
+      } catch {
+        throw new ApiFailure(0, 'network_error', 'The server did not answer; check that it is still running')
+      }
+      // 503: nothing was run (busy, database unavailable) or its outcome is unknown; with the same
+      // key a repeat is safe and tells which. A few tries, as long as the server asks to wait.
+      if (response.status !== 503 || attempt >= MAX_ATTEMPTS) break
+      await response.body?.cancel()
+      await pause(response.headers.get('retry-after'))
     }
     const text = await response.text()
     let data
@@ -59,6 +86,7 @@ export function createApi({ headers, onUnauthorized }) {
       for (const [name, value] of Object.entries({ accept: 'application/json', ...headers() }))
         xhr.setRequestHeader(name, value)
       xhr.setRequestHeader('content-type', contentType)
+      xhr.setRequestHeader('idempotency-key', idempotencyKey())
       xhr.upload.addEventListener('progress', (event) =>
         onProgress?.(event.loaded, event.lengthComputable ? event.total : file.size),
       )

@@ -144,7 +144,9 @@ export async function getInvitation(deps: Deps, orgId: string, id: string): Prom
 
 /** Cancels a pending invitation; 409 `invitation_not_pending` in any other state. */
 export async function cancelInvitation(deps: Deps, actor: Actor, id: string): Promise<InvitationView> {
-  await deps.db.transaction().execute(async (trx) => {
+  // The answer is read inside the transaction: a read after the commit could fail and turn
+  // a change that was made into an error.
+  return deps.db.transaction().execute(async (trx) => {
     const row = await trx
       .selectFrom('invitation')
       .selectAll()
@@ -161,8 +163,8 @@ export async function cancelInvitation(deps: Deps, actor: Actor, id: string): Pr
       .where('id', '=', id)
       .execute()
     await recordAudit(deps, trx, actor, 'invitation.canceled', { type: 'invitation', id })
+    return getInvitation({ ...deps, db: trx }, actor.orgId, id)
   })
-  return getInvitation(deps, actor.orgId, id)
 }
 
 /** Why a token cannot be used. */

@@ -97,7 +97,9 @@ export async function changeMemberRole(
   memberId: string,
   role: AssignableRole,
 ): Promise<MemberView> {
-  await deps.db.transaction().execute(async (trx) => {
+  // The answer is read inside the transaction: a read after the commit could fail and turn
+  // a change that was made into an error.
+  return deps.db.transaction().execute(async (trx) => {
     const row = await trx
       .selectFrom('member')
       .select(['id', 'role'])
@@ -106,23 +108,24 @@ export async function changeMemberRole(
       .executeTakeFirst()
     if (!row) throw notFound()
     if (row.role === 'owner') throw controlPlaneError('owner_protected', "The owner's role cannot be changed")
-    if (row.role === role) return
-    await trx
-      .updateTable('member')
-      .set({ role, updated_at: isoAt(deps) })
-      .where('id', '=', memberId)
-      .execute()
-    await recordAudit(
-      deps,
-      trx,
-      actor,
-      'member.role_changed',
-      { type: 'member', id: memberId },
-      { from: row.role, to: role },
-    )
-    await disableMemberKeys(deps, trx, actor, memberId, 'role_changed')
+    if (row.role !== role) {
+      await trx
+        .updateTable('member')
+        .set({ role, updated_at: isoAt(deps) })
+        .where('id', '=', memberId)
+        .execute()
+      await recordAudit(
+        deps,
+        trx,
+        actor,
+        'member.role_changed',
+        { type: 'member', id: memberId },
+        { from: row.role, to: role },
+      )
+      await disableMemberKeys(deps, trx, actor, memberId, 'role_changed')
+    }
+    return getMember({ ...deps, db: trx }, actor.orgId, memberId)
   })
-  return getMember(deps, actor.orgId, memberId)
 }
 
 /**
@@ -130,7 +133,9 @@ export async function changeMemberRole(
  * both members' API keys are disabled. 409 `already_owner` when the target is the owner.
  */
 export async function transferOwnership(deps: Deps, actor: Actor, memberId: string): Promise<MemberView> {
-  await deps.db.transaction().execute(async (trx) => {
+  // The answer is read inside the transaction: a read after the commit could fail and turn
+  // a change that was made into an error.
+  return deps.db.transaction().execute(async (trx) => {
     const row = await trx
       .selectFrom('member')
       .select(['id', 'role'])
@@ -157,8 +162,8 @@ export async function transferOwnership(deps: Deps, actor: Actor, memberId: stri
     )
     await disableMemberKeys(deps, trx, actor, actor.memberId, 'role_changed')
     await disableMemberKeys(deps, trx, actor, memberId, 'role_changed')
+    return getMember({ ...deps, db: trx }, actor.orgId, memberId)
   })
-  return getMember(deps, actor.orgId, memberId)
 }
 
 /** Removes a member: their team memberships go, their API keys are disabled. The owner cannot be removed. */

@@ -81,7 +81,9 @@ export async function updateOrganization(
   actor: Actor,
   input: { name?: string },
 ): Promise<OrganizationView> {
-  await deps.db.transaction().execute(async (trx) => {
+  // The answer is read inside the transaction: a read after the commit could fail and turn
+  // a change that was made into an error.
+  return deps.db.transaction().execute(async (trx) => {
     if (input.name !== undefined)
       await trx
         .updateTable('organization')
@@ -96,8 +98,8 @@ export async function updateOrganization(
       { type: 'organization', id: actor.orgId },
       { fields: Object.keys(input).join(',') },
     )
+    return getOrganization({ ...deps, db: trx }, actor.orgId)
   })
-  return getOrganization(deps, actor.orgId)
 }
 
 /** The user's membership in one organization, or null when not a member. */

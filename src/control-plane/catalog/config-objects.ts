@@ -8,6 +8,7 @@
 import type { MaybePromise } from '../../core/maybe-promise.ts'
 import { type Expression, type SqlBool, sql } from 'kysely'
 import { newId } from '../../core/ids.ts'
+import { commitsAreRecorded } from '../../storage/transaction-scope.ts'
 import { insertRows, insertsAreOneStatement, type RowInsert } from '../../storage/row-inserts.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
 import { isoAt, type Deps } from '../deps.ts'
@@ -21,6 +22,7 @@ import type { ObjectType, VersionInput } from './config-source.ts'
 import {
   changeLifecycleIn,
   planConfigObject,
+  type PlannedConfigObject,
   type LIFECYCLE,
   type CreatedVia,
   type ObjectState,
@@ -265,6 +267,18 @@ export async function createConfigObject(
   actor: Actor,
   body: CreateConfigObjectBody,
 ): Promise<ConfigObjectView> {
+  return objectView((await writeConfigObject(deps, actor, body)).object)
+}
+
+/**
+ * {@link createConfigObject}, answering with the rows as written, for callers that shape another
+ * view of them (a skill): nothing is read back after the commit.
+ */
+export async function writeConfigObject(
+  deps: Deps,
+  actor: Actor,
+  body: CreateConfigObjectBody,
+): Promise<PlannedConfigObject> {
   const planned = await planConfigObject(deps, { orgId: actor.orgId, memberId: actor.memberId }, body, {
     sourceMode: body.sourceMode,
   })
@@ -280,8 +294,9 @@ export async function createConfigObject(
       rows,
     )
   const rows = [...planned.rows, creatorGrantRow(deps, actor, 'config_object', planned.id)]
-  // Rows, grant, audit and change are one statement on PostgreSQL: atomic without a transaction.
-  if (pluginIds.length === 0 && insertsAreOneStatement(deps.db)) await write(deps.db, rows)
+  // Rows, grant, audit and change are one statement on PostgreSQL: atomic without a transaction,
+  // unless an idempotency key must commit with them.
+  if (pluginIds.length === 0 && insertsAreOneStatement(deps.db) && !commitsAreRecorded()) await write(deps.db, rows)
   else {
     await deps.db.transaction().execute(async (trx) => {
       for (const pluginId of pluginIds) await requireRole(trx, actor, 'plugin', pluginId, 'editor')
@@ -291,7 +306,7 @@ export async function createConfigObject(
       await write(trx, [])
     })
   }
-  return objectView(planned.object)
+  return planned
 }
 
 /** Adds an object to a plugin inside a transaction (no checks); 409 `already_in_plugin`. */
@@ -335,7 +350,9 @@ export async function changeLifecycle(
   id: string,
   action: keyof typeof LIFECYCLE,
 ): Promise<ConfigObjectView> {
-  await deps.db.transaction().execute(async (trx) => {
+  // The answer is read inside the transaction: a read after the commit could fail and turn a
+  // change that was made into an error.
+  return deps.db.transaction().execute(async (trx) => {
     await requireRole(trx, actor, 'config_object', id, 'manager')
     await changeLifecycleIn(deps, trx, actor.orgId, id, action)
     const event =
@@ -345,6 +362,6 @@ export async function changeLifecycle(
           ? 'config_object.deleted'
           : 'config_object.restored'
     await recordAudit(deps, trx, actor, event, { type: 'config_object', id })
+    return objectView(await objectQuery(trx, actor.orgId).where('co.id', '=', id).executeTakeFirstOrThrow())
   })
-  return getConfigObject(deps, actor, id)
 }

@@ -208,9 +208,27 @@ export function findConfigObjectsByConnector(
 }
 
 /**
+ * A concurrent append took the next number. The transaction runs again and then sees the winner
+ * (an append with a base answers `version_conflict` with the real latest id there; one without a
+ * base simply appends after it); if it keeps losing, this is the answer: contention, not a
+ * version conflict, so 409 `write_conflict` with Retry-After as every other retried write.
+ */
+function concurrentAppend(): RetryableApiError {
+  return new RetryableApiError(
+    409,
+    'write_conflict',
+    'Too many concurrent changes to the same data; retry the request',
+    {
+      headers: { 'retry-after': '1' },
+    },
+  )
+}
+
+/**
  * Appends a version to an object of the writer's organization and makes it the latest. 404 when
  * the object is not in the organization; 409 `config_object_deleted` for a deleted object; 409
- * `version_conflict` (with the latest id) when `baseVersionId` is stale or a concurrent append won.
+ * `version_conflict` (with the latest id) when `baseVersionId` is stale; 409 `write_conflict` when
+ * concurrent appends kept winning through every retry.
  * A skill equal to the latest version (same bundle hash) adds nothing: the latest id is returned.
  */
 export async function appendVersionIn(
@@ -272,13 +290,7 @@ export async function appendVersionIn(
   } catch (error) {
     // A concurrent append took this number: run the transaction again, which then answers with the
     // winner as the latest version (or, if it keeps losing, this).
-    if (isUniqueViolation(error))
-      throw new RetryableApiError(
-        409,
-        'version_conflict',
-        'Another version was added at the same time; re-read the latest version',
-        { details: { latestVersionId: null } },
-      )
+    if (isUniqueViolation(error)) throw concurrentAppend()
     throw error
   }
   // Compare-and-set on the count: a writer that read the same state loses here even on a database
@@ -298,13 +310,7 @@ export async function appendVersionIn(
     .where('id', '=', objectId)
     .where('version_count', '=', object.version_count)
     .executeTakeFirst()
-  if (Number(updated.numUpdatedRows) !== 1)
-    throw new RetryableApiError(
-      409,
-      'version_conflict',
-      'Another version was added at the same time; re-read the latest version',
-      { details: { latestVersionId: null } },
-    )
+  if (Number(updated.numUpdatedRows) !== 1) throw concurrentAppend()
   await replaceTerms(trx, writer.orgId, objectId, `${object.title} ${object.description ?? ''} ${source.searchText}`)
   return versionId
 }

@@ -75,7 +75,9 @@ export async function addVersion(
   objectId: string,
   body: { input: VersionInput; baseVersionId?: string; reason?: string },
 ): Promise<VersionView> {
-  const versionId = await deps.db.transaction().execute(async (trx) => {
+  // The answer is read inside the transaction: a query after the commit could fail (a lost
+  // connection) and turn a stored version into an error a client would retry.
+  const row = await deps.db.transaction().execute(async (trx) => {
     await requireRole(trx, actor, 'config_object', objectId, 'editor')
     const latest = (await findConfigObject(trx, actor.orgId, objectId))?.latest_version_id
     const id = await appendVersionIn(
@@ -87,18 +89,18 @@ export async function addVersion(
       { baseVersionId: body.baseVersionId, createdVia: 'cloud', sourceRevisionRef: body.reason ?? null },
     )
     // An unchanged skill added nothing (the latest version stands for it): nothing to audit.
-    if (id === latest) return id
-    await recordAudit(
-      deps,
-      trx,
-      actor,
-      'config_object.version_added',
-      { type: 'config_object', id: objectId },
-      { versionId: id },
-    )
-    return id
+    if (id !== latest)
+      await recordAudit(
+        deps,
+        trx,
+        actor,
+        'config_object.version_added',
+        { type: 'config_object', id: objectId },
+        { versionId: id },
+      )
+    return trx.selectFrom('config_object_version').selectAll().where('id', '=', id).executeTakeFirstOrThrow()
   })
-  return getVersion(deps, actor, objectId, versionId)
+  return versionView(row)
 }
 
 /** The object's versions, newest first. */

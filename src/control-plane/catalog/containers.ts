@@ -114,7 +114,9 @@ export async function createContainer(
 ): Promise<ContainerView> {
   const id = newId(PREFIX[kind])
   const now = isoAt(deps)
-  await deps.db.transaction().execute(async (trx) => {
+  // The answer is read inside the transaction: a read after the commit could fail and turn
+  // a change that was made into an error.
+  return deps.db.transaction().execute(async (trx) => {
     await trx
       .insertInto(kind)
       .values({
@@ -131,8 +133,8 @@ export async function createContainer(
       .execute()
     await grantCreator(deps, trx, actor, kind, id)
     await recordAudit(deps, trx, actor, `${kind}.created` as AuditAction, { type: kind, id })
+    return getContainer({ ...deps, db: trx }, actor, kind, id)
   })
-  return getContainer(deps, actor, kind, id)
 }
 
 /** Renames or re-describes a container (editor). */
@@ -143,7 +145,9 @@ export async function updateContainer(
   id: string,
   input: { name?: string; description?: string | null },
 ): Promise<ContainerView> {
-  await deps.db.transaction().execute(async (trx) => {
+  // The answer is read inside the transaction: a read after the commit could fail and turn
+  // a change that was made into an error.
+  return deps.db.transaction().execute(async (trx) => {
     await requireRole(trx, actor, kind, id, 'editor')
     const changes: { name?: string; description?: string | null; updated_at: string } = { updated_at: isoAt(deps) }
     if (input.name !== undefined) changes.name = input.name
@@ -157,8 +161,8 @@ export async function updateContainer(
       { type: kind, id },
       { fields: Object.keys(input).sort().join(',') },
     )
+    return getContainer({ ...deps, db: trx }, actor, kind, id)
   })
-  return getContainer(deps, actor, kind, id)
 }
 
 /** Archives (active → archived) or restores (archived → active) a container (manager); other moves 409. */
@@ -169,7 +173,9 @@ export async function moveContainer(
   id: string,
   action: 'archive' | 'restore',
 ): Promise<ContainerView> {
-  await deps.db.transaction().execute(async (trx) => {
+  // The answer is read inside the transaction: a read after the commit could fail and turn
+  // a change that was made into an error.
+  return deps.db.transaction().execute(async (trx) => {
     await requireRole(trx, actor, kind, id, 'manager')
     const row = await trx.selectFrom(kind).select('status').where('id', '=', id).executeTakeFirstOrThrow()
     const from: ContainerState = action === 'archive' ? 'active' : 'archived'
@@ -195,8 +201,8 @@ export async function moveContainer(
       type: kind,
       id,
     })
+    return getContainer({ ...deps, db: trx }, actor, kind, id)
   })
-  return getContainer(deps, actor, kind, id)
 }
 
 /** Deletes a container with its memberships and grants (manager). */

@@ -30,9 +30,10 @@ import {
 } from './visibility-sql.ts'
 import { preparedQuery } from '../prepared-query.ts'
 import type { Db } from '../schema.ts'
-import { createConfigObject } from './config-objects.ts'
+import { writeConfigObject } from './config-objects.ts'
 import { normalizeSource } from './config-source.ts'
 import type { ObjectState } from './config-store.ts'
+import type { ConfigObjectVersionTable } from '../schema.ts'
 import { preparedVisiblePage } from './visible-page.ts'
 import { controlPlaneError } from '../control-plane-errors.ts'
 
@@ -173,13 +174,31 @@ export async function createSkill(
       throw error
     }
   })()
-  const created = await createConfigObject(deps, actor, {
+  const planned = await writeConfigObject(deps, actor, {
     type: 'skill',
     sourceMode: 'cloud',
     title: body.title ?? source.name,
     input,
   })
-  return getSkill(deps, actor, created.id)
+  // The answer is the rows as written: a read after the commit could fail and turn a skill that
+  // was created into an error.
+  const object = planned.object
+  const version = planned.rows.find((r) => r.table === 'config_object_version' && 'row' in r) as
+    | { row: ConfigObjectVersionTable }
+    | undefined
+  if (!version) throw new Error('a planned object has its first version')
+  return skillView({
+    id: object.id,
+    name: object.name,
+    title: object.title,
+    status: object.status,
+    created_at: object.created_at,
+    updated_at: object.updated_at,
+    version_id: version.row.id,
+    version_number: version.row.number,
+    normalized_payload: version.row.normalized_payload,
+    files: version.row.files,
+  })
 }
 
 /** A page of the skills a member receives (a grant on the skill, or a hub assigned to them). */

@@ -188,7 +188,9 @@ export async function updateAccount(
   id: string,
   input: { displayName?: string; metadata?: Json | null; credentials?: { token: string } | null },
 ): Promise<ConnectorAccountView> {
-  await ctx.deps.db.transaction().execute(async (trx) => {
+  // The answer is read inside the transaction: a read after the commit could fail and turn
+  // a change that was made into an error.
+  return ctx.deps.db.transaction().execute(async (trx) => {
     const row = await trx
       .selectFrom('connector_account')
       .select('id')
@@ -214,8 +216,8 @@ export async function updateAccount(
       { type: 'connector_account', id },
       { fields: Object.keys(input).sort().join(',') },
     )
+    return getAccount({ ...ctx, deps: { ...ctx.deps, db: trx } }, actor.orgId, id)
   })
-  return getAccount(ctx, actor.orgId, id)
 }
 
 /** Deletes an account with its instances, targets, mappings and sync history. Synced config objects stay. */

@@ -42,6 +42,11 @@ export interface CallOptions {
   /** Sent as `X-Service-Org-Id`. */
   orgId?: string
   headers?: Record<string, string>
+  /**
+   * Writes carry a fresh `Idempotency-Key` unless `headers` names one, as first-party clients do;
+   * false sends none (a test of the path without a key).
+   */
+  idempotencyKey?: false
 }
 
 /** A checked response. `body` is parsed JSON (null when empty). */
@@ -147,6 +152,8 @@ export function contractClient<Rule>(source: ContractSource<Rule>) {
     if (options.token !== undefined) headers.set('authorization', `Bearer ${options.token}`)
     if (options.apiKey !== undefined) headers.set('x-api-key', options.apiKey)
     if (options.orgId !== undefined) headers.set('x-service-org-id', options.orgId)
+    if (method !== 'GET' && method !== 'HEAD' && options.idempotencyKey !== false && !headers.has('idempotency-key'))
+      headers.set('idempotency-key', crypto.randomUUID())
     const url = new URL(path, 'http://contract.test')
     const response = await source.fetch(new Request(url, { method, headers, body: body as BodyInit | undefined }))
     const text = await response.text()

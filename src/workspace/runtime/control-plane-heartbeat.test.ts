@@ -20,8 +20,8 @@ test('without all three variables nothing is reported', () => {
   )
 })
 
-test('beats carry the activity token to the Worker route, survive failures, and stop on 409', async () => {
-  const seen: Array<{ url: string; auth: string | undefined; body: string }> = []
+test('beats carry the activity token and a fresh Idempotency-Key each to the Worker route, survive failures, and stop on 409', async () => {
+  const seen: Array<{ url: string; auth: string | undefined; key: string | undefined; body: string }> = []
   let answer = 500
   const server = createServer((req, res) => {
     let body = ''
@@ -29,7 +29,13 @@ test('beats carry the activity token to the Worker route, survive failures, and 
       body += d
     })
     req.on('end', () => {
-      seen.push({ url: req.url ?? '', auth: req.headers.authorization, body })
+      const key = req.headers['idempotency-key']
+      seen.push({
+        url: req.url ?? '',
+        auth: req.headers.authorization,
+        key: typeof key === 'string' ? key : undefined,
+        body,
+      })
       res.writeHead(answer, { 'content-type': 'application/json' })
       res.end('{}')
     })
@@ -53,6 +59,8 @@ test('beats carry the activity token to the Worker route, survive failures, and 
     assert.is(seen[0]!.url, '/v1/workers/wrk_abc/heartbeat')
     assert.is(seen[0]!.auth, 'Bearer wka_token')
     assert.is(JSON.parse(seen[0]!.body).version, '9.9.9')
+    assert.match(seen[0]!.key ?? '', /^[0-9a-f-]{36}$/)
+    assert.ok(seen[0]!.key !== seen[1]!.key, 'one key per beat')
     answer = 409
     assert.is(await reporter!.beat(), 409)
     const count = seen.length

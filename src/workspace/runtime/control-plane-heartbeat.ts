@@ -36,7 +36,12 @@ export function startControlPlaneHeartbeat(
     try {
       const response = await fetch(url, {
         method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        // A key per beat: a beat the control plane ran but whose answer was lost is never counted twice.
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          'idempotency-key': crypto.randomUUID(),
+        },
         body: JSON.stringify({ sentAt: new Date().toISOString(), version: options.version }),
         signal: AbortSignal.timeout(Math.max(1000, intervalMs)),
       })
