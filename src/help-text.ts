@@ -155,8 +155,8 @@ function modeHelp(version: string, mode: Mode): string[] {
     ...settingLines(CONNECTION_LIMITS),
     '',
     workspace
-      ? 'More keys (authThrottle.*, events.*, files.*, sidecar.*) are listed in README.md, "Configuration".'
-      : 'More keys (signInThrottle.*, jobs.*, workers.*, connectors.*) are listed in README.md, "Configuration".',
+      ? 'More keys (authThrottle.*, events.*, files.*, sidecar.*) are listed in docs/configuration.md.'
+      : 'More keys (signInThrottle.*, jobs.*, workers.*, connectors.*) are listed in docs/configuration.md.',
   ]
 }
 

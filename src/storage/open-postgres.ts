@@ -6,7 +6,7 @@
  * Why `pg` and not `postgres` or `Bun.SQL`: `pg` runs unchanged in the compiled binary, under Bun
  * from source and under Deno, and kysely ships its dialect; the measured difference per query on
  * loopback is a few microseconds against a round trip of about 100 µs (bench/cases/pg-drivers.ts,
- * README "PostgreSQL driver").
+ * docs/configuration.md, "PostgreSQL and several instances").
  * @module
  */
 import type { PostgresPool, PostgresPoolClient } from 'kysely'
