@@ -42,6 +42,8 @@ export interface PostgresHandle {
    * the same statement names, error translation and connection retirement as every other query.
    */
   read(text: string, values: ReadonlyArray<unknown>): Promise<unknown[]>
+  /** The pool's connections and the statements that failed so far (metrics). */
+  stats(): { size: number; inUse: number; waiting: number; queryErrors: number }
   end(): Promise<void>
 }
 
@@ -119,6 +121,7 @@ export function openPostgresPool(options: PostgresPoolOptions): PostgresHandle {
   }
   const pool = new pg.Pool(config)
   const names = new StatementNames()
+  let queryErrors = 0
   // An idle client losing its connection emits 'error' on the pool; without a listener that would
   // crash the process. The next checkout gets a fresh connection.
   pool.on('error', () => {})
@@ -136,6 +139,7 @@ export function openPostgresPool(options: PostgresPoolOptions): PostgresHandle {
       broken = true
     })
     const fail = (error: unknown): never => {
+      queryErrors++
       if (isUnavailable(error) && (error as { code?: string }).code !== '57014') broken = true
       throw translate(error)
     }
@@ -183,6 +187,12 @@ export function openPostgresPool(options: PostgresPoolOptions): PostgresHandle {
   return {
     pool: kyselyPool,
     safeUrl: redactDatabaseUrl(options.url),
+    stats: () => ({
+      size: pool.totalCount,
+      inUse: pool.totalCount - pool.idleCount,
+      waiting: pool.waitingCount,
+      queryErrors,
+    }),
     async read(text, values) {
       const client = await kyselyPool.connect()
       try {
