@@ -128,6 +128,15 @@ export async function main(argv: string[], io: MainIo): Promise<number> {
     const { runHostCli } = await import('./workspace/access/host-cli.ts')
     return runHostCli(argv, io)
   }
+  if (
+    argv[0] === 'backup' ||
+    argv[0] === 'restore' ||
+    (argv[0] === 'control-plane' && /^(backup|restore)$/.test(argv[1] ?? ''))
+  ) {
+    startupFinished()
+    const { runBackupCli } = await import('./backup-command.ts')
+    return runBackupCli(argv[0] === 'control-plane' ? ['--mode', 'control-plane', ...argv.slice(1)] : argv, io)
+  }
   if (argv[0] === 'control-plane') {
     startupFinished()
     const { runControlPlaneCli } = await import('./control-plane/copy-database.ts')
