@@ -14,7 +14,7 @@ import { consoleUrl } from './console/console-url.ts'
 import { serve, startupFinished, type Listener } from './serve.ts'
 import type { SurfaceMetrics } from './core/metrics-endpoint.ts'
 import { loadMetricsSettings, type MetricsSettings } from './core/metrics-settings.ts'
-import { VERSION } from './version.ts'
+import { buildInfo, VERSION, versionLine } from './version.ts'
 
 /** First arguments that select the host CLI (talking to a running server) instead of serving. */
 const HOST_COMMANDS = ['approvals', 'tokens']
@@ -158,7 +158,7 @@ export async function main(argv: string[], io: MainIo): Promise<number> {
     return 0
   }
   if (flags.version) {
-    io.stdout(VERSION)
+    io.stdout(versionLine(await buildInfo(io.cwd)))
     return 0
   }
 
