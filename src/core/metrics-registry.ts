@@ -23,11 +23,15 @@ export type GaugeReading = number | ReadonlyArray<Sample> | Promise<number | Rea
 /** A monotonically increasing count. */
 export interface Counter {
   inc(labels?: Labels, by?: number): void
+  /** The series of `labels`, bound once: incrementing it skips the label lookup (hot paths). */
+  child(labels: Labels): { inc(by?: number): void }
 }
 
 /** A distribution of observed values (seconds, bytes) in cumulative buckets. */
 export interface Histogram {
   observe(labels: Labels, value: number): void
+  /** The series of `labels`, bound once (hot paths). */
+  child(labels: Labels): { observe(value: number): void }
 }
 
 /** Latency buckets in seconds, from a fast local read to a slow upload. */
@@ -109,12 +113,23 @@ export class MetricsRegistry {
         return out
       },
     })
+    const entryOf = (labels: Labels | undefined) => {
+      const key = keyOf(labelNames, labels)
+      let entry = values.get(key)
+      if (!entry) values.set(key, (entry = { labels, value: 0 }))
+      return entry
+    }
     return {
       inc(labels, by = 1) {
-        const key = keyOf(labelNames, labels)
-        const entry = values.get(key)
-        if (entry) entry.value += by
-        else values.set(key, { labels, value: by })
+        entryOf(labels).value += by
+      },
+      child(labels) {
+        const entry = entryOf(labels)
+        return {
+          inc(by = 1) {
+            entry.value += by
+          },
+        }
       },
     }
   }
@@ -193,19 +208,29 @@ export class MetricsRegistry {
         return out
       },
     })
+    const entryOf = (labels: Labels) => {
+      const key = keyOf(labelNames, labels)
+      let entry = series.get(key)
+      if (!entry) series.set(key, (entry = { labels, counts: bounds.map(() => 0), sum: 0, count: 0 }))
+      return entry
+    }
+    const record = (entry: { counts: number[]; sum: number; count: number }, value: number) => {
+      entry.sum += value
+      entry.count++
+      for (let i = 0; i < bounds.length; i++) {
+        if (value <= (bounds[i] as number)) {
+          ;(entry.counts[i] as number)++
+          break
+        }
+      }
+    }
     return {
       observe(labels, value) {
-        const key = keyOf(labelNames, labels)
-        let entry = series.get(key)
-        if (!entry) series.set(key, (entry = { labels, counts: bounds.map(() => 0), sum: 0, count: 0 }))
-        entry.sum += value
-        entry.count++
-        for (let i = 0; i < bounds.length; i++) {
-          if (value <= (bounds[i] as number)) {
-            ;(entry.counts[i] as number)++
-            break
-          }
-        }
+        record(entryOf(labels), value)
+      },
+      child(labels) {
+        const entry = entryOf(labels)
+        return { observe: (value) => record(entry, value) }
       },
     }
   }

@@ -30,12 +30,29 @@ export function requestMetrics(registry: MetricsRegistry): RequestObserver {
     'Time from routing to the response headers (for event streams, until the stream opened), by route template and method.',
     ['route', 'method'],
   )
+  // Bound series per route, method and status class: a request costs two map lookups, not a key
+  // built from its labels. Every key comes from the route table and the fixed lists above.
+  type Bound = { inc(): void; observe(value: number): void }
+  const bound = new Map<string, Map<string, Bound[]>>()
+  const seriesOf = (route: string, method: string, statusIndex: number): Bound => {
+    let byMethod = bound.get(route)
+    if (!byMethod) bound.set(route, (byMethod = new Map()))
+    let byStatus = byMethod.get(method)
+    if (!byStatus) byMethod.set(method, (byStatus = []))
+    let series = byStatus[statusIndex]
+    if (!series) {
+      const counter = total.child({ route, method, status_class: CLASSES[statusIndex] ?? 'other' })
+      const histogram = duration.child({ route, method })
+      series = byStatus[statusIndex] = { inc: () => counter.inc(), observe: (value) => histogram.observe(value) }
+    }
+    return series
+  }
   return {
     observe(method, route, status, seconds) {
-      const m = METHODS.has(method) ? method : 'other'
-      const statusClass = CLASSES[Math.floor(status / 100) - 1] ?? 'other'
-      total.inc({ route, method: m, status_class: statusClass })
-      duration.observe({ route, method: m }, seconds)
+      const index = Math.floor(status / 100) - 1
+      const series = seriesOf(route, METHODS.has(method) ? method : 'other', index >= 0 && index < 5 ? index : 5)
+      series.inc()
+      series.observe(seconds)
     },
   }
 }
