@@ -14,7 +14,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 
-const TARGETS: Record<string, string> = {
+/** Release targets: our name → Bun's compile target. */
+export const TARGETS: Record<string, string> = {
   'linux-x64': 'bun-linux-x64',
   'linux-arm64': 'bun-linux-arm64',
   'darwin-x64': 'bun-darwin-x64',
@@ -48,7 +49,7 @@ const orderFile = (mode: string, root = '.') => join(root, ORDER_DIR, `${mode}.t
 export function compileArgs(
   entry: string,
   outfile: string,
-  options: { root?: string; target?: string; withOrder?: boolean } = {},
+  options: { root?: string; target?: string; withOrder?: boolean; stamp?: BuildStamp } = {},
 ): string[] {
   const profiles =
     options.withOrder === false ? [] : MODES.map((mode) => orderFile(mode, options.root)).filter((f) => existsSync(f))
@@ -71,20 +72,48 @@ export function compileArgs(
     ...(options.target ? ['--target', options.target] : []),
     '--compile-jit-policy',
     String(START_JIT_POLICY),
+    // What `--version` prints besides the version (src/version.ts).
+    ...(options.stamp
+      ? [
+          '--define',
+          `SERVICE_BUILD_COMMIT=${JSON.stringify(options.stamp.commit)}`,
+          '--define',
+          `SERVICE_BUILD_DATE=${JSON.stringify(options.stamp.date)}`,
+        ]
+      : []),
   ]
+}
+
+/** The commit and time a build is made from, baked into the binary. */
+export interface BuildStamp {
+  commit: string
+  date: string
+}
+
+/** The current commit (`unknown` outside a git checkout) and now, to the second, in UTC. */
+export function buildStamp(root = '.'): BuildStamp {
+  const git = spawnSync('git', ['-C', root, 'rev-parse', '--short=12', 'HEAD'], { encoding: 'utf8' })
+  const commit = git.status === 0 ? git.stdout.trim() : 'unknown'
+  // SOURCE_DATE_EPOCH (reproducible builds) wins over the clock when set.
+  const epoch = Number(process.env.SOURCE_DATE_EPOCH)
+  const date = new Date(Number.isFinite(epoch) && epoch > 0 ? epoch * 1000 : Date.now())
+  return { commit, date: date.toISOString().replace(/\.\d{3}Z$/, 'Z') }
 }
 
 const outDir = 'dist'
 
-function build(outfile: string, target?: string, withOrder = true): void {
-  const args = compileArgs('bin/service-server.ts', outfile, { target, withOrder })
+/** Builds one executable; returns false (after printing why) when `exitOnFailure` is off and it failed. */
+export function build(outfile: string, target?: string, withOrder = true, exitOnFailure = true): boolean {
+  const args = compileArgs('bin/service-server.ts', outfile, { target, withOrder, stamp: buildStamp() })
   const started = performance.now()
   const result = spawnSync(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'] })
   if (result.status !== 0) {
     console.error(`build failed for ${target ?? 'this platform'}`)
-    process.exit(result.status ?? 1)
+    if (exitOnFailure) process.exit(result.status ?? 1)
+    return false
   }
   console.log(`built ${outfile}${target ? ` (${target})` : ''} in ${Math.round(performance.now() - started)} ms`)
+  return true
 }
 
 /** Starts `binary` in `mode` with the order recorder on, makes a few typical requests, stops it. */

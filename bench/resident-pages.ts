@@ -9,7 +9,7 @@
  * say which code it is. Two processes of binaries built from the same Bun map its runtime at the
  * same file offsets, so their page sets can be compared directly: `--out` saves this process's
  * set, `--compare` prints how much of its `.text` each saved set also touches, which is how the
- * README's start-up phases were attributed (against the module floor and the work floor).
+ * start-up phases in bench/results/history.md were attributed (against the module floor and the work floor).
  * Linux only; reading another process's pagemap needs root (or CAP_SYS_ADMIN).
  */
 import { spawnSync } from 'node:child_process'

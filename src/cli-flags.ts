@@ -132,7 +132,7 @@ export type Mode = (typeof MODES)[number]
  * or `-h`/`-v`; a repeated flag keeps its last value, a `multiple` one all of them. Null for
  * anything else (unknown or malformed flags, positionals, `--`), which `parseArgs` then parses or
  * refuses with its own message. Why: evaluating `node:util` costs every start about 1.5 MB of
- * resident memory (README.md, "Workspace memory"), only to read a handful of flags.
+ * resident memory (bench/results/history.md, "Workspace memory"), only to read a handful of flags.
  */
 function parseOrdinary(argv: string[]): Flags | null {
   // Null prototype, like parseArgs' values: a flag named like an Object method reads as unset.

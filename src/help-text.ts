@@ -74,11 +74,20 @@ const CONNECTION_LIMITS: Setting[] = [
   ['', 'SERVICE_MAX_REQUESTS', 'requests in progress in total before 503 (default 1024)'],
 ]
 
+/** `GET /metrics`, the same in both modes (docs/metrics.md). */
+const METRICS_SETTINGS: Setting[] = [
+  ['metrics.enabled', 'SERVICE_METRICS', 'serve GET /metrics in the Prometheus text format (default off)'],
+  ['metrics.token', 'SERVICE_METRICS_TOKEN', 'scrapes must send it as a bearer token (16+ characters)'],
+  ['metrics.listen', 'SERVICE_METRICS_LISTEN', 'host:port: serve /metrics there only, not on the main listener'],
+]
+
 const USAGE = [
   '  service-server [--mode workspace|control-plane] [options]',
   '  service-server approvals list|allow <id>|deny <id> [--url <base>] [--host-token <t>]',
   '  service-server tokens list|create <scope> [--label <l>] [--ttl <seconds>]|revoke <id> [--url <base>]',
   '  service-server control-plane copy-database --from <sqlite file> [--to <postgres url>]',
+  '  service-server backup [--mode workspace|control-plane] [--data-dir <dir>] --to <file>',
+  '  service-server restore [--mode workspace|control-plane] --from <file> --data-dir <dir>',
 ]
 
 function flagLine(name: string, f: FlagSpec): string {
@@ -155,13 +164,14 @@ function modeHelp(version: string, mode: Mode): string[] {
     `  ${'config-file key'.padEnd(32)} environment variable`,
     `${' '.repeat(35)}meaning (default)`,
     ...settingLines(workspace ? WORKSPACE_SETTINGS : CONTROL_PLANE_SETTINGS),
+    ...settingLines(METRICS_SETTINGS),
     '',
     'Connection limits, environment only (read before the config file):',
     ...settingLines(CONNECTION_LIMITS),
     '',
     workspace
-      ? 'More keys (authThrottle.*, events.*, files.*, sidecar.*) are listed in README.md, "Configuration".'
-      : 'More keys (signInThrottle.*, jobs.*, workers.*, connectors.*) are listed in README.md, "Configuration".',
+      ? 'More keys (authThrottle.*, events.*, files.*, sidecar.*) are listed in docs/configuration.md.'
+      : 'More keys (signInThrottle.*, jobs.*, workers.*, connectors.*) are listed in docs/configuration.md.',
   ]
 }
 

@@ -12,7 +12,9 @@ import type { Surface } from './core/surface.ts'
 import { loadRequestLimits, type RequestLimits } from './core/request-limits.ts'
 import { consoleUrl } from './console/console-url.ts'
 import { serve, startupFinished, type Listener } from './serve.ts'
-import { VERSION } from './version.ts'
+import type { SurfaceMetrics } from './core/metrics-endpoint.ts'
+import { loadMetricsSettings, type MetricsSettings } from './core/metrics-settings.ts'
+import { buildInfo, VERSION, versionLine } from './version.ts'
 
 /** First arguments that select the host CLI (talking to a running server) instead of serving. */
 const HOST_COMMANDS = ['approvals', 'tokens']
@@ -40,27 +42,83 @@ async function startSurface(
   flags: Record<string, unknown>,
   io: MainIo,
   logger: (format: 'pretty' | 'json') => Logger,
-): Promise<{ surface: Surface; host: string; port: number; cors: string[]; log: Logger }> {
+): Promise<{
+  surface: Surface
+  host: string
+  port: number
+  cors: string[]
+  log: Logger
+  metrics: ListenerMetrics | undefined
+}> {
   // Each mode loads only its own surface: the other's code (and its dependencies) would cost start
   // time and resident memory for nothing.
   if (mode === 'control-plane') {
     const { loadControlPlaneConfig } = await import('./control-plane/config.ts')
     const { createControlPlaneApp } = await import('./control-plane/app.ts')
     const config = loadControlPlaneConfig(flags as never, io.env, io.cwd)
+    const metrics = await metricsFor(loadMetricsSettings(io.env, config.file.metrics))
     const log = logger(config.logFormat)
-    const surface = await createControlPlaneApp(config, { logger: log })
-    return { surface, host: config.host, port: config.port, cors: config.corsOrigins, log }
+    const surface = await createControlPlaneApp(config, { logger: log, metrics: metrics?.surface })
+    return { surface, host: config.host, port: config.port, cors: config.corsOrigins, log, metrics }
   }
   const { loadWorkspaceConfig } = await import('./workspace/config/server-config.ts')
   const { createWorkspaceApp } = await import('./workspace/app.ts')
   const config = loadWorkspaceConfig(flags as never, io.env, io.cwd)
+  const metrics = await metricsFor(loadMetricsSettings(io.env, config.file.metrics))
   const log = logger(config.logFormat)
   if (config.unknownKeys.length)
     log.warn('unknown keys in config file ignored', { file: config.configPath, keys: config.unknownKeys })
   if (config.approval.mode === 'auto' && !config.readOnly)
     log.warn('approval mode is auto: writes are applied without asking the host (not gated); for development only')
-  const surface = await createWorkspaceApp(config, { logger: log })
-  return { surface, host: config.host, port: config.port, cors: config.corsOrigins, log }
+  const surface = await createWorkspaceApp(config, { logger: log, metrics: metrics?.surface })
+  return { surface, host: config.host, port: config.port, cors: config.corsOrigins, log, metrics }
+}
+
+/** Metrics as the entry point holds them: what the surface gets, and what the listeners add. */
+interface ListenerMetrics {
+  settings: MetricsSettings
+  surface: SurfaceMetrics
+  stopSampler(): void
+}
+
+/**
+ * The registry with the process and request series, when metrics are on. Loaded only then: a
+ * server without metrics evaluates none of this code.
+ */
+async function metricsFor(settings: MetricsSettings): Promise<ListenerMetrics | undefined> {
+  if (!settings.enabled) return undefined
+  const { MetricsRegistry } = await import('./core/metrics-registry.ts')
+  const { requestMetrics } = await import('./core/request-metrics.ts')
+  const { registerProcessMetrics } = await import('./core/process-metrics.ts')
+  const registry = new MetricsRegistry()
+  const stopSampler = registerProcessMetrics(registry)
+  const requests = requestMetrics(registry)
+  const surface: SurfaceMetrics = settings.listen
+    ? { registry, requests }
+    : { registry, requests, route: { token: settings.token } }
+  return { settings, surface, stopSampler }
+}
+
+/** The request guard's counters as series (registered once the main listener exists). */
+function registerListenerMetrics(metrics: ListenerMetrics, listener: Listener): void {
+  const { registry } = metrics.surface
+  registry.gauge(
+    'service_http_requests_in_flight',
+    'Requests in progress that are waiting on something (counted by the request guard).',
+    () => listener.stats().inFlight,
+  )
+  registry.counterFrom(
+    'service_http_requests_refused_total',
+    'Requests refused by the connection limits: busy (503, over a cap) or body_timeout (408).',
+    () => {
+      const stats = listener.stats()
+      return [
+        { labels: { reason: 'busy' }, value: stats.refused },
+        { labels: { reason: 'body_timeout' }, value: stats.bodyTimeouts },
+      ]
+    },
+    ['reason'],
+  )
 }
 
 /** Runs the server until a stop signal; returns the exit code. */
@@ -69,6 +127,15 @@ export async function main(argv: string[], io: MainIo): Promise<number> {
     startupFinished()
     const { runHostCli } = await import('./workspace/access/host-cli.ts')
     return runHostCli(argv, io)
+  }
+  if (
+    argv[0] === 'backup' ||
+    argv[0] === 'restore' ||
+    (argv[0] === 'control-plane' && /^(backup|restore)$/.test(argv[1] ?? ''))
+  ) {
+    startupFinished()
+    const { runBackupCli } = await import('./backup-command.ts')
+    return runBackupCli(argv[0] === 'control-plane' ? ['--mode', 'control-plane', ...argv.slice(1)] : argv, io)
   }
   if (argv[0] === 'control-plane') {
     startupFinished()
@@ -91,7 +158,7 @@ export async function main(argv: string[], io: MainIo): Promise<number> {
     return 0
   }
   if (flags.version) {
-    io.stdout(VERSION)
+    io.stdout(versionLine(await buildInfo(io.cwd)))
     return 0
   }
 
@@ -119,7 +186,7 @@ export async function main(argv: string[], io: MainIo): Promise<number> {
     io.stderr(`service-server: failed to start: ${(error as Error).message}`)
     return 1
   }
-  const { surface, host, cors, log } = started
+  const { surface, host, cors, log, metrics } = started
   if (cors.includes('*') && !isLoopbackHost(host)) {
     log.warn(
       'CORS allows any origin (*) while listening on a non-loopback address; any web page can call this server with a stolen token',
@@ -136,7 +203,30 @@ export async function main(argv: string[], io: MainIo): Promise<number> {
     io.stderr(`service-server: cannot listen on ${host}:${started.port}: ${(error as Error).message}`)
     return 1
   }
+  let metricsListener: Listener | undefined
+  if (metrics) {
+    registerListenerMetrics(metrics, listener)
+    const at = metrics.settings.listen
+    if (at) {
+      try {
+        const { metricsListenerFetch } = await import('./core/metrics-endpoint.ts')
+        metricsListener = await serve({
+          host: at.host,
+          port: at.port,
+          fetch: metricsListenerFetch(metrics.surface.registry, metrics.settings.token),
+          limits,
+        })
+      } catch (error) {
+        await listener.stop()
+        await surface.close()
+        stderr.flush()
+        io.stderr(`service-server: cannot listen for metrics on ${at.host}:${at.port}: ${(error as Error).message}`)
+        return 1
+      }
+    }
+  }
   io.stdout(`service-server ${VERSION} ${mode} listening on http://${urlHost(host)}:${listener.port}`)
+  if (metricsListener) io.stdout(`metrics: http://${urlHost(metricsListener.host)}:${metricsListener.port}/metrics`)
   for (const line of surface.onListening?.({ host, port: listener.port }) ?? []) io.stdout(line)
   // Workspace mode prints its console link (with a one-time code) among its own lines; the control
   // plane's console signs in with an account, so its line is the bare address.
@@ -152,6 +242,8 @@ export async function main(argv: string[], io: MainIo): Promise<number> {
   await Promise.race([
     (async () => {
       await listener.stop()
+      await metricsListener?.stop()
+      metrics?.stopSampler()
       await surface.close()
     })(),
     deadline,

@@ -7,7 +7,7 @@
  */
 
 import type { PeerLookup } from './core/peer-address.ts'
-import { RequestGuard } from './core/request-guard.ts'
+import { type GuardStats, RequestGuard } from './core/request-guard.ts'
 import { REQUEST_LIMIT_DEFAULTS, type RequestLimits } from './core/request-limits.ts'
 
 declare const Bun: any
@@ -17,6 +17,8 @@ declare const Deno: any
 export interface Listener {
   readonly host: string
   readonly port: number
+  /** The request guard's counters: requests in progress, refused by the caps, bodies timed out. */
+  stats(): GuardStats
   stop(): Promise<void>
 }
 
@@ -250,6 +252,7 @@ export async function serve(options: ServeOptions): Promise<Listener> {
     return {
       host: options.host,
       port: server.port as number,
+      stats: () => guard.stats(),
       // A graceful stop lets just-closed streams flush their last bytes; the forced stop after it
       // guarantees we never hang on a connection (stop() alone waits on an open SSE forever).
       stop: async () => {
@@ -293,6 +296,7 @@ export async function serve(options: ServeOptions): Promise<Listener> {
     return {
       host: options.host,
       port,
+      stats: () => guard.stats(),
       // shutdown() waits for open streams; aborting the signal closes them at once.
       stop: async () => {
         controller.abort()

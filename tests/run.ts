@@ -27,6 +27,21 @@ function find(dir: string, out: string[] = []): string[] {
   return out
 }
 
+const startedAt = performance.now()
+/** The top-level run (not the PostgreSQL pass it starts as a child). */
+const topLevel = process.env.SERVICE_TEST_ENGINE !== 'postgres'
+
+// A run killed before its end leaves its PostgreSQL test databases behind; drop those whose run is
+// gone (or that are a day old) before this run creates its own.
+if (topLevel && process.env.SERVICE_TEST_DATABASE_URL) {
+  const { dropStaleRunDatabases } = await import('../src/control-plane/testing/test-database.ts')
+  const stale = await dropStaleRunDatabases().catch((error) => {
+    console.log(`could not look for stale test databases: ${error}`)
+    return []
+  })
+  if (stale.length > 0) console.log(`dropped ${stale.length} test databases left by earlier runs that did not finish`)
+}
+
 const filters = process.argv.slice(2)
 const files = [...find(join(root, 'src')), ...find(join(root, 'tests'))].filter(
   (file) => filters.length === 0 || filters.some((f) => relative(root, file).includes(f)),
@@ -73,6 +88,8 @@ passed += pgPass.passed
 total += pgPass.total
 skipped += pgPass.skipped
 const failed = total - passed
+if (topLevel) console.log(`wall time: ${formatDuration(performance.now() - startedAt)} (${files.length} suite files)`)
+// Last, always: CI reads this line.
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`)
 process.exit(failed > 0 || total === 0 ? 1 : 0)
 
@@ -90,16 +107,8 @@ async function postgresPass(): Promise<{ passed: number; total: number; skipped:
     return none
   }
   const { spawn } = await import('node:child_process')
-  const { dropRunDatabases, dropStaleRunDatabases, newRunId, runPrefix } = await import(
-    '../src/control-plane/testing/test-database.ts'
-  )
+  const { dropRunDatabases, newRunId, runPrefix } = await import('../src/control-plane/testing/test-database.ts')
   const runId = newRunId()
-  // A run killed before its end leaves its databases behind; clear those first.
-  const stale = await dropStaleRunDatabases().catch((error) => {
-    console.log(`could not look for stale test databases: ${error}`)
-    return []
-  })
-  if (stale.length > 0) console.log(`dropped ${stale.length} test databases left by earlier runs that did not finish`)
   console.log(`\nPostgreSQL pass: ${selected.length} control-plane suites`)
   const child = spawn(process.execPath, [join(root, 'tests/run.ts'), ...selected], {
     cwd: root,
@@ -127,4 +136,11 @@ async function postgresPass(): Promise<{ passed: number; total: number; skipped:
   const [p, f, s] = [Number(match[1]), Number(match[2]), Number(match[3] ?? 0)]
   console.log(`PostgreSQL pass: ${p} passed, ${f} failed`)
   return { passed: p, total: p + f, skipped: s }
+}
+
+/** `12 min 34.5 s`, or `4.2 s` under a minute. */
+function formatDuration(ms: number): string {
+  const seconds = ms / 1000
+  if (seconds < 60) return `${seconds.toFixed(1)} s`
+  return `${Math.floor(seconds / 60)} min ${(seconds % 60).toFixed(1)} s`
 }

@@ -6,7 +6,7 @@
  * on one connection through `pg` (as kysely's PostgresDialect uses it: unnamed statements),
  * `postgres` (prepared statements) and `Bun.SQL` (prepared statements), drivers alternated per
  * round. Reported as µs per operation with each driver's ratio to `pg`; no target (the choice is
- * documented in the README with these figures).
+ * documented in bench/results/history.md with these figures).
  *
  * Part 2, the control plane on PostgreSQL next to its floor in the same run (issue 15 items 2 and
  * 3): `GET /v1/me`, `GET /v1/config-objects?limit=50&type=skill`, `GET /v1/members?limit=50`,

@@ -11,6 +11,7 @@ import type { AnyRoute } from '../core/route.ts'
 import { StreamRegistry } from '../core/sse.ts'
 import type { Surface } from '../core/surface.ts'
 import { systemRoutes } from '../core/system-routes.ts'
+import { metricsRoutes, type SurfaceMetrics } from '../core/metrics-endpoint.ts'
 import type { ValidationPolicy } from '../core/validation.ts'
 import { openDatabase, type Database } from '../storage/database.ts'
 import { databaseProbe } from '../storage/health-probe.ts'
@@ -34,7 +35,7 @@ import { orgRoutes } from './routes/org-routes.ts'
 import type { RouteContext } from './routes/route.ts'
 import { teamRoutes } from './routes/team-routes.ts'
 import { eventRoutes } from './routes/event-routes.ts'
-import { ChangeSubscriptions } from './events/change-feed.ts'
+import { CountedChangeSubscriptions, registerControlPlaneMetrics } from './ops/control-plane-metrics.ts'
 import type { ControlPlaneDb } from './schema.ts'
 import { loadSecretBox } from './secret-box.ts'
 import { consoleRoutes } from '../console/console-routes.ts'
@@ -79,6 +80,8 @@ export interface ControlPlaneAppOptions {
   now?: () => number
   /** Password KDF cost; tests lower it to keep suites fast. Production uses the default. */
   scrypt?: ScryptParams
+  /** Prometheus metrics (absent: off). */
+  metrics?: SurfaceMetrics
 }
 
 /** The route table and auth policy, exposed so contract tests validate responses against them. */
@@ -128,7 +131,7 @@ export async function createControlPlaneApp(
     secrets: secretKey.box,
     notifier: database.notifier,
   }
-  const changeSubscriptions = new ChangeSubscriptions(database.notifier)
+  const changeSubscriptions = new CountedChangeSubscriptions(database.notifier)
   const throttle = new SignInThrottle(
     {
       maxFailuresPerAccount: config.signInThrottle.maxFailuresPerAccount,
@@ -142,6 +145,7 @@ export async function createControlPlaneApp(
   const asyncFamilies = createAsyncFamilies(deps, config, options.logger, ctx)
   const auth = controlPlaneAuth(deps)
   const streams = new StreamRegistry()
+  if (options.metrics) registerControlPlaneMetrics(options.metrics, { database, changeSubscriptions, streams, now })
   let doc: Record<string, unknown> | undefined
   const document = () =>
     (doc ??= annotatePolicy(
@@ -170,6 +174,7 @@ export async function createControlPlaneApp(
       // Load balancers poll /health; the probe runs at most one `select 1` a second.
       database: databaseProbe(database.db),
     }),
+    ...metricsRoutes<ControlPlaneRule>(rules.public, options.metrics),
     ...authRoutes(ctx),
     ...meRoutes(ctx),
     ...orgRoutes(ctx),
@@ -198,6 +203,7 @@ export async function createControlPlaneApp(
     cors: { origins: config.corsOrigins, allowHeaders: ALLOWED_HEADERS, exposeHeaders: EXPOSED_HEADERS },
     logger: options.logger,
     requestLog: config.logRequests,
+    observe: options.metrics?.requests,
   })
   let closed = false
   await asyncFamilies.start()

@@ -6,6 +6,7 @@
  */
 import { dirname, join, resolve } from 'node:path'
 import * as v from 'valibot'
+import { MetricsFileSchema } from '../core/metrics-settings.ts'
 import type { Flags } from '../cli-flags.ts'
 import { SkillLimitsFileSchema } from '../opencode/skill-wire.ts'
 import { ConnectorsFileSchema, JobsFileSchema, WorkersFileSchema } from './jobs/async-settings.ts'
@@ -47,6 +48,8 @@ export const ControlPlaneFileSchema = v.looseObject({
   ),
   logFormat: v.optional(envSchemas.logFormat),
   logRequests: v.optional(v.boolean('must be true or false')),
+  /** `GET /metrics` (see core/metrics-settings.ts; env SERVICE_METRICS* wins). */
+  metrics: v.optional(MetricsFileSchema),
   /** Allow anyone to sign up without an invitation (the first account is always allowed). */
   openSignUp: v.optional(v.boolean('must be true or false')),
   /** Session lifetime in hours; sessions in use slide forward. */

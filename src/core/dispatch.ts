@@ -12,6 +12,7 @@ import type * as v from 'valibot'
 import { PreEncodedJson } from './errors.ts'
 import { failureResponse, unmatchedResponse } from './failure-response.ts'
 import type { Logger } from './logger.ts'
+import { type RequestObserver, UNMATCHED_ROUTE } from './request-metrics.ts'
 import { decodeParams, type Where } from './request-target.ts'
 import { isRawBody, type AnyRoute } from './route.ts'
 import type { RouteTable } from './router.ts'
@@ -50,6 +51,8 @@ export interface DispatchOptions<Rule, Principal> {
   auth: SurfaceAuth<Rule, Principal>
   validation: ValidationPolicy
   logger: Logger
+  /** Told about every routed request when metrics are on (absent: nothing is timed). */
+  observe?: RequestObserver
 }
 
 /** A dispatcher, and a way to tell the responses it built (they already carry the request id). */
@@ -183,7 +186,7 @@ export function createDispatcher<Rule, Principal>(options: DispatchOptions<Rule,
     }
   }
 
-  return {
+  const plain: Dispatcher = {
     dispatch(request, method, requestId, where) {
       const found = table.match(method, where.pathname)
       if (!found) return unmatchedResponse(request, where.pathname, table as RouteTable)
@@ -191,5 +194,33 @@ export function createDispatcher<Rule, Principal>(options: DispatchOptions<Rule,
     },
     dispatchTo: (route, request, requestId, where) => invoke(route, request, null, requestId, where),
     stamped: (response) => response === last,
+  }
+  const observer = options.observe
+  if (!observer) return plain
+
+  // With metrics on, the same steps timed and reported by route template (never the raw path).
+  const timed = (
+    route: string,
+    method: string,
+    started: number,
+    result: Response | Promise<Response>,
+  ): Response | Promise<Response> => {
+    const report = (response: Response) => {
+      observer.observe(method, route, response.status, (performance.now() - started) / 1000)
+      return response
+    }
+    return result instanceof Promise ? result.then(report) : report(result)
+  }
+  return {
+    dispatch(request, method, requestId, where) {
+      const started = performance.now()
+      const found = table.match(method, where.pathname)
+      if (!found)
+        return timed(UNMATCHED_ROUTE, method, started, unmatchedResponse(request, where.pathname, table as RouteTable))
+      return timed(found.route.path, method, started, invoke(found.route, request, found.params, requestId, where))
+    },
+    dispatchTo: (route, request, requestId, where) =>
+      timed(route.path, request.method, performance.now(), invoke(route, request, null, requestId, where)),
+    stamped: plain.stamped,
   }
 }

@@ -19,6 +19,7 @@ import { bindPeer, type PeerLookup } from './peer-address.ts'
 import { requestIdOf, stampForeign } from './request-id.ts'
 import { DOT_SEGMENTS, dotSegments, invalidTarget, locate, located, NOWHERE, type Where } from './request-target.ts'
 import { bindRequestedPath } from './requested-path.ts'
+import type { RequestObserver } from './request-metrics.ts'
 import type { AnyRoute } from './route.ts'
 import { createRouteTable, type RouteTable } from './router.ts'
 import type { SurfaceAuth } from './surface-auth.ts'
@@ -40,6 +41,8 @@ export interface HttpAppOptions<Rule, Principal> {
    * returns null to leave them. Runs before routing so aliases need no duplicate declarations.
    */
   rewrite?: { prefix: string; map: (url: URL) => URL | null }
+  /** Request metrics by route template (absent: metrics are off and nothing is timed). */
+  observe?: RequestObserver
 }
 
 /** A composed surface. */
@@ -75,6 +78,7 @@ export function createHttpApp<Rule, Principal>(options: HttpAppOptions<Rule, Pri
     auth: options.auth,
     validation: options.validation,
     logger,
+    observe: options.observe,
   })
   const cors = corsStep(options.cors)
 

@@ -88,11 +88,8 @@ const TRANSPORT_LIMITS = [
   '- Request headers: the Bun binary refuses more than 16 KiB of request headers in total with a bare `431` (no JSON body, no `X-Request-Id`) and closes headers that take longer than about 10 s; under Deno the limit is about 64 KiB (a bare `400`). These answers come from the runtime before the server sees the request.',
 ].join('\n')
 
-/**
- * The project grants no licence (package.json is private and names none); the document says so
- * rather than leaving clients to guess. `LicenseRef-` is SPDX's form for a licence outside its list.
- */
-const LICENSE = { name: 'Proprietary: no licence granted', identifier: 'LicenseRef-Proprietary' }
+/** The project's licence (LICENSE, package.json), by its SPDX identifier. */
+const LICENSE = { name: 'Apache License 2.0', identifier: 'Apache-2.0' }
 
 const conversion: ConversionConfig = {
   target: 'draft-2020-12',

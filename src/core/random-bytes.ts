@@ -2,7 +2,7 @@
  * Random bytes from Web Crypto's `getRandomValues`, a cryptographically secure generator.
  *
  * Why not `node:crypto`'s `randomBytes`: evaluating `node:crypto` costs a compiled Bun server about
- * 3 MB of resident memory at start (README.md, "Workspace memory"), and ids, tokens and temp names
+ * 3 MB of resident memory at start (bench/results/history.md, "Workspace memory"), and ids, tokens and temp names
  * need nothing else from it.
  * @module
  */

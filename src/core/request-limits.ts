@@ -23,7 +23,7 @@ export interface RequestLimits {
   maxRequests: number
 }
 
-/** Defaults, documented in README.md (Operations). */
+/** Defaults, documented in docs/configuration.md ("Connection limits"). */
 export const REQUEST_LIMIT_DEFAULTS = {
   bodyIdleTimeoutSeconds: 15,
   idleTimeoutSeconds: 10,

@@ -30,7 +30,7 @@ export type SettingSource = 'flag' | 'env' | 'file' | 'default' | 'generated' | 
 
 /**
  * The user's home directory when HOME is unset (from the account database). `node:os` is evaluated
- * only then: it costs every start about 0.5 MB of resident memory (README.md, "Workspace memory").
+ * only then: it costs every start about 0.5 MB of resident memory (bench/results/history.md, "Workspace memory").
  */
 function homedir(): string {
   return (process.getBuiltinModule('node:os') as typeof import('node:os')).homedir()

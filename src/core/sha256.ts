@@ -2,7 +2,7 @@
  * SHA-256 without evaluating `node:crypto` unless the input is large.
  *
  * Why: evaluating `node:crypto` costs a compiled Bun server about 3 MB of resident memory and some
- * milliseconds of start (README.md, "Workspace memory"), and the workspace server hashes at every
+ * milliseconds of start (bench/results/history.md, "Workspace memory"), and the workspace server hashes at every
  * start (workspace ids from paths, the configured token, the snapshot of tracked files) and on
  * authenticated requests, nearly always a few hundred bytes. Web Crypto's digest is asynchronous,
  * which these synchronous paths cannot wait for. So input is collected, and hashed here in

@@ -39,7 +39,20 @@ export interface Database<DB> {
   readonly path: string
   /** Cross-instance wake-ups (LISTEN/NOTIFY on PostgreSQL, in-process on SQLite). */
   readonly notifier: Notifier
+  /** The connection pool and failed statements so far, read by the metrics scrape. */
+  stats(): DatabaseStats
   close(): Promise<void>
+}
+
+/** What {@link Database.stats} reports. On SQLite the pool is the writer (one at a time) plus the reader. */
+export interface DatabaseStats {
+  /** Connections open or allowed (PostgreSQL: open now; SQLite: writer and reader). */
+  size: number
+  inUse: number
+  /** Callers waiting for a connection (SQLite: for the writer). */
+  waiting: number
+  /** Statements that failed since start (constraint violations and serialization retries included). */
+  queryErrors: number
 }
 
 /**
@@ -174,6 +187,7 @@ export async function openDatabase<DB>(options: OpenDatabaseOptions): Promise<Da
     engine: 'sqlite',
     path: options.path,
     notifier,
+    stats: () => driver.stats(),
     async close() {
       if (closed) return
       closed = true
@@ -208,6 +222,7 @@ async function openPostgres<DB>(url: string, options: OpenDatabaseOptions): Prom
     engine: 'postgres',
     path: handle.safeUrl,
     notifier,
+    stats: () => handle.stats(),
     async close() {
       if (closed) return
       closed = true

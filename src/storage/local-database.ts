@@ -6,7 +6,7 @@
  * its whole state is three tables written by a dozen fixed statements, with no second engine to
  * abstract. Evaluating kysely and running its query builder cost a compiled workspace server
  * 4.3 MB of resident memory over the same work on the runtime's SQLite (2026-11-27, a compiled
- * server opening a database and answering; see the README, "Issue 15, fifth round"), about a
+ * server opening a database and answering; see bench/results/history.md, "Issue 15, fifth round"), about a
  * tenth of its idle footprint. So the statements are SQL text run as cached prepared statements
  * on `open-sqlite.ts` directly. SQLite calls are synchronous, so one connection serves reads and
  * writes without interleaving, and a transaction is a plain function call.

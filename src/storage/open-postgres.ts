@@ -6,7 +6,7 @@
  * Why `pg` and not `postgres` or `Bun.SQL`: `pg` runs unchanged in the compiled binary, under Bun
  * from source and under Deno, and kysely ships its dialect; the measured difference per query on
  * loopback is a few microseconds against a round trip of about 100 µs (bench/cases/pg-drivers.ts,
- * README "PostgreSQL driver").
+ * docs/configuration.md, "PostgreSQL and several instances").
  * @module
  */
 import type { PostgresPool, PostgresPoolClient } from 'kysely'
@@ -53,6 +53,8 @@ export interface PostgresHandle {
    * the same statement names, error translation and connection retirement as every other query.
    */
   read(text: string, values: ReadonlyArray<unknown>): Promise<unknown[]>
+  /** The pool's connections and the statements that failed so far (metrics). */
+  stats(): { size: number; inUse: number; waiting: number; queryErrors: number }
   end(): Promise<void>
 }
 
@@ -148,6 +150,7 @@ export function openPostgresPool(options: PostgresPoolOptions): PostgresHandle {
   }
   const pool = new pg.Pool(config)
   const names = new StatementNames()
+  let queryErrors = 0
   // An idle client losing its connection emits 'error' on the pool; without a listener that would
   // crash the process. The next checkout gets a fresh connection.
   pool.on('error', () => {})
@@ -165,6 +168,7 @@ export function openPostgresPool(options: PostgresPoolOptions): PostgresHandle {
       broken = true
     })
     const fail = (error: unknown): never => {
+      queryErrors++
       if (isUnavailable(error) && (error as { code?: string }).code !== '57014') broken = true
       throw translate(error)
     }
@@ -212,6 +216,12 @@ export function openPostgresPool(options: PostgresPoolOptions): PostgresHandle {
   return {
     pool: kyselyPool,
     safeUrl: redactDatabaseUrl(options.url),
+    stats: () => ({
+      size: pool.totalCount,
+      inUse: pool.totalCount - pool.idleCount,
+      waiting: pool.waitingCount,
+      queryErrors,
+    }),
     async read(text, values) {
       const client = await kyselyPool.connect()
       try {

@@ -57,9 +57,14 @@ class Lease implements DatabaseConnection {
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     const reader = this.driver.reader
-    if (!this.#release && reader && isRead(query)) return execute<R>(reader, query)
-    await this.hold()
-    return execute<R>(this.driver.writer, query)
+    try {
+      if (!this.#release && reader && isRead(query)) return execute<R>(reader, query)
+      await this.hold()
+      return execute<R>(this.driver.writer, query)
+    } catch (error) {
+      this.driver.queryErrors++
+      throw error
+    }
   }
 
   async *streamQuery<R>(query: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
@@ -72,6 +77,10 @@ class Lease implements DatabaseConnection {
 /** The driver: a writer connection behind a lock, and an optional reader connection. */
 export class SqliteReadWriteDriver implements Driver {
   #tail: Promise<void> = Promise.resolve()
+  /** Leases holding or waiting for the writer (metrics: in use and waiting). */
+  #writerClaims = 0
+  /** Statements that failed (metrics). */
+  queryErrors = 0
 
   constructor(
     readonly writer: RawSqlite,
@@ -85,8 +94,25 @@ export class SqliteReadWriteDriver implements Driver {
     this.#tail = new Promise<void>((resolve) => {
       release = resolve
     })
+    this.#writerClaims++
     await before
-    return release
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      this.#writerClaims--
+      release()
+    }
+  }
+
+  /** The writer as a pool of one (plus the reader, which never waits): for metrics. */
+  stats(): { size: number; inUse: number; waiting: number; queryErrors: number } {
+    return {
+      size: this.reader ? 2 : 1,
+      inUse: this.#writerClaims > 0 ? 1 : 0,
+      waiting: Math.max(0, this.#writerClaims - 1),
+      queryErrors: this.queryErrors,
+    }
   }
 
   async init(): Promise<void> {}

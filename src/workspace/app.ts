@@ -11,6 +11,7 @@ import { hashToken } from '../core/secrets.ts'
 import { StreamRegistry } from '../core/sse.ts'
 import type { Surface } from '../core/surface.ts'
 import { systemRoutes } from '../core/system-routes.ts'
+import { metricsRoutes, type SurfaceMetrics } from '../core/metrics-endpoint.ts'
 import type { ValidationPolicy } from '../core/validation.ts'
 import { VERSION } from '../version.ts'
 import {
@@ -64,6 +65,8 @@ export interface WorkspaceAppOptions {
   now?: () => number
   /** Watch workspace files for outside changes (default true). */
   watch?: boolean
+  /** Prometheus metrics (absent: off). */
+  metrics?: SurfaceMetrics
 }
 
 /** The surface plus its domain services (tests reach into these). */
@@ -137,6 +140,7 @@ export async function createWorkspaceApp(
       startedAt,
       openapi: () => (doc ??= openapi()),
     }),
+    ...metricsRoutes<WorkspaceRule>(rules.none, options.metrics),
     ...controlRoutes(services, streams, startedAt, sidecar),
     ...sidecarRoutes(sidecar),
     ...data.routes,
@@ -163,8 +167,22 @@ export async function createWorkspaceApp(
     cors: { origins: config.corsOrigins, allowHeaders: ALLOWED_HEADERS },
     logger: options.logger,
     requestLog: config.logRequests,
+    observe: options.metrics?.requests,
     rewrite: { prefix: '/w/', map: workspaceMountRewrite(config.workspaces.map((w) => w.id)) },
   })
+  if (options.metrics) {
+    const { registry } = options.metrics
+    registry.gauge(
+      'service_approvals_pending',
+      'Writes waiting for the host to allow or deny them.',
+      () => services.approvals.list().length,
+    )
+    registry.gauge(
+      'service_sse_streams_open',
+      'Server-sent event streams open (events, approvals, proxied sidecar streams).',
+      () => streams.size,
+    )
+  }
   let closed = false
   return {
     mode: 'workspace',

@@ -6,7 +6,7 @@
 import { join, resolve } from 'node:path'
 import { consoleAssets } from '../../src/console/console-assets.ts'
 import { CONSOLE_CSP } from '../../src/console/console-routes.ts'
-import { assert, BUN, runCommand, startChild, suite, tempDir } from '../harness.ts'
+import { assert, compiledBinary, startChild, suite, tempDir } from '../harness.ts'
 
 const root = resolve(import.meta.dirname, '../..')
 const binary = join(root, 'dist', 'service-server')
@@ -14,8 +14,8 @@ const test = suite('console in the compiled binary', { timeoutMs: 120_000 })
 const dir = tempDir('svc-console-bin-')
 
 test.before(async () => {
-  const built = await runCommand(BUN, ['build.ts'], { cwd: root, timeoutMs: 120_000 })
-  if (built.code !== 0) throw new Error(`build failed: ${built.stderr}`)
+  // One build per test run, shared by every suite that runs the binary (it is this same path).
+  await compiledBinary()
 })
 
 test.after(() => dir.remove())

@@ -6,7 +6,7 @@
  */
 import { cpSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { assert, BUN, runCommand, startChild, suite, tempDir, type ChildServer } from '../harness.ts'
+import { assert, compiledBinary, runCommand, startChild, suite, tempDir, type ChildServer } from '../harness.ts'
 import { rawConnect, type RawConnection } from '../raw-socket.ts'
 
 const root = resolve(import.meta.dirname, '../..')
@@ -21,8 +21,8 @@ const SECRETS = [CLIENT, HOST]
 const printed: string[] = []
 
 faults.before(async () => {
-  const built = await runCommand(BUN, ['build.ts'], { cwd: root, timeoutMs: 120_000 })
-  if (built.code !== 0) throw new Error(`build failed: ${built.stderr}`)
+  // One build per test run, shared by every suite that runs the binary (it is this same path).
+  await compiledBinary()
 })
 faults.after(() => dir.remove())
 

@@ -4,7 +4,7 @@
  */
 import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { assert, BUN, runCommand, startChild, suite, tempDir } from '../harness.ts'
+import { assert, compiledBinary, runCommand, startChild, suite, tempDir } from '../harness.ts'
 import { openApiErrors } from '../openapi-check.ts'
 
 const root = resolve(import.meta.dirname, '../..')
@@ -14,8 +14,8 @@ const dir = tempDir('svc-smoke-')
 const LISTENING = /^service-server \d+\.\d+\.\d+\S* (workspace|control-plane) listening on http:\/\/127\.0\.0\.1:\d+$/
 
 smoke.before(async () => {
-  const built = await runCommand(BUN, ['build.ts'], { cwd: root, timeoutMs: 120_000 })
-  if (built.code !== 0) throw new Error(`build failed: ${built.stderr}`)
+  // One build per test run, shared by every suite that runs the binary (it is this same path).
+  await compiledBinary()
 })
 
 smoke.after(() => dir.remove())

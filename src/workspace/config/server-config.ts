@@ -11,6 +11,7 @@ import { SkillLimitsFileSchema } from '../../opencode/skill-wire.ts'
 import { chmodSync, mkdirSync, realpathSync, renameSync, statSync, writeFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import * as v from 'valibot'
+import { MetricsFileSchema } from '../../core/metrics-settings.ts'
 import type { Flags } from '../../cli-flags.ts'
 import { generateToken } from '../../core/secrets.ts'
 import { sha256Hex } from '../../core/sha256.ts'
@@ -77,6 +78,8 @@ export const ServerFileSchema = v.looseObject({
   dataDir: v.optional(v.pipe(v.string(), v.minLength(1))),
   logFormat: v.optional(envSchemas.logFormat),
   logRequests: v.optional(v.boolean('must be true or false')),
+  /** `GET /metrics` (see core/metrics-settings.ts; env SERVICE_METRICS* wins). */
+  metrics: v.optional(MetricsFileSchema),
   /** Failed-authentication throttling per client address (see auth-throttle.ts for defaults). */
   authThrottle: v.optional(
     v.object(
