@@ -24,6 +24,7 @@ import * as m0025 from './0025_change_feed.ts'
 import * as m0030 from './0030_worker_runtime_owner.ts'
 import * as m0040 from './0040_skill_files.ts'
 import * as m0065 from './0065_delivery.ts'
+import * as m0066 from './0066_delivery_capabilities.ts'
 
 export const controlPlaneMigrations: MigrationSet = {
   '0001_instance': m0001,
@@ -46,4 +47,5 @@ export const controlPlaneMigrations: MigrationSet = {
   '0030_worker_runtime_owner': m0030,
   '0040_skill_files': m0040,
   '0065_delivery': m0065,
+  '0066_delivery_capabilities': m0066,
 }

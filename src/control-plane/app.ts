@@ -35,6 +35,7 @@ import type { RouteContext } from './routes/route.ts'
 import { teamRoutes } from './routes/team-routes.ts'
 import { eventRoutes } from './routes/event-routes.ts'
 import { deliveryRoutes } from './routes/delivery-routes.ts'
+import { opencodeRoutes } from './routes/opencode-routes.ts'
 import { ChangeSubscriptions } from './events/change-feed.ts'
 import type { ControlPlaneDb } from './schema.ts'
 import { loadSecretBox } from './secret-box.ts'
@@ -162,6 +163,7 @@ export async function createControlPlaneApp(
     ...catalogRoutes(ctx, loadProviderCatalog(config.llmProviderCatalogFile)),
     ...asyncFamilies.routes,
     ...deliveryRoutes(ctx),
+    ...opencodeRoutes(ctx, { publicUrl: asyncFamilies.ctx.settings.workers.publicUrl, oauthActive: null }),
     ...eventRoutes(ctx, changeSubscriptions, streams),
     ...consoleRoutes<ControlPlaneRule>(rules.public),
   ]
