@@ -5,6 +5,7 @@
  * capability URL stops answering; unknown URLs are throttled per address.
  */
 import { assert, suite } from '../../../tests/harness.ts'
+import { deviceTokens } from '../oauth/oauth-test-kit.ts'
 import { buildFixtureOrg } from '../testing/org-fixture.ts'
 import { startTestControlPlane } from '../testing/test-control-plane.ts'
 
@@ -141,6 +142,50 @@ test('an unknown token gets a config that delivers nothing and says how to sign 
     assert.ok(Number(limited.headers.get('retry-after')) > 0)
     t.clock.advance(61_000)
     assert.is((await miss(62)).status, 404, 'a new window')
+  } finally {
+    await t.close()
+  }
+})
+
+test('OpenCode signs in with the device grant the well-known document names; its OAuth token reads the set, and revoking it ends the capability URL', async () => {
+  const t = await startTestControlPlane()
+  try {
+    const org = await buildFixtureOrg(t.client, 'occ-oauth')
+    const wellKnown = await t.client.get('/.well-known/opencode')
+    assert.is(wellKnown.status, 200)
+    assert.is(wellKnown.headers.get('cache-control'), 'public, max-age=300')
+    assert.equal(wellKnown.body.auth.command.slice(0, 2), ['sh', '-c'])
+    assert.is(wellKnown.body.auth.env, 'SERVICE_ORG_TOKEN')
+    assert.ok(wellKnown.body.auth.command.includes('opencode'), 'the built-in opencode client')
+    assert.match(wellKnown.body.remote_config.url, /\/v1\/me\/opencode-config$/)
+    assert.equal(wellKnown.body.remote_config.headers, { Authorization: 'Bearer {env:SERVICE_ORG_TOKEN}' })
+
+    const skill = (await t.client.post('/v1/skills', { token: org.admin.token, json: { skillMd: SKILL('lint') } })).body
+      .item.id
+    const hub = (await t.client.post('/v1/skill-hubs', { token: org.admin.token, json: { name: 'Lint' } })).body.item.id
+    await t.client.post(`/v1/skill-hubs/${hub}/skills`, { token: org.admin.token, json: { skillId: skill } })
+    await t.client.post(`/v1/skill-hubs/${hub}/assignments`, {
+      token: org.admin.token,
+      json: { memberId: org.member.memberId },
+    })
+    const tokens = await deviceTokens(t.client, org.member.token)
+    const delivery = await t.client.get('/v1/me/delivery', { token: tokens.access_token })
+    assert.is(delivery.status, 200)
+    assert.equal(
+      delivery.body.items.map((i: { name: string }) => i.name),
+      ['lint'],
+    )
+    const config = await t.client.get('/v1/me/opencode-config', { token: tokens.access_token })
+    const base: string = config.body.skills.urls[0]
+    assert.is((await t.client.get(path(`${base}index.json`))).status, 200)
+
+    const mine = await t.client.get('/v1/me/oauth-tokens', { token: org.member.token })
+    const grant = mine.body.items[0].id
+    assert.is((await t.client.delete(`/v1/me/oauth-tokens/${grant}`, { token: org.member.token })).status, 204)
+    assert.is((await t.client.get(path(`${base}index.json`))).status, 404, 'revoked: the URL is gone')
+    const after = await t.client.get('/v1/me/opencode-config', { token: tokens.access_token })
+    assert.is(after.status, 200)
+    assert.equal(Object.keys(after.body), ['instructions'])
   } finally {
     await t.close()
   }

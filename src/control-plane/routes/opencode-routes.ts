@@ -1,6 +1,7 @@
 /**
  * What stock OpenCode reads from the control plane (facts in the reference, users-and-sidecar
- * §2g): `GET /v1/me/opencode-config` (the member's delivered set as OpenCode config, read on every
+ * §2g): `GET /.well-known/opencode` (how `opencode auth login <url>` signs in, and where the
+ * organization's config is), `GET /v1/me/opencode-config` (the member's delivered set as OpenCode config, read on every
  * OpenCode start with the stored organization token), the skills under the capability URL it
  * names (`/d/<secret>/index.json`, `/d/<secret>/<skill>/<file>`, fetched without credentials), and
  * the notice a signed-out OpenCode reads as an instruction.
@@ -30,6 +31,7 @@ import {
 } from '../delivery/opencode-config.ts'
 import { SetCache } from '../delivery/set-cache.ts'
 import { clientAddress } from '../identity/client-address.ts'
+import { deviceLoginCommand } from '../oauth/device-login-command.ts'
 import { rules } from '../policy.ts'
 import { deliveryPrincipalOf } from './delivery-routes.ts'
 import { route, type RouteContext } from './route.ts'
@@ -44,12 +46,18 @@ export interface OpencodeRouteOptions {
 
 const NOTICE_REASONS = ['signed_out', 'no_access', 'throttled'] as const
 
+/** The built-in OAuth client stock OpenCode signs in as. */
+const OPENCODE_CLIENT_ID = 'opencode'
+/** The name OpenCode stores the organization token under (and substitutes in `remote_config.headers`). */
+export const OPENCODE_TOKEN_ENV = 'SERVICE_ORG_TOKEN'
+
 /** The server's URL as clients reach it: the configured public URL, else the request's origin. */
 export function serverUrl(publicUrl: string | null, url: URL): string {
   return (publicUrl ?? url.origin).replace(/\/+$/, '')
 }
 
 function credentialOf(principal: ControlPlanePrincipal): CapabilityCredential | null {
+  if (principal.credential === 'oauth' && principal.oauth) return { kind: 'oauth', id: principal.oauth.tokenId }
   if (principal.credential === 'apiKey' && principal.apiKeyId) return { kind: 'apiKey', id: principal.apiKeyId }
   if (principal.credential === 'session' && principal.session) return { kind: 'session', id: principal.session.id }
   return null
@@ -84,6 +92,45 @@ export function opencodeRoutes(ctx: RouteContext, options: OpencodeRouteOptions)
   }
 
   return [
+    route({
+      method: 'GET',
+      path: '/.well-known/opencode',
+      operationId: 'getOpencodeWellKnown',
+      tags: ['delivery'],
+      summary: 'How stock OpenCode signs in to this organization server (`opencode auth login <url>`)',
+      description:
+        "Public and static. `auth.command` is a self-contained POSIX `sh` + `curl` program running the device authorization grant for the built-in `opencode` client: it prints the verification URL and code on stderr and only the access token on stdout, which OpenCode stores for `auth.env`. `remote_config` tells OpenCode to read `GET /v1/me/opencode-config` with that token on every start. URLs use the configured public URL (`workers.publicUrl` / `SERVICE_CONTROL_PLANE_PUBLIC_URL`), else the request's origin.",
+      auth: rules.public,
+      responses: {
+        200: {
+          description: 'The well-known document OpenCode reads',
+          schema: v.pipe(
+            v.strictObject({
+              auth: v.strictObject({ command: v.array(v.string()), env: v.string() }),
+              remote_config: v.strictObject({
+                url: v.string(),
+                headers: v.strictObject({ Authorization: v.string() }),
+              }),
+            }),
+            v.title('OpencodeWellKnown'),
+          ),
+          headers: { 'cache-control': 'public, max-age=300' },
+        },
+      },
+      handler: ({ url }) => {
+        const base = serverUrl(options.publicUrl, url)
+        return json(
+          {
+            auth: { command: deviceLoginCommand(base, OPENCODE_CLIENT_ID), env: OPENCODE_TOKEN_ENV },
+            remote_config: {
+              url: `${base}/v1/me/opencode-config`,
+              headers: { Authorization: `Bearer {env:${OPENCODE_TOKEN_ENV}}` },
+            },
+          },
+          'public, max-age=300',
+        )
+      },
+    }),
     route({
       method: 'GET',
       path: '/v1/me/opencode-config',
