@@ -88,7 +88,6 @@ test('a member’s OpenCode config carries the delivered MCP entry, agent, comma
       token: admin,
       json: { input: { rawSourceText: SKILL('ship', 'Ship it twice.') } },
     })
-    t.clock.advance(6_000)
     const after = await t.client.get(path(`${base}index.json`))
     assert.not.equal(after.body.skills[0].version, index.body.skills[0].version)
 

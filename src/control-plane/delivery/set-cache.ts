@@ -2,8 +2,8 @@
  * A few seconds of memory for rendered sets served under a capability URL: OpenCode reads
  * `index.json` and then each file of each skill in separate requests, and rendering the whole set
  * for every file would cost the set's size times its file count. Entries live `ttlMs` and the
- * cache holds at most `maxEntries` (the oldest go first); a new version is served at the latest
- * `ttlMs` after it is published.
+ * cache holds at most `maxEntries` (the oldest go first). The index is always read fresh (and
+ * refreshes the entry), so each OpenCode start sees the current set and its files match it.
  * @module
  */
 
@@ -17,11 +17,11 @@ export class SetCache<T> {
     private readonly maxEntries = 256,
   ) {}
 
-  /** The cached value for `key`, or `load()`'s (a failed load is not kept). */
-  get(key: string, load: () => Promise<T>): Promise<T> {
+  /** The cached value for `key`, or `load()`'s (a failed load is not kept); `fresh` always loads. */
+  get(key: string, load: () => Promise<T>, fresh = false): Promise<T> {
     const now = this.now()
     const hit = this.#entries.get(key)
-    if (hit && hit.expires > now) return hit.value
+    if (hit && hit.expires > now && !fresh) return hit.value
     this.#entries.delete(key)
     if (this.#entries.size >= this.maxEntries) {
       const oldest = this.#entries.keys().next().value

@@ -74,8 +74,8 @@ export function opencodeRoutes(ctx: RouteContext, options: OpencodeRouteOptions)
   const noticeUrl = (url: URL, reason: SignedOutReason) =>
     `${serverUrl(options.publicUrl, url)}/v1/opencode/notice?reason=${reason}`
 
-  /** The member behind a capability secret and their set (cached a few seconds), or 404. */
-  const capability = async (request: Request, secret: string) => {
+  /** The member behind a capability secret and their set (cached a few seconds unless `fresh`), or 404. */
+  const capability = async (request: Request, secret: string, fresh = false) => {
     const address = clientAddress(request, ctx.trustProxy)
     const wait = throttle.blockedFor(address)
     if (wait > 0)
@@ -88,7 +88,7 @@ export function opencodeRoutes(ctx: RouteContext, options: OpencodeRouteOptions)
       sets.drop(secret)
       throw coreError('not_found', 'No such capability URL (the sign-in it belonged to has ended)')
     }
-    return sets.get(found.capabilityId, () => deliveredSet(ctx.deps, found.member))
+    return sets.get(found.capabilityId, () => deliveredSet(ctx.deps, found.member), fresh)
   }
 
   return [
@@ -214,7 +214,7 @@ export function opencodeRoutes(ctx: RouteContext, options: OpencodeRouteOptions)
       },
       errors: [404, 429],
       handler: async ({ request, params }) => {
-        const set = await capability(request, params.secret)
+        const set = await capability(request, params.secret, true)
         const skills = set.items
           .filter((i) => i.type === 'skill')
           .map((i) => ({ name: i.name, files: i.files.map((f) => f.path), version: i.digest }))
