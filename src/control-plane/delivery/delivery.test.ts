@@ -194,4 +194,55 @@ test('a member receives hub skills through a team and plugin objects through ass
   }
 })
 
+test('delivery.changed names whom a removal concerns: an unassigned hub, a revoked grant, a deleted team', async () => {
+  const t = await startTestControlPlane()
+  try {
+    const org = await buildFixtureOrg(t.client, 'deliv-rm')
+    const owner = org.owner.token
+    const member = org.member.token
+    const skill = (await t.client.post('/v1/skills', { token: owner, json: { skillMd: SKILL('audit') } })).body.item.id
+    const team = (await t.client.post('/v1/teams', { token: owner, json: { name: 'Ops' } })).body.item.id
+    await t.client.post(`/v1/teams/${team}/members`, { token: owner, json: { memberId: org.member.memberId } })
+    const hub = (await t.client.post('/v1/skill-hubs', { token: owner, json: { name: 'Audits' } })).body.item.id
+    await t.client.post(`/v1/skill-hubs/${hub}/skills`, { token: owner, json: { skillId: skill } })
+    const assignment = (
+      await t.client.post(`/v1/skill-hubs/${hub}/assignments`, { token: owner, json: { teamId: team } })
+    ).body.item.id
+    const causes = async (after: number) =>
+      (await t.client.get(`/v1/events?after=${after}`, { token: member })).body.items
+        .filter((e: { kind: string }) => e.kind === 'delivery.changed')
+        .map((e: { data: { scope: string; cause: string } }) => `${e.data.scope}:${e.data.cause}`)
+    const names = async () =>
+      ((await t.client.get('/v1/me/delivery', { token: member })).body.items as Item[]).map((i) => i.name)
+    assert.equal(await names(), ['audit'])
+
+    let mark = (await t.client.get('/v1/events', { token: member })).body.next
+    assert.is((await t.client.delete(`/v1/skill-hubs/${hub}/assignments/${assignment}`, { token: owner })).status, 204)
+    assert.equal(await causes(mark), ['team:skill_hub.unassigned'])
+    assert.equal(await names(), [])
+
+    mark = (await t.client.get('/v1/events', { token: member })).body.next
+    const grant = await t.client.post(`/v1/config-objects/${skill}/access`, {
+      token: owner,
+      json: { memberId: org.member.memberId, role: 'viewer' },
+    })
+    assert.equal(await names(), ['audit'])
+    assert.is(
+      (await t.client.delete(`/v1/config-objects/${skill}/access/${grant.body.item.id}`, { token: owner })).status,
+      204,
+    )
+    assert.equal(await causes(mark), ['member:access.granted', 'member:access.revoked'])
+    assert.equal(await names(), [])
+
+    await t.client.post(`/v1/skill-hubs/${hub}/assignments`, { token: owner, json: { teamId: team } })
+    assert.equal(await names(), ['audit'])
+    mark = (await t.client.get('/v1/events', { token: member })).body.next
+    assert.is((await t.client.delete(`/v1/teams/${team}`, { token: owner })).status, 204)
+    assert.equal(await causes(mark), ['member:team.deleted'], 'named one by one: the team is gone')
+    assert.equal(await names(), [])
+  } finally {
+    await t.close()
+  }
+})
+
 test.run()

@@ -190,4 +190,30 @@ test('OpenCode signs in with the device grant the well-known document names; its
   }
 })
 
+test('two instances on one database hand out the same capability URL for a credential, and each serves the other’s', async () => {
+  const a = await startTestControlPlane()
+  const b = await startTestControlPlane({ sameDatabaseAs: a })
+  try {
+    const org = await buildFixtureOrg(a.client, 'occ-two')
+    const skill = (await a.client.post('/v1/skills', { token: org.admin.token, json: { skillMd: SKILL('pair') } })).body
+      .item.id
+    const hub = (await a.client.post('/v1/skill-hubs', { token: org.admin.token, json: { name: 'Pair' } })).body.item.id
+    await a.client.post(`/v1/skill-hubs/${hub}/skills`, { token: org.admin.token, json: { skillId: skill } })
+    await a.client.post(`/v1/skill-hubs/${hub}/assignments`, { token: org.admin.token, json: { orgWide: true } })
+    const [fromA, fromB] = await Promise.all([
+      a.client.get('/v1/me/opencode-config', { token: org.member.token }),
+      b.client.get('/v1/me/opencode-config', { token: org.member.token }),
+    ])
+    assert.equal(fromA.body.skills.urls, fromB.body.skills.urls, 'one URL for one credential, whoever answered')
+    const index = await b.client.get(path(`${fromA.body.skills.urls[0]}index.json`))
+    assert.equal(
+      index.body.skills.map((s: { name: string }) => s.name),
+      ['pair'],
+    )
+  } finally {
+    await b.close()
+    await a.close()
+  }
+})
+
 test.run()
