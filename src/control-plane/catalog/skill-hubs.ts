@@ -165,9 +165,10 @@ export async function updateHub(
 export async function deleteHub(deps: Deps, actor: Actor, hubId: string): Promise<void> {
   await deps.db.transaction().execute(async (trx) => {
     await requireRole(trx, actor, 'skill_hub', hubId, 'manager')
+    // Recorded before the delete, so the delivery event can still name who received the hub.
+    await recordAudit(deps, trx, actor, 'skill_hub.deleted', { type: 'skill_hub', id: hubId })
     await dropGrants(trx, 'skill_hub', hubId)
     await trx.deleteFrom('skill_hub').where('id', '=', hubId).execute()
-    await recordAudit(deps, trx, actor, 'skill_hub.deleted', { type: 'skill_hub', id: hubId })
   })
 }
 
@@ -376,13 +377,14 @@ export async function assignHub(
 export async function unassignHub(deps: Deps, actor: Actor, hubId: string, assignmentId: string): Promise<void> {
   await deps.db.transaction().execute(async (trx) => {
     await requireRole(trx, actor, 'skill_hub', hubId, 'manager')
-    const deleted = await trx
-      .deleteFrom('skill_hub_assignment')
+    const row = await trx
+      .selectFrom('skill_hub_assignment')
+      .select(['id', 'principal_key'])
       .where('id', '=', assignmentId)
       .where('hub_id', '=', hubId)
-      .returning('principal_key')
       .executeTakeFirst()
-    if (!deleted) throw controlPlaneError('skill_hub_assignment_not_found', 'Assignment not found')
+    if (!row) throw controlPlaneError('skill_hub_assignment_not_found', 'Assignment not found')
+    // Recorded while the assignment still exists, so the delivery event can name who loses it.
     // Whoever still sees the hub sees the event; the principal it no longer reaches gets a hint.
     await recordAudit(
       deps,
@@ -392,7 +394,8 @@ export async function unassignHub(deps: Deps, actor: Actor, hubId: string, assig
       { type: 'skill_hub', id: hubId },
       { assignmentId },
       [],
-      [{ to: { resource: 'skill_hub', id: hubId } }, { to: audienceOfKey(deleted.principal_key), hint: true }],
+      [{ to: { resource: 'skill_hub', id: hubId } }, { to: audienceOfKey(row.principal_key), hint: true }],
     )
+    await trx.deleteFrom('skill_hub_assignment').where('id', '=', assignmentId).execute()
   })
 }
