@@ -384,18 +384,18 @@ export async function unassignHub(deps: Deps, actor: Actor, hubId: string, assig
       .where('hub_id', '=', hubId)
       .executeTakeFirst()
     if (!row) throw controlPlaneError('skill_hub_assignment_not_found', 'Assignment not found')
-    // Recorded while the assignment still exists, so the delivery event can name who loses it.
-    // Whoever still sees the hub sees the event; the principal it no longer reaches gets a hint.
+    await trx.deleteFrom('skill_hub_assignment').where('id', '=', assignmentId).execute()
+    // Recorded once the assignment is gone: whoever still sees the hub sees the event, and the
+    // principal it no longer reaches gets a hint (and a delivery event, from `principalKey`).
     await recordAudit(
       deps,
       trx,
       actor,
       'skill_hub.unassigned',
       { type: 'skill_hub', id: hubId },
-      { assignmentId },
+      { assignmentId, principalKey: row.principal_key },
       [],
       [{ to: { resource: 'skill_hub', id: hubId } }, { to: audienceOfKey(row.principal_key), hint: true }],
     )
-    await trx.deleteFrom('skill_hub_assignment').where('id', '=', assignmentId).execute()
   })
 }

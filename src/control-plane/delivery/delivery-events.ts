@@ -38,6 +38,13 @@ function addPrincipals(audience: Audience, rows: readonly PrincipalRow[]): void 
   }
 }
 
+/** An assignment's `principal_key` (`org`, `team:<id>`, `member:<id>`) as a principal row. */
+function principalOfKey(key: string): PrincipalRow {
+  if (key.startsWith('team:')) return { member_id: null, team_id: key.slice('team:'.length), org_wide: 0 }
+  if (key.startsWith('member:')) return { member_id: key.slice('member:'.length), team_id: null, org_wide: 0 }
+  return { member_id: null, team_id: null, org_wide: 1 }
+}
+
 const fromWorkers = (audience: Audience, rows: ReadonlyArray<{ worker_id: string }>) => {
   for (const row of rows) audience.workerIds.add(row.worker_id)
 }
@@ -132,6 +139,12 @@ const text = (data: AuditData | undefined, key: string): string | null =>
   typeof data?.[key] === 'string' ? (data[key] as string) : null
 
 const hubAssignment: Resolver = async (db, audience, _target, data) => {
+  // An unassignment is recorded after its row is gone and names the principal it reached.
+  const key = text(data, 'principalKey')
+  if (key) {
+    addPrincipals(audience, [principalOfKey(key)])
+    return
+  }
   const id = text(data, 'assignmentId')
   if (!id) return
   addPrincipals(

@@ -199,8 +199,9 @@ export async function readChanges(
       .orderBy('seq')
       .limit(limit)
       .execute()
+    const addressed = await deliveryAddressedTo(db, actor, rows)
     const items = rows
-      .filter((row) => row.kind in FEED_ACTIONS || row.kind === DELIVERY_CHANGED)
+      .filter((row) => row.kind in FEED_ACTIONS || addressed.has(Number(row.seq)))
       .map((row) => eventOf(row, false))
     return { items, next: rows.length ? Number(rows[rows.length - 1]!.seq) : after }
   }
@@ -214,6 +215,36 @@ export async function readChanges(
   const head = Number(reader.rows[0]?.head ?? 0)
   const teams = reader.rows.flatMap((r) => (r.team_id ? [r.team_id] : []))
   return readReached(db, actor.orgId, readerKeys(actor, teams), after, limit, head)
+}
+
+/**
+ * The `delivery.changed` events among `rows` addressed to `actor` (an owner or admin sees every
+ * other event, but a delivery event only when it names them: it tells its reader to re-read their
+ * own delivered set, which other members' changes do not touch).
+ */
+async function deliveryAddressedTo(
+  db: Db,
+  actor: Actor,
+  rows: ReadonlyArray<{ seq: number | string; kind: string }>,
+): Promise<Set<number>> {
+  const seqs = rows.filter((row) => row.kind === DELIVERY_CHANGED).map((row) => Number(row.seq))
+  if (seqs.length === 0) return new Set()
+  const teams = await db.selectFrom('team_member').select('team_id').where('member_id', '=', actor.memberId).execute()
+  const found = await db
+    .selectFrom('change_audience')
+    .select('seq')
+    .where('org_id', '=', actor.orgId)
+    .where('seq', 'in', seqs)
+    .where(
+      'principal',
+      'in',
+      readerKeys(
+        actor,
+        teams.map((t) => t.team_id),
+      ),
+    )
+    .execute()
+  return new Set(found.map((row) => Number(row.seq)))
 }
 
 /**
