@@ -120,7 +120,12 @@ export async function* readSse(response: Response): AsyncGenerator<SseFrame> {
 }
 
 /** Collects `count` SSE frames or fails after `timeoutMs`. */
-export async function takeSse(response: Response, count: number, timeoutMs = 5000): Promise<SseFrame[]> {
+export async function takeSse(
+  response: Response,
+  count: number,
+  timeoutMs = 5000,
+  keep: (frame: SseFrame) => boolean = () => true,
+): Promise<SseFrame[]> {
   const frames: SseFrame[] = []
   const iterator = readSse(response)
   const deadline = Date.now() + timeoutMs
@@ -136,7 +141,7 @@ export async function takeSse(response: Response, count: number, timeoutMs = 500
     ])
     clearTimeout(timer)
     if (next === 'timeout' || next.done) break
-    frames.push(next.value)
+    if (keep(next.value)) frames.push(next.value)
   }
   await iterator.return(undefined)
   return frames

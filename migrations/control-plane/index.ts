@@ -26,6 +26,9 @@ import * as m0040 from './0040_skill_files.ts'
 import * as m0050 from './0050_idempotency_keys.ts'
 import * as m0055 from './0055_change_audience.ts'
 import * as m0056 from './0056_contents_by_object.ts'
+import * as m0060 from './0060_oauth_tokens.ts'
+import * as m0065 from './0065_delivery.ts'
+import * as m0066 from './0066_delivery_capabilities.ts'
 
 export const controlPlaneMigrations: MigrationSet = {
   '0001_instance': m0001,
@@ -50,4 +53,7 @@ export const controlPlaneMigrations: MigrationSet = {
   '0050_idempotency_keys': m0050,
   '0055_change_audience': m0055,
   '0056_contents_by_object': m0056,
+  '0060_oauth_tokens': m0060,
+  '0065_delivery': m0065,
+  '0066_delivery_capabilities': m0066,
 }

@@ -36,6 +36,10 @@ import type { RouteContext } from './routes/route.ts'
 import { teamRoutes } from './routes/team-routes.ts'
 import { eventRoutes } from './routes/event-routes.ts'
 import { CountedChangeSubscriptions, registerControlPlaneMetrics } from './ops/control-plane-metrics.ts'
+import { deliveryRoutes } from './routes/delivery-routes.ts'
+import { opencodeRoutes } from './routes/opencode-routes.ts'
+import { findActiveOAuthToken } from './oauth/oauth-tokens.ts'
+import { oauthRoutes } from './oauth/oauth-routes.ts'
 import type { ControlPlaneDb } from './schema.ts'
 import { loadSecretBox } from './secret-box.ts'
 import { consoleRoutes } from '../console/console-routes.ts'
@@ -127,6 +131,8 @@ export async function createControlPlaneApp(
       invitationTtlMs: INVITATION_TTL_MS,
       scrypt: options.scrypt ?? DEFAULT_SCRYPT,
       skills: config.file.skills,
+      oauthTokenTtlDays: config.file.oauth?.tokenTtlDays,
+      oauthDeviceIntervalSeconds: config.file.oauth?.deviceIntervalSeconds,
     },
     secrets: secretKey.box,
     notifier: database.notifier,
@@ -141,7 +147,13 @@ export async function createControlPlaneApp(
     now,
     database.db,
   )
-  const ctx: RouteContext = { deps, throttle, trustProxy: config.trustProxy }
+  const publicUrl = config.env.SERVICE_CONTROL_PLANE_PUBLIC_URL || config.file.workers?.publicUrl || null
+  const ctx: RouteContext = {
+    deps,
+    throttle,
+    trustProxy: config.trustProxy,
+    publicUrl: publicUrl ? publicUrl.replace(/\/+$/, '') : null,
+  }
   const asyncFamilies = createAsyncFamilies(deps, config, options.logger, ctx)
   const auth = controlPlaneAuth(deps)
   const streams = new StreamRegistry()
@@ -184,7 +196,16 @@ export async function createControlPlaneApp(
     ...apiKeyRoutes(ctx),
     ...catalogRoutes(ctx, loadProviderCatalog(config.llmProviderCatalogFile)),
     ...asyncFamilies.routes,
+    ...deliveryRoutes(ctx),
+    ...opencodeRoutes(ctx, {
+      publicUrl: asyncFamilies.ctx.settings.workers.publicUrl,
+      oauthActive: async (d, grantId, owner) => {
+        const grant = await findActiveOAuthToken(d, grantId)
+        return grant !== null && grant.userId === owner.userId && grant.orgId === owner.orgId
+      },
+    }),
     ...eventRoutes(ctx, changeSubscriptions, streams),
+    ...oauthRoutes(ctx),
     ...consoleRoutes<ControlPlaneRule>(rules.public),
   ]
   // Every write honours Idempotency-Key (idempotency/idempotent-routes.ts); the only raw body is a

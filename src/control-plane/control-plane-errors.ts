@@ -43,6 +43,10 @@ export const CONTROL_PLANE_ERRORS = defineErrors({
   },
   sign_up_not_allowed: { status: 403, description: 'Sign-up needs a usable invitation token for this email' },
   invitation_email_mismatch: { status: 403, description: 'The invitation was sent to a different email address' },
+  insufficient_scope: {
+    status: 403,
+    description: "The OAuth token's scopes do not cover this route (details.required, details.granted)",
+  },
   credential_grant_required: {
     status: 403,
     description: 'Reading a provider key needs an explicit grant on the provider',
@@ -64,6 +68,7 @@ export const CONTROL_PLANE_ERRORS = defineErrors({
   marketplace_membership_not_found: { status: 404, description: 'The plugin is not in the marketplace' },
   skill_hub_not_found: { status: 404, description: 'No skill hub with this id visible to the caller' },
   skill_hub_assignment_not_found: { status: 404, description: 'No such assignment of the skill hub' },
+  plugin_assignment_not_found: { status: 404, description: 'No such assignment of the plugin' },
   llm_provider_not_found: { status: 404, description: 'No model provider with this id visible to the caller' },
   catalog_provider_not_found: { status: 404, description: 'No such provider in the model catalog' },
   connector_instance_not_found: {
@@ -77,6 +82,11 @@ export const CONTROL_PLANE_ERRORS = defineErrors({
   connector_sync_event_not_found: { status: 404, description: 'No sync event with this id' },
   job_not_found: { status: 404, description: 'No job with this id' },
   worker_not_found: { status: 404, description: 'No Worker with this id' },
+  oauth_token_not_found: { status: 404, description: 'No OAuth token (grant) with this id visible to the caller' },
+  oauth_device_request_not_found: {
+    status: 404,
+    description: 'No pending device sign-in with this user code (unknown, expired or already decided)',
+  },
 
   // 409: the current state does not allow it
   idempotency_key_in_progress: {
@@ -88,6 +98,11 @@ export const CONTROL_PLANE_ERRORS = defineErrors({
     description:
       'The request with this Idempotency-Key was carried out, but its answer could not be recorded (the server stopped or lost its database right after the commit, or the answer was over 4 MiB); do not retry: read the resource to see the result',
   },
+  delivery_too_large: {
+    status: 409,
+    description:
+      'What is delivered to the caller is over the delivery limits (items or bytes); deliver fewer hubs or plugins',
+  },
   email_taken: { status: 409, description: 'An account with that email already exists' },
   member_exists: { status: 409, description: 'That email already belongs to a member' },
   already_owner: { status: 409, description: 'That member is already the owner' },
@@ -98,7 +113,7 @@ export const CONTROL_PLANE_ERRORS = defineErrors({
   already_in_plugin: { status: 409, description: 'The config object is already in the plugin' },
   already_in_marketplace: { status: 409, description: 'The plugin is already in the marketplace' },
   already_in_hub: { status: 409, description: 'The skill is already in the hub' },
-  already_assigned: { status: 409, description: 'The hub is already assigned to that principal' },
+  already_assigned: { status: 409, description: 'The hub or plugin is already assigned to that principal' },
   skill_hub_exists: { status: 409, description: 'A skill hub with that name already exists' },
   skill_name_ambiguous: { status: 409, description: 'Several skills carry that name; add the version by id' },
   version_conflict: { status: 409, description: 'The base version is not the latest; re-read it and reapply' },

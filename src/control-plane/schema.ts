@@ -14,6 +14,7 @@ import type {
   ConnectorTargetTable,
 } from './connectors/connector-tables.ts'
 import type { JobTable } from './jobs/job-tables.ts'
+import type { OAuthDeviceRequestTable, OAuthGrantTable, OAuthTokenTable } from './oauth/oauth-tables.ts'
 import type { ControlPlaneInstanceTable, WorkerTable, WorkerTokenTable } from './workers/worker-tables.ts'
 
 /** `instance`: one row identifying this database. */
@@ -276,6 +277,44 @@ export interface SkillHubAssignmentTable {
   created_at: string
 }
 
+/** `plugin_assignment`: a plugin delivered to a member, a team or the organization. */
+export interface PluginAssignmentTable {
+  id: string
+  org_id: string
+  plugin_id: string
+  member_id: string | null
+  team_id: string | null
+  org_wide: number
+  principal_key: string
+  created_by_member_id: string | null
+  created_at: string
+}
+
+/** `worker_delivery`: a hub, plugin or model provider a Worker receives. */
+export interface WorkerDeliveryTable {
+  worker_id: string
+  org_id: string
+  /** `hub | plugin | llm_provider`. */
+  kind: string
+  target_id: string
+  created_at: string
+}
+
+/** `delivery_capability`: an unguessable skills URL handed to stock OpenCode for one credential. */
+export interface DeliveryCapabilityTable {
+  id: string
+  org_id: string
+  member_id: string
+  /** `oauth | apiKey | session`. */
+  credential_kind: string
+  /** The OAuth grant, API key or session the URL lives with. */
+  credential_id: string
+  /** The path secret, sealed with the secret box (bound to the row id). */
+  secret_sealed: string
+  secret_hash: string
+  created_at: string
+}
+
 /** `llm_provider`: a shared model provider; the API key is sealed, never plaintext. */
 export interface LlmProviderTable {
   id: string
@@ -373,6 +412,9 @@ export interface ControlPlaneDb {
   skill_hub: SkillHubTable
   skill_hub_skill: SkillHubSkillTable
   skill_hub_assignment: SkillHubAssignmentTable
+  plugin_assignment: PluginAssignmentTable
+  worker_delivery: WorkerDeliveryTable
+  delivery_capability: DeliveryCapabilityTable
   llm_provider: LlmProviderTable
   job: JobTable
   worker: WorkerTable
@@ -385,6 +427,9 @@ export interface ControlPlaneDb {
   connector_discovery: ConnectorDiscoveryTable
   connector_sync_event: ConnectorSyncEventTable
   connector_source_binding: ConnectorSourceBindingTable
+  oauth_device_request: OAuthDeviceRequestTable
+  oauth_grant: OAuthGrantTable
+  oauth_token: OAuthTokenTable
 }
 
 /** A control-plane database handle or an open transaction: what queries that may run in either take. */

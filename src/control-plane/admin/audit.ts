@@ -7,6 +7,7 @@
 import { newId } from '../../core/ids.ts'
 import type { AudienceEntry } from '../events/change-audience.ts'
 import { appendChange, isFeedAction } from '../events/change-feed.ts'
+import { announceDelivery } from '../delivery/delivery-events.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
 import type { Actor } from '../actor.ts'
@@ -39,6 +40,7 @@ export type AuditAction =
   | 'worker.deleted'
   | 'worker.tokens_issued'
   | 'worker.tokens_revoked'
+  | 'worker.delivery_updated'
   | 'connector_account.created'
   | 'connector_account.updated'
   | 'connector_account.deleted'
@@ -68,6 +70,8 @@ export type AuditAction =
   | 'plugin.deleted'
   | 'plugin.member_added'
   | 'plugin.member_removed'
+  | 'plugin.assigned'
+  | 'plugin.unassigned'
   | 'marketplace.created'
   | 'marketplace.updated'
   | 'marketplace.archived'
@@ -86,6 +90,9 @@ export type AuditAction =
   | 'llm_provider.updated'
   | 'llm_provider.deleted'
   | 'llm_provider.credential_read'
+  | 'oauth_device.approved'
+  | 'oauth_token.issued'
+  | 'oauth_token.revoked'
 
 /** Non-secret facts about an action. Values are short strings, numbers or booleans only. */
 export type AuditData = Record<string, string | number | boolean | null>
@@ -141,6 +148,7 @@ export async function recordAudit(
       audit,
     ])
   } else await insertRows(db, [...alongside, audit])
+  await announceDelivery(deps, db, actor.orgId, action, target, data)
 }
 
 /** Audit events of an organization, newest first. */

@@ -352,14 +352,16 @@ export async function revokeAccess(
 ): Promise<void> {
   await deps.db.transaction().execute(async (trx) => {
     await requireRole(trx, actor, type, resourceId, 'manager')
-    const deleted = await trx
-      .deleteFrom('access_grant')
+    const row = await trx
+      .selectFrom('access_grant')
+      .select(['id', 'principal_key'])
       .where('id', '=', grantId)
       .where('resource_type', '=', type)
       .where('resource_id', '=', resourceId)
-      .returning('principal_key')
       .executeTakeFirst()
-    if (!deleted) throw controlPlaneError('access_grant_not_found', 'Access grant not found')
+    if (!row) throw controlPlaneError('access_grant_not_found', 'Access grant not found')
+    // Recorded while the grant still exists, so the delivery event can name who loses it; the
+    // principal it no longer reaches gets a hint.
     await recordAudit(
       deps,
       trx,
@@ -368,8 +370,9 @@ export async function revokeAccess(
       { type, id: resourceId },
       { grantId },
       [],
-      [{ to: audienceOfKey(deleted.principal_key), hint: true }],
+      [{ to: audienceOfKey(row.principal_key), hint: true }],
     )
+    await trx.deleteFrom('access_grant').where('id', '=', grantId).execute()
   })
 }
 

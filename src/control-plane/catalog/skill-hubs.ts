@@ -165,9 +165,10 @@ export async function updateHub(
 export async function deleteHub(deps: Deps, actor: Actor, hubId: string): Promise<void> {
   await deps.db.transaction().execute(async (trx) => {
     await requireRole(trx, actor, 'skill_hub', hubId, 'manager')
+    // Recorded before the delete, so the delivery event can still name who received the hub.
+    await recordAudit(deps, trx, actor, 'skill_hub.deleted', { type: 'skill_hub', id: hubId })
     await dropGrants(trx, 'skill_hub', hubId)
     await trx.deleteFrom('skill_hub').where('id', '=', hubId).execute()
-    await recordAudit(deps, trx, actor, 'skill_hub.deleted', { type: 'skill_hub', id: hubId })
   })
 }
 
@@ -376,23 +377,25 @@ export async function assignHub(
 export async function unassignHub(deps: Deps, actor: Actor, hubId: string, assignmentId: string): Promise<void> {
   await deps.db.transaction().execute(async (trx) => {
     await requireRole(trx, actor, 'skill_hub', hubId, 'manager')
-    const deleted = await trx
-      .deleteFrom('skill_hub_assignment')
+    const row = await trx
+      .selectFrom('skill_hub_assignment')
+      .select(['id', 'principal_key'])
       .where('id', '=', assignmentId)
       .where('hub_id', '=', hubId)
-      .returning('principal_key')
       .executeTakeFirst()
-    if (!deleted) throw controlPlaneError('skill_hub_assignment_not_found', 'Assignment not found')
-    // Whoever still sees the hub sees the event; the principal it no longer reaches gets a hint.
+    if (!row) throw controlPlaneError('skill_hub_assignment_not_found', 'Assignment not found')
+    await trx.deleteFrom('skill_hub_assignment').where('id', '=', assignmentId).execute()
+    // Recorded once the assignment is gone: whoever still sees the hub sees the event, and the
+    // principal it no longer reaches gets a hint (and a delivery event, from `principalKey`).
     await recordAudit(
       deps,
       trx,
       actor,
       'skill_hub.unassigned',
       { type: 'skill_hub', id: hubId },
-      { assignmentId },
+      { assignmentId, principalKey: row.principal_key },
       [],
-      [{ to: { resource: 'skill_hub', id: hubId } }, { to: audienceOfKey(deleted.principal_key), hint: true }],
+      [{ to: { resource: 'skill_hub', id: hubId } }, { to: audienceOfKey(row.principal_key), hint: true }],
     )
   })
 }

@@ -36,6 +36,8 @@ export type Audience =
   | { permission: Permission }
   /** Whoever can see the resource when the change is written (grants, containers, assignments). */
   | { resource: ResourceType; id: string }
+  /** A Worker's runtime (its activity token reads only the events addressed to it). */
+  | { workerId: string }
 
 /** One audience of an event, seeing it whole or (`hint`) as a bare `visibility.changed`. */
 export interface AudienceEntry {
@@ -100,6 +102,8 @@ export const FEED_ACTIONS: Record<string, Rule> = {
   'plugin.deleted': seers('plugin'),
   'plugin.member_added': seers('plugin'),
   'plugin.member_removed': seers('plugin'),
+  'plugin.assigned': seers('plugin'),
+  'plugin.unassigned': seers('plugin'),
   'marketplace.created': seers('marketplace'),
   'marketplace.updated': seers('marketplace'),
   'marketplace.archived': seers('marketplace'),
@@ -125,6 +129,7 @@ export const FEED_ACTIONS: Record<string, Rule> = {
   'worker.tokens_issued': holders('workers.read'),
   'worker.tokens_revoked': holders('workers.read'),
   'worker.state_changed': holders('workers.read'),
+  'worker.delivery_updated': holders('workers.read'),
   'connector_sync.requested': holders('connectors.read'),
   'connector_sync.retried': holders('connectors.read'),
   'connector_sync.state_changed': seers('connector_instance'),
@@ -135,6 +140,7 @@ export function principalKey(to: Exclude<Audience, { resource: ResourceType }>):
   if ('org' in to) return 'org'
   if ('memberId' in to) return `member:${to.memberId}`
   if ('teamId' in to) return `team:${to.teamId}`
+  if ('workerId' in to) return `worker:${to.workerId}`
   return `perm:${to.permission}`
 }
 

@@ -22,7 +22,8 @@ import { isoAt, type Deps } from '../deps.ts'
 import type { Actor } from '../actor.ts'
 import { isOrgAdmin } from '../catalog/grant-roles.ts'
 import type { ControlPlaneDb, Db } from '../schema.ts'
-import { FEED_ACTIONS, readerKeys, resolveAudience, type NewChange } from './change-audience.ts'
+import { FEED_ACTIONS, principalKey, readerKeys, resolveAudience, type NewChange } from './change-audience.ts'
+import { DELIVERY_CHANGED } from '../delivery/delivery-feed-filter.ts'
 import type { Notifier } from '../../storage/notifier.ts'
 import { engineOf } from '../../storage/database.ts'
 import { insertRows, type RowInsert, withInserts } from '../../storage/row-inserts.ts'
@@ -41,7 +42,13 @@ export interface ChangeEvent {
 }
 
 /** Event kinds the feed carries (the contract lists them). */
-export const CHANGE_KINDS = [...Object.keys(FEED_ACTIONS), 'visibility.changed'] as const
+export const CHANGE_KINDS = [...Object.keys(FEED_ACTIONS), 'visibility.changed', DELIVERY_CHANGED] as const
+
+/** A Worker's runtime reading the feed with its activity token: it sees only its delivery events. */
+export interface WorkerFeedReader {
+  orgId: string
+  workerId: string
+}
 
 /** True when an audit action is also a change in the feed. */
 export function isFeedAction(action: string): boolean {
@@ -177,10 +184,12 @@ function eventOf(row: EventRow, hint: boolean): ChangeEvent {
  */
 export async function readChanges(
   db: Db,
-  actor: Actor,
+  actor: Actor | WorkerFeedReader,
   after: number,
   limit: number,
 ): Promise<{ items: ChangeEvent[]; next: number }> {
+  if ('workerId' in actor)
+    return readReached(db, actor.orgId, [principalKey({ workerId: actor.workerId })], after, limit)
   if (isOrgAdmin(actor)) {
     const rows = await db
       .selectFrom('change_event')
@@ -190,7 +199,10 @@ export async function readChanges(
       .orderBy('seq')
       .limit(limit)
       .execute()
-    const items = rows.filter((row) => row.kind in FEED_ACTIONS).map((row) => eventOf(row, false))
+    const addressed = await deliveryAddressedTo(db, actor, rows)
+    const items = rows
+      .filter((row) => row.kind in FEED_ACTIONS || addressed.has(Number(row.seq)))
+      .map((row) => eventOf(row, false))
     return { items, next: rows.length ? Number(rows[rows.length - 1]!.seq) : after }
   }
   // The head and the member's teams in one statement (one row per team, one with no team).
@@ -201,14 +213,68 @@ export async function readChanges(
     db,
   )
   const head = Number(reader.rows[0]?.head ?? 0)
+  const teams = reader.rows.flatMap((r) => (r.team_id ? [r.team_id] : []))
+  return readReached(db, actor.orgId, readerKeys(actor, teams), after, limit, head)
+}
+
+/**
+ * The `delivery.changed` events among `rows` addressed to `actor` (an owner or admin sees every
+ * other event, but a delivery event only when it names them: it tells its reader to re-read their
+ * own delivered set, which other members' changes do not touch).
+ */
+async function deliveryAddressedTo(
+  db: Db,
+  actor: Actor,
+  rows: ReadonlyArray<{ seq: number | string; kind: string }>,
+): Promise<Set<number>> {
+  const seqs = rows.filter((row) => row.kind === DELIVERY_CHANGED).map((row) => Number(row.seq))
+  if (seqs.length === 0) return new Set()
+  const teams = await db.selectFrom('team_member').select('team_id').where('member_id', '=', actor.memberId).execute()
+  const found = await db
+    .selectFrom('change_audience')
+    .select('seq')
+    .where('org_id', '=', actor.orgId)
+    .where('seq', 'in', seqs)
+    .where(
+      'principal',
+      'in',
+      readerKeys(
+        actor,
+        teams.map((t) => t.team_id),
+      ),
+    )
+    .execute()
+  return new Set(found.map((row) => Number(row.seq)))
+}
+
+/**
+ * The events reached by any of `keys` after `after`, through the audience index: at most `limit`
+ * entries of each principal's range up to the head, merged in feed order. `head` is read here
+ * when the caller has not read it already.
+ */
+async function readReached(
+  db: Db,
+  orgId: string,
+  keys: readonly string[],
+  after: number,
+  limit: number,
+  knownHead?: number,
+): Promise<{ items: ChangeEvent[]; next: number }> {
+  const head =
+    knownHead ??
+    Number(
+      (
+        await db
+          .selectFrom('change_event')
+          .select((eb) => eb.fn.max('seq').as('head'))
+          .where('org_id', '=', orgId)
+          .executeTakeFirst()
+      )?.head ?? 0,
+    )
   if (head <= after) return { items: [], next: after }
-  const keys = readerKeys(
-    actor,
-    reader.rows.flatMap((r) => (r.team_id ? [r.team_id] : [])),
-  )
   const ranges = keys.map(
     (key) =>
-      sql`select * from (select a.seq, a.hint from change_audience a where a.org_id = ${actor.orgId} and a.principal = ${key} and a.seq > ${after} and a.seq <= ${head} order by a.seq limit ${limit}) r`,
+      sql`select * from (select a.seq, a.hint from change_audience a where a.org_id = ${orgId} and a.principal = ${key} and a.seq > ${after} and a.seq <= ${head} order by a.seq limit ${limit}) r`,
   )
   // CROSS JOIN keeps SQLite's join order: the few reached numbers first, then each event by its
   // key. Left free, it walked the organization's events in order to avoid a sort and probed the
@@ -216,7 +282,7 @@ export async function readChanges(
   const reached = sql`select u.seq, min(u.hint) as hint from (${sql.join(ranges, sql` union all `)}) u group by u.seq`
   const found = await sql<
     EventRow & { hint: number | string }
-  >`select e.seq, e.kind, e.subject_type, e.subject_id, e.data, e.created_at, v.hint from (${reached}) v cross join change_event e where e.org_id = ${actor.orgId} and e.seq = v.seq order by v.seq limit ${limit}`.execute(
+  >`select e.seq, e.kind, e.subject_type, e.subject_id, e.data, e.created_at, v.hint from (${reached}) v cross join change_event e where e.org_id = ${orgId} and e.seq = v.seq order by v.seq limit ${limit}`.execute(
     db,
   )
   const items = found.rows.map((row) => eventOf(row, Number(row.hint) === 1))
