@@ -81,6 +81,12 @@ test('a member receives hub skills through a team and plugin objects through ass
     const got = await t.client.get('/v1/me/delivery', { token: member })
     assert.is(got.status, 200)
     assert.is(got.headers.get('etag'), `"${got.body.digest}"`)
+    const same = await t.app.fetch(
+      new Request('http://cp/v1/me/delivery', {
+        headers: { authorization: `Bearer ${member}`, 'if-none-match': `"${got.body.digest}"` },
+      }),
+    )
+    assert.equal([same.status, await same.text()], [304, ''], 'unchanged: no body')
     const items = got.body.items as Item[]
     assert.equal(
       items.map((i) => `${i.type}:${i.name}`),

@@ -174,6 +174,33 @@ test('OpenCode signs in with the device grant the well-known document names; its
       delivery.body.items.map((i: { name: string }) => i.name),
       ['lint'],
     )
+    // The token follows the change feed as a stream too (how a linked workspace hears of changes).
+    const stream = await t.app.fetch(
+      new Request('http://cp/v1/events', {
+        headers: { authorization: `Bearer ${tokens.access_token}`, accept: 'text/event-stream' },
+      }),
+    )
+    assert.is(stream.status, 200)
+    const reader = stream.body!.getReader()
+    await t.client.post('/v1/skill-hubs', { token: org.admin.token, json: { name: 'Unrelated' } })
+    await t.client.post(`/v1/config-objects/${skill}/versions`, {
+      token: org.admin.token,
+      json: { input: { rawSourceText: SKILL('lint', 'Lint twice.') } },
+    })
+    let seen = ''
+    const until = Date.now() + 10_000
+    while (!seen.includes('event: delivery.changed') && Date.now() < until) {
+      const chunk = await Promise.race([
+        reader.read(),
+        new Promise<{ done: true; value: undefined }>((r) =>
+          setTimeout(() => r({ done: true, value: undefined }), 6_000),
+        ),
+      ])
+      if (chunk.done) break
+      seen += new TextDecoder().decode(chunk.value)
+    }
+    await reader.cancel()
+    assert.match(seen, /event: delivery\.changed/, 'the stream stays open and carries the delivery event')
     const config = await t.client.get('/v1/me/opencode-config', { token: tokens.access_token })
     const base: string = config.body.skills.urls[0]
     assert.is((await t.client.get(path(`${base}index.json`))).status, 200)

@@ -57,7 +57,7 @@ export function deliveryRoutes(ctx: RouteContext) {
       tags: ['delivery'],
       summary: 'What the organization delivers to the caller, as resolved files with a digest',
       description:
-        "A member receives the active skills that reach them (grants, and skill hubs assigned to them, their teams or the organization) and every active object of the active plugins assigned to them the same ways; each item lists every `reasons` it arrives by. A Worker's runtime (its activity token `wka_…`) receives its own delivery (`PUT /v1/workers/:id/delivery`), including its model providers with their keys, which no other answer carries. File paths are relative to the item's home: skill → `.opencode/skills/<name>/`, command → `.opencode/commands/`, agent → `.opencode/agents/`, tool → `.opencode/tools/`, hook → `.opencode/plugins/`, context → `.opencode/context/`. `digest` changes whenever any item does; `delivery.changed` in `GET /v1/events` says when to re-read. 409 `delivery_too_large` beyond 5,000 items or 256 MiB.",
+        "A member receives the active skills that reach them (grants, and skill hubs assigned to them, their teams or the organization) and every active object of the active plugins assigned to them the same ways; each item lists every `reasons` it arrives by. A Worker's runtime (its activity token `wka_…`) receives its own delivery (`PUT /v1/workers/:id/delivery`), including its model providers with their keys, which no other answer carries. File paths are relative to the item's home: skill → `.opencode/skills/<name>/`, command → `.opencode/commands/`, agent → `.opencode/agents/`, tool → `.opencode/tools/`, hook → `.opencode/plugins/`, context → `.opencode/context/`. `digest` changes whenever any item does; `delivery.changed` in `GET /v1/events` says when to re-read. 409 `delivery_too_large` beyond 5,000 items or 256 MiB. Send `If-None-Match: <etag>` to get 304 when nothing changed.",
       auth: rules.orgOrWorker('delivery.read'),
       responses: {
         200: {
@@ -65,13 +65,16 @@ export function deliveryRoutes(ctx: RouteContext) {
           schema: DeliverySetResponse,
           headers: { etag: 'The set digest, quoted', 'cache-control': 'no-store' },
         },
+        304: { description: '`If-None-Match` names the current digest: the set has not changed' },
       },
       errors: [409],
-      handler: async ({ principal }) => {
+      handler: async ({ request, principal }) => {
         const set = await deliveredSet(ctx.deps, deliveryPrincipalOf(principal))
-        return new Response(JSON.stringify(set), {
-          headers: { 'content-type': 'application/json', 'cache-control': 'no-store', etag: `"${set.digest}"` },
-        })
+        const etag = `"${set.digest}"`
+        const headers = { 'cache-control': 'no-store', etag }
+        // A client that already has this set gets no body (a linked workspace re-reading after an event).
+        if (request.headers.get('if-none-match') === etag) return new Response(null, { status: 304, headers })
+        return new Response(JSON.stringify(set), { headers: { 'content-type': 'application/json', ...headers } })
       },
     }),
     route({

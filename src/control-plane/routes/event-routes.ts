@@ -14,6 +14,7 @@ import { isoAt } from '../deps.ts'
 import { pageQuery } from '../pagination.ts'
 import { rules } from '../policy.ts'
 import { workerTokenActive } from '../delivery/worker-principal.ts'
+import { findActiveOAuthToken } from '../oauth/oauth-tokens.ts'
 import { route, type RouteContext } from './route.ts'
 
 /** A change as the feed shows it. */
@@ -91,9 +92,12 @@ export function eventRoutes(ctx: RouteContext, subscriptions: ChangeSubscription
               do {
                 again = false
                 const credential = { sessionId: principal.session?.id ?? null, apiKeyId: principal.apiKeyId }
+                // An OAuth token's stream lives with its grant (revoked, expired or the member removed ends it).
                 const allowed = worker
                   ? await workerTokenActive(db, worker)
-                  : await stillAllowed(db, actorOf(principal), credential, isoAt(ctx.deps))
+                  : principal.oauth
+                    ? (await findActiveOAuthToken(ctx.deps, principal.oauth.tokenId)) !== null
+                    : await stillAllowed(db, actorOf(principal), credential, isoAt(ctx.deps))
                 if (!allowed) {
                   sink.close()
                   return
