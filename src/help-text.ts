@@ -73,6 +73,7 @@ const USAGE = [
   '  service-server [--mode workspace|control-plane] [options]',
   '  service-server approvals list|allow <id>|deny <id> [--url <base>] [--host-token <t>]',
   '  service-server tokens list|create <scope> [--label <l>] [--ttl <seconds>]|revoke <id> [--url <base>]',
+  '  service-server org link <control-plane-url> [--workspace <id>] | org status|sync|unlink [--remove]',
   '  service-server control-plane copy-database --from <sqlite file> [--to <postgres url>]',
 ]
 

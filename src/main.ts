@@ -70,6 +70,12 @@ export async function main(argv: string[], io: MainIo): Promise<number> {
     const { runHostCli } = await import('./workspace/access/host-cli.ts')
     return runHostCli(argv, io)
   }
+  // `org link|status|sync|unlink` talk to the running workspace server (the workspace's organization link).
+  if (argv[0] === 'org' && ['link', 'status', 'sync', 'unlink'].includes(argv[1] ?? '')) {
+    startupFinished()
+    const { runOrgCli } = await import('./workspace/org-link/org-cli.ts')
+    return runOrgCli(argv, io)
+  }
   if (argv[0] === 'control-plane') {
     startupFinished()
     const { runControlPlaneCli } = await import('./control-plane/copy-database.ts')

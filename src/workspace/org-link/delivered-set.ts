@@ -1,0 +1,207 @@
+/**
+ * Reads a `GET /v1/me/delivery` answer into what the workspace should hold: files at
+ * workspace-relative paths inside the delivery area, and MCP entries for the project config.
+ *
+ * The control plane is not trusted with the disk: an item is refused (listed in `rejected`,
+ * nothing of it written) when its name breaks OpenCode's naming rule, a file path leaves the
+ * item's home (checked as for imports: `normalizeSkillPath` and then `normalizeRelPath`), a
+ * declared size or sha256 does not match the content, or it breaks the `skills` limits of this
+ * server. Files land only under `.opencode/skills/<name>/`, `.opencode/commands/` and
+ * `.opencode/agents/`; config fragments may carry only `mcp` entries that pass OpenCode's MCP
+ * rule. Anything else is refused the same way.
+ * @module
+ */
+import { Buffer } from 'node:buffer'
+import { sha256Hex } from '../../core/sha256.ts'
+import { checkMcpServer, isMcpName } from '../../opencode/mcp-entries.ts'
+import { isSkillName } from '../../opencode/names.ts'
+import { normalizeSkillPath, type SkillLimits } from '../../opencode/skill-bundle.ts'
+import { COMMANDS_DIR, SKILLS_DIR } from '../config/workspace-layout.ts'
+import { normalizeRelPath } from '../files/workspace-path.ts'
+
+/** Where agents live (OpenCode reads `.opencode/agents/*.md`). */
+export const AGENTS_DIR = '.opencode/agents'
+
+/** One file the workspace should hold. */
+export interface DeliveredFile {
+  /** Workspace-relative path. */
+  rel: string
+  bytes: Uint8Array
+  executable: boolean
+  sha256: string
+}
+
+/** One delivered item, validated. */
+export interface DeliveredItem {
+  objectId: string
+  type: string
+  name: string
+  versionId: string
+  digest: string
+  /** For a skill, its folder (`.opencode/skills/<name>`); conflicts with a local skill are per folder. */
+  folder: string | null
+  files: DeliveredFile[]
+  /** MCP entries by name (from the item's `config.mcp`). */
+  mcp: Record<string, Record<string, unknown>>
+}
+
+/** The validated set. */
+export interface DeliveredSet {
+  digest: string
+  organization: { id: string; name: string }
+  principal: Record<string, unknown>
+  items: DeliveredItem[]
+  /** Items refused, with why (nothing of them is written, and nothing of them is removed either). */
+  rejected: Array<{ objectId: string; name: string; reason: string }>
+}
+
+/** Most items one set may carry. */
+export const MAX_ITEMS = 10_000
+
+const HOME: Record<string, string | undefined> = { command: COMMANDS_DIR, agent: AGENTS_DIR }
+const FILE_TYPES = new Set(['skill', 'command', 'agent'])
+const CONFIG_TYPES = new Set(['mcp'])
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+const text = (value: unknown, max = 256): string | null =>
+  typeof value === 'string' && value.length > 0 && value.length <= max ? value : null
+
+class Refused extends Error {}
+
+function decode(file: Record<string, unknown>): Uint8Array {
+  const content = file.content
+  if (typeof content !== 'string') throw new Refused('file content is missing')
+  if (file.encoding === 'base64') {
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(content)) throw new Refused('file content is not base64')
+    return new Uint8Array(Buffer.from(content, 'base64'))
+  }
+  if (file.encoding === undefined || file.encoding === 'utf8') return new TextEncoder().encode(content)
+  throw new Refused('file encoding must be utf8 or base64')
+}
+
+function itemFiles(item: Record<string, unknown>, type: string, name: string, limits: SkillLimits): DeliveredFile[] {
+  const raw = item.files ?? []
+  if (!Array.isArray(raw)) throw new Refused('files must be a list')
+  if (!FILE_TYPES.has(type)) {
+    if (raw.length) throw new Refused(`a ${type} item carries no files here`)
+    return []
+  }
+  if (raw.length > limits.maxFiles) throw new Refused(`more than ${limits.maxFiles} files`)
+  const home = type === 'skill' ? `${SKILLS_DIR}/${name}` : HOME[type]!
+  const seen = new Set<string>()
+  let total = 0
+  const files: DeliveredFile[] = []
+  for (const entry of raw) {
+    if (!isObject(entry)) throw new Refused('a file entry is not an object')
+    let inner: string
+    let rel: string
+    try {
+      inner = normalizeSkillPath(String(entry.path), { allowSkillFile: true })
+      rel = normalizeRelPath(`${home}/${inner}`)
+    } catch (error) {
+      throw new Refused(`file path ${JSON.stringify(String(entry.path).slice(0, 120))}: ${(error as Error).message}`)
+    }
+    if (!rel.startsWith(`${home}/`)) throw new Refused(`file path ${inner} leaves the item's folder`)
+    if (type !== 'skill' && (inner.includes('/') || !inner.endsWith('.md')))
+      throw new Refused(`a ${type} file must be one .md file in ${home}`)
+    const key = rel.toLowerCase()
+    if (seen.has(key)) throw new Refused(`file ${inner} appears twice`)
+    seen.add(key)
+    const bytes = decode(entry)
+    if (bytes.byteLength > limits.maxFileBytes)
+      throw new Refused(`file ${inner} is larger than ${limits.maxFileBytes} bytes`)
+    total += bytes.byteLength
+    if (total > limits.maxBytes) throw new Refused(`files together are larger than ${limits.maxBytes} bytes`)
+    if (typeof entry.size === 'number' && entry.size !== bytes.byteLength)
+      throw new Refused(`file ${inner}: size does not match`)
+    const sha256 = sha256Hex(bytes)
+    if (entry.sha256 !== undefined && entry.sha256 !== sha256) throw new Refused(`file ${inner}: sha256 does not match`)
+    files.push({ rel, bytes, executable: entry.executable === true, sha256 })
+  }
+  if (type === 'skill' && !seen.has(`${home}/skill.md`.toLowerCase())) throw new Refused('a skill needs SKILL.md')
+  return files
+}
+
+function itemMcp(item: Record<string, unknown>, type: string): Record<string, Record<string, unknown>> {
+  const config = item.config
+  if (config === undefined || config === null) {
+    if (CONFIG_TYPES.has(type)) throw new Refused(`a ${type} item needs a config fragment`)
+    return {}
+  }
+  if (!isObject(config)) throw new Refused('config must be an object')
+  const keys = Object.keys(config)
+  if (keys.some((k) => k !== 'mcp')) throw new Refused(`config may carry only mcp entries (got ${keys.join(', ')})`)
+  const map = config.mcp
+  if (!isObject(map)) throw new Refused('config.mcp must be an object')
+  const out: Record<string, Record<string, unknown>> = {}
+  for (const [name, entry] of Object.entries(map)) {
+    if (!isMcpName(name)) throw new Refused(`MCP name ${JSON.stringify(String(name).slice(0, 80))} is not allowed`)
+    const checked = checkMcpServer(entry)
+    if (!checked.ok) throw new Refused(`MCP ${name}: ${checked.path ? `${checked.path}: ` : ''}${checked.message}`)
+    out[name] = checked.server
+  }
+  return out
+}
+
+/**
+ * Validates a delivery document. Throws (a plain Error) when the document itself is malformed;
+ * a malformed item is only refused.
+ */
+export function parseDelivery(body: Record<string, unknown>, limits: SkillLimits): DeliveredSet {
+  const digest = text(body.digest, 128)
+  const org = body.organization
+  if (!digest || !isObject(org) || !text(org.id) || !text(org.name, 1024) || !Array.isArray(body.items))
+    throw new Error('delivery document lacks digest, organization or items')
+  if (body.items.length > MAX_ITEMS) throw new Error(`delivery carries more than ${MAX_ITEMS} items`)
+  const items: DeliveredItem[] = []
+  const rejected: DeliveredSet['rejected'] = []
+  const claimed = new Map<string, string>()
+  for (const raw of body.items) {
+    if (!isObject(raw)) {
+      rejected.push({ objectId: '', name: '', reason: 'item is not an object' })
+      continue
+    }
+    const objectId = text(raw.objectId) ?? ''
+    const name = text(raw.name) ?? ''
+    try {
+      const type = text(raw.type, 32)
+      const versionId = text(raw.versionId)
+      const itemDigest = text(raw.digest, 128)
+      if (!objectId || !type || !versionId || !itemDigest)
+        throw new Refused('objectId, type, versionId or digest missing')
+      // Provider keys belong to Workers' model configuration, which a workspace link does not write.
+      if (!FILE_TYPES.has(type) && !CONFIG_TYPES.has(type))
+        throw new Refused(`type ${type} is not delivered to a workspace`)
+      if (type === 'skill' ? !isSkillName(name) : !name || name.length > 128)
+        throw new Refused(`name ${JSON.stringify(name.slice(0, 80))} is not allowed for a ${type}`)
+      const files = itemFiles(raw, type, name, limits)
+      const mcp = itemMcp(raw, type)
+      // Two items must not claim one file or one MCP name: which one wins would depend on order.
+      const claims = [...files.map((f) => f.rel.toLowerCase()), ...Object.keys(mcp).map((n) => `mcp/${n}`)]
+      const clash = claims.find((c) => claimed.has(c))
+      if (clash) throw new Refused(`${clash} is also delivered by ${claimed.get(clash)}`)
+      for (const c of claims) claimed.set(c, objectId)
+      items.push({
+        objectId,
+        type,
+        name,
+        versionId,
+        digest: itemDigest,
+        folder: type === 'skill' ? `${SKILLS_DIR}/${name}` : null,
+        files,
+        mcp,
+      })
+    } catch (error) {
+      if (!(error instanceof Refused)) throw error
+      rejected.push({ objectId, name: name.slice(0, 128), reason: error.message })
+    }
+  }
+  return {
+    digest,
+    organization: { id: String(org.id), name: String(org.name) },
+    principal: isObject(body.principal) ? body.principal : {},
+    items,
+    rejected,
+  }
+}
