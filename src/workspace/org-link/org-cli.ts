@@ -7,7 +7,10 @@
  * organization's token never passes through this command: the server keeps it.
  * @module
  */
+import { readFileSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
+import { defaultConfigDir } from '../../core/settings.ts'
 import { HOST_TOKEN_HEADER } from '../access/auth.ts'
 import { type HostCliIo, resolveTarget } from '../access/host-cli.ts'
 
@@ -68,10 +71,13 @@ export async function runOrgCli(
     )
     return 2
   }
-  const call = async (method: string, path: string, body?: unknown) => {
+  const call = async (method: string, path: string, body?: unknown, bearer?: string) => {
     const response = await (io.fetch ?? fetch)(`${baseUrl}${path}`, {
       method,
-      headers: { [HOST_TOKEN_HEADER]: hostToken, ...(body ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        ...(bearer ? { authorization: `Bearer ${bearer}` } : { [HOST_TOKEN_HEADER]: hostToken }),
+        ...(body ? { 'content-type': 'application/json' } : {}),
+      },
       body: body ? JSON.stringify(body) : undefined,
     })
     return { status: response.status, body: (await response.json().catch(() => ({}))) as Record<string, unknown> }
@@ -83,7 +89,15 @@ export async function runOrgCli(
   try {
     let workspaceId = values.workspace
     if (!workspaceId) {
-      const list = await call('GET', '/workspaces')
+      // Listing workspaces is a client route: the first workspace is found with the client token.
+      const clientToken = resolveClientToken(values, io)
+      if (!clientToken) {
+        io.stderr(
+          'service-server: pass --workspace <id> (or set SERVICE_TOKEN so the first workspace can be looked up)',
+        )
+        return 2
+      }
+      const list = await call('GET', '/workspaces', undefined, clientToken)
       if (list.status !== 200) return failed(list)
       const items = (list.body.items ?? list.body.workspaces) as Array<{ id: string }> | undefined
       workspaceId = items?.[0]?.id
@@ -130,6 +144,24 @@ export async function runOrgCli(
     io.stderr(`service-server: cannot reach ${baseUrl}: ${(error as Error).message}`)
     return 1
   }
+}
+
+/** The client token: `SERVICE_TOKEN`, else the config file's `token`, else the generated credentials file's. */
+function resolveClientToken(values: { config?: string }, io: Pick<HostCliIo, 'env' | 'cwd'>): string | undefined {
+  if (io.env.SERVICE_TOKEN) return io.env.SERVICE_TOKEN
+  const configPath = resolve(
+    io.cwd,
+    values.config ?? io.env.SERVICE_SERVER_CONFIG ?? join(defaultConfigDir(io.env), 'server.json'),
+  )
+  for (const path of [configPath, join(dirname(configPath), 'credentials.json')]) {
+    try {
+      const value = JSON.parse(readFileSync(path, 'utf8')) as { token?: unknown }
+      if (typeof value.token === 'string' && value.token) return value.token
+    } catch {
+      // not there or not JSON: try the next
+    }
+  }
+  return undefined
 }
 
 function printStatus(view: Record<string, unknown>, io: HostCliIo): void {

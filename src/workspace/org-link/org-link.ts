@@ -94,6 +94,7 @@ export class OrgLink {
   #wanted = false
   #full = false
   #force = new Set<string>()
+  #keep = new Map<string, string>()
   #declinedDigest: string | null = null
   #persistTimer: ReturnType<typeof setTimeout> | undefined
   #saving: Promise<void> = Promise.resolve()
@@ -170,17 +171,16 @@ export class OrgLink {
     if (!this.#loop && !this.#record.revoked) this.start()
   }
 
-  /** Keeps a conflicting path as the person has it. */
+  /**
+   * Keeps a conflicting path as the person has it: no longer managed, not raised again while the
+   * organization offers the same content. Applied by the next reconcile (serialised with syncs,
+   * so a change set planned before the choice cannot bring the conflict back).
+   */
   async keepLocal(path: string): Promise<boolean> {
     const found = this.#record.conflicts.find((c) => c.path === path)
     if (!found) return false
-    this.#record.keptLocal[path] = found.organizationSha256
-    this.#record.conflicts = this.#record.conflicts.filter((c) => c.path !== path)
-    delete this.#record.manifest[path]
-    for (const key of Object.keys(this.#record.manifest))
-      if (key.startsWith(`${path}/`)) delete this.#record.manifest[key]
-    await this.#save()
-    await this.#setState(this.#settledState())
+    this.#keep.set(path, found.organizationSha256)
+    await this.syncNow()
     return true
   }
 
@@ -283,7 +283,7 @@ export class OrgLink {
       }
       record.organization = set.organization
       record.member = set.principal
-      if (!full && !this.#force.size && set.digest === record.appliedDigest) {
+      if (!full && !this.#force.size && !this.#keep.size && set.digest === record.appliedDigest) {
         record.lastSyncAt = this.deps.now()
         this.#persistSoon()
         await this.#setState(this.#settledState())
@@ -331,11 +331,18 @@ export class OrgLink {
     const ws = this.deps.workspace
     const root = ws.entry.path
     const force = new Set(this.#force)
+    const keep = new Map(this.#keep)
+    for (const [path, sha] of keep) {
+      record.keptLocal[path] = sha
+      delete record.manifest[path]
+      for (const key of Object.keys(record.manifest)) if (key.startsWith(`${path}/`)) delete record.manifest[key]
+    }
     this.#pendingDigest = set.digest
     const plan = await planSync(root, set, record, { force, now: this.deps.now() })
     if (plan.changes.length)
       await this.#write(plan, `from ${set.organization.name}`, LINK_PRINCIPAL, this.approval, this.#abort.signal)
     for (const path of force) this.#force.delete(path)
+    for (const path of keep.keys()) this.#keep.delete(path)
     record.manifest = plan.manifest
     record.conflicts = plan.conflicts
     record.keptLocal = plan.keptLocal

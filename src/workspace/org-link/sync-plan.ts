@@ -121,10 +121,13 @@ export async function planSync(
       detectedAt: before.get(c.path) ?? options.now,
     })
   // Kept local: still kept while the organization offers the same content; a new version asks again.
+  // The choice is remembered until the host takes the organization's content, so the path stays the
+  // person's (a file conflict, not a foreign skill folder) when a new version asks again.
   const kept = (path: string, orgSha: string): boolean => {
-    if (record.keptLocal[path] !== orgSha || force.has(path)) return false
-    keptLocal[path] = orgSha
-    return true
+    const previous = record.keptLocal[path]
+    if (previous === undefined || force.has(path)) return false
+    keptLocal[path] = previous
+    return previous === orgSha
   }
   const write = (file: DeliveredFile, action: 'create' | 'update') => {
     changes.push({
@@ -184,7 +187,10 @@ export async function planSync(
     if (item.folder) {
       const folderForced = force.has(item.folder)
       if (!folderForced && kept(item.folder, item.digest)) continue
-      const managedHere = Object.keys(record.manifest).some((p) => p.startsWith(`${item.folder}/`))
+      // A folder with managed files (or files the host kept as theirs) is ours: files are compared one by one.
+      const managedHere = [...Object.keys(record.manifest), ...Object.keys(record.keptLocal)].some((p) =>
+        p.startsWith(`${item.folder}/`),
+      )
       const local = managedHere ? null : await folderFiles(root, item)
       if (local && !folderForced) {
         const identical = local.size === item.files.length && item.files.every((f) => local.get(f.rel) === f.sha256)
@@ -210,7 +216,7 @@ export async function planSync(
           counts.delete++
         }
       }
-      for (const file of item.files) await planFile(item, file, folderForced)
+      for (const file of item.files) await planFile(item, file, folderForced || force.has(file.rel))
       continue
     }
     for (const file of item.files) await planFile(item, file, force.has(file.rel))
