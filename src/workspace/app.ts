@@ -150,6 +150,10 @@ export async function createWorkspaceApp(
       now: services.now,
       env,
       timing: options.orgLinkTiming,
+      // Delivered content comes from outside the agent: OpenCode re-reads it now, not at its next start.
+      onApplied: (id) => {
+        if (sidecar.anyConfigured) sidecar.reload(id, 'extension-change').catch(() => {})
+      },
     })
   } catch (error) {
     data.close()

@@ -68,6 +68,8 @@ export interface OrgLinkServiceDeps {
   skillLimits: SkillLimits
   now: () => number
   env: Record<string, string | undefined>
+  /** Called after a change set was written to a workspace. */
+  onApplied?: (workspaceId: string) => void
   timing?: Partial<LinkTiming> & { devicePollMs?: number }
 }
 
@@ -130,6 +132,7 @@ export class OrgLinkService {
         skillLimits: this.deps.skillLimits,
         now: this.deps.now,
         timing: this.#timing,
+        onApplied: this.deps.onApplied,
       },
       record,
       token,

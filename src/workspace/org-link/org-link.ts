@@ -48,6 +48,8 @@ export interface OrgLinkDeps {
   skillLimits: SkillLimits
   now: () => number
   timing: LinkTiming
+  /** Called after a change set was written (the server reloads the workspace's OpenCode instance). */
+  onApplied?: (workspaceId: string) => void
 }
 
 /** The principal background syncs write as (audited as the host, client `org-link`). */
@@ -418,6 +420,7 @@ export class OrgLink {
         return { target: this.#record.organization?.name ?? this.#record.controlPlaneUrl, summary }
       },
     })
+    this.deps.onApplied?.(ws.entry.id)
   }
 
   /**
