@@ -9,9 +9,13 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'no
 import { join } from 'node:path'
 import { assert, suite } from '../../../tests/harness.ts'
 import { serve } from '../../serve.ts'
-import { startFakeControlPlane, type FakeControlPlane, type FakeItem } from '../testing/fake-control-plane.ts'
+import {
+  FAST_LINK,
+  startFakeControlPlane,
+  type FakeControlPlane,
+  type FakeItem,
+} from '../testing/fake-control-plane.ts'
 import { CLIENT_TOKEN, eventually, HOST_TOKEN, startTestServer, type TestServer } from '../testing/test-kit.ts'
-import { FAST_LINK } from './org-link-faults.test.ts'
 import { runOrgCli } from './org-cli.ts'
 
 const test = suite('workspace/org-link-conflicts', { timeoutMs: 30_000 })

@@ -16,18 +16,15 @@ import {
 } from 'node:fs'
 import { join } from 'node:path'
 import { assert, suite, tempDir } from '../../../tests/harness.ts'
-import { startFakeControlPlane, type FakeControlPlane, type FakeItem } from '../testing/fake-control-plane.ts'
+import {
+  FAST_LINK,
+  startFakeControlPlane,
+  type FakeControlPlane,
+  type FakeItem,
+} from '../testing/fake-control-plane.ts'
 import { eventually, HOST_TOKEN, startTestServer, type TestServer } from '../testing/test-kit.ts'
 
 const test = suite('workspace/org-link-faults', { timeoutMs: 30_000 })
-
-/** Short retry and poll timing so faults resolve within a test. */
-export const FAST_LINK = {
-  backoffInitialMs: 50,
-  backoffMaxMs: 400,
-  devicePollMs: 50,
-  client: { requestTimeoutMs: 3000, idleTimeoutMs: 10_000, maxDeliveryBytes: 64 * 1024 * 1024, maxSmallBytes: 65_536 },
-}
 
 const skill = (name: string, body = 'Use it.', extra: FakeItem['files'] = []): FakeItem => ({
   objectId: `obj_${name}`,

@@ -9,6 +9,14 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { type Listener, serve } from '../../serve.ts'
 
+/** Short retry and poll timing so faults resolve within a test. */
+export const FAST_LINK = {
+  backoffInitialMs: 50,
+  backoffMaxMs: 400,
+  devicePollMs: 50,
+  client: { requestTimeoutMs: 3000, idleTimeoutMs: 10_000, maxDeliveryBytes: 64 * 1024 * 1024, maxSmallBytes: 65_536 },
+}
+
 /** A delivered file as the test writes it. */
 export interface FakeFile {
   path: string
@@ -42,6 +50,12 @@ export interface FakeControlPlane {
   rawDelivery(body: unknown): void
   /** Appends an event to the feed. */
   emit(kind: string, data?: Record<string, unknown>): void
+  /** Delay before each delivery answer (a slow control plane). */
+  deliveryDelayMs: number
+  /** Accepts a token issued elsewhere (a Worker's activity token). */
+  acceptToken(token: string): void
+  /** Heartbeats received (`POST /v1/workers/:id/heartbeat`), with the delivery reads seen before each. */
+  readonly heartbeats: Array<{ workerId: string; deliveryReadsBefore: number }>
   /** Refuses every issued token from now on (401) and ends open streams. */
   revokeAll(): void
   /** Stops listening (connections refused); `up()` listens again on the same port. */
@@ -64,6 +78,7 @@ export async function startFakeControlPlane(): Promise<FakeControlPlane> {
   const streams = new Set<{ push(): void; end(): void; token: string }>()
   const resumedFrom: Array<string | null> = []
   let deliveryReads = 0
+  const heartbeats: FakeControlPlane['heartbeats'] = []
 
   const json = (status: number, body: unknown) =>
     new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } })
@@ -124,9 +139,16 @@ export async function startFakeControlPlane(): Promise<FakeControlPlane> {
       return issue()
     }
     const token = bearer(request)
+    const beat = /^\/v1\/workers\/([^/]+)\/heartbeat$/.exec(url.pathname)
+    if (request.method === 'POST' && beat) {
+      if (!tokens.has(token)) return json(401, { code: 'unauthorized' })
+      heartbeats.push({ workerId: beat[1]!, deliveryReadsBefore: deliveryReads })
+      return json(200, { ok: true })
+    }
     if (url.pathname === '/v1/me/delivery') {
       if (!tokens.has(token)) return json(401, { code: 'unauthorized' })
       deliveryReads++
+      if (plane.deliveryDelayMs) await new Promise((resolve) => setTimeout(resolve, plane.deliveryDelayMs))
       if (raw !== undefined) return json(200, raw)
       const list = wire()
       return json(200, {
@@ -198,8 +220,9 @@ export async function startFakeControlPlane(): Promise<FakeControlPlane> {
     events.push({ seq: events.length + 1, kind, data })
     for (const s of streams) s.push()
   }
-  return {
+  const plane: FakeControlPlane = {
     url: base,
+    deliveryDelayMs: 0,
     approve(userCode) {
       const entry = pending.get(userCode)
       if (!entry) throw new Error(`no pending code ${userCode}`)
@@ -215,6 +238,10 @@ export async function startFakeControlPlane(): Promise<FakeControlPlane> {
       emit('delivery.changed', { scope: 'member' })
     },
     emit,
+    acceptToken(token) {
+      tokens.add(token)
+    },
+    heartbeats,
     revokeAll() {
       tokens.clear()
       refresh.clear()
@@ -241,4 +268,5 @@ export async function startFakeControlPlane(): Promise<FakeControlPlane> {
       running = false
     },
   }
+  return plane
 }
