@@ -12,7 +12,7 @@
  * @module
  */
 import { Buffer } from 'node:buffer'
-import { sha256Hex } from '../../core/sha256.ts'
+import { createSha256 } from '../../core/sha256.ts'
 import { checkMcpServer, isMcpName } from '../../opencode/mcp-entries.ts'
 import { isSkillName } from '../../opencode/names.ts'
 import { normalizeSkillPath, type SkillLimits } from '../../opencode/skill-bundle.ts'
@@ -43,6 +43,8 @@ export interface DeliveredItem {
   files: DeliveredFile[]
   /** MCP entries by name (from the item's `config.mcp`). */
   mcp: Record<string, Record<string, unknown>>
+  /** True when only the paths were read (the item is unchanged since it was last applied). */
+  contentSkipped: boolean
 }
 
 /** The validated set. */
@@ -80,7 +82,15 @@ function decode(file: Record<string, unknown>): Uint8Array {
   throw new Refused('file encoding must be utf8 or base64')
 }
 
-function itemFiles(item: Record<string, unknown>, type: string, name: string, limits: SkillLimits): DeliveredFile[] {
+const NO_BYTES = new Uint8Array()
+
+function itemFiles(
+  item: Record<string, unknown>,
+  type: string,
+  name: string,
+  limits: SkillLimits,
+  pathsOnly: boolean,
+): DeliveredFile[] {
   const raw = item.files ?? []
   if (!Array.isArray(raw)) throw new Refused('files must be a list')
   if (!FILE_TYPES.has(type)) {
@@ -108,6 +118,10 @@ function itemFiles(item: Record<string, unknown>, type: string, name: string, li
     const key = rel.toLowerCase()
     if (seen.has(key)) throw new Refused(`file ${inner} appears twice`)
     seen.add(key)
+    if (pathsOnly) {
+      files.push({ rel, bytes: NO_BYTES, executable: entry.executable === true, sha256: '' })
+      continue
+    }
     const bytes = decode(entry)
     if (bytes.byteLength > limits.maxFileBytes)
       throw new Refused(`file ${inner} is larger than ${limits.maxFileBytes} bytes`)
@@ -115,7 +129,7 @@ function itemFiles(item: Record<string, unknown>, type: string, name: string, li
     if (total > limits.maxBytes) throw new Refused(`files together are larger than ${limits.maxBytes} bytes`)
     if (typeof entry.size === 'number' && entry.size !== bytes.byteLength)
       throw new Refused(`file ${inner}: size does not match`)
-    const sha256 = sha256Hex(bytes)
+    const sha256 = createSha256().update(bytes).hex()
     if (entry.sha256 !== undefined && entry.sha256 !== sha256) throw new Refused(`file ${inner}: sha256 does not match`)
     files.push({ rel, bytes, executable: entry.executable === true, sha256 })
   }
@@ -148,7 +162,15 @@ function itemMcp(item: Record<string, unknown>, type: string): Record<string, Re
  * Validates a delivery document. Throws (a plain Error) when the document itself is malformed;
  * a malformed item is only refused.
  */
-export function parseDelivery(body: Record<string, unknown>, limits: SkillLimits): DeliveredSet {
+export function parseDelivery(
+  body: Record<string, unknown>,
+  limits: SkillLimits,
+  /**
+   * objectId → digest of the items as last applied: those still at that digest are read for their
+   * paths only (checked all the same), since an incremental plan does not write them.
+   */
+  known: Record<string, string> = {},
+): DeliveredSet {
   const digest = text(body.digest, 128)
   const org = body.organization
   if (!digest || !isObject(org) || !text(org.id) || !text(org.name, 1024) || !Array.isArray(body.items))
@@ -175,7 +197,8 @@ export function parseDelivery(body: Record<string, unknown>, limits: SkillLimits
         throw new Refused(`type ${type} is not delivered to a workspace`)
       if (type === 'skill' ? !isSkillName(name) : !name || name.length > 128)
         throw new Refused(`name ${JSON.stringify(name.slice(0, 80))} is not allowed for a ${type}`)
-      const files = itemFiles(raw, type, name, limits)
+      const contentSkipped = known[objectId] === itemDigest
+      const files = itemFiles(raw, type, name, limits, contentSkipped)
       const mcp = itemMcp(raw, type)
       // Two items must not claim one file or one MCP name: which one wins would depend on order.
       const claims = [...files.map((f) => f.rel.toLowerCase()), ...Object.keys(mcp).map((n) => `mcp/${n}`)]
@@ -191,6 +214,7 @@ export function parseDelivery(body: Record<string, unknown>, limits: SkillLimits
         folder: type === 'skill' ? `${SKILLS_DIR}/${name}` : null,
         files,
         mcp,
+        contentSkipped,
       })
     } catch (error) {
       if (!(error instanceof Refused)) throw error

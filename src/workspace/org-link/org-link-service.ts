@@ -6,11 +6,10 @@
  * answers, conflict resolution and unlinking.
  * @module
  */
-import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import type { Logger } from '../../core/logger.ts'
 import type { SkillLimits } from '../../opencode/skill-bundle.ts'
-import { loadSecretBox, secretBoxFromKey } from '../../storage/secret-box.ts'
+import type { SecretBox } from '../../storage/secret-box.ts'
 import type { Principal } from '../access/auth.ts'
 import type { WriteGate } from '../access/write-gate.ts'
 import type { AuditLog } from '../events/audit-log.ts'
@@ -22,6 +21,7 @@ import {
   ControlPlaneError,
   DEFAULT_CLIENT_LIMITS,
   type DeviceAuthorization,
+  type IssuedTokens,
   normalizeControlPlaneUrl,
 } from './control-plane-client.ts'
 import { type LinkTiming, notLinked, OrgLink, type OrgLinkState } from './org-link.ts'
@@ -89,23 +89,25 @@ export class OrgLinkService {
 
   /** Opens the store (secret box from `SERVICE_ENCRYPTION_KEY` or `<dataDir>/encryption.key`) and resumes links. */
   static async start(deps: OrgLinkServiceDeps): Promise<OrgLinkService> {
-    const box =
-      deps.dataDir === ':memory:'
-        ? secretBoxFromKey(new Uint8Array(randomBytes(32)))
-        : (
-            await loadSecretBox({
-              envKey: deps.env.SERVICE_ENCRYPTION_KEY,
-              keyFile: join(deps.dataDir, 'encryption.key'),
-            })
-          ).box
-    const service = new OrgLinkService(deps, new OrgLinkStore(deps.dataDir, box))
+    let box: Promise<SecretBox> | undefined
+    const loadBox = () =>
+      (box ??= (async () => {
+        const { loadSecretBox, secretBoxFromKey } = await import('../../storage/secret-box.ts')
+        if (deps.dataDir === ':memory:') {
+          const { randomBytes } = await import('node:crypto')
+          return secretBoxFromKey(new Uint8Array(randomBytes(32)))
+        }
+        const keyFile = join(deps.dataDir, 'encryption.key')
+        return (await loadSecretBox({ envKey: deps.env.SERVICE_ENCRYPTION_KEY, keyFile })).box
+      })())
+    const service = new OrgLinkService(deps, new OrgLinkStore(deps.dataDir, loadBox))
     const worker = workerLinkFromEnv(deps.env)
     for (const ws of deps.workspaces.all) {
       const record = await service.store.load(ws.entry.id)
       if (record?.via !== 'device' || !record.sealedAccessToken) continue
       let token: string
       try {
-        token = service.store.open(ws.entry.id, record.sealedAccessToken)
+        token = await service.store.open(ws.entry.id, record.sealedAccessToken)
       } catch (error) {
         deps.logger.error('the organization token of a linked workspace does not open; link it again', {
           workspaceId: ws.entry.id,
@@ -242,38 +244,49 @@ export class OrgLinkService {
       }
       if (poll.status === 'denied') return fail('org_link_denied', 'The code was denied in the console')
       if (poll.status === 'expired') return fail('org_link_expired', 'The code expired before it was approved')
-      const { tokens } = poll
-      const id = workspaceId
-      const sealed = {
-        sealedAccessToken: this.store.seal(id, tokens.accessToken),
-        sealedRefreshToken: tokens.refreshToken ? this.store.seal(id, tokens.refreshToken) : null,
-        accessExpiresAt: tokens.expiresAt,
+      try {
+        await this.#complete(workspaceId, attempt, poll.tokens, principal)
+      } catch (error) {
+        // The key file cannot be read or the data dir written: say so; the token is not kept anywhere.
+        this.deps.logger.error('storing the organization token failed', {
+          workspaceId,
+          error: (error as Error).message,
+        })
+        return fail('org_link_failed', 'The token could not be stored; see the server log')
       }
-      const existing = this.#links.get(id)
-      if (existing) {
-        await existing.relink(tokens.accessToken, sealed)
-      } else {
-        // Manifest and kept choices of an earlier link to the same control plane stay valid.
-        const previous = await this.store.load(id)
-        const record: OrgLinkRecord = {
-          ...(previous?.controlPlaneUrl === attempt.controlPlaneUrl
-            ? previous
-            : emptyRecord(id, attempt.controlPlaneUrl, 'device', this.deps.now())),
-          ...sealed,
-          via: 'device',
-          revoked: false,
-          organization: tokens.organization,
-          linkedAt: this.deps.now(),
-        }
-        await this.store.save(record)
-        this.#open(record, tokens.accessToken, 'required').start()
-      }
-      this.#attempts.delete(id)
-      await this.#links
-        .get(id)!
-        .audit(principal, 'org.link', `Linked to ${tokens.organization?.name ?? attempt.controlPlaneUrl}`)
       return
     }
+  }
+
+  async #complete(id: string, attempt: Attempt, tokens: IssuedTokens, principal: Principal): Promise<void> {
+    const sealed = {
+      sealedAccessToken: await this.store.seal(id, tokens.accessToken),
+      sealedRefreshToken: tokens.refreshToken ? await this.store.seal(id, tokens.refreshToken) : null,
+      accessExpiresAt: tokens.expiresAt,
+    }
+    const existing = this.#links.get(id)
+    if (existing) {
+      await existing.relink(tokens.accessToken, sealed)
+    } else {
+      // Manifest and kept choices of an earlier link to the same control plane stay valid.
+      const previous = await this.store.load(id)
+      const record: OrgLinkRecord = {
+        ...(previous?.controlPlaneUrl === attempt.controlPlaneUrl
+          ? previous
+          : emptyRecord(id, attempt.controlPlaneUrl, 'device', this.deps.now())),
+        ...sealed,
+        via: 'device',
+        revoked: false,
+        organization: tokens.organization,
+        linkedAt: this.deps.now(),
+      }
+      await this.store.save(record)
+      this.#open(record, tokens.accessToken, 'required').start()
+    }
+    this.#attempts.delete(id)
+    await this.#links
+      .get(id)!
+      .audit(principal, 'org.link', `Linked to ${tokens.organization?.name ?? attempt.controlPlaneUrl}`)
   }
 
   /** The link as the host sees it; 404 `org_not_linked` (with a failed attempt's reason) otherwise. */
@@ -427,6 +440,7 @@ function emptyRecord(
     lastEventId: null,
     lastSyncAt: null,
     appliedDigest: null,
+    itemDigests: {},
     revoked: false,
     manifest: {},
     conflicts: [],

@@ -56,6 +56,8 @@ export interface OrgLinkRecord {
   lastSyncAt: number | null
   /** Digest of the last set applied in full. */
   appliedDigest: string | null
+  /** objectId → digest of each item as last applied (incremental plans skip unchanged items). */
+  itemDigests: Record<string, string>
   revoked: boolean
   manifest: Record<string, ManifestEntry>
   conflicts: OrgConflict[]
@@ -71,7 +73,8 @@ export class OrgLinkStore {
 
   constructor(
     dataDir: string,
-    readonly box: SecretBox,
+    /** Loads the secret box on first use: a server with no link never evaluates the crypto module. */
+    private readonly box: () => Promise<SecretBox>,
   ) {
     this.#dir = dataDir === ':memory:' ? null : join(dataDir, 'org-link')
   }
@@ -109,12 +112,12 @@ export class OrgLinkStore {
   }
 
   /** Seals a token for one workspace. */
-  seal(workspaceId: string, token: string): string {
-    return this.box.seal(token, `org-link:${workspaceId}`)
+  async seal(workspaceId: string, token: string): Promise<string> {
+    return (await this.box()).seal(token, `org-link:${workspaceId}`)
   }
 
   /** Opens a sealed token (throws SecretBoxError when it does not open with this key). */
-  open(workspaceId: string, sealed: string): string {
-    return this.box.open(sealed, `org-link:${workspaceId}`)
+  async open(workspaceId: string, sealed: string): Promise<string> {
+    return (await this.box()).open(sealed, `org-link:${workspaceId}`)
   }
 }

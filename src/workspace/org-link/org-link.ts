@@ -248,12 +248,12 @@ export class OrgLink {
     this.#refreshed = true
     try {
       const tokens = await this.client.refresh(
-        this.deps.store.open(this.#record.workspaceId, this.#record.sealedRefreshToken),
+        await this.deps.store.open(this.#record.workspaceId, this.#record.sealedRefreshToken),
       )
       this.#token = tokens.accessToken
       const id = this.#record.workspaceId
-      this.#record.sealedAccessToken = this.deps.store.seal(id, tokens.accessToken)
-      if (tokens.refreshToken) this.#record.sealedRefreshToken = this.deps.store.seal(id, tokens.refreshToken)
+      this.#record.sealedAccessToken = await this.deps.store.seal(id, tokens.accessToken)
+      if (tokens.refreshToken) this.#record.sealedRefreshToken = await this.deps.store.seal(id, tokens.refreshToken)
       this.#record.accessExpiresAt = tokens.expiresAt
       await this.#save()
       return true
@@ -266,6 +266,8 @@ export class OrgLink {
     if (this.#record.revoked) return
     const record = this.#record
     const quiet = this.state === 'in_sync' || this.state === 'conflict'
+    // A feed event re-plans only the items whose digest moved; start, gaps and the host's choices re-read all.
+    const incremental = !full && !this.#force.size && !this.#keep.size
     try {
       if (!quiet || full) await this.#setState('syncing')
       let body: Record<string, unknown>
@@ -279,7 +281,7 @@ export class OrgLink {
       this.#refreshed = false
       let set: DeliveredSet
       try {
-        set = parseDelivery(body, this.deps.skillLimits)
+        set = parseDelivery(body, this.deps.skillLimits, incremental ? record.itemDigests : {})
       } catch (error) {
         throw new ControlPlaneError('invalid', `delivery document: ${(error as Error).message}`)
       }
@@ -292,7 +294,7 @@ export class OrgLink {
         return
       }
       if (!full && set.digest === this.#declinedDigest) return
-      await this.#apply(set)
+      await this.#apply(set, incremental)
     } catch (error) {
       if (this.#abort.signal.aborted) return
       if (error instanceof ControlPlaneError && error.kind === 'revoked') return this.#revoked(error)
@@ -328,19 +330,20 @@ export class OrgLink {
 
   #pendingDigest: string | null = null
 
-  async #apply(set: DeliveredSet): Promise<void> {
+  async #apply(set: DeliveredSet, incremental: boolean): Promise<void> {
     const record = this.#record
     const ws = this.deps.workspace
     const root = ws.entry.path
-    const force = new Set(this.#force)
-    const keep = new Map(this.#keep)
+    // Choices made while an incremental plan was under way wait for the full plan they asked for.
+    const force = incremental ? new Set<string>() : new Set(this.#force)
+    const keep = incremental ? new Map<string, string>() : new Map(this.#keep)
     for (const [path, sha] of keep) {
       record.keptLocal[path] = sha
       delete record.manifest[path]
       for (const key of Object.keys(record.manifest)) if (key.startsWith(`${path}/`)) delete record.manifest[key]
     }
     this.#pendingDigest = set.digest
-    const plan = await planSync(root, set, record, { force, now: this.deps.now() })
+    const plan = await planSync(root, set, record, { force, now: this.deps.now(), incremental })
     if (plan.changes.length)
       await this.#write(plan, `from ${set.organization.name}`, LINK_PRINCIPAL, this.approval, this.#abort.signal)
     for (const path of force) this.#force.delete(path)
@@ -349,6 +352,7 @@ export class OrgLink {
     record.conflicts = plan.conflicts
     record.keptLocal = plan.keptLocal
     record.appliedDigest = set.digest
+    record.itemDigests = plan.itemDigests
     record.lastSyncAt = this.deps.now()
     this.lastError = set.rejected.length
       ? {

@@ -35,6 +35,8 @@ export interface SyncPlan {
   conflicts: OrgConflict[]
   keptLocal: Record<string, string>
   counts: { create: number; update: number; delete: number; adopted: number }
+  /** Digest of each item this plan covered (what the next incremental plan compares). */
+  itemDigests: Record<string, string>
 }
 
 async function diskState(root: string, rel: string): Promise<DiskState> {
@@ -98,10 +100,28 @@ const entryOf = (item: DeliveredItem, sha256: string, executable?: boolean): Man
 export async function planSync(
   root: string,
   set: DeliveredSet,
-  record: Pick<OrgLinkRecord, 'manifest' | 'keptLocal' | 'conflicts'>,
-  options: { force?: ReadonlySet<string>; now: number },
+  record: Pick<OrgLinkRecord, 'manifest' | 'keptLocal' | 'conflicts' | 'itemDigests'>,
+  options: {
+    force?: ReadonlySet<string>
+    now: number
+    /**
+     * Plan only the items whose digest moved since the last plan (a feed event); the others keep
+     * their manifest entries and conflicts unread. A full plan (start, gap, host's sync) reads all.
+     */
+    incremental?: boolean
+  },
 ): Promise<SyncPlan> {
   const force = options.force ?? new Set<string>()
+  const previousDigests = record.itemDigests ?? {}
+  const unchanged = new Set(
+    options.incremental ? set.items.filter((i) => previousDigests[i.objectId] === i.digest).map((i) => i.objectId) : [],
+  )
+  // Skill folders holding managed files or files the host kept as theirs: compared file by file.
+  const ownedFolders = new Set<string>()
+  for (const key of [...Object.keys(record.manifest), ...Object.keys(record.keptLocal)]) {
+    const parts = key.split('/')
+    if (parts.length > 3 && key.startsWith('.opencode/skills/')) ownedFolders.add(parts.slice(0, 3).join('/'))
+  }
   const before = new Map(record.conflicts.map((c) => [c.path, c.detectedAt]))
   const manifest: Record<string, ManifestEntry> = {}
   const keptLocal: Record<string, string> = {}
@@ -182,15 +202,20 @@ export async function planSync(
   }
 
   const delivered = new Set<string>()
+  const carried = new Set<string>()
   for (const item of set.items) {
     for (const file of item.files) delivered.add(file.rel)
+    if (unchanged.has(item.objectId)) {
+      carried.add(item.objectId)
+      for (const name of Object.keys(item.mcp)) delivered.add(`mcp/${name}`)
+      continue
+    }
+    if (item.contentSkipped) throw new Error(`item ${item.objectId} is planned but its content was not read`)
     if (item.folder) {
       const folderForced = force.has(item.folder)
       if (!folderForced && kept(item.folder, item.digest)) continue
       // A folder with managed files (or files the host kept as theirs) is ours: files are compared one by one.
-      const managedHere = [...Object.keys(record.manifest), ...Object.keys(record.keptLocal)].some((p) =>
-        p.startsWith(`${item.folder}/`),
-      )
+      const managedHere = ownedFolders.has(item.folder)
       const local = managedHere ? null : await folderFiles(root, item)
       if (local && !folderForced) {
         const identical = local.size === item.files.length && item.files.every((f) => local.get(f.rel) === f.sha256)
@@ -223,10 +248,17 @@ export async function planSync(
   }
 
   // MCP entries in the project config.
-  const wantedMcp = set.items.flatMap((item) =>
-    Object.entries(item.mcp).map(([name, entry]) => ({ item, name, entry })),
-  )
-  const managedMcp = Object.keys(record.manifest).filter((k) => k.startsWith('mcp/'))
+  // Unchanged items keep what the last plan decided for them.
+  for (const [path, entry] of Object.entries(record.manifest)) if (carried.has(entry.objectId)) manifest[path] = entry
+  for (const c of record.conflicts) if (carried.has(c.objectId)) conflicts.push(c)
+  for (const [path, sha] of Object.entries(record.keptLocal))
+    if (delivered.has(path) || set.items.some((i) => carried.has(i.objectId) && i.folder === path))
+      keptLocal[path] ??= sha
+
+  const wantedMcp = set.items
+    .filter((item) => !carried.has(item.objectId))
+    .flatMap((item) => Object.entries(item.mcp).map(([name, entry]) => ({ item, name, entry })))
+  const managedMcp = Object.keys(record.manifest).filter((k) => k.startsWith('mcp/') && !manifest[k])
   const edits: Array<{ path: string[]; value: unknown }> = []
   if (wantedMcp.length || managedMcp.length) {
     const config = await readOpencodeConfig(root)
@@ -326,5 +358,7 @@ export async function planSync(
       counts.delete++
     }
   }
-  return { changes, manifest, conflicts, keptLocal, counts }
+  const itemDigests: Record<string, string> = {}
+  for (const item of set.items) itemDigests[item.objectId] = item.digest
+  return { changes, manifest, conflicts, keptLocal, counts, itemDigests }
 }
