@@ -6,9 +6,11 @@
  * nothing of it written) when its name breaks OpenCode's naming rule, a file path leaves the
  * item's home (checked as for imports: `normalizeSkillPath` and then `normalizeRelPath`), a
  * declared size or sha256 does not match the content, or it breaks the `skills` limits of this
- * server. Files land only under `.opencode/skills/<name>/`, `.opencode/commands/` and
- * `.opencode/agents/`; config fragments may carry only `mcp` entries that pass OpenCode's MCP
- * rule. Anything else is refused the same way.
+ * server. Files land only under `.opencode/skills/<name>/` and, one file each, in
+ * `.opencode/commands/`, `.opencode/agents/`, `.opencode/context/` (`.md`), `.opencode/tools/` and
+ * `.opencode/plugins/` (`.ts`/`.js`); config fragments may carry only `mcp` entries that pass
+ * OpenCode's MCP rule (mcp items) and `instructions` naming the item's own file (context items).
+ * Anything else is refused the same way; `custom` objects install nothing and are left out.
  * @module
  */
 import { Buffer } from 'node:buffer'
@@ -16,11 +18,13 @@ import { createSha256 } from '../../core/sha256.ts'
 import { checkMcpServer, isMcpName } from '../../opencode/mcp-entries.ts'
 import { isSkillName } from '../../opencode/names.ts'
 import { normalizeSkillPath, type SkillLimits } from '../../opencode/skill-bundle.ts'
-import { COMMANDS_DIR, SKILLS_DIR } from '../config/workspace-layout.ts'
+import { COMMANDS_DIR, PLUGINS_DIR, SKILLS_DIR } from '../config/workspace-layout.ts'
 import { normalizeRelPath } from '../files/workspace-path.ts'
 
 /** Where agents live (OpenCode reads `.opencode/agents/*.md`). */
 export const AGENTS_DIR = '.opencode/agents'
+/** Where context documents live; the project config's `instructions` lists them. */
+export const CONTEXT_DIR = '.opencode/context'
 
 /** One file the workspace should hold. */
 export interface DeliveredFile {
@@ -43,6 +47,8 @@ export interface DeliveredItem {
   files: DeliveredFile[]
   /** MCP entries by name (from the item's `config.mcp`). */
   mcp: Record<string, Record<string, unknown>>
+  /** Paths the project config's `instructions` must list (a context item's own file). */
+  instructions: string[]
   /** True when only the paths were read (the item is unchanged since it was last applied). */
   contentSkipped: boolean
 }
@@ -60,9 +66,19 @@ export interface DeliveredSet {
 /** Most items one set may carry. */
 export const MAX_ITEMS = 10_000
 
-const HOME: Record<string, string | undefined> = { command: COMMANDS_DIR, agent: AGENTS_DIR }
-const FILE_TYPES = new Set(['skill', 'command', 'agent'])
-const CONFIG_TYPES = new Set(['mcp'])
+/** Where one-file items live, and the extensions their file may have. */
+const HOME: Record<string, { dir: string; ext: RegExp; label: string } | undefined> = {
+  command: { dir: COMMANDS_DIR, ext: /\.md$/, label: '.md' },
+  agent: { dir: AGENTS_DIR, ext: /\.md$/, label: '.md' },
+  context: { dir: CONTEXT_DIR, ext: /\.md$/, label: '.md' },
+  tool: { dir: '.opencode/tools', ext: /\.(ts|js)$/, label: '.ts or .js' },
+  hook: { dir: PLUGINS_DIR, ext: /\.(ts|js)$/, label: '.ts or .js' },
+}
+const FILE_TYPES = new Set(['skill', 'command', 'agent', 'context', 'tool', 'hook'])
+/** The config keys each type may carry. */
+const CONFIG_KEYS: Record<string, string | undefined> = { mcp: 'mcp', context: 'instructions' }
+/** Types with nothing a workspace installs (`custom` objects live in the catalogue only). */
+const IGNORED_TYPES = new Set(['custom'])
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -98,7 +114,7 @@ function itemFiles(
     return []
   }
   if (raw.length > limits.maxFiles) throw new Refused(`more than ${limits.maxFiles} files`)
-  const home = type === 'skill' ? `${SKILLS_DIR}/${name}` : HOME[type]!
+  const home = type === 'skill' ? `${SKILLS_DIR}/${name}` : HOME[type]!.dir
   const seen = new Set<string>()
   let total = 0
   const files: DeliveredFile[] = []
@@ -113,8 +129,8 @@ function itemFiles(
       throw new Refused(`file path ${JSON.stringify(String(entry.path).slice(0, 120))}: ${(error as Error).message}`)
     }
     if (!rel.startsWith(`${home}/`)) throw new Refused(`file path ${inner} leaves the item's folder`)
-    if (type !== 'skill' && (inner.includes('/') || !inner.endsWith('.md')))
-      throw new Refused(`a ${type} file must be one .md file in ${home}`)
+    if (type !== 'skill' && (inner.includes('/') || !HOME[type]!.ext.test(inner) || raw.length !== 1))
+      throw new Refused(`a ${type} is one ${HOME[type]!.label} file in ${home}`)
     const key = rel.toLowerCase()
     if (seen.has(key)) throw new Refused(`file ${inner} appears twice`)
     seen.add(key)
@@ -137,15 +153,29 @@ function itemFiles(
   return files
 }
 
-function itemMcp(item: Record<string, unknown>, type: string): Record<string, Record<string, unknown>> {
+function itemConfig(
+  item: Record<string, unknown>,
+  type: string,
+  files: DeliveredFile[],
+): { mcp: Record<string, Record<string, unknown>>; instructions: string[] } {
   const config = item.config
+  const allowed = CONFIG_KEYS[type]
   if (config === undefined || config === null) {
-    if (CONFIG_TYPES.has(type)) throw new Refused(`a ${type} item needs a config fragment`)
-    return {}
+    if (type === 'mcp') throw new Refused('an mcp item needs a config fragment')
+    return { mcp: {}, instructions: [] }
   }
   if (!isObject(config)) throw new Refused('config must be an object')
   const keys = Object.keys(config)
-  if (keys.some((k) => k !== 'mcp')) throw new Refused(`config may carry only mcp entries (got ${keys.join(', ')})`)
+  if (keys.some((k) => k !== allowed))
+    throw new Refused(`a ${type} item's config may carry ${allowed ?? 'nothing'} (got ${keys.join(', ')})`)
+  if (allowed === 'instructions') {
+    const list = config.instructions
+    // Only the item's own files: an instruction path elsewhere would make OpenCode read anything.
+    if (!Array.isArray(list) || !list.every((p) => typeof p === 'string' && files.some((f) => f.rel === p)))
+      throw new Refused("config.instructions may only list the item's own files")
+    return { mcp: {}, instructions: [...new Set(list as string[])] }
+  }
+  if (allowed !== 'mcp') return { mcp: {}, instructions: [] }
   const map = config.mcp
   if (!isObject(map)) throw new Refused('config.mcp must be an object')
   const out: Record<string, Record<string, unknown>> = {}
@@ -155,7 +185,7 @@ function itemMcp(item: Record<string, unknown>, type: string): Record<string, Re
     if (!checked.ok) throw new Refused(`MCP ${name}: ${checked.path ? `${checked.path}: ` : ''}${checked.message}`)
     out[name] = checked.server
   }
-  return out
+  return { mcp: out, instructions: [] }
 }
 
 /**
@@ -193,13 +223,13 @@ export function parseDelivery(
       if (!objectId || !type || !versionId || !itemDigest)
         throw new Refused('objectId, type, versionId or digest missing')
       // Provider keys belong to Workers' model configuration, which a workspace link does not write.
-      if (!FILE_TYPES.has(type) && !CONFIG_TYPES.has(type))
-        throw new Refused(`type ${type} is not delivered to a workspace`)
+      if (IGNORED_TYPES.has(type)) continue
+      if (!FILE_TYPES.has(type) && type !== 'mcp') throw new Refused(`type ${type} is not delivered to a workspace`)
       if (type === 'skill' ? !isSkillName(name) : !name || name.length > 128)
         throw new Refused(`name ${JSON.stringify(name.slice(0, 80))} is not allowed for a ${type}`)
       const contentSkipped = known[objectId] === itemDigest
       const files = itemFiles(raw, type, name, limits, contentSkipped)
-      const mcp = itemMcp(raw, type)
+      const { mcp, instructions } = itemConfig(raw, type, files)
       // Two items must not claim one file or one MCP name: which one wins would depend on order.
       const claims = [...files.map((f) => f.rel.toLowerCase()), ...Object.keys(mcp).map((n) => `mcp/${n}`)]
       const clash = claims.find((c) => claimed.has(c))
@@ -214,6 +244,7 @@ export function parseDelivery(
         folder: type === 'skill' ? `${SKILLS_DIR}/${name}` : null,
         files,
         mcp,
+        instructions,
         contentSkipped,
       })
     } catch (error) {

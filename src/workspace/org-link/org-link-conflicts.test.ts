@@ -75,14 +75,38 @@ test('delivered skills keep executable bits, commands and MCP entries land where
         name: 'docs',
         config: { mcp: { docs: { type: 'remote', url: 'https://mcp.example/docs' } } },
       },
+      {
+        objectId: 'obj_ctx',
+        type: 'context',
+        name: 'style',
+        files: [{ path: 'style.md', content: 'Write short sentences.\n' }],
+        config: { instructions: ['.opencode/context/style.md'] },
+      },
+      {
+        objectId: 'obj_tool',
+        type: 'tool',
+        name: 'lookup',
+        files: [{ path: 'lookup.ts', content: 'export default {}\n' }],
+      },
+      {
+        objectId: 'obj_hook',
+        type: 'hook',
+        name: 'audit',
+        files: [{ path: 'audit.js', content: 'export const x = 1\n' }],
+      },
+      { objectId: 'obj_custom', type: 'custom', name: 'note' },
     ])
-    await eventually(async () => (await org(s)).delivered.length === 3, 5000, 'delivered')
+    await eventually(async () => (await org(s)).delivered.length === 6, 5000, 'delivered')
+    assert.ok(existsSync(join(s.root, '.opencode/tools/lookup.ts')))
+    assert.ok(existsSync(join(s.root, '.opencode/plugins/audit.js')))
+    assert.is(readFileSync(join(s.root, '.opencode/context/style.md'), 'utf8'), 'Write short sentences.\n')
     const script = join(s.root, '.opencode/skills/deploy/scripts/go.sh')
     assert.ok((statSync(script).mode & 0o111) !== 0, 'script is executable')
     assert.is(statSync(join(s.root, '.opencode/skills/deploy/SKILL.md')).mode & 0o111, 0)
     assert.is(readFileSync(join(s.root, '.opencode/commands/review.md'), 'utf8'), 'Review $ARGUMENTS\n')
     const config = JSON.parse(readFileSync(join(s.root, 'opencode.json'), 'utf8'))
     assert.equal(config.mcp.docs, { type: 'remote', url: 'https://mcp.example/docs' })
+    assert.equal(config.instructions, ['.opencode/context/style.md'])
     const view = await eventually(async () => {
       const v = await org(s)
       return v.state === 'in_sync' ? v : undefined
@@ -93,15 +117,22 @@ test('delivered skills keep executable bits, commands and MCP entries land where
     // The workspace's own MCP list shows the delivered entry, and the change set is an event.
     const mcp = await s.req(`/workspace/${s.wsId}/mcp`, { token: CLIENT_TOKEN })
     assert.match(await mcp.text(), /docs/)
-    const events = await s.req(`/workspace/${s.wsId}/events?since=0`, { token: CLIENT_TOKEN })
-    const types = ((await events.json()) as { items: Array<{ type: string }> }).items.map((e) => e.type)
-    assert.ok(types.includes('org.applied'))
+    const types = await eventually(async () => {
+      const events = await s.req(`/workspace/${s.wsId}/events?since=0`, { token: CLIENT_TOKEN })
+      const list = ((await events.json()) as { items: Array<{ type: string }> }).items.map((e) => e.type)
+      return list.includes('org.applied') ? list : undefined
+    }, 3000)
     assert.ok(types.includes('org.state'))
     // Removing it from the set removes the files and the entry.
     cp.deliver([])
-    await eventually(() => !existsSync(join(s.root, '.opencode/skills/deploy')), 5000, 'removed')
+    await eventually(async () => (await org(s)).delivered.length === 0, 5000, 'removed')
+    assert.not.ok(existsSync(join(s.root, '.opencode/skills/deploy')))
     assert.not.ok(existsSync(join(s.root, '.opencode/commands/review.md')))
-    assert.is(JSON.parse(readFileSync(join(s.root, 'opencode.json'), 'utf8')).mcp.docs, undefined)
+    const after = JSON.parse(readFileSync(join(s.root, 'opencode.json'), 'utf8'))
+    assert.is(after.mcp.docs, undefined)
+    assert.is(after.instructions, undefined)
+    assert.not.ok(existsSync(join(s.root, '.opencode/tools/lookup.ts')))
+    assert.not.ok(existsSync(join(s.root, '.opencode/context/style.md')))
   })
 })
 

@@ -91,13 +91,31 @@ test('a hostile control plane cannot write outside the delivery area, and its ba
         },
         { objectId: 'obj_bad', type: 'skill', name: '../up', files: [{ path: 'SKILL.md', content: 'x' }] },
         { objectId: 'obj_prov', type: 'llm_provider', name: 'openai', config: { provider: {} } },
+        {
+          objectId: 'obj_ctx',
+          type: 'context',
+          name: 'ctx',
+          files: [{ path: 'ctx.md', content: 'x' }],
+          config: { instructions: ['/etc/passwd'] },
+        },
+        {
+          objectId: 'obj_tool',
+          type: 'tool',
+          name: 'two',
+          files: [
+            { path: 'a.ts', content: 'x' },
+            { path: 'b.ts', content: 'x' },
+          ],
+        },
       ])
       const view = await eventually(async () => {
         const v = (await org(s)).body
-        return v.refused?.length >= 8 && v.delivered.some((d: any) => d.name === 'good') ? v : undefined
+        return v.refused?.length >= 10 && v.delivered.some((d: any) => d.name === 'good') ? v : undefined
       }, 5000)
       const refused = new Map(view.refused.map((r: any) => [r.objectId, r.reason]))
       for (const id of [
+        'obj_ctx',
+        'obj_tool',
         'obj_dots',
         'obj_absolute',
         'obj_backslash',

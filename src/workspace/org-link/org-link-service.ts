@@ -334,7 +334,7 @@ export class OrgLinkService {
         versionId: entry.versionId,
         files: [],
       }
-      item.files.push(path)
+      if (!path.startsWith('mcp/') && !path.startsWith('instructions/')) item.files.push(path)
       items.set(entry.objectId, item)
     }
     for (const item of items.values()) item.files.sort()

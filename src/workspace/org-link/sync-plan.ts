@@ -208,6 +208,7 @@ export async function planSync(
     if (unchanged.has(item.objectId)) {
       carried.add(item.objectId)
       for (const name of Object.keys(item.mcp)) delivered.add(`mcp/${name}`)
+      for (const path of item.instructions) delivered.add(`instructions/${path}`)
       continue
     }
     if (item.contentSkipped) throw new Error(`item ${item.objectId} is planned but its content was not read`)
@@ -247,7 +248,6 @@ export async function planSync(
     for (const file of item.files) await planFile(item, file, force.has(file.rel))
   }
 
-  // MCP entries in the project config.
   // Unchanged items keep what the last plan decided for them.
   for (const [path, entry] of Object.entries(record.manifest)) if (carried.has(entry.objectId)) manifest[path] = entry
   for (const c of record.conflicts) if (carried.has(c.objectId)) conflicts.push(c)
@@ -255,12 +255,18 @@ export async function planSync(
     if (delivered.has(path) || set.items.some((i) => carried.has(i.objectId) && i.folder === path))
       keptLocal[path] ??= sha
 
+  // MCP entries and instructions in the project config. Entries of refused items stay as they are.
+  const refused = new Set(set.rejected.map((r) => r.objectId))
   const wantedMcp = set.items
     .filter((item) => !carried.has(item.objectId))
     .flatMap((item) => Object.entries(item.mcp).map(([name, entry]) => ({ item, name, entry })))
   const managedMcp = Object.keys(record.manifest).filter((k) => k.startsWith('mcp/') && !manifest[k])
+  const wantedInstructions = set.items
+    .filter((item) => !carried.has(item.objectId))
+    .flatMap((item) => item.instructions.map((path) => ({ item, path })))
+  const managedInstructions = Object.keys(record.manifest).filter((k) => k.startsWith('instructions/') && !manifest[k])
   const edits: Array<{ path: string[]; value: unknown }> = []
-  if (wantedMcp.length || managedMcp.length) {
+  if (wantedMcp.length || managedMcp.length || wantedInstructions.length || managedInstructions.length) {
     const config = await readOpencodeConfig(root)
     const localMap = (config.data.mcp ?? {}) as Record<string, unknown>
     for (const { item, name, entry } of wantedMcp) {
@@ -295,6 +301,10 @@ export async function planSync(
     }
     for (const key of managedMcp) {
       if (delivered.has(key)) continue
+      if (refused.has(record.manifest[key]!.objectId)) {
+        manifest[key] = record.manifest[key]!
+        continue
+      }
       const name = key.slice(4)
       const localSha = Object.hasOwn(localMap, name) ? mcpDigest(localMap[name]) : null
       if (localSha === record.manifest[key]!.sha256) {
@@ -302,6 +312,31 @@ export async function planSync(
         counts.delete++
       }
     }
+    // Instructions: the context files are added to the project's list, and taken out once no longer delivered.
+    const list = Array.isArray(config.data.instructions) ? [...(config.data.instructions as unknown[])] : []
+    let listChanged = false
+    for (const { item, path } of wantedInstructions) {
+      const key = `instructions/${path}`
+      delivered.add(key)
+      manifest[key] = entryOf(item, sha256Hex(path))
+      if (!list.includes(path)) {
+        list.push(path)
+        listChanged = true
+      }
+    }
+    for (const key of managedInstructions) {
+      if (delivered.has(key)) continue
+      if (refused.has(record.manifest[key]!.objectId)) {
+        manifest[key] = record.manifest[key]!
+        continue
+      }
+      const at = list.indexOf(key.slice('instructions/'.length))
+      if (at >= 0) {
+        list.splice(at, 1)
+        listChanged = true
+      }
+    }
+    if (listChanged) edits.push({ path: ['instructions'], value: list.length ? list : undefined })
     if (edits.length) {
       const next = await editedOpencodeConfig(root, edits)
       changes.push({
@@ -316,9 +351,9 @@ export async function planSync(
   }
 
   // Items the organization no longer delivers (refused items keep their files: a broken answer removes nothing).
-  const refused = new Set(set.rejected.map((r) => r.objectId))
   const gone = Object.entries(record.manifest).filter(
-    ([path]) => !path.startsWith('mcp/') && !delivered.has(path) && !manifest[path],
+    ([path]) =>
+      !path.startsWith('mcp/') && !path.startsWith('instructions/') && !delivered.has(path) && !manifest[path],
   )
   const byFolder = new Map<string, Array<[string, ManifestEntry]>>()
   for (const [path, entry] of gone) {
