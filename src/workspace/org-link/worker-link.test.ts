@@ -3,7 +3,7 @@
  * (`SERVICE_CONTROL_PLANE_URL`, `SERVICE_WORKER_ACTIVITY_TOKEN`), no device flow: its first
  * heartbeat goes out only once its delivered set is on disk, changes follow without approval
  * (nobody is there to give it), and its link cannot be removed through the API. The same flow
- * with the real control plane and the process provisioner is in `tests/faults/worker-delivery.test.ts`.
+ * with the real control plane and the process provisioner is in `tests/e2e/worker-org-link.test.ts`.
  */
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
