@@ -5,7 +5,7 @@
  * and after its tokens are rotated (a restart with a new activity token) it comes back healthy with
  * the set in place. That healthy waits for the set is shown in `src/workspace/org-link/worker-link.test.ts`.
  */
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { assert, suite } from '../harness.ts'
 import { startAsyncTestPlane } from '../../src/control-plane/testing/async-test-kit.ts'
@@ -50,12 +50,27 @@ test('a process Worker receives its delivered skill, follows a new version, and 
     const file = join(t.dir, 'data', 'workers', id, 'workspace', '.opencode/skills/triage/SKILL.md')
     assert.not.ok(existsSync(file))
 
+    const provider = await t.client.post('/v1/llm-providers', {
+      token: owner,
+      json: {
+        name: 'inhouse',
+        custom: { baseUrl: 'https://llm.example/v1', api: 'openai-compatible' },
+        models: ['small'],
+        apiKey: 'sk-e2e-provider-key',
+      },
+    })
+    assert.is(provider.status, 201)
     const set = await t.client.put(`/v1/workers/${id}/delivery`, {
       token: owner,
-      json: { hubIds: [hub], pluginIds: [], llmProviderIds: [] },
+      json: { hubIds: [hub], pluginIds: [], llmProviderIds: [provider.body.item.id] },
     })
     assert.is(set.status, 200)
     await waitFor(async () => existsSync(file), Boolean, 'the delivered skill on disk')
+    // The provider key lands in OpenCode's global config under the Worker's home, owner-only.
+    const global = join(t.dir, 'data', 'workers', id, '.config', 'opencode', 'opencode.json')
+    await waitFor(async () => existsSync(global), Boolean, 'the provider config')
+    assert.is(statSync(global).mode & 0o777, 0o600)
+    assert.is(JSON.parse(readFileSync(global, 'utf8')).provider.inhouse.options.apiKey, 'sk-e2e-provider-key')
     assert.match(readFileSync(file, 'utf8'), /v1/)
 
     const version = await t.client.post(`/v1/config-objects/${skill}/versions`, {
@@ -78,10 +93,11 @@ test('a process Worker receives its delivered skill, follows a new version, and 
       })
     ).json()
     assert.is(view.via, 'worker')
+    assert.not.match(JSON.stringify(view), /sk-e2e-provider-key/)
     assert.is(view.state, 'in_sync')
     assert.equal(
       view.delivered.map((d: { name: string }) => d.name),
-      ['triage'],
+      ['inhouse', 'triage'],
     )
   } finally {
     const rows = await t.app.deps.db.selectFrom('worker').select('runtime_pid').execute()

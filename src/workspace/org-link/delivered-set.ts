@@ -49,6 +49,8 @@ export interface DeliveredItem {
   mcp: Record<string, Record<string, unknown>>
   /** Paths the project config's `instructions` must list (a context item's own file). */
   instructions: string[]
+  /** Model providers by name (`llm_provider` items, in a Worker's own set only). */
+  provider: Record<string, Record<string, unknown>>
   /** True when only the paths were read (the item is unchanged since it was last applied). */
   contentSkipped: boolean
 }
@@ -188,6 +190,21 @@ function itemConfig(
   return { mcp: out, instructions: [] }
 }
 
+const PROVIDER_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/
+
+function itemProviders(item: Record<string, unknown>): Record<string, Record<string, unknown>> {
+  const config = item.config
+  if (Array.isArray(item.files) && item.files.length) throw new Refused('a model provider carries no files')
+  if (!isObject(config) || Object.keys(config).some((k) => k !== 'provider') || !isObject(config.provider))
+    throw new Refused('a model provider needs config.provider and nothing else')
+  const out: Record<string, Record<string, unknown>> = {}
+  for (const [name, entry] of Object.entries(config.provider)) {
+    if (!PROVIDER_NAME.test(name) || !isObject(entry)) throw new Refused('a model provider entry is not valid')
+    out[name] = entry
+  }
+  return out
+}
+
 /**
  * Validates a delivery document. Throws (a plain Error) when the document itself is malformed;
  * a malformed item is only refused.
@@ -200,6 +217,8 @@ export function parseDelivery(
    * paths only (checked all the same), since an incremental plan does not write them.
    */
   known: Record<string, string> = {},
+  /** `providers`: accept `llm_provider` items (a Worker's link; a member never receives them). */
+  options: { providers?: boolean } = {},
 ): DeliveredSet {
   const digest = text(body.digest, 128)
   const org = body.organization
@@ -224,12 +243,17 @@ export function parseDelivery(
         throw new Refused('objectId, type, versionId or digest missing')
       // Provider keys belong to Workers' model configuration, which a workspace link does not write.
       if (IGNORED_TYPES.has(type)) continue
-      if (!FILE_TYPES.has(type) && type !== 'mcp') throw new Refused(`type ${type} is not delivered to a workspace`)
+      const providerItem = type === 'llm_provider' && options.providers === true
+      if (!FILE_TYPES.has(type) && type !== 'mcp' && !providerItem)
+        throw new Refused(
+          `type ${type} is not delivered to ${type === 'llm_provider' ? 'a linked desktop' : 'a workspace'}`,
+        )
       if (type === 'skill' ? !isSkillName(name) : !name || name.length > 128)
         throw new Refused(`name ${JSON.stringify(name.slice(0, 80))} is not allowed for a ${type}`)
       const contentSkipped = known[objectId] === itemDigest
       const files = itemFiles(raw, type, name, limits, contentSkipped)
-      const { mcp, instructions } = itemConfig(raw, type, files)
+      const { mcp, instructions } = providerItem ? { mcp: {}, instructions: [] } : itemConfig(raw, type, files)
+      const provider = providerItem ? itemProviders(raw) : {}
       // Two items must not claim one file or one MCP name: which one wins would depend on order.
       const claims = [...files.map((f) => f.rel.toLowerCase()), ...Object.keys(mcp).map((n) => `mcp/${n}`)]
       const clash = claims.find((c) => claimed.has(c))
@@ -245,6 +269,7 @@ export function parseDelivery(
         files,
         mcp,
         instructions,
+        provider,
         contentSkipped,
       })
     } catch (error) {

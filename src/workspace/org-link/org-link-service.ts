@@ -26,6 +26,7 @@ import {
 } from './control-plane-client.ts'
 import { type LinkTiming, notLinked, OrgLink, type OrgLinkState } from './org-link.ts'
 import { type OrgLinkRecord, OrgLinkStore } from './org-link-state.ts'
+import { providersFileOf } from './worker-providers.ts'
 
 /** Default retry timing: 1 s doubling to 60 s, with jitter. */
 export const DEFAULT_LINK_TIMING: LinkTiming = {
@@ -121,7 +122,12 @@ export class OrgLinkService {
     return service
   }
 
-  #open(record: OrgLinkRecord, token: string, approval: 'required' | 'skip'): OrgLink {
+  #open(
+    record: OrgLinkRecord,
+    token: string,
+    approval: 'required' | 'skip',
+    providersFile: string | null = null,
+  ): OrgLink {
     const ws = this.deps.workspaces.get(record.workspaceId)
     const link = new OrgLink(
       {
@@ -135,6 +141,7 @@ export class OrgLinkService {
         now: this.deps.now,
         timing: this.#timing,
         onApplied: this.deps.onApplied,
+        providersFile,
       },
       record,
       token,
@@ -160,7 +167,7 @@ export class OrgLinkService {
         ? { ...previous, revoked: false }
         : emptyRecord(ws.entry.id, env.url, 'worker', this.deps.now())
     await this.store.save(record)
-    const link = this.#open(record, env.token, 'skip')
+    const link = this.#open(record, env.token, 'skip', providersFileOf(this.deps.env))
     link.start()
     await link.settled()
   }
@@ -334,7 +341,8 @@ export class OrgLinkService {
         versionId: entry.versionId,
         files: [],
       }
-      if (!path.startsWith('mcp/') && !path.startsWith('instructions/')) item.files.push(path)
+      // MCP entries, instructions and providers are config, not files (and a provider's key is never shown).
+      if (!/^(mcp|instructions|provider)\//.test(path)) item.files.push(path)
       items.set(entry.objectId, item)
     }
     for (const item of items.values()) item.files.sort()

@@ -26,6 +26,7 @@ import { type ClientLimits, ControlPlaneClient, ControlPlaneError } from './cont
 import { type DeliveredSet, parseDelivery } from './delivered-set.ts'
 import type { OrgLinkRecord, OrgLinkStore } from './org-link-state.ts'
 import { planSync, type SyncPlan } from './sync-plan.ts'
+import { applyProviders } from './worker-providers.ts'
 
 /** The link's state as `GET /workspace/:id/org` reports it. */
 export type OrgLinkState = 'linking' | 'syncing' | 'in_sync' | 'conflict' | 'revoked' | 'unreachable'
@@ -50,6 +51,8 @@ export interface OrgLinkDeps {
   timing: LinkTiming
   /** Called after a change set was written (the server reloads the workspace's OpenCode instance). */
   onApplied?: (workspaceId: string) => void
+  /** A Worker's link: where its model providers go (see `worker-providers.ts`); null otherwise. */
+  providersFile?: string | null
 }
 
 /** The principal background syncs write as (audited as the host, client `org-link`). */
@@ -281,7 +284,9 @@ export class OrgLink {
       this.#refreshed = false
       let set: DeliveredSet
       try {
-        set = parseDelivery(body, this.deps.skillLimits, incremental ? record.itemDigests : {})
+        set = parseDelivery(body, this.deps.skillLimits, incremental ? record.itemDigests : {}, {
+          providers: Boolean(this.deps.providersFile),
+        })
       } catch (error) {
         throw new ControlPlaneError('invalid', `delivery document: ${(error as Error).message}`)
       }
@@ -346,6 +351,11 @@ export class OrgLink {
     const plan = await planSync(root, set, record, { force, now: this.deps.now(), incremental })
     if (plan.changes.length)
       await this.#write(plan, `from ${set.organization.name}`, LINK_PRINCIPAL, this.approval, this.#abort.signal)
+    if (this.deps.providersFile) {
+      const providers = await applyProviders(this.deps.providersFile, set.items, record.manifest)
+      Object.assign(plan.manifest, providers.manifest)
+      if (providers.changed) this.deps.onApplied?.(ws.entry.id)
+    }
     for (const path of force) this.#force.delete(path)
     for (const path of keep.keys()) this.#keep.delete(path)
     record.manifest = plan.manifest

@@ -352,8 +352,7 @@ export async function planSync(
 
   // Items the organization no longer delivers (refused items keep their files: a broken answer removes nothing).
   const gone = Object.entries(record.manifest).filter(
-    ([path]) =>
-      !path.startsWith('mcp/') && !path.startsWith('instructions/') && !delivered.has(path) && !manifest[path],
+    ([path]) => !/^(mcp|instructions|provider)\//.test(path) && !delivered.has(path) && !manifest[path],
   )
   const byFolder = new Map<string, Array<[string, ManifestEntry]>>()
   for (const [path, entry] of gone) {

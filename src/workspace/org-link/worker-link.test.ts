@@ -5,9 +5,9 @@
  * (nobody is there to give it), and its link cannot be removed through the API. The same flow
  * with the real control plane and the process provisioner is in `tests/e2e/worker-org-link.test.ts`.
  */
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import { assert, suite } from '../../../tests/harness.ts'
+import { assert, suite, tempDir } from '../../../tests/harness.ts'
 import { FAST_LINK, startFakeControlPlane } from '../testing/fake-control-plane.ts'
 import { eventually, HOST_TOKEN, startTestServer } from '../testing/test-kit.ts'
 
@@ -22,7 +22,16 @@ test('a Worker receives its set before its first heartbeat and follows changes w
     name: 'worker-skill',
     files: [{ path: 'SKILL.md', content: `---\nname: worker-skill\ndescription: w\n---\n${body}\n` }],
   })
-  cp.deliver([skill('first')])
+  const home = tempDir('svc-worker-home-')
+  const provider = {
+    objectId: 'llm_1',
+    type: 'llm_provider',
+    name: 'inhouse',
+    config: {
+      provider: { inhouse: { npm: '@ai-sdk/openai-compatible', options: { apiKey: 'sk-worker-secret' }, models: {} } },
+    },
+  }
+  cp.deliver([skill('first'), provider])
   cp.deliveryDelayMs = 600
   const s = await startTestServer({
     fixture: false,
@@ -34,6 +43,7 @@ test('a Worker receives its set before its first heartbeat and follows changes w
         SERVICE_WORKER_ID: 'wrk_test',
         SERVICE_WORKER_ACTIVITY_TOKEN: 'wka_worker_token',
         SERVICE_WORKER_HEARTBEAT_INTERVAL_MS: '100',
+        HOME: home.path,
       },
     },
   })
@@ -46,16 +56,23 @@ test('a Worker receives its set before its first heartbeat and follows changes w
     assert.ok(existsSync(file), 'the set is on disk when the Worker reports')
     assert.ok(cp.heartbeats[0]!.deliveryReadsBefore >= 1)
     assert.is(cp.heartbeats[0]!.workerId, 'wrk_test')
-    cp.deliveryDelayMs = 0
-    cp.deliver([skill('second')])
-    await eventually(() => readFileSync(file, 'utf8').includes('second'), 5000, 'change followed')
-    const approvals = await s.req('/approvals', { hostToken: HOST_TOKEN })
-    assert.equal(((await approvals.json()) as { items: unknown[] }).items, [])
+    // The provider key: in OpenCode's global config under the Worker's home, owner-only, nowhere else.
+    const global = join(home.path, '.config/opencode/opencode.json')
+    assert.is(statSync(global).mode & 0o777, 0o600)
+    assert.is(JSON.parse(readFileSync(global, 'utf8')).provider.inhouse.options.apiKey, 'sk-worker-secret')
     const view = (await (await s.req(`/workspace/${s.wsId}/org`, { hostToken: HOST_TOKEN })).json()) as Record<
       string,
       any
     >
     assert.is(view.via, 'worker')
+    assert.not.match(JSON.stringify(view), /sk-worker-secret/)
+    assert.ok(view.delivered.some((d: { type: string }) => d.type === 'llm_provider'))
+    cp.deliveryDelayMs = 0
+    cp.deliver([skill('second')])
+    await eventually(() => !readFileSync(global, 'utf8').includes('sk-worker'), 5000, 'provider withdrawn')
+    await eventually(() => readFileSync(file, 'utf8').includes('second'), 5000, 'change followed')
+    const approvals = await s.req('/approvals', { hostToken: HOST_TOKEN })
+    assert.equal(((await approvals.json()) as { items: unknown[] }).items, [])
     assert.is(view.state, 'in_sync')
     const unlink = await s.req(`/workspace/${s.wsId}/org`, { method: 'DELETE', hostToken: HOST_TOKEN })
     assert.is(unlink.status, 409)
@@ -63,6 +80,7 @@ test('a Worker receives its set before its first heartbeat and follows changes w
   } finally {
     await s.dispose()
     await cp.close()
+    home.remove()
   }
 })
 
