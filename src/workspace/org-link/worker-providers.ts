@@ -55,7 +55,7 @@ export async function applyProviders(
       }
     }
   }
-  const next = { ...current, provider: providers }
+  const next: Record<string, unknown> = { ...current, provider: providers }
   if (!Object.keys(providers).length) delete next.provider
   const nextText = `${JSON.stringify(next, null, 2)}\n`
   const changed = sha256Hex(nextText) !== sha256Hex(text) && (text !== '' || Object.keys(providers).length > 0)
