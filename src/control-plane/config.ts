@@ -73,6 +73,14 @@ export const ControlPlaneFileSchema = v.looseObject({
   llmProviderCatalogFile: v.optional(v.pipe(v.string(), v.minLength(1))),
   /** Skill folder and zip upload limits (defaults 200 files, 5 MiB per file, 20 MiB per skill; 50 MiB zips). */
   skills: v.optional(SkillLimitsFileSchema),
+  /** The authorization server: lifetime of the built-in clients' tokens (OpenCode, CLI, workspace link). */
+  oauth: v.optional(
+    v.strictObject({
+      tokenTtlDays: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3660))),
+      /** Seconds a device-grant client waits between polls (RFC 8628 `interval`; default 5). */
+      deviceIntervalSeconds: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(60))),
+    }),
+  ),
 })
 /** The parsed file. */
 export type ControlPlaneFile = v.InferOutput<typeof ControlPlaneFileSchema>
