@@ -11,8 +11,11 @@
  *    p50 over 20 publications. Target: p50 ≤ 1 s (loopback). Floor, same round: writing the same
  *    changed skill from a local folder through the same write path.
  *
- * The control plane is the contract's wire (`src/workspace/testing/fake-control-plane.ts`: device
- * grant, `/v1/me/delivery`, SSE feed), so the figures are the workspace side's cost.
+ * The control plane is the real one, in this process on its own loopback port (SQLite file): the
+ * 1,000 skills sit in one hub assigned to the member, the member approves the device code through
+ * the API, a publication is `POST /v1/config-objects/:id/versions`. So figure 2 includes the control
+ * plane's own work per change (its feed, and rendering the member's whole set for
+ * `GET /v1/me/delivery`).
  */
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -23,7 +26,11 @@ import { loadWorkspaceConfig } from '../../src/workspace/config/server-config.ts
 import { LINK_PRINCIPAL } from '../../src/workspace/org-link/org-link.ts'
 import { applyImport } from '../../src/workspace/portability/import-apply.ts'
 import type { PlannedChange } from '../../src/workspace/portability/import-plan.ts'
-import { type FakeItem, startFakeControlPlane } from '../../src/workspace/testing/fake-control-plane.ts'
+import { createControlPlaneApp } from '../../src/control-plane/app.ts'
+import { loadControlPlaneConfig } from '../../src/control-plane/config.ts'
+import { contractClient } from '../../src/control-plane/testing/contract-client.ts'
+import { buildFixtureOrg } from '../../src/control-plane/testing/org-fixture.ts'
+import { type Listener, serve } from '../../src/serve.ts'
 import { defineCase, type BenchContext } from '../lib/bench-case.ts'
 import { makeFigure } from '../lib/figure.ts'
 import { printRound } from '../lib/results-printer.ts'
@@ -34,9 +41,19 @@ const FILES_PER_SKILL = 10
 const PUBLICATIONS = 20
 const HOST = 'bench-host-token-0123456789abcdef'
 
-function skillFiles(i: number, version: number): FakeItem['files'] {
+interface BenchFile {
+  path: string
+  content: string
+  executable?: boolean
+}
+interface BenchItem {
+  name: string
+  files: BenchFile[]
+}
+
+function skillFiles(i: number, version: number): BenchFile[] {
   const name = `skill-${String(i).padStart(4, '0')}`
-  const files: NonNullable<FakeItem['files']> = [
+  const files: BenchFile[] = [
     {
       path: 'SKILL.md',
       content: `---\nname: ${name}\ndescription: Bench skill ${i}\n---\nVersion ${version}. ${'Body. '.repeat(60)}\n`,
@@ -51,12 +68,67 @@ function skillFiles(i: number, version: number): FakeItem['files'] {
   return files
 }
 
-const item = (i: number, version = 1): FakeItem => ({
-  objectId: `obj_${i}`,
-  type: 'skill',
+const item = (i: number, version = 1): BenchItem => ({
   name: `skill-${String(i).padStart(4, '0')}`,
   files: skillFiles(i, version),
 })
+
+/** The real control plane with the 1,000 skills in a hub assigned to the fixture's member. */
+async function startPlane(ctx: BenchContext, items: BenchItem[]) {
+  const dir = ctx.tempDir('org-link-cp')
+  const base = loadControlPlaneConfig({}, {}, dir)
+  const app = await createControlPlaneApp(
+    {
+      ...base,
+      dataDir: join(dir, 'data'),
+      databasePath: join(dir, 'control-plane.sqlite'),
+      logRequests: false,
+      openSignUp: true,
+      file: { ...base.file, oauth: { deviceIntervalSeconds: 1 } },
+    },
+    { logger: silentLogger, scrypt: { N: 2 ** 10, r: 8, p: 1 } },
+  )
+  const listener: Listener = await serve({ host: '127.0.0.1', port: 0, fetch: app.fetch })
+  const client = contractClient(app)
+  const org = await buildFixtureOrg(client, 'benchlink')
+  const owner = org.owner.token
+  const hub = (await client.post('/v1/skill-hubs', { token: owner, json: { name: 'Bench' } })).body.item.id as string
+  const ids: string[] = []
+  for (const it of items) {
+    const [skillMd, ...files] = it.files
+    const created = await client.post('/v1/skills', {
+      token: owner,
+      json: {
+        skillMd: skillMd!.content,
+        files: files.map((f) => ({ path: f.path, content: f.content, executable: f.executable ?? false })),
+      },
+    })
+    if (created.status !== 201) throw new Error(`creating ${it.name}: ${JSON.stringify(created.body)}`)
+    ids.push(created.body.item.id as string)
+    await client.post(`/v1/skill-hubs/${hub}/skills`, { token: owner, json: { skillId: created.body.item.id } })
+  }
+  await client.post(`/v1/skill-hubs/${hub}/assignments`, { token: owner, json: { memberId: org.member.memberId } })
+  return {
+    url: `http://127.0.0.1:${listener.port}`,
+    async approve(userCode: string) {
+      const r = await client.post('/v1/oauth/device/approve', { token: org.member.token, json: { userCode } })
+      if (r.status !== 200) throw new Error(`approve: ${JSON.stringify(r.body)}`)
+    },
+    /** A new version of skill `index` whose SKILL.md reads `Version <version>.`. */
+    async publish(index: number, version: number) {
+      const r = await client.post(`/v1/config-objects/${ids[index]}/versions`, {
+        token: owner,
+        json: { input: { rawSourceText: item(index, version).files[0]!.content } },
+      })
+      if (r.status !== 201) throw new Error(`publish: ${JSON.stringify(r.body)}`)
+    },
+    async close() {
+      await listener.stop()
+      await app.close()
+    },
+  }
+}
+type Plane = Awaited<ReturnType<typeof startPlane>>
 
 async function workspaceApp(dir: string): Promise<WorkspaceSurface> {
   const root = join(dir, 'ws')
@@ -77,7 +149,7 @@ async function workspaceApp(dir: string): Promise<WorkspaceSurface> {
     logger: silentLogger,
     watch: false,
     env: {},
-    orgLinkTiming: { devicePollMs: 5 },
+    // The device poll follows the control plane's 1 s interval (polling faster earns slow_down).
   })
 }
 
@@ -96,7 +168,7 @@ function stateReached(app: WorkspaceSurface, wsId: string, state: string): Promi
 /** Ours: approve → in_sync with every file on disk, in a fresh workspace. */
 async function linkOnce(
   ctx: BenchContext,
-  cp: Awaited<ReturnType<typeof startFakeControlPlane>>,
+  cp: Plane,
 ): Promise<{ ms: number; app: WorkspaceSurface; wsId: string; root: string }> {
   const dir = ctx.tempDir('org-link-ws')
   const app = await workspaceApp(dir)
@@ -104,7 +176,7 @@ async function linkOnce(
   const started = await app.orgLinks.beginLink(wsId, cp.url, LINK_PRINCIPAL)
   const done = stateReached(app, wsId, 'in_sync')
   const t0 = performance.now()
-  cp.approve(started!.userCode)
+  await cp.approve(started!.userCode)
   await done
   const ms = performance.now() - t0
   const root = app.services.workspaces.all[0]!.entry.path
@@ -158,9 +230,9 @@ async function copyThroughGate(app: WorkspaceSurface, source: string, prefix: st
   return performance.now() - t0
 }
 
-function writeLocalFolder(dir: string, items: FakeItem[]): void {
+function writeLocalFolder(dir: string, items: BenchItem[]): void {
   for (const it of items)
-    for (const f of it.files ?? []) {
+    for (const f of it.files) {
       const path = join(dir, it.name, f.path)
       mkdirSync(join(path, '..'), { recursive: true })
       writeFileSync(path, f.content, { mode: f.executable ? 0o755 : 0o644 })
@@ -169,11 +241,11 @@ function writeLocalFolder(dir: string, items: FakeItem[]): void {
 
 async function run(ctx: BenchContext): Promise<void> {
   const rounds = Math.max(1, Math.min(ctx.settings.rounds, 3))
-  const cp = await startFakeControlPlane()
+  const items = Array.from({ length: SKILLS }, (_, i) => item(i))
+  ctx.log(`creating ${SKILLS} skills × ${FILES_PER_SKILL} files in the control plane`)
+  const cp = await startPlane(ctx, items)
   const apps: WorkspaceSurface[] = []
   try {
-    const items = Array.from({ length: SKILLS }, (_, i) => item(i))
-    cp.deliver(items)
     const local = ctx.tempDir('org-link-local')
     writeLocalFolder(local, items)
     ctx.log(`${SKILLS} skills × ${FILES_PER_SKILL} files, ${rounds} rounds`)
@@ -218,8 +290,7 @@ async function run(ctx: BenchContext): Promise<void> {
     for (let p = 0; p < PUBLICATIONS; p++) {
       const index = (p * 37) % SKILLS
       const version = p + 2
-      const next = items.map((it, i) => (i === index ? item(index, version) : it))
-      items[index] = next[index]!
+      items[index] = { ...items[index]!, files: [item(index, version).files[0]!, ...items[index]!.files.slice(1)] }
       const target = join(root, '.opencode/skills', items[index]!.name, 'SKILL.md')
       const applied = new Promise<void>((resolve) => {
         const unsubscribe = app.services.events.subscribe((event) => {
@@ -233,7 +304,7 @@ async function run(ctx: BenchContext): Promise<void> {
         })
       })
       const t0 = performance.now()
-      cp.deliver(next)
+      await cp.publish(index, version)
       await applied
       const ours = performance.now() - t0
       writeLocalFolder(oneSkill, [items[index]!])
@@ -248,7 +319,7 @@ async function run(ctx: BenchContext): Promise<void> {
         caseName: 'org-link',
         name: `new version published → files on disk ms (p50 of ${PUBLICATIONS}, ${SKILLS} skills linked)`,
         unit: 'ms',
-        subject: 'delivery.changed → /v1/me/delivery → change set applied',
+        subject: 'POST …/versions → delivery.changed → /v1/me/delivery → change set applied',
         baselineLabel: 'the same skill copied from a local folder through the write gate',
         rounds: pub,
         oursTarget: { op: '<=', value: 1000 },

@@ -142,7 +142,12 @@ export class OrgLink {
     await this.#loop
     this.#loop = null
     await this.#runner?.catch(() => {})
-    clearTimeout(this.#persistTimer)
+    if (this.#persistTimer) {
+      // A feed position not yet written is written now: the next start resumes from it.
+      clearTimeout(this.#persistTimer)
+      this.#persistTimer = undefined
+      await this.#save(false).catch(() => {})
+    }
     await this.#saving
   }
 
