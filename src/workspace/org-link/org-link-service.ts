@@ -24,9 +24,8 @@ import {
   type IssuedTokens,
   normalizeControlPlaneUrl,
 } from './control-plane-client.ts'
-import { type LinkTiming, notLinked, OrgLink, type OrgLinkState } from './org-link.ts'
+import type { LinkTiming, OrgLink, OrgLinkState } from './org-link.ts'
 import { type OrgLinkRecord, OrgLinkStore } from './org-link-state.ts'
-import { providersFileOf } from './worker-providers.ts'
 
 /** Default retry timing: 1 s doubling to 60 s, with jitter. */
 export const DEFAULT_LINK_TIMING: LinkTiming = {
@@ -116,18 +115,23 @@ export class OrgLinkService {
         })
         continue
       }
-      service.#open(record, token, 'required').start()
+      ;(await service.#open(record, token, 'required')).start()
     }
     if (worker && deps.workspaces.all[0]) service.#worker = service.#startWorker(worker)
     return service
   }
 
-  #open(
+  /**
+   * Opens a link. The engine (feed, planning, validation) is loaded on first use: a server whose
+   * workspaces are not linked never evaluates it, which keeps its resident memory where it was.
+   */
+  async #open(
     record: OrgLinkRecord,
     token: string,
     approval: 'required' | 'skip',
     providersFile: string | null = null,
-  ): OrgLink {
+  ): Promise<OrgLink> {
+    const { OrgLink } = await import('./org-link.ts')
     const ws = this.deps.workspaces.get(record.workspaceId)
     const link = new OrgLink(
       {
@@ -167,7 +171,7 @@ export class OrgLinkService {
         ? { ...previous, revoked: false }
         : emptyRecord(ws.entry.id, env.url, 'worker', this.deps.now())
     await this.store.save(record)
-    const link = this.#open(record, env.token, 'skip', providersFileOf(this.deps.env))
+    const link = await this.#open(record, env.token, 'skip', providersFileOf(this.deps.env))
     link.start()
     await link.settled()
   }
@@ -288,7 +292,7 @@ export class OrgLinkService {
         linkedAt: this.deps.now(),
       }
       await this.store.save(record)
-      this.#open(record, tokens.accessToken, 'required').start()
+      ;(await this.#open(record, tokens.accessToken, 'required')).start()
     }
     this.#attempts.delete(id)
     await this.#links
@@ -455,6 +459,18 @@ function emptyRecord(
     keptLocal: {},
     linkedAt: now,
   }
+}
+
+/** 404 `org_not_linked`. */
+const notLinked = () => workspaceError('org_not_linked', 'This workspace is not linked to an organization')
+
+/**
+ * Where a Worker's model providers go: OpenCode's global config file (`$XDG_CONFIG_HOME` or
+ * `~/.config`, `opencode/opencode.json`; see `worker-providers.ts`), or null without a home.
+ */
+export function providersFileOf(env: Record<string, string | undefined>): string | null {
+  const base = env.XDG_CONFIG_HOME || (env.HOME ? join(env.HOME, '.config') : '')
+  return base ? join(base, 'opencode', 'opencode.json') : null
 }
 
 /** The Worker's link settings from the provisioner's environment, or null when not a Worker. */

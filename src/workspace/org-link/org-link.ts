@@ -21,7 +21,6 @@ import type { EventStore } from '../events/event-store.ts'
 import { applyImport } from '../portability/import-apply.ts'
 import type { WorkspaceRuntime } from '../runtime/workspace-registry.ts'
 import { ApiError } from '../../core/errors.ts'
-import { workspaceError } from '../workspace-errors.ts'
 import { type ClientLimits, ControlPlaneClient, ControlPlaneError } from './control-plane-client.ts'
 import { type DeliveredSet, parseDelivery } from './delivered-set.ts'
 import type { OrgLinkRecord, OrgLinkStore } from './org-link-state.ts'
@@ -542,6 +541,3 @@ export class OrgLink {
     })
   }
 }
-
-/** Re-exported so routes map a missing link the same way. */
-export const notLinked = () => workspaceError('org_not_linked', 'This workspace is not linked to an organization')

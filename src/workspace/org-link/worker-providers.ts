@@ -9,18 +9,12 @@
  * @module
  */
 import * as fsp from 'node:fs/promises'
-import { dirname, join } from 'node:path'
+import { dirname } from 'node:path'
 import { sha256Hex } from '../../core/sha256.ts'
 import { ensureDir, writeFileAtomic } from '../../storage/fs.ts'
 import type { DeliveredItem } from './delivered-set.ts'
 import type { ManifestEntry } from './org-link-state.ts'
 import { mcpDigest } from './sync-plan.ts'
-
-/** OpenCode's global config file for the given environment, or null without a home. */
-export function providersFileOf(env: Record<string, string | undefined>): string | null {
-  const base = env.XDG_CONFIG_HOME || (env.HOME ? join(env.HOME, '.config') : '')
-  return base ? join(base, 'opencode', 'opencode.json') : null
-}
 
 /**
  * Writes the delivered providers into `file` (when anything changed) and returns the manifest
