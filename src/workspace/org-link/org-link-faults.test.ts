@@ -180,6 +180,41 @@ test('a revoked token turns the link revoked, keeps the files, and unlink can re
   })
 })
 
+test('a revoked link is renewed in place by linking again: its manifest is kept and it follows again', async () => {
+  await withLinked(async (s, cp) => {
+    cp.deliver([skill('kept')])
+    await eventually(() => existsSync(join(s.root, '.opencode/skills/kept/SKILL.md')), 5000)
+    cp.revokeAll()
+    await eventually(async () => (await org(s)).body.state === 'revoked', 5000)
+    // While linked and not revoked, linking again is refused; once revoked, it renews the link.
+    const again = await s.req(`/workspace/${s.wsId}/org/link`, {
+      method: 'POST',
+      hostToken: HOST_TOKEN,
+      json: { controlPlaneUrl: cp.url },
+    })
+    assert.is(again.status, 202)
+    cp.approve(((await again.json()) as { userCode: string }).userCode)
+    await eventually(async () => (await org(s)).body.state === 'in_sync', 5000, 'renewed')
+    const view = (await org(s)).body
+    assert.equal(
+      view.delivered.map((d: any) => d.name),
+      ['kept'],
+    )
+    const twice = await s.req(`/workspace/${s.wsId}/org/link`, {
+      method: 'POST',
+      hostToken: HOST_TOKEN,
+      json: { controlPlaneUrl: cp.url },
+    })
+    assert.is(twice.status, 409)
+    cp.deliver([skill('kept', 'v2')])
+    await eventually(
+      () => readFileSync(join(s.root, '.opencode/skills/kept/SKILL.md'), 'utf8').includes('v2'),
+      5000,
+      'follows again',
+    )
+  })
+})
+
 test('a restart resumes the feed from the persisted Last-Event-ID and keeps the token sealed at rest', async () => {
   const cp = await startFakeControlPlane()
   let s = await startTestServer({ fixture: false, app: { orgLinkTiming: FAST_LINK } })
