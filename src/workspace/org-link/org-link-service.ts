@@ -24,29 +24,17 @@ import {
   type IssuedTokens,
   normalizeControlPlaneUrl,
 } from './control-plane-client.ts'
-import type { LinkTiming, OrgLink, OrgLinkState } from './org-link.ts'
+import type { LinkTiming, OrgLink } from './org-link.ts'
 import { type OrgLinkRecord, OrgLinkStore } from './org-link-state.ts'
+import { linkView, type OrgLinkView } from './org-link-view.ts'
+
+export type { OrgLinkView } from './org-link-view.ts'
 
 /** Default retry timing: 1 s doubling to 60 s, with jitter. */
 export const DEFAULT_LINK_TIMING: LinkTiming = {
   backoffInitialMs: 1000,
   backoffMaxMs: 60_000,
   client: DEFAULT_CLIENT_LIMITS,
-}
-
-/** What `GET /workspace/:id/org` answers. */
-export interface OrgLinkView {
-  controlPlaneUrl: string
-  via: 'device' | 'worker'
-  organization: { id: string; name: string } | null
-  member: Record<string, unknown> | null
-  state: OrgLinkState
-  lastSyncAt: number | null
-  lastError: { code: string; message: string; at: number } | null
-  linking: { userCode: string; verificationUri: string; verificationUriComplete: string; expiresAt: number } | null
-  delivered: Array<{ objectId: string; type: string; name: string; versionId: string; files: string[] }>
-  conflicts: OrgLinkRecord['conflicts']
-  refused: Array<{ objectId: string; name: string; reason: string }>
 }
 
 interface Attempt {
@@ -335,34 +323,12 @@ export class OrgLinkService {
         })
       throw notLinked()
     }
-    const r = link.record
-    const items = new Map<string, OrgLinkView['delivered'][number]>()
-    for (const [path, entry] of Object.entries(r.manifest)) {
-      const item = items.get(entry.objectId) ?? {
-        objectId: entry.objectId,
-        type: entry.type,
-        name: entry.name,
-        versionId: entry.versionId,
-        files: [],
-      }
-      // MCP entries, instructions and providers are config, not files (and a provider's key is never shown).
-      if (!/^(mcp|instructions|provider)\//.test(path)) item.files.push(path)
-      items.set(entry.objectId, item)
-    }
-    for (const item of items.values()) item.files.sort()
-    return {
-      controlPlaneUrl: r.controlPlaneUrl,
-      via: r.via,
-      organization: r.organization,
-      member: r.member,
+    return linkView(link.record, {
       state: linking ? 'linking' : link.state,
-      lastSyncAt: r.lastSyncAt,
       lastError: link.lastError,
       linking,
-      delivered: [...items.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
-      conflicts: r.conflicts,
       refused: link.rejected,
-    }
+    })
   }
 
   #link(workspaceId: string): OrgLink {

@@ -7,7 +7,7 @@
  * lock; the audit log) and are written all-or-nothing by the import writer.
  *
  * Faults: a control plane that cannot be reached is `unreachable` and retried with capped
- * exponential backoff and full jitter (nothing is removed meanwhile); 401/403 (token revoked,
+ * exponential backoff and jitter (nothing is removed meanwhile); 401/403 (token revoked,
  * member removed) is `revoked` after one refresh attempt, and delivered files stay until the host
  * unlinks. State changes and applied change sets are workspace events (`org.state`, `org.applied`).
  * @module
@@ -18,12 +18,13 @@ import type { Principal } from '../access/auth.ts'
 import type { WriteGate } from '../access/write-gate.ts'
 import { actorOf, type AuditLog } from '../events/audit-log.ts'
 import type { EventStore } from '../events/event-store.ts'
-import { applyImport } from '../portability/import-apply.ts'
 import type { WorkspaceRuntime } from '../runtime/workspace-registry.ts'
 import { ApiError } from '../../core/errors.ts'
 import { type ClientLimits, ControlPlaneClient, ControlPlaneError } from './control-plane-client.ts'
 import { type DeliveredSet, parseDelivery } from './delivered-set.ts'
 import type { OrgLinkRecord, OrgLinkStore } from './org-link-state.ts'
+import { backoffDelay, sleeper } from './backoff.ts'
+import { writeChangeSet } from './change-set-write.ts'
 import { planSync, type SyncPlan } from './sync-plan.ts'
 import { applyProviders } from './worker-providers.ts'
 
@@ -56,33 +57,6 @@ export interface OrgLinkDeps {
 
 /** The principal background syncs write as (audited as the host, client `org-link`). */
 export const LINK_PRINCIPAL: Principal = { type: 'host', scope: null, clientId: 'org-link' }
-
-/** Capped exponential backoff with full jitter: a random delay up to min(max, initial·2^attempt). */
-export function backoffDelay(attempt: number, timing: Pick<LinkTiming, 'backoffInitialMs' | 'backoffMaxMs'>): number {
-  const cap = Math.min(timing.backoffMaxMs, timing.backoffInitialMs * 2 ** Math.min(attempt, 30))
-  return Math.round(cap / 2 + (Math.random() * cap) / 2)
-}
-
-/** A sleep that a `wake()` or an abort ends early. */
-function sleeper() {
-  let wake: (() => void) | null = null
-  return {
-    sleep(ms: number, signal: AbortSignal): Promise<void> {
-      return new Promise((resolve) => {
-        const done = () => {
-          clearTimeout(timer)
-          signal.removeEventListener('abort', done)
-          wake = null
-          resolve()
-        }
-        const timer = setTimeout(done, ms)
-        signal.addEventListener('abort', done, { once: true })
-        wake = done
-      })
-    },
-    wake: () => wake?.(),
-  }
-}
 
 /** A running link of one workspace. */
 export class OrgLink {
@@ -392,7 +366,7 @@ export class OrgLink {
   /** Items the last delivery carried that were refused. */
   rejected: DeliveredSet['rejected'] = []
 
-  /** Writes a change set through the gate, all-or-nothing. */
+  /** Writes a change set through the gate, all-or-nothing, and reloads the workspace's OpenCode. */
   async #write(
     plan: SyncPlan,
     what: string,
@@ -401,42 +375,12 @@ export class OrgLink {
     signal?: AbortSignal,
   ): Promise<void> {
     const ws = this.deps.workspace
-    const root = ws.entry.path
-    const { create, update, delete: removed } = plan.counts
-    const summary = `Organization change set ${what}: ${create} created, ${update} updated, ${removed} removed`
-    const paths = plan.changes.map((c) => c.path)
-    await this.deps.gate.run({
-      workspace: ws,
+    await writeChangeSet({ gate: this.deps.gate, logger: this.deps.logger, workspace: ws }, plan, {
+      what,
       principal,
-      action: 'org.apply',
-      summary,
-      target: this.#record.organization?.name ?? this.#record.controlPlaneUrl,
-      paths,
       approval,
       signal,
-      changes: async () =>
-        plan.changes.map((c) => ({
-          path: c.path,
-          after: c.after,
-          ...(c.mode === undefined ? {} : { executable: (c.mode & 0o111) !== 0 }),
-        })),
-      apply: () =>
-        applyImport(root, plan.changes, (error) =>
-          this.deps.logger.error('organization change set failed and was rolled back', {
-            workspaceId: ws.entry.id,
-            error: (error as Error)?.message ?? String(error),
-          }),
-        ),
-      record: async () => {
-        const config = plan.changes.some((c) => c.kind === 'opencode')
-        const skills = plan.changes.some((c) => c.path.startsWith('.opencode/skills/'))
-        await ws.tracker.commit(config ? 'config' : skills ? 'skills' : 'commands', {
-          type: config ? 'config' : skills ? 'skill' : 'command',
-          name: 'organization',
-          action: 'updated',
-        })
-        return { target: this.#record.organization?.name ?? this.#record.controlPlaneUrl, summary }
-      },
+      target: this.#record.organization?.name ?? this.#record.controlPlaneUrl,
     })
     this.deps.onApplied?.(ws.entry.id)
   }
