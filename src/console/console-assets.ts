@@ -28,6 +28,7 @@ import cpKeysJs from './web/cp-keys.mjs' with { type: 'text' }
 import cpWorkersJs from './web/cp-workers.mjs' with { type: 'text' }
 import cpFeedJs from './web/cp-feed.mjs' with { type: 'text' }
 import cpSkillsJs from './web/cp-skills.mjs' with { type: 'text' }
+import cpDeliveryJs from './web/cp-delivery.mjs' with { type: 'text' }
 import cpConfigJs from './web/cp-config.mjs' with { type: 'text' }
 import cpDiffJs from './web/cp-diff.mjs' with { type: 'text' }
 import cpConnectorsJs from './web/cp-connectors.mjs' with { type: 'text' }
@@ -52,6 +53,7 @@ const SOURCES: Record<string, string> = {
   'cp-workers.mjs': cpWorkersJs,
   'cp-feed.mjs': cpFeedJs,
   'cp-skills.mjs': cpSkillsJs,
+  'cp-delivery.mjs': cpDeliveryJs,
   'cp-config.mjs': cpConfigJs,
   'cp-diff.mjs': cpDiffJs,
   'cp-connectors.mjs': cpConnectorsJs,

@@ -35,6 +35,8 @@ import type { RouteContext } from './routes/route.ts'
 import { teamRoutes } from './routes/team-routes.ts'
 import { eventRoutes } from './routes/event-routes.ts'
 import { deliveryRoutes } from './routes/delivery-routes.ts'
+import { opencodeRoutes } from './routes/opencode-routes.ts'
+import { findActiveOAuthToken } from './oauth/oauth-tokens.ts'
 import { oauthRoutes } from './oauth/oauth-routes.ts'
 import { ChangeSubscriptions } from './events/change-feed.ts'
 import type { ControlPlaneDb } from './schema.ts'
@@ -171,6 +173,13 @@ export async function createControlPlaneApp(
     ...catalogRoutes(ctx, loadProviderCatalog(config.llmProviderCatalogFile)),
     ...asyncFamilies.routes,
     ...deliveryRoutes(ctx),
+    ...opencodeRoutes(ctx, {
+      publicUrl: asyncFamilies.ctx.settings.workers.publicUrl,
+      oauthActive: async (d, grantId, owner) => {
+        const grant = await findActiveOAuthToken(d, grantId)
+        return grant !== null && grant.userId === owner.userId && grant.orgId === owner.orgId
+      },
+    }),
     ...eventRoutes(ctx, changeSubscriptions, streams),
     ...oauthRoutes(ctx),
     ...consoleRoutes<ControlPlaneRule>(rules.public),

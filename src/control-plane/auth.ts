@@ -47,8 +47,6 @@ export interface ControlPlanePrincipal {
   apiKeyId: string | null
   /** The organization acted in, with the caller's membership; null when none resolved. */
   org: { id: string; name: string; memberId: string; role: Role } | null
-  /** A Worker's runtime (activity token), on routes whose rule accepts Workers; `org` is then null. */
-  worker?: WorkerPrincipal | null
   /**
    * The OAuth token's grant (`tokenId`: the grant id, stable across refreshes), client, scopes and
    * resource indicator; null for other credentials.
@@ -60,6 +58,8 @@ export interface ControlPlanePrincipal {
     resource: string | null
     expiresAt: string
   } | null
+  /** A Worker's runtime (activity token), on routes whose rule accepts Workers; `org` is then null. */
+  worker?: WorkerPrincipal | null
 }
 
 const anonymous: ControlPlanePrincipal = {
@@ -260,11 +260,11 @@ export function controlPlaneAuth(deps: Deps): SurfaceAuth<ControlPlaneRule, Cont
       if (rule.kind === 'public') return []
       if (rule.kind === 'workerToken') return [{ workerActivityToken: [] }]
       if (rule.kind === 'identity' && rule.sessionOnly) return [{ bearerSession: [] }]
-      const worker = rule.kind === 'org' && rule.worker ? [{ workerActivityToken: [] }] : []
       const scopes =
         rule.kind === 'identity' ? (rule.oauthScopes ?? []) : routeScopes(rule.permission, rule.oauthScopes)
       // The OAuth token is listed with the scopes, any one of which reaches the operation.
       const oauth = scopes.length > 0 ? [{ oauthToken: [...scopes] }] : []
+      const worker = rule.kind === 'org' && rule.worker ? [{ workerActivityToken: [] }] : []
       if (rule.kind === 'org' && !POLICY[rule.permission].apiKey) return [{ bearerSession: [] }, ...oauth, ...worker]
       return [{ bearerSession: [] }, { apiKey: [] }, ...oauth, ...worker]
     },

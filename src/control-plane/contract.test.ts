@@ -76,7 +76,6 @@ test('every operation declares its security scheme, statuses and policy permissi
         continue
       }
       const keysAllowed = rule.kind === 'org' ? POLICY[rule.permission].apiKey : !rule.sessionOnly
-      const worker = rule.kind === 'org' && rule.worker ? [{ workerActivityToken: [] }] : []
       // OAuth tokens: listed with the scopes that reach the operation (the route's own, else its permission's).
       const scopes =
         rule.kind === 'identity' && rule.sessionOnly
@@ -85,6 +84,7 @@ test('every operation declares its security scheme, statuses and policy permissi
             (rule.kind === 'org' ? (POLICY[rule.permission] as PermissionPolicy).scopes : []) ??
             [])
       const oauth = scopes.length > 0 ? [{ oauthToken: [...scopes] }] : []
+      const worker = rule.kind === 'org' && rule.worker ? [{ workerActivityToken: [] }] : []
       assert.equal(
         op.security,
         keysAllowed

@@ -184,7 +184,7 @@ export const PERMISSIONS = Object.keys(POLICY) as Permission[]
 export type ControlPlaneRule =
   | { kind: 'public' }
   | { kind: 'identity'; sessionOnly?: boolean; oauthScopes?: readonly OAuthScope[] }
-  | { kind: 'org'; permission: Permission; worker?: true; oauthScopes?: readonly OAuthScope[] }
+  | { kind: 'org'; permission: Permission; oauthScopes?: readonly OAuthScope[]; worker?: true }
   | { kind: 'workerToken' }
 
 /** Shorthands for route declarations. */
@@ -200,10 +200,10 @@ export const rules = {
   org: (permission: Permission, options: { oauthScopes?: readonly OAuthScope[] } = {}): ControlPlaneRule =>
     options.oauthScopes ? { kind: 'org', permission, oauthScopes: options.oauthScopes } : { kind: 'org', permission },
   /** An org route that a Worker's runtime may also call with its activity token. */
-  orgOrWorker: (permission: Permission, options: { oauthScopes?: readonly OAuthScope[] } = {}): ControlPlaneRule =>
-    options.oauthScopes
-      ? { kind: 'org', permission, worker: true, oauthScopes: options.oauthScopes }
-      : { kind: 'org', permission, worker: true },
+  orgOrWorker: (permission: Permission, options: { oauthScopes?: readonly OAuthScope[] } = {}): ControlPlaneRule => ({
+    ...(rules.org(permission, options) as Extract<ControlPlaneRule, { kind: 'org' }>),
+    worker: true,
+  }),
   /** A Worker runtime presenting its activity token (checked against the Worker in the path). */
   workerToken: { kind: 'workerToken' } as ControlPlaneRule,
 }

@@ -300,6 +300,21 @@ export interface WorkerDeliveryTable {
   created_at: string
 }
 
+/** `delivery_capability`: an unguessable skills URL handed to stock OpenCode for one credential. */
+export interface DeliveryCapabilityTable {
+  id: string
+  org_id: string
+  member_id: string
+  /** `oauth | apiKey | session`. */
+  credential_kind: string
+  /** The OAuth grant, API key or session the URL lives with. */
+  credential_id: string
+  /** The path secret, sealed with the secret box (bound to the row id). */
+  secret_sealed: string
+  secret_hash: string
+  created_at: string
+}
+
 /** `llm_provider`: a shared model provider; the API key is sealed, never plaintext. */
 export interface LlmProviderTable {
   id: string
@@ -364,6 +379,7 @@ export interface ControlPlaneDb {
   skill_hub_assignment: SkillHubAssignmentTable
   plugin_assignment: PluginAssignmentTable
   worker_delivery: WorkerDeliveryTable
+  delivery_capability: DeliveryCapabilityTable
   llm_provider: LlmProviderTable
   job: JobTable
   worker: WorkerTable

@@ -214,6 +214,9 @@ if (browserAvailable()) {
       }
     }
     assert.match((await mine.textContent()) ?? '', /hub Engineering → your team/)
+    const delivered = bo.getByRole('list', { name: 'Delivered to you' })
+    await delivered.getByText('code-review').waitFor()
+    assert.match((await delivered.textContent()) ?? '', /hub Engineering → team Platform/)
     // The hub is the admin's: a member is not offered its controls.
     await bo.getByRole('heading', { name: 'Engineering' }).waitFor()
     assert.is(await bo.getByRole('button', { name: 'Assign' }).count(), 0)
@@ -431,6 +434,15 @@ if (browserAvailable()) {
     await plugin.getByLabel('Config object to add to Review kit').selectOption({ label: 'Merge rules' })
     await plugin.getByRole('button', { name: 'Add to Review kit' }).click()
     await plugin.getByText('Merge rules (context)').waitFor()
+    await plugin.getByLabel('Deliver Review kit to').selectOption({ label: 'Everyone in the organization' })
+    await plugin.getByRole('button', { name: 'Assign' }).click()
+    await plugin.getByRole('button', { name: 'Unassign Review kit from Everyone in the organization' }).waitFor()
+    // What reaches the admin now says why: the plugin, delivered to everyone.
+    await admin.getByRole('link', { name: 'Skills' }).click()
+    const delivered = admin.getByRole('list', { name: 'Delivered to you' })
+    await delivered.getByText('merge-rules').waitFor()
+    assert.match((await delivered.textContent()) ?? '', /plugin Review kit → everyone/)
+    await admin.getByRole('link', { name: 'Plugins' }).click()
     await admin.getByLabel('Marketplace name').fill('Company')
     await admin.getByRole('button', { name: 'Create marketplace' }).click()
     const market = admin.locator('li.card', { has: admin.getByRole('heading', { name: 'Company' }) })

@@ -1,4 +1,5 @@
 // Model providers (keys entered once, never shown again) and plugins with marketplaces.
+import { pluginAssignments } from './cp-delivery.mjs'
 import { all, pagedList } from './cp-org.mjs'
 import { announce, errorBox, field, h, mount, section, showFieldErrors } from './dom.mjs'
 
@@ -200,6 +201,7 @@ function containerCard(api, container, kind, manage, candidates) {
       `${container.status}${container.description ? ` · ${container.description}` : ''}`,
     ),
     body,
+    kind === 'plugin' ? pluginAssignments(api, container, manage) : null,
   )
 }
 

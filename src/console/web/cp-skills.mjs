@@ -1,6 +1,7 @@
 // Skills: what the caller receives, the organization's skills (create from a SKILL.md), and skill
 // hubs with their skills and assignments (to a member, a team or the whole organization).
 import { withQuery } from './api.mjs'
+import { deliveredList } from './cp-delivery.mjs'
 import { all, pagedList, pagedTable } from './cp-org.mjs'
 import { announce, errorBox, field, h, mount, section, showFieldErrors } from './dom.mjs'
 
@@ -260,6 +261,14 @@ export function skillsPage({ api, can, me }) {
   void mine.reload()
 
   const parts = [h('h1', null, 'Skills'), section('Your skills', mine.node)]
+  if (can('delivery.read'))
+    parts.push(
+      section(
+        'Delivered to you',
+        h('p', { class: 'muted small' }, 'Everything the organization delivers to you, and why each item arrives.'),
+        deliveredList(api),
+      ),
+    )
 
   if (can('config_objects.read')) {
     const table = pagedTable(api, '/v1/skills', 'Skills', ['Name', 'Description', 'Version', 'Status'], (s) => [

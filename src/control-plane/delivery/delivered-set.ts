@@ -230,7 +230,12 @@ const tooLarge = (what: string) =>
   )
 
 /** Renders the latest version of each object, in batches, bounded by {@link DELIVERY_LIMITS}. */
-async function renderObjects(db: Db, orgId: string, ids: string[]): Promise<DeliveredItem[]> {
+async function renderObjects(
+  db: Db,
+  orgId: string,
+  ids: string[],
+  payloads: Map<string, Record<string, unknown>> | undefined,
+): Promise<DeliveredItem[]> {
   if (ids.length > DELIVERY_LIMITS.maxItems) throw tooLarge(`${ids.length} items`)
   const items: DeliveredItem[] = []
   let bytes = 0
@@ -246,6 +251,7 @@ async function renderObjects(db: Db, orgId: string, ids: string[]): Promise<Deli
     for (const row of rows) {
       const type = row.object_type as ObjectType
       const payload = JSON.parse(row.normalized_payload) as Record<string, unknown>
+      payloads?.set(row.id, payload)
       const form = await renderForm(type, payload, row.raw_source_text, row.files ?? null)
       const files = deliveredFiles(type, row.name, form.files)
       bytes += files.reduce((n, f) => n + f.size, 0)
@@ -270,9 +276,14 @@ async function renderObjects(db: Db, orgId: string, ids: string[]): Promise<Deli
 /**
  * The delivered set of a member or a Worker. Items are sorted by type then name; when two
  * objects of one type share a name (they would land on the same path), the one with the lower id
- * is delivered and the other left out.
+ * is delivered and the other left out. `payloads`, when given, receives each object's normalized
+ * payload by id (the OpenCode config form needs agents' and commands' fields).
  */
-export async function deliveredSet(deps: Deps, principal: DeliveryPrincipal): Promise<DeliverySet> {
+export async function deliveredSet(
+  deps: Deps,
+  principal: DeliveryPrincipal,
+  payloads?: Map<string, Record<string, unknown>>,
+): Promise<DeliverySet> {
   const db = deps.db
   const reasons = new Map<string, DeliveryReason[]>()
   const add = (objectId: string, reason: DeliveryReason) => {
@@ -293,7 +304,7 @@ export async function deliveredSet(deps: Deps, principal: DeliveryPrincipal): Pr
   } else {
     for (const path of await workerPaths(db, principal.orgId, principal.workerId)) add(path.objectId, path.reason)
   }
-  const rendered = await renderObjects(db, principal.orgId, [...reasons.keys()].sort())
+  const rendered = await renderObjects(db, principal.orgId, [...reasons.keys()].sort(), payloads)
   rendered.sort((a, b) => (a.objectId < b.objectId ? -1 : a.objectId > b.objectId ? 1 : 0))
   const seen = new Set<string>()
   const items: DeliveredItem[] = []
