@@ -85,6 +85,7 @@ const USAGE = [
   '  service-server [--mode workspace|control-plane] [options]',
   '  service-server approvals list|allow <id>|deny <id> [--url <base>] [--host-token <t>]',
   '  service-server tokens list|create <scope> [--label <l>] [--ttl <seconds>]|revoke <id> [--url <base>]',
+  '  service-server org link <control-plane-url> [--workspace <id>] | org status|sync|unlink [--remove]',
   '  service-server control-plane copy-database --from <sqlite file> [--to <postgres url>]',
   '  service-server backup [--mode workspace|control-plane] [--data-dir <dir>] --to <file>',
   '  service-server restore [--mode workspace|control-plane] --from <file> --data-dir <dir>',

@@ -137,6 +137,12 @@ export async function main(argv: string[], io: MainIo): Promise<number> {
     const { runBackupCli } = await import('./backup-command.ts')
     return runBackupCli(argv[0] === 'control-plane' ? ['--mode', 'control-plane', ...argv.slice(1)] : argv, io)
   }
+  // `org link|status|sync|unlink` talk to the running workspace server (the workspace's organization link).
+  if (argv[0] === 'org' && ['link', 'status', 'sync', 'unlink'].includes(argv[1] ?? '')) {
+    startupFinished()
+    const { runOrgCli } = await import('./workspace/org-link/org-cli.ts')
+    return runOrgCli(argv, io)
+  }
   if (argv[0] === 'control-plane') {
     startupFinished()
     const { runControlPlaneCli } = await import('./control-plane/copy-database.ts')

@@ -38,6 +38,10 @@ import { consoleRoutes } from '../console/console-routes.ts'
 import { ConsoleSessions } from '../console/console-sessions.ts'
 import { consoleLink, consoleSessionRoutes, withConsoleSessions } from '../console/workspace-console.ts'
 import { WORKSPACE_ERRORS } from './workspace-errors.ts'
+import { OrgLinkService } from './org-link/org-link-service.ts'
+import type { LinkTiming } from './org-link/org-link.ts'
+import { orgLinkRoutes } from './routes/org-link-routes.ts'
+import { skillLimitsOf } from './extensions/skills.ts'
 
 /** The reference answers bad payloads with 400 `invalid_payload`; existing clients expect that. */
 export const workspaceValidation: ValidationPolicy = {
@@ -67,6 +71,10 @@ export interface WorkspaceAppOptions {
   watch?: boolean
   /** Prometheus metrics (absent: off). */
   metrics?: SurfaceMetrics
+  /** Environment read for the Worker link and the sealing key (default `process.env`). */
+  env?: Record<string, string | undefined>
+  /** Retry and poll timing of organization links (tests shorten it). */
+  orgLinkTiming?: Partial<LinkTiming> & { devicePollMs?: number }
 }
 
 /** The surface plus its domain services (tests reach into these). */
@@ -78,6 +86,8 @@ export type WorkspaceSurface = Surface & {
   readonly sidecar: SidecarService
   /** File sessions, inbox, artifacts, export and import. */
   readonly data: ReturnType<typeof dataPlane>
+  /** Organization links of the workspaces. */
+  readonly orgLinks: OrgLinkService
 }
 
 /** Creates the workspace surface for a resolved configuration. */
@@ -129,6 +139,31 @@ export async function createWorkspaceApp(
   const proxiedAuth = sidecarAuth(auth, { tickets: sidecar.tickets, mountOf: sidecar.mountOf })
   void sidecar.start()
   const data = dataPlane(services, streams, options.logger)
+  const env = options.env ?? process.env
+  let orgLinks: OrgLinkService
+  try {
+    orgLinks = await OrgLinkService.start({
+      dataDir: config.dataDir,
+      workspaces: services.workspaces,
+      gate: services.gate,
+      events: services.events,
+      audit: services.audit,
+      logger: options.logger,
+      skillLimits: skillLimitsOf(config.file),
+      now: services.now,
+      env,
+      timing: options.orgLinkTiming,
+      // Delivered content comes from outside the agent: OpenCode re-reads it now, not at its next start.
+      onApplied: (id) => {
+        if (sidecar.anyConfigured) sidecar.reload(id, 'extension-change').catch(() => {})
+      },
+    })
+  } catch (error) {
+    data.close()
+    await sidecar.close()
+    await services.close()
+    throw error
+  }
   // Run as a hosted Worker: report heartbeats once listening, so `healthy` means reachable.
   let heartbeat: HeartbeatReporter | null = null
   let doc: Record<string, unknown> | undefined
@@ -144,6 +179,7 @@ export async function createWorkspaceApp(
     ...controlRoutes(services, streams, startedAt, sidecar),
     ...sidecarRoutes(sidecar),
     ...data.routes,
+    ...orgLinkRoutes(orgLinks),
     ...consoleSessionRoutes(consoleSessions),
     ...consoleRoutes<WorkspaceRule>(rules.none),
   ]
@@ -190,13 +226,17 @@ export async function createWorkspaceApp(
     routes,
     sidecar,
     data,
+    orgLinks,
     fetch: http.fetch,
     direct: http.direct,
     router: http.router,
     openapi: () => (doc ??= openapi()),
     streams,
     onListening(address) {
-      heartbeat ??= startControlPlaneHeartbeat(process.env, { logger: options.logger, version: VERSION })
+      // A Worker reports healthy only once its delivered set is on disk.
+      void orgLinks.workerReady.then(() => {
+        if (!closed) heartbeat ??= startControlPlaneHeartbeat(env, { logger: options.logger, version: VERSION })
+      })
       const lines: string[] = []
       for (const ws of config.workspaces) lines.push(`workspace ${ws.id} ${ws.path}`)
       if (config.generated.token)
@@ -213,6 +253,7 @@ export async function createWorkspaceApp(
       streams.closeAll()
       data.close()
       heartbeat?.stop()
+      await orgLinks.close()
       await sidecar.close()
       await services.close()
     },

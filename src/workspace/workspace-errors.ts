@@ -43,6 +43,10 @@ export const WORKSPACE_ERRORS = defineErrors({
   invalid_workspace_export_sensitive_mode: { status: 400, description: 'sensitive is not auto, include or exclude' },
   invalid_inbox_item: { status: 400, description: 'An inbox item id is not valid' },
   invalid_artifact: { status: 400, description: 'An outbox artifact id is not valid' },
+  invalid_control_plane_url: {
+    status: 400,
+    description: 'controlPlaneUrl is not an http(s) URL without credentials, query or fragment',
+  },
   file_required: { status: 400, description: 'A multipart upload has no "file" field' },
   not_a_file: { status: 400, description: 'The path exists and is not a regular file' },
   invalid_sidecar_path: { status: 400, description: 'A sidecar path is ambiguous once decoded' },
@@ -78,6 +82,12 @@ export const WORKSPACE_ERRORS = defineErrors({
   outbox_disabled: { status: 404, description: 'The outbox is disabled on this server' },
   artifact_not_found: { status: 404, description: 'No outbox artifact with this id' },
   session_not_found: { status: 404, description: 'No sidecar session with this id in this workspace' },
+  org_not_linked: {
+    status: 404,
+    description:
+      'The workspace is not linked to an organization (details.lastAttempt: why the last link attempt failed)',
+  },
+  org_conflict_not_found: { status: 404, description: 'No open organization conflict at this path' },
   sidecar_socket_refused: {
     status: 502,
     otherStatuses: [404],
@@ -96,6 +106,11 @@ export const WORKSPACE_ERRORS = defineErrors({
       'An import target changed kind since the preview (a file where a folder must be, or the reverse); rolled back',
   },
   workspace_import_preview_required: { status: 409, description: 'Preview the import and pass its fingerprint' },
+  org_already_linked: { status: 409, description: 'The workspace is already linked; unlink it first' },
+  org_link_managed: {
+    status: 409,
+    description: "A Worker's organization link is set by the control plane that runs it",
+  },
   workspace_import_preview_stale: {
     status: 409,
     description: 'The workspace changed since the preview; the body holds the new preview',
@@ -131,6 +146,10 @@ export const WORKSPACE_ERRORS = defineErrors({
   sidecar_response_failed: { status: 502, description: 'The sidecar answer broke off or was not valid JSON' },
   sidecar_response_too_large: { status: 502, description: 'The sidecar answer is too large to filter' },
   sidecar_reload_failed: { status: 502, description: 'The sidecar refused to reload' },
+  org_unreachable: {
+    status: 502,
+    description: 'The control plane could not be reached or did not start the device flow',
+  },
   server_stopping: { status: 503, description: 'The server is stopping; the write was not made' },
   sidecar_reload_timeout: { status: 504, description: 'The sidecar did not finish reloading in time' },
 })

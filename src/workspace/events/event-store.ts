@@ -21,7 +21,7 @@ export interface EventTrigger {
 }
 
 /** Event kinds. */
-export type WorkspaceEventType = 'reload' | 'approval.requested' | 'approval.decided'
+export type WorkspaceEventType = 'reload' | 'approval.requested' | 'approval.decided' | 'org.state' | 'org.applied'
 
 /** The type-specific part of an event. */
 export interface EventBody {
@@ -33,6 +33,8 @@ export interface EventBody {
   source?: 'server' | 'disk'
   approval?: Record<string, unknown>
   decision?: Record<string, unknown>
+  /** Organization link: the new state (`org.state`) or what a change set did (`org.applied`). */
+  org?: Record<string, unknown>
 }
 
 /** One stored event as clients see it. */

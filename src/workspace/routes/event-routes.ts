@@ -25,7 +25,7 @@ export function eventRoutes(s: WorkspaceServices, streams: StreamRegistry) {
       summary: 'Workspace events (JSON page or SSE)',
       tags: ['events'],
       description:
-        'Reload events (config and extension changes made through the server or on disk) and approval events. With `Accept: text/event-stream` an SSE stream (`id:` = seq, `event:` = type; resume with `Last-Event-ID` or `?since=`); otherwise `{items, cursor}` after `since`.',
+        'Reload events (config and extension changes made through the server or on disk), approval events and organization-link events (`org.state`, `org.applied`). With `Accept: text/event-stream` an SSE stream (`id:` = seq, `event:` = type; resume with `Last-Event-ID` or `?since=`); otherwise `{items, cursor}` after `since`.',
       auth: rules.viewer,
       params: WorkspaceParams,
       query: v.object({

@@ -71,7 +71,7 @@ export const EventSchema = v.looseObject({
   id: v.string(),
   seq: v.number(),
   workspaceId: v.string(),
-  type: v.picklist(['reload', 'approval.requested', 'approval.decided']),
+  type: v.picklist(['reload', 'approval.requested', 'approval.decided', 'org.state', 'org.applied']),
   timestamp: v.number(),
   reason: v.optional(v.picklist(['config', 'plugins', 'skills', 'mcp', 'commands'])),
   trigger: v.optional(
@@ -85,6 +85,7 @@ export const EventSchema = v.looseObject({
   source: v.optional(v.picklist(['server', 'disk'])),
   approval: v.optional(v.record(v.string(), v.unknown())),
   decision: v.optional(v.record(v.string(), v.unknown())),
+  org: v.optional(v.record(v.string(), v.unknown())),
 })
 
 /** An audit entry. */

@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { assert, suite, takeSse, tempDir } from '../../../tests/harness.ts'
 import { isolatedOpencodeEnv, OPENCODE_BIN } from './opencode-env.ts'
 import { startSidecarApp, type SidecarApp } from '../testing/sidecar-test-kit.ts'
+import { startFakeControlPlane } from '../testing/fake-control-plane.ts'
 
 const ctx: {
   home: { path: string; remove(): void }
@@ -76,6 +77,79 @@ oc('config is read through the proxy', async () => {
   assert.is(typeof body, 'object')
   assert.ok('$schema' in body || 'agent' in body, 'not an OpenCode config document')
 })
+
+oc(
+  'files delivered by a linked organization are what the managed OpenCode lists: skill, command, MCP entry',
+  async () => {
+    const cp = await startFakeControlPlane()
+    try {
+      const id = ctx.managed.wsIds[0]!
+      const started = await ctx.managed.req(`/workspace/${id}/org/link`, {
+        method: 'POST',
+        as: 'owner',
+        json: { controlPlaneUrl: cp.url },
+      })
+      assert.is(started.status, 202)
+      cp.approve(((await started.json()) as { userCode: string }).userCode)
+      cp.deliver([
+        {
+          objectId: 'obj_skill',
+          type: 'skill',
+          name: 'org-deploy',
+          files: [
+            {
+              path: 'SKILL.md',
+              content: '---\nname: org-deploy\ndescription: Deploy the organization way\n---\nRun scripts/go.sh\n',
+            },
+            { path: 'scripts/go.sh', content: '#!/bin/sh\necho go\n', executable: true },
+          ],
+        },
+        {
+          objectId: 'obj_cmd',
+          type: 'command',
+          name: 'org-review',
+          files: [
+            {
+              path: 'org-review.md',
+              content: '---\ndescription: Review the organization way\n---\nReview $ARGUMENTS\n',
+            },
+          ],
+        },
+        {
+          objectId: 'obj_mcp',
+          type: 'mcp',
+          name: 'org-docs',
+          config: { mcp: { 'org-docs': { type: 'remote', url: 'https://mcp.example.invalid/docs', enabled: false } } },
+        },
+      ])
+      await waitFor(async () => {
+        const r = await ctx.managed.req(`/workspace/${id}/org`, { as: 'owner' })
+        return ((await r.json()) as { delivered: unknown[] }).delivered.length === 3
+      }, 'delivered')
+      await waitFor(async () => {
+        const skills = await (await ctx.managed.req('/sidecar/skill', { as: 'viewer' })).text()
+        const commands = await (await ctx.managed.req('/sidecar/command', { as: 'viewer' })).text()
+        return skills.includes('org-deploy') && commands.includes('org-review')
+      }, 'OpenCode lists the delivered skill and command')
+      const config = (await (await ctx.managed.req('/sidecar/config', { as: 'viewer' })).json()) as {
+        mcp?: Record<string, unknown>
+      }
+      assert.ok(config.mcp?.['org-docs'], 'the delivered MCP entry is in the config OpenCode loaded')
+      const unlinked = await ctx.managed.req(`/workspace/${id}/org?remove=true`, { method: 'DELETE', as: 'owner' })
+      assert.is(unlinked.status, 200)
+    } finally {
+      await cp.close()
+    }
+  },
+)
+
+async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 200))
+  }
+}
 
 oc('the directory is pinned: spoofed query and header values are replaced by the workspace path', async () => {
   const res = await ctx.ref.req('/sidecar/path?directory=/etc&directory=%2Ftmp', {

@@ -8,7 +8,7 @@ import { cpSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { request, tempDir } from '../../../tests/harness.ts'
 import { silentLogger } from '../../core/logger.ts'
-import { createWorkspaceApp, type WorkspaceSurface } from '../app.ts'
+import { createWorkspaceApp, type WorkspaceAppOptions, type WorkspaceSurface } from '../app.ts'
 import { HOST_TOKEN_HEADER } from '../access/auth.ts'
 import { loadWorkspaceConfig } from '../config/server-config.ts'
 
@@ -33,6 +33,8 @@ export interface TestServerOptions {
   debounceMs?: number
   /** More config-file keys (e.g. `files`, `inbox`), merged over the defaults above. */
   extraConfig?: Record<string, unknown>
+  /** More app options (organization-link timing, the environment). */
+  app?: Pick<WorkspaceAppOptions, 'env' | 'orgLinkTiming'>
 }
 
 /** Per-request extras: which credential to send. */
@@ -80,7 +82,12 @@ async function build(
     ),
   )
   const config = loadWorkspaceConfig({ config: configPath }, { HOME: dir }, dir)
-  const app = await createWorkspaceApp(config, { logger: silentLogger, now: () => clock.now, watch: options.watch })
+  const app = await createWorkspaceApp(config, {
+    logger: silentLogger,
+    now: () => clock.now,
+    watch: options.watch,
+    ...options.app,
+  })
   const server: TestServer = {
     app,
     wsId: config.workspaces[0]!.id,
