@@ -31,7 +31,7 @@ export const REFRESH_TOKEN_PREFIX = 'ort_'
 const LAST_USED_RESOLUTION_MS = 60_000
 
 /** Why a grant ended. */
-export type RevokedReason = 'member' | 'admin' | 'member_removed' | 'refresh_reuse' | 'client'
+export type RevokedReason = 'member' | 'admin' | 'member_removed' | 'refresh_reuse' | 'code_reuse' | 'client'
 
 /** The token response of `/oauth/token` (RFC 6749 §5.1 plus the organization the token acts in). */
 export interface TokenResponse {
@@ -292,7 +292,7 @@ export async function findActiveOAuthToken(deps: Deps, tokenId: string): Promise
 }
 
 /** Marks a grant revoked and ends its tokens; true when it was active. Call inside a transaction. */
-async function endGrant(deps: Deps, trx: Db, grantId: string, reason: RevokedReason): Promise<boolean> {
+export async function endGrant(deps: Deps, trx: Db, grantId: string, reason: RevokedReason): Promise<boolean> {
   const now = isoAt(deps)
   const updated = await trx
     .updateTable('oauth_grant')
