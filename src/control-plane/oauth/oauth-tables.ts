@@ -91,6 +91,6 @@ export interface OAuthTokenTable {
   token_hash: string
   created_at: string
   expires_at: string
-  /** A refresh token exchanged, or an access token superseded by a refresh. */
+  /** When a refresh token was exchanged (kept until its expiry, to recognise reuse). */
   ended_at: string | null
 }
