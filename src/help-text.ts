@@ -89,6 +89,7 @@ const USAGE = [
   '  service-server control-plane copy-database --from <sqlite file> [--to <postgres url>]',
   '  service-server backup [--mode workspace|control-plane] [--data-dir <dir>] --to <file>',
   '  service-server restore [--mode workspace|control-plane] --from <file> --data-dir <dir>',
+  '  service-server org token <control-plane-url>   sign in to an organization; prints only the token',
 ]
 
 function flagLine(name: string, f: FlagSpec): string {

@@ -27,6 +27,7 @@ import * as m0050 from './0050_idempotency_keys.ts'
 import * as m0055 from './0055_change_audience.ts'
 import * as m0056 from './0056_contents_by_object.ts'
 import * as m0060 from './0060_oauth_tokens.ts'
+import * as m0061 from './0061_oauth_clients.ts'
 import * as m0065 from './0065_delivery.ts'
 import * as m0066 from './0066_delivery_capabilities.ts'
 
@@ -54,6 +55,7 @@ export const controlPlaneMigrations: MigrationSet = {
   '0055_change_audience': m0055,
   '0056_contents_by_object': m0056,
   '0060_oauth_tokens': m0060,
+  '0061_oauth_clients': m0061,
   '0065_delivery': m0065,
   '0066_delivery_capabilities': m0066,
 }
