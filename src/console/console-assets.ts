@@ -30,6 +30,7 @@ import cpFeedJs from './web/cp-feed.mjs' with { type: 'text' }
 import cpSkillsJs from './web/cp-skills.mjs' with { type: 'text' }
 import cpConfigJs from './web/cp-config.mjs' with { type: 'text' }
 import cpDiffJs from './web/cp-diff.mjs' with { type: 'text' }
+import cpSkillFilesJs from './web/cp-skill-files.mjs' with { type: 'text' }
 import cpConnectorsJs from './web/cp-connectors.mjs' with { type: 'text' }
 import cpCatalogJs from './web/cp-catalog.mjs' with { type: 'text' }
 
@@ -54,6 +55,7 @@ const SOURCES: Record<string, string> = {
   'cp-skills.mjs': cpSkillsJs,
   'cp-config.mjs': cpConfigJs,
   'cp-diff.mjs': cpDiffJs,
+  'cp-skill-files.mjs': cpSkillFilesJs,
   'cp-connectors.mjs': cpConnectorsJs,
   'cp-catalog.mjs': cpCatalogJs,
 }
