@@ -414,9 +414,10 @@ if (browserAvailable()) {
     })
     await editor.getByRole('row', { name: /scripts\/helper\.sh\s*22 B\s*yes/ }).waitFor()
     await editor.getByRole('button', { name: 'Clear executable on scripts/run.sh' }).click()
-    await editor.getByLabel('File path').fill('notes.txt')
     await editor.getByLabel('Or paste its text').fill('new notes\n')
-    await editor.getByRole('button', { name: 'Add file' }).click()
+    // Enter in the path adds the file rather than saving the version without it.
+    await editor.getByLabel('File path').fill('notes.txt')
+    await editor.getByLabel('File path').press('Enter')
     await editor.getByText('Replaced notes.txt; save to keep it.').waitFor()
     await editor.getByRole('button', { name: 'Remove notes.txt' }).click()
     await editor.getByRole('row', { name: /notes\.txt/ }).waitFor({ state: 'detached' })

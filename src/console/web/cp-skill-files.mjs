@@ -116,6 +116,12 @@ export function filesEditor(version) {
   const upload = h('input', { name: 'fileUpload', type: 'file' })
   const paste = h('textarea', { name: 'fileText', rows: '4', spellcheck: 'false' })
   const executable = h('input', { name: 'fileExecutable', type: 'checkbox' })
+  // Enter in the path adds the file; it must not submit the version form around it without it.
+  path.addEventListener('keydown', (event) => {
+    if (event.key !== 'Enter') return
+    event.preventDefault()
+    void add()
+  })
   const put = async (file) => {
     files = [...files.filter((f) => f.path !== file.path), file].sort((a, b) => (a.path < b.path ? -1 : 1))
     render()
