@@ -32,6 +32,7 @@ import cpSkillsJs from './web/cp-skills.mjs' with { type: 'text' }
 import cpDeliveryJs from './web/cp-delivery.mjs' with { type: 'text' }
 import cpConfigJs from './web/cp-config.mjs' with { type: 'text' }
 import cpDiffJs from './web/cp-diff.mjs' with { type: 'text' }
+import cpSkillFilesJs from './web/cp-skill-files.mjs' with { type: 'text' }
 import cpConnectorsJs from './web/cp-connectors.mjs' with { type: 'text' }
 import cpCatalogJs from './web/cp-catalog.mjs' with { type: 'text' }
 
@@ -58,6 +59,7 @@ const SOURCES: Record<string, string> = {
   'cp-delivery.mjs': cpDeliveryJs,
   'cp-config.mjs': cpConfigJs,
   'cp-diff.mjs': cpDiffJs,
+  'cp-skill-files.mjs': cpSkillFilesJs,
   'cp-connectors.mjs': cpConnectorsJs,
   'cp-catalog.mjs': cpCatalogJs,
 }

@@ -173,6 +173,11 @@ if (browserAvailable()) {
       await reviewPage(bo, 'cp-member-view')
       assert.equal(boViolations, [])
     }
+    // The admin's invitations page, open all along, shows the invitation accepted without a reload.
+    await admin
+      .getByRole('row', { name: /bo@example\.test/ })
+      .getByRole('cell', { name: 'accepted', exact: true })
+      .waitFor()
   })
 
   test('the admin puts a skill in a hub assigned to the team, adds the member, and the member sees the skill', async () => {
@@ -193,12 +198,18 @@ if (browserAvailable()) {
     await hub.getByLabel('Assign Engineering to').selectOption({ label: 'Team Platform' })
     await hub.getByRole('button', { name: 'Assign' }).click()
     await hub.getByRole('button', { name: 'Unassign Engineering from Team Platform' }).waitFor()
+    // A team the hub is already assigned to is not offered again.
+    assert.equal(await hub.getByLabel('Assign Engineering to').locator('option').allTextContents(), [
+      'Everyone in the organization',
+    ])
     await reviewPage(admin, 'cp-skills')
     await admin.getByRole('link', { name: 'Teams' }).click()
     await admin.getByText('0 members').click()
     await admin.getByLabel('Member to add to Platform').selectOption({ label: 'Bo Member (bo@example.test)' })
     await admin.getByRole('button', { name: 'Add to Platform' }).click()
     await admin.getByRole('button', { name: 'Remove Bo Member from Platform' }).waitFor()
+    // The team's count follows the add.
+    await admin.getByText('1 member', { exact: true }).waitFor()
 
     const mine = bo.getByRole('list', { name: 'Skills you receive' })
     // The member's page reads /v1/me/skills when it opens; on a loaded machine the first read can
@@ -338,6 +349,103 @@ if (browserAvailable()) {
     await admin.getByRole('cell', { name: 'No config objects.' }).waitFor()
   })
 
+  test('a skill edited in the console keeps its script; files are added, replaced, toggled and removed, and the diff lists them', async () => {
+    const script = '#!/bin/sh\necho run\n'
+    const skillMd = '---\nname: runner\ndescription: Runs things.\n---\n\nRun scripts/run.sh.\n'
+    const created = await asAdmin('POST', '/v1/config-objects', {
+      type: 'skill',
+      sourceMode: 'cloud',
+      title: 'Runner',
+      input: {
+        rawSourceText: skillMd,
+        files: [
+          { path: 'scripts/run.sh', content: script, executable: true },
+          { path: 'notes.txt', content: 'old notes\n' },
+        ],
+      },
+    })
+    assert.is(created.status, 201)
+    const id = ((await created.json()) as { item: { id: string } }).item.id
+    const latestFiles = async () => {
+      const res = await asAdmin('GET', `/v1/config-objects/${id}/versions/latest`)
+      const body = (await res.json()) as {
+        item: { number: number; files: Array<{ path: string; content?: string; executable?: boolean }> }
+      }
+      return body.item
+    }
+    await admin.getByRole('link', { name: 'Config objects' }).click()
+    await admin.getByLabel('Search').fill('runner')
+    await admin.getByRole('button', { name: 'Apply' }).click()
+    await admin.getByRole('button', { name: 'Runner' }).click()
+    const detail = admin.locator('section', { has: admin.getByRole('heading', { name: 'Config object: Runner' }) })
+    // The version's files are listed with size, mode and hash, and text can be read.
+    const viewed = detail.getByRole('region', { name: 'Files of version 1' })
+    await viewed.getByRole('row', { name: /scripts\/run\.sh/ }).waitFor()
+    assert.match((await viewed.getByRole('row', { name: /scripts\/run\.sh/ }).textContent()) ?? '', /19 B\s*yes/)
+    await viewed.getByRole('button', { name: 'View scripts/run.sh' }).click()
+    assert.is(await detail.getByLabel('Content of scripts/run.sh').first().textContent(), script)
+    // Only SKILL.md changes: the script is kept byte for byte and stays executable.
+    await detail.getByLabel('Source', { exact: true }).fill(`${skillMd}More.\n`)
+    await detail.getByRole('region', { name: 'Files of the new version' }).waitFor()
+    await detail.getByRole('button', { name: 'Save as a new version' }).click()
+    await detail.getByRole('region', { name: 'Files of version 2' }).waitFor()
+    let latest = await latestFiles()
+    assert.is(latest.number, 2)
+    assert.equal(
+      latest.files.map((f) => [f.path, f.content, f.executable ?? false]),
+      [
+        ['notes.txt', 'old notes\n', false],
+        ['scripts/run.sh', script, true],
+      ],
+    )
+    // Add a file by pasting, replace one through the same form, toggle a mode, remove one.
+    const editor = detail.locator('fieldset', { hasText: 'Files beside SKILL.md' })
+    await editor.getByText('Add or replace a file').click()
+    await editor.getByLabel('File path').fill('scripts/helper.sh')
+    await editor.getByLabel('Or paste its text').fill('#!/bin/sh\necho help\n')
+    await editor.getByRole('button', { name: 'Add file' }).click()
+    await editor.getByRole('row', { name: /scripts\/helper\.sh/ }).waitFor()
+    await editor.getByRole('button', { name: 'Set executable on scripts/helper.sh' }).click()
+    const [chooser] = await Promise.all([
+      admin.waitForEvent('filechooser'),
+      editor.getByRole('button', { name: 'Replace scripts/helper.sh' }).click(),
+    ])
+    await chooser.setFiles({
+      name: 'helper.sh',
+      mimeType: 'text/plain',
+      buffer: Buffer.from('#!/bin/sh\necho helped\n'),
+    })
+    await editor.getByRole('row', { name: /scripts\/helper\.sh\s*22 B\s*yes/ }).waitFor()
+    await editor.getByRole('button', { name: 'Clear executable on scripts/run.sh' }).click()
+    await editor.getByLabel('Or paste its text').fill('new notes\n')
+    // Enter in the path adds the file rather than saving the version without it.
+    await editor.getByLabel('File path').fill('notes.txt')
+    await editor.getByLabel('File path').press('Enter')
+    await editor.getByText('Replaced notes.txt; save to keep it.').waitFor()
+    await editor.getByRole('button', { name: 'Remove notes.txt' }).click()
+    await editor.getByRole('row', { name: /notes\.txt/ }).waitFor({ state: 'detached' })
+    await detail.getByRole('button', { name: 'Save as a new version' }).click()
+    await detail.getByRole('region', { name: 'Files of version 3' }).waitFor()
+    latest = await latestFiles()
+    assert.equal(
+      latest.files.map((f) => [f.path, f.content, f.executable ?? false]),
+      [
+        ['scripts/helper.sh', '#!/bin/sh\necho helped\n', true],
+        ['scripts/run.sh', script, false],
+      ],
+    )
+    // The comparison lists file changes beside the SKILL.md diff.
+    await detail.getByLabel('Compare from').selectOption({ index: 1 })
+    await detail.getByRole('button', { name: 'Compare' }).click()
+    const changes = detail.getByRole('list', { name: 'File changes from v2 to v3' })
+    await changes.waitFor()
+    const text = (await changes.textContent()) ?? ''
+    assert.match(text, /notes\.txt removed/)
+    assert.match(text, /scripts\/helper\.sh added \(22 B, executable\)/)
+    assert.match(text, /scripts\/run\.sh executable: true → false/)
+    await reviewPage(admin, 'cp-skill-files')
+  })
+
   test('a git connector over a local repository is connected, discovered, mapped and synced with progress', async () => {
     for (const name of ['lint', 'triage']) {
       mkdirSync(join(repo, 'skills', name), { recursive: true })
@@ -425,6 +533,22 @@ if (browserAvailable()) {
     await provider.getByText('key stored').waitFor()
     assert.is(await admin.getByLabel('API key').inputValue(), '')
     assert.not.match((await admin.locator('main').innerHTML()) ?? '', /provider-key-never-shown/)
+    // The card lists the model ids, and the key can be replaced (never shown either).
+    assert.match((await provider.textContent()) ?? '', /Model ids: \S/)
+    const before = (await (await asAdmin('GET', '/v1/llm-providers?limit=50')).json()) as {
+      items: Array<{ name: string; updatedAt: string }>
+    }
+    await provider.getByLabel('Replacement key for Team models').fill('replaced-key-never-shown-4567')
+    await provider.getByRole('button', { name: 'Replace key' }).click()
+    const changed = (list: typeof before) => list.items.find((p) => p.name === 'Team models')?.updatedAt
+    let after = before
+    for (let i = 0; i < 60 && changed(after) === changed(before); i++) {
+      await sleep(500)
+      after = (await (await asAdmin('GET', '/v1/llm-providers?limit=50')).json()) as typeof before
+    }
+    assert.is.not(changed(after), changed(before), 'the key change was stored')
+    await provider.getByLabel('Replacement key for Team models').waitFor()
+    assert.is(await provider.getByLabel('Replacement key for Team models').inputValue(), '')
     await reviewPage(admin, 'cp-providers')
 
     await admin.getByRole('link', { name: 'Plugins' }).click()
@@ -525,9 +649,24 @@ if (browserAvailable()) {
     assert.match(first, /^wkc_/)
     const generation = Number(/generation (\d+)/.exec((await card.textContent()) ?? '')?.[1])
     assert.ok(generation >= 1, 'the token set names its generation')
+    // The first set a person is issued replaces none anyone held, so the card does not say it does.
+    await card.getByText('the first issued for this Worker').waitFor()
+    assert.not.match((await card.textContent()) ?? '', /previous set no longer works/)
+    // The runtime restarted on a new address; the open Runtime panel shows the current one.
+    await card.getByText('Runtime', { exact: true }).click()
     await reviewPage(admin, 'cp-workers')
     await card.getByRole('button', { name: 'Issue new tokens' }).click()
     await card.getByText(`generation ${generation + 1}`).waitFor({ timeout: 60_000 })
+    await card.getByText('The previous set no longer works.').waitFor()
+    // Once the restarted runtime reports its address, the open panel shows it (not the old one).
+    const workerId = await card.getAttribute('data-worker')
+    let url: string | null = null
+    for (let i = 0; i < 120 && !url; i++) {
+      const runtime = await asAdmin('GET', `/v1/workers/${workerId}/runtime`)
+      url = ((await runtime.json()) as { item: { url: string | null } }).item.url
+      if (!url) await sleep(500)
+    }
+    if (url) await card.locator('dd code', { hasText: url }).waitFor({ timeout: 60_000 })
     const second = await card.getByLabel('build-runner client token').inputValue()
     assert.match(second, /^wkc_/)
     assert.is.not(second, first, 'rotation issued a new client token')

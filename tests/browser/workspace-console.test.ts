@@ -154,6 +154,13 @@ if (browserAvailable()) {
     await page.getByRole('button', { name: 'Revoke dashboard' }).click()
     await page.getByText('No tokens issued yet.').waitFor()
     assert.is((await fetch(`${server.url}/status`, { headers: { authorization: `Bearer ${value}` } })).status, 401)
+    // Revoked while its value is still on screen: the copy box clears.
+    await page.getByLabel('Label').fill('short-lived')
+    await page.getByRole('button', { name: 'Issue token' }).click()
+    await page.getByLabel('New token').waitFor()
+    await page.getByRole('button', { name: 'Revoke short-lived' }).click()
+    await page.getByText('The token shown here was revoked.').waitFor()
+    assert.is(await page.getByLabel('New token').count(), 0, 'the revoked value is gone')
   })
 
   test('the workspace pages show config, skills and MCP servers with secrets masked', async () => {

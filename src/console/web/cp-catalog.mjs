@@ -3,6 +3,36 @@ import { pluginAssignments } from './cp-delivery.mjs'
 import { all, pagedList } from './cp-org.mjs'
 import { announce, errorBox, field, h, mount, section, showFieldErrors } from './dom.mjs'
 
+/** Replaces (or first stores) a provider's key; like the first one, it is never shown again. */
+function keyForm(api, provider, reload) {
+  const key = h('input', { name: 'apiKey', type: 'password', autocomplete: 'off' })
+  const status = h('div', { 'aria-live': 'polite' })
+  const form = h(
+    'form',
+    {
+      class: 'row',
+      novalidate: true,
+      onsubmit: async (event) => {
+        event.preventDefault()
+        if (!key.value) return mount(status, errorBox({ message: 'Enter the new key first.' }))
+        try {
+          await api.patch(`/v1/llm-providers/${provider.id}`, { apiKey: key.value })
+          key.value = ''
+          announce(`Key of ${provider.name} replaced`)
+          await reload()
+        } catch (error) {
+          showFieldErrors(form, error)
+          mount(status, errorBox(error))
+        }
+      },
+    },
+    field(provider.hasApiKey ? `Replacement key for ${provider.name}` : `Key for ${provider.name}`, key),
+    h('button', { type: 'submit' }, provider.hasApiKey ? 'Replace key' : 'Store key'),
+    status,
+  )
+  return form
+}
+
 /** The providers page. */
 export function providersPage({ api, can, me }) {
   const status = h('div', { 'aria-live': 'polite' })
@@ -25,7 +55,19 @@ export function providersPage({ api, can, me }) {
           h('span', { class: `pill ${p.hasApiKey ? 'ok' : ''}` }, p.hasApiKey ? 'key stored' : 'no key'),
           p.baseUrl ? h('code', null, p.baseUrl) : null,
         ),
-        h('p', { class: 'muted small' }, `Models: ${p.models.map((m) => m.name || m.id).join(', ')}`),
+        h(
+          'p',
+          { class: 'small' },
+          'Model ids: ',
+          p.models.length
+            ? p.models.map((m, i) => [
+                i ? ', ' : '',
+                h('code', null, m.id),
+                m.name && m.name !== m.id ? ` (${m.name})` : '',
+              ])
+            : h('span', { class: 'muted' }, 'none'),
+        ),
+        mayManage(p) ? keyForm(api, p, load) : null,
         mayManage(p)
           ? h(
               'button',

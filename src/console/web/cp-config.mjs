@@ -1,8 +1,9 @@
 // Config objects: filter and search (keyset pages), view a version, compare two, create and edit
 // with the validation errors beside their fields, archive and restore.
 import { withQuery } from './api.mjs'
-import { diffBlock } from './cp-diff.mjs'
+import { diffBlock, fileChangesBlock } from './cp-diff.mjs'
 import { all, pagedTable } from './cp-org.mjs'
+import { filesEditor, filesInput, filesView } from './cp-skill-files.mjs'
 import { announce, errorBox, field, h, jsonBlock, mount, section, showFieldErrors, when } from './dom.mjs'
 
 const TYPES = ['skill', 'agent', 'command', 'tool', 'mcp', 'hook', 'context', 'custom']
@@ -44,6 +45,7 @@ function objectView(api, id, can, onChange) {
                 version.rawSourceText,
               )
             : jsonBlock(version.normalizedPayload, `Version ${version.number} payload`),
+          item.type === 'skill' ? [h('h5', null, 'Files'), filesView(version)] : null,
         )
       }
       viewPick.addEventListener('change', showVersion)
@@ -55,7 +57,13 @@ function objectView(api, id, can, onChange) {
         const from = versions.find((v) => v.id === fromPick.value)
         const to = versions.find((v) => v.id === toPick.value)
         if (from && to)
-          mount(compared, diffBlock(textOf(from), textOf(to), `Changes from v${from.number} to v${to.number}`))
+          mount(
+            compared,
+            diffBlock(textOf(from), textOf(to), `Changes from v${from.number} to v${to.number}`),
+            item.type === 'skill'
+              ? fileChangesBlock(from, to, `File changes from v${from.number} to v${to.number}`)
+              : null,
+          )
       }
       const lifecycle = []
       const move = (action, label) =>
@@ -85,6 +93,8 @@ function objectView(api, id, can, onChange) {
       if (can('config_objects.write') && item.status !== 'deleted' && latest) {
         const source = h('textarea', { name: 'input', rows: '10', spellcheck: 'false', value: textOf(latest) })
         const reason = h('input', { name: 'reason', type: 'text', autocomplete: 'off' })
+        // A skill's files are sent whole (every file the editor did not change, unchanged).
+        const files = item.type === 'skill' ? filesEditor(latest) : null
         editor = h(
           'form',
           {
@@ -97,6 +107,10 @@ function objectView(api, id, can, onChange) {
                   latest.rawSourceText !== null
                     ? { rawSourceText: source.value }
                     : { normalizedPayload: JSON.parse(source.value) }
+                if (files) {
+                  await files.ready
+                  input.files = filesInput(files.files())
+                }
                 const body = { input, baseVersionId: latest.id }
                 if (reason.value.trim()) body.reason = reason.value.trim()
                 const created = await api.post(`/v1/config-objects/${id}/versions`, body)
@@ -113,6 +127,7 @@ function objectView(api, id, can, onChange) {
             },
           },
           field(latest.rawSourceText !== null ? 'Source' : 'Payload (JSON)', source),
+          files ? h('fieldset', null, h('legend', null, 'Files beside SKILL.md'), files.node) : null,
           field('Reason for the change', reason, 'Optional; kept with the version.'),
           h('button', { type: 'submit', class: 'primary' }, 'Save as a new version'),
         )

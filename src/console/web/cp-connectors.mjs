@@ -388,10 +388,17 @@ export function connectorsPage(context) {
       },
       h('h3', null, 'Connect a source'),
       h(
+        'p',
+        { class: 'muted small' },
+        'An account is where sources live and the credentials to read them (a git host or a GitHub owner); ' +
+          'an instance is one connection made through it, and a target one repository branch it syncs. ' +
+          'With an access token, every repository must be an HTTPS URL under the account, so the token goes nowhere else.',
+      ),
+      h(
         'div',
         { class: 'grid' },
         field('Type', type),
-        field('Account', account, 'git: the remote host or URL prefix; GitHub: the owner.'),
+        field('Account', account, 'git: the remote host or the URL prefix its repositories share; GitHub: the owner.'),
         field('Account name', accountName),
         field('Access token', token, 'Optional; stored encrypted and never shown again.'),
       ),
@@ -399,7 +406,11 @@ export function connectorsPage(context) {
         'div',
         { class: 'grid' },
         field('Instance name', instanceName),
-        field('Repository', repo, 'git: clone URL; GitHub: owner/repo.'),
+        field(
+          'Repository',
+          repo,
+          'git: a clone URL (HTTPS, ssh://, git:// or user@host:path); GitHub: owner/repo. A local repository (file:// or a path) works only when the server allows it: connectors.allowFileUrls in the config file or SERVICE_CONNECTORS_ALLOW_FILE_URLS=true, off by default.',
+        ),
         field('Branch', branch),
       ),
       h('button', { type: 'submit', class: 'primary' }, 'Connect'),

@@ -1,4 +1,6 @@
-// A line diff for comparing two versions of a config object (longest common subsequence).
+// A line diff for comparing two versions of a config object (longest common subsequence), and a
+// skill's file changes between two versions.
+import { filesOf, sizeText } from './cp-skill-files.mjs'
 import { h } from './dom.mjs'
 
 /** Beyond this many lines on either side the table would cost too much memory; say so instead. */
@@ -52,4 +54,43 @@ export function diffBlock(before, after, label) {
       ),
     ),
   )
+}
+
+/** File changes from one version's files to another's, one line each (added, removed, changed, mode). */
+async function fileChanges(from, to) {
+  const [a, b] = await Promise.all([filesOf(from), filesOf(to)])
+  const before = new Map(a.map((f) => [f.path, f]))
+  const after = new Map(b.map((f) => [f.path, f]))
+  const lines = []
+  for (const path of [...new Set([...before.keys(), ...after.keys()])].sort()) {
+    const x = before.get(path)
+    const y = after.get(path)
+    if (!x) lines.push(`+ ${path} added (${sizeText(y.bytes.length)}${y.executable ? ', executable' : ''})`)
+    else if (!y) lines.push(`- ${path} removed`)
+    else {
+      if (x.sha256 !== y.sha256)
+        lines.push(`~ ${path} changed (${sizeText(x.bytes.length)} → ${sizeText(y.bytes.length)})`)
+      if (x.executable !== y.executable) lines.push(`~ ${path} executable: ${x.executable} → ${y.executable}`)
+    }
+  }
+  return lines
+}
+
+/** A skill's file changes between two versions, as a list (or a line saying there are none). */
+export function fileChangesBlock(from, to, label) {
+  const node = h('div', null, h('p', { class: 'muted' }, 'Comparing files…'))
+  fileChanges(from, to).then(
+    (lines) =>
+      node.replaceChildren(
+        lines.length
+          ? h(
+              'ul',
+              { class: 'plain', 'aria-label': label },
+              lines.map((line) => h('li', null, h('code', null, line))),
+            )
+          : h('p', { class: 'muted' }, 'No file changes beside SKILL.md.'),
+      ),
+    (error) => node.replaceChildren(h('p', { class: 'error', role: 'alert' }, String(error?.message ?? error))),
+  )
+  return node
 }

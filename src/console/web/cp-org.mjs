@@ -167,10 +167,17 @@ export function membersPage({ api, me, can }) {
   return { node: h('div', null, h('h1', null, 'Members'), table.node) }
 }
 
-/** Invitations: create (link shown once), list, cancel. */
+/** How often the invitations page checks whether a pending invitation was accepted elsewhere. */
+const INVITATION_CHECK_MS = 4000
+
+/** Invitations: create (link shown once), list, cancel; accepted ones leave "pending" without a reload. */
 export function invitationsPage({ api, can }) {
   const created = h('div', { 'aria-live': 'polite' })
-  const table = pagedTable(api, '/v1/invitations', 'Invitations', ['Email', 'Role', 'Status', 'Expires', ''], (inv) => [
+  // Invitations are accepted in the invitee's browser and the change feed does not carry them:
+  // while some show as pending, check every few seconds (and when the tab is shown again) and
+  // re-read the list only when one of them is no longer pending.
+  const shownPending = new Set()
+  const invitationRow = (inv) => [
     inv.email,
     h('span', { class: 'pill' }, inv.role),
     inv.status,
@@ -187,7 +194,26 @@ export function invitationsPage({ api, can }) {
           'Cancel',
         )
       : '',
-  ])
+  ]
+  const table = pagedTable(api, '/v1/invitations', 'Invitations', ['Email', 'Role', 'Status', 'Expires', ''], (inv) => {
+    if (inv.status === 'pending') shownPending.add(inv.id)
+    return invitationRow(inv)
+  })
+  const check = async () => {
+    if (!shownPending.size || document.hidden) return
+    try {
+      const still = new Set((await all(api, '/v1/invitations?status=pending')).map((inv) => inv.id))
+      if (![...shownPending].some((id) => !still.has(id))) return
+      shownPending.clear()
+      await table.reload()
+      announce('Invitations updated')
+    } catch {
+      // A failed check changes nothing on screen; the next one tries again.
+    }
+  }
+  const timer = setInterval(() => void check(), INVITATION_CHECK_MS)
+  const onVisible = () => void check()
+  document.addEventListener('visibilitychange', onVisible)
   let form = null
   if (can('invitations.manage')) {
     const email = h('input', { name: 'email', type: 'email', required: true, autocomplete: 'off' })
@@ -230,24 +256,27 @@ export function invitationsPage({ api, can }) {
       form ? section('Invite someone', form, created) : null,
       section('Sent', table.node),
     ),
+    dispose() {
+      clearInterval(timer)
+      document.removeEventListener('visibilitychange', onVisible)
+    },
   }
 }
 
 /** A team's members, loaded when opened; with `manage`, add and remove. */
 function teamMembers(api, team, manage) {
   const body = h('div', { 'aria-live': 'polite' })
-  const details = h(
-    'details',
-    null,
-    h('summary', null, `${team.memberCount} member${team.memberCount === 1 ? '' : 's'}`),
-    body,
-  )
+  const count = (n) => `${n} member${n === 1 ? '' : 's'}`
+  const summary = h('summary', null, count(team.memberCount))
+  const details = h('details', null, summary, body)
   const load = async () => {
     try {
       const [inTeam, everyone] = await Promise.all([
         all(api, `/v1/teams/${team.id}/members`),
         manage ? all(api, '/v1/members') : Promise.resolve([]),
       ])
+      // The count follows every add and remove, not only the list's first read.
+      summary.textContent = count(inTeam.length)
       const ids = new Set(inTeam.map((m) => m.id))
       const others = everyone.filter((m) => !ids.has(m.id))
       const pick = h(

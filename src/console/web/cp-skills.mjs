@@ -126,12 +126,16 @@ function hubCard(api, hub, manage) {
         { 'aria-label': `Skill to add to ${hub.name}` },
         addable.map((s) => h('option', { value: s.id }, s.name)),
       )
-      const targetPick = h(
-        'select',
-        { 'aria-label': `Assign ${hub.name} to` },
-        h('option', { value: 'org' }, 'Everyone in the organization'),
-        teams.map((t) => h('option', { value: `team:${t.id}` }, `Team ${t.name}`)),
-      )
+      // A target the hub is already assigned to is not offered again (the server would refuse it).
+      const assignedTeams = new Set(assignments.map((a) => a.teamId).filter(Boolean))
+      const orgWide = assignments.some((a) => a.orgWide)
+      const targets = [
+        orgWide ? null : h('option', { value: 'org' }, 'Everyone in the organization'),
+        teams
+          .filter((t) => !assignedTeams.has(t.id))
+          .map((t) => h('option', { value: `team:${t.id}` }, `Team ${t.name}`)),
+      ]
+      const targetPick = h('select', { 'aria-label': `Assign ${hub.name} to` }, targets)
       mount(
         body,
         h('h4', null, 'Skills'),
@@ -208,7 +212,7 @@ function hubCard(api, hub, manage) {
               })
             : h('li', { class: 'muted' }, 'Not assigned yet.'),
         ),
-        manage
+        manage && targetPick.options.length
           ? h(
               'div',
               { class: 'row' },

@@ -4,6 +4,12 @@ import { withQuery } from './api.mjs'
 import { inOrder, watchChanges } from './cp-feed.mjs'
 import { announce, errorBox, field, h, mount, section, shownOnce, showFieldErrors, when } from './dom.mjs'
 
+/** The generation of the first token set issued through the API (creation installs generation 1). */
+const FIRST_ISSUED_GENERATION = 2
+
+/** How many times (a second apart) an open Runtime panel re-reads after new tokens. */
+const RESTART_READS = 30
+
 /** Workers per page of the list. */
 const PAGE = 20
 
@@ -74,12 +80,22 @@ export function workersPage(context) {
                 // Shown in this card only, never stored: leaving the page drops them.
                 mount(
                   out,
-                  h('p', null, `Token set generation ${issued.generation}. The previous set no longer works.`),
+                  h(
+                    'p',
+                    null,
+                    // A Worker is created with generation 1, given only to its runtime and shown to
+                    // nobody: the first set a person is issued replaces no set anyone holds.
+                    issued.generation <= FIRST_ISSUED_GENERATION
+                      ? `Token set generation ${issued.generation}, the first issued for this Worker; its runtime restarted with it.`
+                      : `Token set generation ${issued.generation}. The previous set no longer works.`,
+                  ),
                   shownOnce(`${worker.name} client token`, issued.tokens.client),
                   shownOnce(`${worker.name} host token`, issued.tokens.host),
                   shownOnce(`${worker.name} activity token`, issued.tokens.activity),
                 )
                 announce(`New tokens for ${worker.name}`)
+                // The runtime restarts with the new set, on a new address: show it once known.
+                void followRestart()
               } catch (error) {
                 mount(out, errorBox(error))
               } finally {
@@ -106,6 +122,7 @@ export function workersPage(context) {
                   out,
                   h('p', { role: 'status' }, 'Tokens revoked; the runtime stopped. Issue new tokens to start it.'),
                 )
+                if (details.open) void loadRuntime()
               } catch (error) {
                 mount(out, errorBox(error))
               } finally {
@@ -142,11 +159,24 @@ export function workersPage(context) {
       )
     }
     const details = h('details', null, h('summary', null, 'Runtime'), runtime)
+    let shownUrl = null
     const loadRuntime = async () => {
       try {
-        mount(runtime, runtimeFacts((await api.get(`/v1/workers/${worker.id}/runtime`)).item))
+        const item = (await api.get(`/v1/workers/${worker.id}/runtime`)).item
+        shownUrl = item.url
+        mount(runtime, runtimeFacts(item))
       } catch (error) {
         mount(runtime, errorBox(error))
+      }
+    }
+    // A restarted runtime records its new address without a change on the feed (its state may not
+    // change), so after new tokens the open panel re-reads until the address is a new one.
+    const followRestart = async () => {
+      const before = shownUrl
+      for (let i = 0; i < RESTART_READS && details.open && !disposed; i++) {
+        await loadRuntime()
+        if (shownUrl && shownUrl !== before) return
+        await new Promise((resolve) => setTimeout(resolve, 1000))
       }
     }
     details.addEventListener('toggle', () => {

@@ -15,6 +15,8 @@ export function tokensPage(api) {
   const table = h('div')
   const created = h('div', { 'aria-live': 'polite' })
   const listStatus = h('div', { 'aria-live': 'polite' })
+  /** The id of the token whose value is shown once above the list, if any. */
+  let shownId = null
 
   const load = async () => {
     try {
@@ -67,6 +69,11 @@ export function tokensPage(api) {
                           try {
                             await api.del(`/tokens/${encodeURIComponent(token.id)}`)
                             announce('Token revoked')
+                            // A revoked value is of no use to copy: take it off the screen.
+                            if (token.id === shownId) {
+                              shownId = null
+                              mount(created, h('p', { role: 'status' }, 'The token shown here was revoked.'))
+                            }
                             await load()
                           } catch (error) {
                             mount(listStatus, errorBox(error))
@@ -105,12 +112,14 @@ export function tokensPage(api) {
       onsubmit: async (event) => {
         event.preventDefault()
         mount(created)
+        shownId = null
         try {
           const body = { scope: scope.value }
           if (label.value.trim()) body.label = label.value.trim()
           if (ttl.value) body.ttlSeconds = Number(ttl.value)
           const token = await api.post('/tokens', body)
           mount(created, shownOnce('New token', token.token))
+          shownId = token.id
           label.value = ''
           announce('Token issued')
           await load()

@@ -16,7 +16,7 @@ import { isUniqueViolation } from '../db-errors.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import type { ControlPlaneDb } from '../schema.ts'
 import type { Db } from '../schema.ts'
-import { DEFAULT_SKILL_LIMITS } from '../../opencode/skill-bundle.ts'
+import { DEFAULT_SKILL_LIMITS, type StoredFile, type WireFileIn } from '../../opencode/skill-bundle.ts'
 import { type NormalizedSource, normalizeSource, type ObjectType, type VersionInput } from './config-source.ts'
 import { searchTerms } from './search-terms.ts'
 import { controlPlaneError } from '../control-plane-errors.ts'
@@ -66,6 +66,12 @@ export interface AppendOptions {
   createdVia: CreatedVia
   connectorSyncEventId?: string | null
   sourceRevisionRef?: string | null
+  /**
+   * A skill input without `files` keeps the latest version's files (the edit API's rule, so a
+   * client that only changes SKILL.md never drops them); `files: []` still removes them. Off for
+   * imports and connector syncs, whose input is always the whole folder.
+   */
+  keepOmittedFiles?: boolean
 }
 
 /** Stored row of an object. */
@@ -236,7 +242,7 @@ export async function appendVersionIn(
   trx: Db,
   writer: Writer,
   objectId: string,
-  input: VersionInput,
+  given: VersionInput,
   options: AppendOptions,
 ): Promise<string> {
   const object = await findConfigObject(trx, writer.orgId, objectId)
@@ -258,6 +264,10 @@ export async function appendVersionIn(
       { details: { latestVersionId: object.latest_version_id } },
     )
   }
+  const input =
+    options.keepOmittedFiles && object.object_type === 'skill' && given.files === undefined
+      ? { ...given, files: await latestFiles(trx, object.latest_version_id) }
+      : given
   const source = await normalizeSource(object.object_type as ObjectType, input, object.title, {
     ...DEFAULT_SKILL_LIMITS,
     ...deps.settings.skills,
@@ -313,6 +323,17 @@ export async function appendVersionIn(
   if (Number(updated.numUpdatedRows) !== 1) throw concurrentAppend()
   await replaceTerms(trx, writer.orgId, objectId, `${object.title} ${object.description ?? ''} ${source.searchText}`)
   return versionId
+}
+
+/** The latest version's files as a client would send them (stored files are already that shape). */
+async function latestFiles(trx: Db, latestVersionId: string | null): Promise<WireFileIn[]> {
+  if (!latestVersionId) return []
+  const row = await trx
+    .selectFrom('config_object_version')
+    .select('files')
+    .where('id', '=', latestVersionId)
+    .executeTakeFirst()
+  return row?.files ? (JSON.parse(row.files) as StoredFile[]) : []
 }
 
 /** Lifecycle actions and the states each may start from. */

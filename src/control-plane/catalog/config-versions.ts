@@ -68,6 +68,7 @@ const versionNotFound = () => controlPlaneError('config_object_version_not_found
 /**
  * Appends a version (editor); 409 `version_conflict` when `baseVersionId` is not the latest. A
  * skill equal to the latest version (SKILL.md and every file) adds none and returns the latest.
+ * A skill input without `files` keeps the latest version's files; `files: []` removes them.
  */
 export async function addVersion(
   deps: Deps,
@@ -86,7 +87,12 @@ export async function addVersion(
       { orgId: actor.orgId, memberId: actor.memberId },
       objectId,
       body.input,
-      { baseVersionId: body.baseVersionId, createdVia: 'cloud', sourceRevisionRef: body.reason ?? null },
+      {
+        baseVersionId: body.baseVersionId,
+        createdVia: 'cloud',
+        sourceRevisionRef: body.reason ?? null,
+        keepOmittedFiles: true,
+      },
     )
     // An unchanged skill added nothing (the latest version stands for it): nothing to audit.
     if (id !== latest)

@@ -167,6 +167,51 @@ test('changing only the script adds version 2, and uploading the same zip again 
   })
 })
 
+test('a version that omits files keeps the previous files byte-exact, and files: [] removes them', async () => {
+  await world(async (t, org) => {
+    const token = org.member.token
+    const f = folder()
+    const created = await t.client.post('/v1/config-objects', {
+      token,
+      json: {
+        type: 'skill',
+        sourceMode: 'cloud',
+        title: 'PDF',
+        input: { rawSourceText: f.skillMd, files: jsonFiles(f) },
+      },
+    })
+    assert.is(created.status, 201, JSON.stringify(created.body))
+    const id = created.body.item.id
+    const edited = await t.client.post(`/v1/config-objects/${id}/versions`, {
+      token,
+      json: { input: { rawSourceText: `${SKILL_MD}\nMore text.\n` } },
+    })
+    assert.is(edited.status, 201, JSON.stringify(edited.body))
+    assert.is(edited.body.item.number, 2)
+    const before = (await t.client.get(`/v1/config-objects/${id}/versions`, { token })).body.items[1]
+    assert.equal(edited.body.item.files, before.files, 'version 2 has version 1 files, sha256 and executable flags')
+    const resolved = await t.client.get(`/v1/config-objects/${id}/resolved`, { token })
+    const asset = resolved.body.item.files.find((x: { path: string }) => x.path.endsWith('assets/logo.bin'))
+    assert.ok(Buffer.from(asset.content, 'base64').equals(ASSET), 'the binary asset is byte-exact')
+    const script = resolved.body.item.files.find((x: { path: string }) => x.path.endsWith('scripts/run.sh'))
+    assert.is(script.executable, true)
+    const cleared = await t.client.post(`/v1/config-objects/${id}/versions`, {
+      token,
+      json: { input: { rawSourceText: `${SKILL_MD}\nMore text.\n`, files: [] } },
+    })
+    assert.is(cleared.body.item.number, 3)
+    assert.equal(cleared.body.item.files, [])
+    const skill = await t.client.get(`/v1/skills/${id}`, { token })
+    assert.equal(skill.body.item.files, [])
+    // Omitting files again now keeps the empty set: nothing changed, so no version is added.
+    const same = await t.client.post(`/v1/config-objects/${id}/versions`, {
+      token,
+      json: { input: { rawSourceText: `${SKILL_MD}\nMore text.\n` } },
+    })
+    assert.is(same.body.item.number, 3)
+  })
+})
+
 test('a member sees the files through /v1/me/skills only once a grant or a hub gives them the skill', async () => {
   await world(async (t, org) => {
     const owner = org.owner.token

@@ -40,7 +40,7 @@ export const VersionInputSchema = v.pipe(
       v.pipe(
         SkillFilesIn,
         v.description(
-          'Skills only: the files beside SKILL.md (`{path, contentBase64 | content, executable?, sha256?}`), under the server limits (default 200 files, 5 MiB per file, 20 MiB per skill; 413 `skill_file_too_large` / `skill_too_large`, 422 `skill_too_many_files`, each naming the limit and path). The whole JSON body is capped at 8 MiB: upload larger skills as a zip.',
+          'Skills only: the files beside SKILL.md (`{path, contentBase64 | content, executable?, sha256?}`), replacing the previous version’s files as a whole. On `POST /v1/config-objects/{id}/versions`, omitting `files` keeps the latest version’s files unchanged (so a client that edits only SKILL.md never drops them) and `files: []` removes them all. Under the server limits (default 200 files, 5 MiB per file, 20 MiB per skill; 413 `skill_file_too_large` / `skill_too_large`, 422 `skill_too_many_files`, each naming the limit and path). The whole JSON body is capped at 8 MiB: upload larger skills as a zip.',
         ),
       ),
     ),
