@@ -39,6 +39,8 @@ import type { ControlPlaneDb } from './schema.ts'
 import { loadSecretBox } from './secret-box.ts'
 import { consoleRoutes } from '../console/console-routes.ts'
 import { CONTROL_PLANE_ERRORS } from './control-plane-errors.ts'
+import { mcpRoutes } from './mcp/mcp-routes.ts'
+import { mcpLimits } from './mcp/mcp-settings.ts'
 
 export type { ControlPlaneRule } from './policy.ts'
 export type { ControlPlanePrincipal } from './auth.ts'
@@ -50,7 +52,17 @@ export const controlPlaneValidation: ValidationPolicy = {
   queryCode: 'validation_failed',
 }
 
-const ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'X-Api-Key', 'X-Request-Id', 'X-Service-Org-Id']
+const ALLOWED_HEADERS = [
+  'Authorization',
+  'Content-Type',
+  'X-Api-Key',
+  'X-Request-Id',
+  'X-Service-Org-Id',
+  // MCP clients in a browser (the MCP Inspector) send these to /mcp.
+  'Mcp-Session-Id',
+  'Mcp-Protocol-Version',
+  'Last-Event-ID',
+]
 
 /** How long an invitation stays pending (issue 6: 7 days). */
 const INVITATION_TTL_MS = 7 * 24 * 3600_000
@@ -123,6 +135,7 @@ export async function createControlPlaneApp(
   const asyncFamilies = createAsyncFamilies(deps, config, options.logger, ctx)
   const auth = controlPlaneAuth(deps)
   const streams = new StreamRegistry()
+  const mcp = mcpRoutes(ctx, mcpLimits(config.file.mcp))
   let doc: Record<string, unknown> | undefined
   const document = () =>
     (doc ??= annotatePolicy(
@@ -161,13 +174,14 @@ export async function createControlPlaneApp(
     ...catalogRoutes(ctx, loadProviderCatalog(config.llmProviderCatalogFile)),
     ...asyncFamilies.routes,
     ...eventRoutes(ctx, changeSubscriptions, streams),
+    ...mcp.routes,
     ...consoleRoutes<ControlPlaneRule>(rules.public),
   ]
   const http = createHttpApp({
     routes,
     auth,
     validation: controlPlaneValidation,
-    cors: { origins: config.corsOrigins, allowHeaders: ALLOWED_HEADERS },
+    cors: { origins: config.corsOrigins, allowHeaders: ALLOWED_HEADERS, exposeHeaders: ['Mcp-Session-Id'] },
     logger: options.logger,
     requestLog: config.logRequests,
   })
@@ -194,6 +208,7 @@ export async function createControlPlaneApp(
       if (closed) return
       closed = true
       streams.closeAll()
+      mcp.close()
       changeSubscriptions.close()
       await asyncFamilies.close()
       await database.close()

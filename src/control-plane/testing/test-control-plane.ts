@@ -23,6 +23,8 @@ export interface TestControlPlaneOptions {
   startAt?: number
   /** A second instance on the same database (and encryption key) as this running plane. */
   sameDatabaseAs?: TestControlPlane
+  /** MCP endpoint limits (config file key `mcp`). */
+  mcp?: ControlPlaneConfig['file']['mcp']
 }
 
 /** A running test control plane. */
@@ -59,6 +61,7 @@ export async function startTestControlPlane(options: TestControlPlaneOptions = {
     sessionTtlHours: options.sessionTtlHours ?? base.sessionTtlHours,
     trustProxy: options.trustProxy ?? false,
     signInThrottle: { ...base.signInThrottle, ...options.signInThrottle },
+    file: options.mcp ? { ...base.file, mcp: options.mcp } : base.file,
   }
   // A plane sharing another's database leaves creating and dropping it to that plane.
   const postgres = TEST_ENGINE === 'postgres' && !options.sameDatabaseAs
