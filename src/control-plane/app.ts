@@ -34,6 +34,7 @@ import { orgRoutes } from './routes/org-routes.ts'
 import type { RouteContext } from './routes/route.ts'
 import { teamRoutes } from './routes/team-routes.ts'
 import { eventRoutes } from './routes/event-routes.ts'
+import { deliveryRoutes } from './routes/delivery-routes.ts'
 import { ChangeSubscriptions } from './events/change-feed.ts'
 import type { ControlPlaneDb } from './schema.ts'
 import { loadSecretBox } from './secret-box.ts'
@@ -173,6 +174,7 @@ export async function createControlPlaneApp(
     ...apiKeyRoutes(ctx),
     ...catalogRoutes(ctx, loadProviderCatalog(config.llmProviderCatalogFile)),
     ...asyncFamilies.routes,
+    ...deliveryRoutes(ctx),
     ...eventRoutes(ctx, changeSubscriptions, streams),
     ...mcp.routes,
     ...consoleRoutes<ControlPlaneRule>(rules.public),

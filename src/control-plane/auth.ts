@@ -20,6 +20,7 @@ import { resolveSession, setActiveOrg, type ResolvedSession } from './identity/s
 import { toUserView, type UserView } from './identity/users-view.ts'
 import { allows, asRole, POLICY, type ControlPlaneRule, type CredentialKind, type Role } from './policy.ts'
 import { controlPlaneError } from './control-plane-errors.ts'
+import { resolveWorkerToken, WORKER_ACTIVITY_PREFIX, type WorkerPrincipal } from './delivery/worker-principal.ts'
 
 /** The header naming the organization to act in. */
 export const ORG_HEADER = 'x-service-org-id'
@@ -27,19 +28,22 @@ const ORG_ID = /^org_[0-9a-hjkmnp-tv-z]{26}$/
 
 /** The authenticated caller. Fields are null for anonymous callers on public routes. */
 export interface ControlPlanePrincipal {
-  credential: CredentialKind | 'none'
+  credential: CredentialKind | 'worker' | 'none'
   user: UserView | null
   session: { id: string; expiresAt: string; activeOrgId: string | null } | null
   apiKeyId: string | null
   /** The organization acted in, with the caller's membership; null when none resolved. */
   org: { id: string; name: string; memberId: string; role: Role } | null
+  /** A Worker's runtime (activity token), on routes whose rule accepts Workers; `org` is then null. */
+  worker?: WorkerPrincipal | null
 }
 
 const anonymous: ControlPlanePrincipal = { credential: 'none', user: null, session: null, apiKeyId: null, org: null }
 
 /** The actor for audit and domain calls; only valid on `org` routes (the rule guarantees an org). */
 export function actorOf(principal: ControlPlanePrincipal): Actor {
-  if (!principal.user || !principal.org || principal.credential === 'none') throw errors.internal()
+  if (!principal.user || !principal.org || principal.credential === 'none' || principal.credential === 'worker')
+    throw errors.internal()
   return {
     orgId: principal.org.id,
     userId: principal.user.id,
@@ -108,6 +112,13 @@ function identify(deps: Deps, request: Request): MaybePromise<ControlPlanePrinci
   })
 }
 
+/** A Worker's runtime by its current activity token; 401 for a revoked or unknown one. */
+async function identifyWorker(deps: Deps, token: string): Promise<ControlPlanePrincipal> {
+  const worker = await resolveWorkerToken(deps.db, token)
+  if (!worker) throw errors.unauthorized('Invalid or revoked Worker activity token')
+  return { credential: 'worker', user: null, session: null, apiKeyId: null, org: null, worker }
+}
+
 async function identifyApiKey(deps: Deps, apiKey: string, headerOrg: string | null): Promise<ControlPlanePrincipal> {
   const resolved = await resolveApiKey(deps, apiKey)
   if ('rejected' in resolved) {
@@ -152,14 +163,19 @@ export function controlPlaneAuth(deps: Deps): SurfaceAuth<ControlPlaneRule, Cont
       if (rule.kind === 'public') return anonymous
       // The Worker heartbeat checks its activity token against the Worker in the path itself.
       if (rule.kind === 'workerToken') return anonymous
+      if (rule.kind === 'org' && rule.worker) {
+        const token = bearerToken(request)
+        if (token?.startsWith(WORKER_ACTIVITY_PREFIX)) return identifyWorker(deps, token)
+      }
       return andThen(identify(deps, request), (principal) => authorize(principal, rule))
     },
     security(rule): Array<Record<string, string[]>> {
       if (rule.kind === 'public') return []
       if (rule.kind === 'workerToken') return [{ workerActivityToken: [] }]
       if (rule.kind === 'identity' && rule.sessionOnly) return [{ bearerSession: [] }]
-      if (rule.kind === 'org' && !POLICY[rule.permission].apiKey) return [{ bearerSession: [] }]
-      return [{ bearerSession: [] }, { apiKey: [] }]
+      const worker = rule.kind === 'org' && rule.worker ? [{ workerActivityToken: [] }] : []
+      if (rule.kind === 'org' && !POLICY[rule.permission].apiKey) return [{ bearerSession: [] }, ...worker]
+      return [{ bearerSession: [] }, { apiKey: [] }, ...worker]
     },
     statuses(rule) {
       if (rule.kind === 'public') return []
@@ -182,7 +198,8 @@ export const controlPlaneSecuritySchemes = {
   workerActivityToken: {
     type: 'http',
     scheme: 'bearer',
-    description: "A Worker runtime's activity token (prefix wka_), accepted only on that Worker's heartbeat route.",
+    description:
+      "A Worker runtime's activity token (prefix wka_), accepted on that Worker's heartbeat route, and on `GET /v1/me/delivery` and `GET /v1/events`, where it answers for that Worker.",
   },
   apiKey: {
     type: 'apiKey',

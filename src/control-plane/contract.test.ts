@@ -71,7 +71,12 @@ test('every operation declares its security scheme, statuses and policy permissi
         continue
       }
       const keysAllowed = rule.kind === 'org' ? POLICY[rule.permission].apiKey : !rule.sessionOnly
-      assert.equal(op.security, keysAllowed ? [{ bearerSession: [] }, { apiKey: [] }] : [{ bearerSession: [] }], where)
+      const worker = rule.kind === 'org' && rule.worker ? [{ workerActivityToken: [] }] : []
+      assert.equal(
+        op.security,
+        keysAllowed ? [{ bearerSession: [] }, { apiKey: [] }, ...worker] : [{ bearerSession: [] }, ...worker],
+        where,
+      )
       if (rule.kind === 'org' || rule.sessionOnly) assert.ok(statuses.includes('403'), `${where} declares 403`)
       if (rule.kind === 'org')
         assert.equal(

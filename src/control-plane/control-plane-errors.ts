@@ -55,6 +55,7 @@ export const CONTROL_PLANE_ERRORS = defineErrors({
   marketplace_membership_not_found: { status: 404, description: 'The plugin is not in the marketplace' },
   skill_hub_not_found: { status: 404, description: 'No skill hub with this id visible to the caller' },
   skill_hub_assignment_not_found: { status: 404, description: 'No such assignment of the skill hub' },
+  plugin_assignment_not_found: { status: 404, description: 'No such assignment of the plugin' },
   llm_provider_not_found: { status: 404, description: 'No model provider with this id visible to the caller' },
   catalog_provider_not_found: { status: 404, description: 'No such provider in the model catalog' },
   connector_instance_not_found: {
@@ -70,6 +71,11 @@ export const CONTROL_PLANE_ERRORS = defineErrors({
   worker_not_found: { status: 404, description: 'No Worker with this id' },
 
   // 409: the current state does not allow it
+  delivery_too_large: {
+    status: 409,
+    description:
+      'What is delivered to the caller is over the delivery limits (items or bytes); deliver fewer hubs or plugins',
+  },
   email_taken: { status: 409, description: 'An account with that email already exists' },
   member_exists: { status: 409, description: 'That email already belongs to a member' },
   already_owner: { status: 409, description: 'That member is already the owner' },
@@ -80,7 +86,7 @@ export const CONTROL_PLANE_ERRORS = defineErrors({
   already_in_plugin: { status: 409, description: 'The config object is already in the plugin' },
   already_in_marketplace: { status: 409, description: 'The plugin is already in the marketplace' },
   already_in_hub: { status: 409, description: 'The skill is already in the hub' },
-  already_assigned: { status: 409, description: 'The hub is already assigned to that principal' },
+  already_assigned: { status: 409, description: 'The hub or plugin is already assigned to that principal' },
   skill_hub_exists: { status: 409, description: 'A skill hub with that name already exists' },
   skill_name_ambiguous: { status: 409, description: 'Several skills carry that name; add the version by id' },
   version_conflict: { status: 409, description: 'The base version is not the latest; re-read it and reapply' },

@@ -30,6 +30,11 @@ const OWNER: readonly Role[] = ['owner']
 /** The policy table. Keys are `area.action`. */
 export const POLICY = {
   'org.read': { description: 'Read the current organization', roles: ALL, apiKey: true },
+  'delivery.read': {
+    description: 'Read what the organization delivers to the caller (skills, agents, commands, MCP servers)',
+    roles: ALL,
+    apiKey: true,
+  },
   'org.update': { description: 'Rename and configure the organization', roles: ADMINS, apiKey: true },
   'members.read': { description: 'List and read members', roles: ALL, apiKey: true },
   'members.update_role': { description: "Change a member's role", roles: OWNER, apiKey: false },
@@ -142,12 +147,14 @@ export const PERMISSIONS = Object.keys(POLICY) as Permission[]
  * - `public`: no credential.
  * - `identity`: any signed-in caller (session or API key); the organization is resolved when one
  *   is available but not required (`GET /v1/me`). `sessionOnly` refuses API keys with 403.
- * - `org`: a caller acting in an organization, holding `permission` by the policy table.
+ * - `org`: a caller acting in an organization, holding `permission` by the policy table. With
+ *   `worker`, a Worker's runtime presenting its activity token (`wka_…`) is accepted too, as a
+ *   Worker principal (no member, no role): the route answers for that Worker.
  */
 export type ControlPlaneRule =
   | { kind: 'public' }
   | { kind: 'identity'; sessionOnly?: boolean }
-  | { kind: 'org'; permission: Permission }
+  | { kind: 'org'; permission: Permission; worker?: true }
   | { kind: 'workerToken' }
 
 /** Shorthands for route declarations. */
@@ -156,6 +163,8 @@ export const rules = {
   identity: { kind: 'identity' } as ControlPlaneRule,
   session: { kind: 'identity', sessionOnly: true } as ControlPlaneRule,
   org: (permission: Permission): ControlPlaneRule => ({ kind: 'org', permission }),
+  /** An org route that a Worker's runtime may also call with its activity token. */
+  orgOrWorker: (permission: Permission): ControlPlaneRule => ({ kind: 'org', permission, worker: true }),
   /** A Worker runtime presenting its activity token (checked against the Worker in the path). */
   workerToken: { kind: 'workerToken' } as ControlPlaneRule,
 }

@@ -278,6 +278,29 @@ export interface SkillHubAssignmentTable {
   created_at: string
 }
 
+/** `plugin_assignment`: a plugin delivered to a member, a team or the organization. */
+export interface PluginAssignmentTable {
+  id: string
+  org_id: string
+  plugin_id: string
+  member_id: string | null
+  team_id: string | null
+  org_wide: number
+  principal_key: string
+  created_by_member_id: string | null
+  created_at: string
+}
+
+/** `worker_delivery`: a hub, plugin or model provider a Worker receives. */
+export interface WorkerDeliveryTable {
+  worker_id: string
+  org_id: string
+  /** `hub | plugin | llm_provider`. */
+  kind: string
+  target_id: string
+  created_at: string
+}
+
 /** `llm_provider`: a shared model provider; the API key is sealed, never plaintext. */
 export interface LlmProviderTable {
   id: string
@@ -340,6 +363,8 @@ export interface ControlPlaneDb {
   skill_hub: SkillHubTable
   skill_hub_skill: SkillHubSkillTable
   skill_hub_assignment: SkillHubAssignmentTable
+  plugin_assignment: PluginAssignmentTable
+  worker_delivery: WorkerDeliveryTable
   llm_provider: LlmProviderTable
   job: JobTable
   worker: WorkerTable

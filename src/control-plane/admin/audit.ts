@@ -6,6 +6,7 @@
  */
 import { newId } from '../../core/ids.ts'
 import { appendChange, isFeedAction } from '../events/change-feed.ts'
+import { announceDelivery } from '../delivery/delivery-events.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
 import type { CredentialKind, Role } from '../policy.ts'
@@ -48,6 +49,7 @@ export type AuditAction =
   | 'worker.deleted'
   | 'worker.tokens_issued'
   | 'worker.tokens_revoked'
+  | 'worker.delivery_updated'
   | 'connector_account.created'
   | 'connector_account.updated'
   | 'connector_account.deleted'
@@ -77,6 +79,8 @@ export type AuditAction =
   | 'plugin.deleted'
   | 'plugin.member_added'
   | 'plugin.member_removed'
+  | 'plugin.assigned'
+  | 'plugin.unassigned'
   | 'marketplace.created'
   | 'marketplace.updated'
   | 'marketplace.archived'
@@ -147,6 +151,7 @@ export async function recordAudit(
   if (isFeedAction(action)) {
     await appendChange(deps, db, { orgId: actor.orgId, kind: action, subject: target, data }, [...alongside, audit])
   } else await insertRows(db, [...alongside, audit])
+  await announceDelivery(deps, db, actor.orgId, action, target, data)
 }
 
 /** Audit events of an organization, newest first. */

@@ -184,8 +184,9 @@ export async function updateTeam(
 export async function deleteTeam(deps: Deps, actor: Actor, teamId: string): Promise<void> {
   await deps.db.transaction().execute(async (trx) => {
     await requireTeam(trx, actor.orgId, teamId)
-    await trx.deleteFrom('team').where('id', '=', teamId).execute()
+    // Recorded before the delete, so the delivery event can still name the team's members.
     await recordAudit(deps, trx, actor, 'team.deleted', { type: 'team', id: teamId })
+    await trx.deleteFrom('team').where('id', '=', teamId).execute()
   })
 }
 

@@ -348,15 +348,17 @@ export async function revokeAccess(
 ): Promise<void> {
   await deps.db.transaction().execute(async (trx) => {
     await requireRole(trx, actor, type, resourceId, 'manager')
-    const deleted = await trx
-      .deleteFrom('access_grant')
+    const row = await trx
+      .selectFrom('access_grant')
+      .select('id')
       .where('id', '=', grantId)
       .where('resource_type', '=', type)
       .where('resource_id', '=', resourceId)
       .executeTakeFirst()
-    if (Number(deleted.numDeletedRows) === 0)
-      throw controlPlaneError('access_grant_not_found', 'Access grant not found')
+    if (!row) throw controlPlaneError('access_grant_not_found', 'Access grant not found')
+    // Recorded while the grant still exists, so the delivery event can name who loses it.
     await recordAudit(deps, trx, actor, 'access.revoked', { type, id: resourceId }, { grantId })
+    await trx.deleteFrom('access_grant').where('id', '=', grantId).execute()
   })
 }
 

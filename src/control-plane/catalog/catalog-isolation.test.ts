@@ -20,6 +20,7 @@ interface Side {
   provider: string
   grant: string
   assignment: string
+  pluginAssignment: string
   team: string
 }
 
@@ -52,7 +53,8 @@ async function seed(client: ContractClient, org: FixtureOrg): Promise<Side> {
   await id(`/v1/skill-hubs/${hub}/skills`, { skillId: object })
   const grant = await id(`/v1/config-objects/${object}/access`, { memberId: org.member.memberId, role: 'viewer' })
   const assignment = await id(`/v1/skill-hubs/${hub}/assignments`, { teamId: team })
-  return { org, object, version, plugin, market, hub, provider, grant, assignment, team }
+  const pluginAssignment = await id(`/v1/plugins/${plugin}/assignments`, { teamId: team })
+  return { org, object, version, plugin, market, hub, provider, grant, assignment, pluginAssignment, team }
 }
 
 async function snapshot(client: ContractClient, b: Side): Promise<string> {
@@ -64,6 +66,7 @@ async function snapshot(client: ContractClient, b: Side): Promise<string> {
     '/v1/plugins',
     `/v1/plugins/${b.plugin}/config-objects`,
     `/v1/plugins/${b.plugin}/access`,
+    `/v1/plugins/${b.plugin}/assignments`,
     '/v1/marketplaces',
     `/v1/marketplaces/${b.market}/plugins`,
     `/v1/marketplaces/${b.market}/access`,
@@ -149,6 +152,16 @@ test("every id-taking catalog route given the other organization's ids is 404 an
       ],
       removePluginConfigObject: [{ method: 'DELETE', path: `/v1/plugins/${b.plugin}/config-objects/${b.object}` }],
       getResolvedPlugin: [{ method: 'GET', path: `/v1/plugins/${b.plugin}/resolved` }],
+      listPluginAssignments: [{ method: 'GET', path: `/v1/plugins/${b.plugin}/assignments` }],
+      assignPlugin: [
+        { method: 'POST', path: `/v1/plugins/${b.plugin}/assignments`, json: { orgWide: true } },
+        { method: 'POST', path: `/v1/plugins/${a.plugin}/assignments`, json: { teamId: b.team } },
+        { method: 'POST', path: `/v1/plugins/${a.plugin}/assignments`, json: { memberId: b.org.member.memberId } },
+      ],
+      unassignPlugin: [
+        { method: 'DELETE', path: `/v1/plugins/${b.plugin}/assignments/${b.pluginAssignment}` },
+        { method: 'DELETE', path: `/v1/plugins/${a.plugin}/assignments/${b.pluginAssignment}` },
+      ],
       getMarketplace: [{ method: 'GET', path: `/v1/marketplaces/${b.market}` }],
       updateMarketplace: [{ method: 'PATCH', path: `/v1/marketplaces/${b.market}`, json: { name: 'taken' } }],
       deleteMarketplace: [{ method: 'DELETE', path: `/v1/marketplaces/${b.market}` }],

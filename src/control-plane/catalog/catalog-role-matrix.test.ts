@@ -206,6 +206,15 @@ const REQUESTS: MatrixRequests = {
     return { path: `/v1/marketplaces/${id}/plugins/${plg}` }
   },
   getResolvedMarketplace: async (w, c) => ({ path: `/v1/marketplaces/${await marketplace(w, c)}/resolved` }),
+  listPluginAssignments: async (w, c) => ({ path: `/v1/plugins/${await plugin(w, c)}/assignments` }),
+  assignPlugin: async (w, c) => ({ path: `/v1/plugins/${await plugin(w, c)}/assignments`, json: { teamId: w.teamId } }),
+  unassignPlugin: async (w, c) => {
+    const id = await plugin(w, c)
+    const assignment = await ok(
+      w.client.post(`/v1/plugins/${id}/assignments`, { ...as(w, c), json: { memberId: w.org.member.memberId } }),
+    )
+    return { path: `/v1/plugins/${id}/assignments/${assignment}` }
+  },
 
   listSkills: async () => ({ path: '/v1/skills' }),
   createSkill: async (w) => ({ path: '/v1/skills', json: { skillMd: skillMd(`created-${w.seq()}`) } }),

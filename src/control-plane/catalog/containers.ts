@@ -203,8 +203,9 @@ export async function moveContainer(
 export async function deleteContainer(deps: Deps, actor: Actor, kind: ContainerKind, id: string): Promise<void> {
   await deps.db.transaction().execute(async (trx) => {
     await requireRole(trx, actor, kind, id, 'manager')
+    // Recorded before the delete, so the delivery event can still name who received the plugin.
+    await recordAudit(deps, trx, actor, `${kind}.deleted` as AuditAction, { type: kind, id })
     await dropGrants(trx, kind, id)
     await trx.deleteFrom(kind).where('id', '=', id).execute()
-    await recordAudit(deps, trx, actor, `${kind}.deleted` as AuditAction, { type: kind, id })
   })
 }

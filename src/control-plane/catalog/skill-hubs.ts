@@ -164,9 +164,10 @@ export async function updateHub(
 export async function deleteHub(deps: Deps, actor: Actor, hubId: string): Promise<void> {
   await deps.db.transaction().execute(async (trx) => {
     await requireRole(trx, actor, 'skill_hub', hubId, 'manager')
+    // Recorded before the delete, so the delivery event can still name who received the hub.
+    await recordAudit(deps, trx, actor, 'skill_hub.deleted', { type: 'skill_hub', id: hubId })
     await dropGrants(trx, 'skill_hub', hubId)
     await trx.deleteFrom('skill_hub').where('id', '=', hubId).execute()
-    await recordAudit(deps, trx, actor, 'skill_hub.deleted', { type: 'skill_hub', id: hubId })
   })
 }
 
@@ -375,13 +376,15 @@ export async function assignHub(
 export async function unassignHub(deps: Deps, actor: Actor, hubId: string, assignmentId: string): Promise<void> {
   await deps.db.transaction().execute(async (trx) => {
     await requireRole(trx, actor, 'skill_hub', hubId, 'manager')
-    const deleted = await trx
-      .deleteFrom('skill_hub_assignment')
+    const row = await trx
+      .selectFrom('skill_hub_assignment')
+      .select('id')
       .where('id', '=', assignmentId)
       .where('hub_id', '=', hubId)
       .executeTakeFirst()
-    if (Number(deleted.numDeletedRows) === 0)
-      throw controlPlaneError('skill_hub_assignment_not_found', 'Assignment not found')
+    if (!row) throw controlPlaneError('skill_hub_assignment_not_found', 'Assignment not found')
+    // Recorded while the assignment still exists, so the delivery event can name who loses it.
     await recordAudit(deps, trx, actor, 'skill_hub.unassigned', { type: 'skill_hub', id: hubId }, { assignmentId })
+    await trx.deleteFrom('skill_hub_assignment').where('id', '=', assignmentId).execute()
   })
 }

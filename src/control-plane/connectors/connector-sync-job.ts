@@ -34,6 +34,7 @@ import {
 } from '../catalog/config-store.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import { appendChange } from '../events/change-feed.ts'
+import { announceObjectsDelivery } from '../delivery/delivery-events.ts'
 import type { AsyncContext } from '../jobs/async-context.ts'
 import { JobFailure, shortMessage } from '../jobs/job-queue.ts'
 import type { JobContext, JobHandler } from '../jobs/job-runner.ts'
@@ -297,6 +298,7 @@ async function importSnapshot(
     )
     await job.commit(async (trx) => {
       const delta = { processed: 0, created: 0, updated: 0, unchanged: 0 }
+      const changed: string[] = []
       for (const item of batch) {
         const key = `${item.mappingId}\0${item.entry.path}`
         const binding = bindings.get(key)
@@ -329,6 +331,7 @@ async function importSnapshot(
               connectorSyncEventId: event.id,
               sourceRevisionRef: snapshot.revision,
             })
+            changed.push(binding.config_object_id)
             await trx
               .updateTable('connector_source_binding')
               .set({
@@ -384,6 +387,7 @@ async function importSnapshot(
                 'connector',
                 item.mappingId,
               )
+            changed.push(created.id)
             delta.created++
           }
           failures.delete(item.entry.path)
@@ -397,6 +401,8 @@ async function importSnapshot(
           })
         }
       }
+      // Synced objects write no audit row each; whoever they reach hears of the batch at once.
+      await announceObjectsDelivery(ctx.deps, trx, event.org_id, changed, 'connector_sync.items_written')
       const row = await trx
         .selectFrom('connector_sync_event')
         .select(['processed_count', 'created_count', 'updated_count', 'unchanged_count'])

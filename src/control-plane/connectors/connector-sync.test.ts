@@ -35,6 +35,11 @@ test('a sync into a plugin its member can no longer edit fails those items with 
         json: { memberId: org.member.memberId, role: 'editor' },
       })
       assert.is(grant.status, 201)
+      const assigned = await t.client.post(`/v1/plugins/${pluginId}/assignments`, {
+        token: org.admin.token,
+        json: { orgWide: true },
+      })
+      assert.is(assigned.status, 201)
 
       const account = await t.client.post('/v1/connector-accounts', {
         token: org.admin.token,
@@ -91,6 +96,19 @@ test('a sync into a plugin its member can no longer edit fails those items with 
         .filter((e) => e.kind === 'connector_sync.state_changed' && e.data.syncEventId === first.body.item.id)
         .map((e) => e.data.status)
       assert.equal(moves, ['running', 'completed'])
+      // The plugin is delivered to the organization: everyone hears of the synced objects at once.
+      const told = (feed.body.items as Array<{ kind: string; data: any }>).filter(
+        (e) => e.kind === 'delivery.changed' && e.data.cause === 'connector_sync.items_written',
+      )
+      assert.equal(
+        told.map((e) => e.data.scope),
+        ['organization'],
+      )
+      const delivered = await t.client.get('/v1/me/delivery', { token: org.owner.token })
+      assert.equal(
+        delivered.body.items.map((i: { name: string; reasons: Array<{ via: string }> }) => [i.name, i.reasons[0]!.via]),
+        [['tool', 'plugin']],
+      )
       const inPlugin = async () =>
         (await t.client.get(`/v1/plugins/${pluginId}/config-objects`, { token: org.admin.token })).body.items.map(
           (m: { configObject: { id: string; title: string } }) => m.configObject,

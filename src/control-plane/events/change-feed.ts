@@ -22,6 +22,7 @@ import type { ControlPlaneDb, Db } from '../schema.ts'
 import type { Notifier } from '../../storage/notifier.ts'
 import { engineOf } from '../../storage/database.ts'
 import { insertRows, type RowInsert, withInserts } from '../../storage/row-inserts.ts'
+import { DELIVERY_CHANGED, deliveryEventConcerns } from '../delivery/delivery-feed-filter.ts'
 
 /** The notification channel every instance listens on; the payload is the organization id. */
 export const CHANGE_CHANNEL = 'svc_changes'
@@ -58,6 +59,8 @@ const FEED_ACTIONS: Record<string, Visibility> = {
   'plugin.deleted': { resource: 'plugin' },
   'plugin.member_added': { resource: 'plugin', hint: true },
   'plugin.member_removed': { resource: 'plugin', hint: true },
+  'plugin.assigned': { resource: 'plugin', hint: true },
+  'plugin.unassigned': { resource: 'plugin', hint: true },
   'marketplace.created': { resource: 'marketplace' },
   'marketplace.updated': { resource: 'marketplace' },
   'marketplace.archived': { resource: 'marketplace' },
@@ -82,6 +85,7 @@ const FEED_ACTIONS: Record<string, Visibility> = {
   'worker.deleted': { permission: 'workers.read' },
   'worker.tokens_issued': { permission: 'workers.read' },
   'worker.tokens_revoked': { permission: 'workers.read' },
+  'worker.delivery_updated': { permission: 'workers.read' },
   'worker.state_changed': { permission: 'workers.read' },
   'connector_sync.requested': { permission: 'connectors.read' },
   'connector_sync.retried': { permission: 'connectors.read' },
@@ -89,7 +93,13 @@ const FEED_ACTIONS: Record<string, Visibility> = {
 }
 
 /** Event kinds the feed carries (the contract lists them). */
-export const CHANGE_KINDS = [...Object.keys(FEED_ACTIONS), 'visibility.changed'] as const
+export const CHANGE_KINDS = [...Object.keys(FEED_ACTIONS), 'visibility.changed', DELIVERY_CHANGED] as const
+
+/** A Worker's runtime reading the feed with its activity token: it sees only its delivery events. */
+export interface WorkerFeedReader {
+  orgId: string
+  workerId: string
+}
 
 /** True when an audit action is also a change in the feed. */
 export function isFeedAction(action: string): boolean {
@@ -191,7 +201,7 @@ async function changesAfter(db: Db, orgId: string, after: number, limit: number)
 type Row = Awaited<ReturnType<typeof changesAfter>>[number]
 
 /** What `actor` may see of a change: the whole event, a bare hint, or nothing. */
-async function shapeFor(db: Db, actor: Actor, row: Row): Promise<ChangeEvent | null> {
+async function shapeFor(db: Db, actor: Actor | WorkerFeedReader, row: Row): Promise<ChangeEvent | null> {
   const rule = FEED_ACTIONS[row.kind]
   const full: ChangeEvent = {
     seq: row.seq,
@@ -200,6 +210,12 @@ async function shapeFor(db: Db, actor: Actor, row: Row): Promise<ChangeEvent | n
     data: row.data ? (JSON.parse(row.data) as Record<string, unknown>) : null,
     createdAt: row.created_at,
   }
+  // Delivery events go to whom they name; a Worker sees nothing else.
+  if (row.kind === DELIVERY_CHANGED) {
+    const reader = 'workerId' in actor ? { workerId: actor.workerId } : { memberId: actor.memberId }
+    return (await deliveryEventConcerns(db, reader, full.data)) ? full : null
+  }
+  if ('workerId' in actor) return null
   if (!rule) return null
   let visible: boolean
   if ('resource' in rule) {
@@ -221,7 +237,7 @@ async function shapeFor(db: Db, actor: Actor, row: Row): Promise<ChangeEvent | n
  */
 export async function readChanges(
   db: Db,
-  actor: Actor,
+  actor: Actor | WorkerFeedReader,
   after: number,
   limit: number,
 ): Promise<{ items: ChangeEvent[]; next: number }> {

@@ -132,6 +132,11 @@ test('every job, Worker and connector route answers each caller with the status 
         revokeWorkerTokens: async (w) => ({
           path: `/v1/workers/${(await w.client.post('/v1/workers', { token: w.org.owner.token, json: { name: 'revoked', provisioner: 'process' } })).body.item.id}/tokens`,
         }),
+        getWorkerDelivery: async (w) => ({ path: `/v1/workers/${(await of(w)).workerId}/delivery` }),
+        setWorkerDelivery: async (w) => ({
+          path: `/v1/workers/${(await of(w)).workerId}/delivery`,
+          json: { hubIds: [], pluginIds: [], llmProviderIds: [] },
+        }),
         workerHeartbeat: async (w) => ({ path: `/v1/workers/${(await of(w)).workerId}/heartbeat`, json: {} }),
         listConnectorAccounts: async () => ({ path: '/v1/connector-accounts' }),
         createConnectorAccount: async (w) => ({

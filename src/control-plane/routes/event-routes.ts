@@ -13,6 +13,7 @@ import { type ChangeSubscriptions, latestSeq, readChanges, stillAllowed } from '
 import { isoAt } from '../deps.ts'
 import { pageQuery } from '../pagination.ts'
 import { rules } from '../policy.ts'
+import { workerTokenActive } from '../delivery/worker-principal.ts'
 import { route, type RouteContext } from './route.ts'
 
 /** A change as the feed shows it. */
@@ -42,8 +43,8 @@ export function eventRoutes(ctx: RouteContext, subscriptions: ChangeSubscription
       tags: ['events'],
       summary: "The organization's change feed (JSON page, or SSE with Last-Event-ID resume)",
       description:
-        'What changed in the organization that the caller may see: config objects created, versioned, archived, restored, deleted; grants and skill-hub assignments changing what the caller can see; plugin and marketplace membership; connector syncs moving state; Worker state changes. With `Accept: text/event-stream` an SSE stream (`id:` = seq, `event:` = kind, heartbeat comments every 15 s; resume with `Last-Event-ID`, `?lastEventId=` or `?after=`; without them the stream starts at the newest change). Otherwise `{items, next}`: the changes after `after`, oldest first; pass `next` back as `after`. Changes made through any instance appear on every instance.',
-      auth: rules.org('config_objects.read'),
+        "What changed in the organization that the caller may see: config objects created, versioned, archived, restored, deleted; grants and skill-hub assignments changing what the caller can see; plugin and marketplace membership; connector syncs moving state; Worker state changes. With `Accept: text/event-stream` an SSE stream (`id:` = seq, `event:` = kind, heartbeat comments every 15 s; resume with `Last-Event-ID`, `?lastEventId=` or `?after=`; without them the stream starts at the newest change). Otherwise `{items, next}`: the changes after `after`, oldest first; pass `next` back as `after`. Changes made through any instance appear on every instance. `delivery.changed` tells the members (or the Worker) it names that what is delivered to them may have changed (re-read `GET /v1/me/delivery`); a Worker's activity token sees only the `delivery.changed` events naming that Worker.",
+      auth: rules.orgOrWorker('config_objects.read'),
       query: v.object({
         after: queryInt({ min: 0, max: Number.MAX_SAFE_INTEGER, description: 'Return changes after this seq' }),
         limit: pageQuery({ defaultLimit: 100 }).limit,
@@ -57,7 +58,8 @@ export function eventRoutes(ctx: RouteContext, subscriptions: ChangeSubscription
       },
       errors: [400],
       handler: async ({ request, url, principal, query }) => {
-        const actor = actorOf(principal)
+        const worker = principal.worker ?? null
+        const actor = worker ? { orgId: worker.orgId, workerId: worker.id } : actorOf(principal)
         const db = ctx.deps.db
         if (!wantsEventStream(request)) {
           const page = await readChanges(db, actor, query.after ?? 0, query.limit ?? 100)
@@ -86,7 +88,10 @@ export function eventRoutes(ctx: RouteContext, subscriptions: ChangeSubscription
               do {
                 again = false
                 const credential = { sessionId: principal.session?.id ?? null, apiKeyId: principal.apiKeyId }
-                if (!(await stillAllowed(db, actor, credential, isoAt(ctx.deps)))) {
+                const allowed = worker
+                  ? await workerTokenActive(db, worker)
+                  : await stillAllowed(db, actorOf(principal), credential, isoAt(ctx.deps))
+                if (!allowed) {
                   sink.close()
                   return
                 }
