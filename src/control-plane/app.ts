@@ -136,7 +136,7 @@ export async function createControlPlaneApp(
   const asyncFamilies = createAsyncFamilies(deps, config, options.logger, ctx)
   const auth = controlPlaneAuth(deps)
   const streams = new StreamRegistry()
-  const mcp = mcpRoutes(ctx, mcpLimits(config.file.mcp))
+  const mcp = mcpRoutes(ctx, mcpLimits(config.file.mcp), changeSubscriptions)
   let doc: Record<string, unknown> | undefined
   const document = () =>
     (doc ??= annotatePolicy(

@@ -14,8 +14,9 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { randomBytes } from '../../core/random-bytes.ts'
 import type { ControlPlanePrincipal } from '../auth.ts'
 import { isoAt, type Deps } from '../deps.ts'
-import { stillAllowed } from '../events/change-feed.ts'
+import { stillAllowed, type ChangeSubscriptions } from '../events/change-feed.ts'
 import { boundedStream } from './bounded-stream.ts'
+import { DeliveryWatch } from './delivery-watch.ts'
 import { callerOf, credentialKey, type McpCaller } from './mcp-caller.ts'
 import { authInfoFor, createMcpServer } from './mcp-server.ts'
 import type { McpLimits } from './mcp-settings.ts'
@@ -31,6 +32,8 @@ interface McpSession {
   transport: WebStandardStreamableHTTPServerTransport
   server: Server
   events: MemoryEventStore
+  /** The caller's delivered set, kept current by the change feed, and the subscriptions on it. */
+  watch: DeliveryWatch
   lastSeen: number
   /** Order of last use, for closing the least recently used (the clock may not move between requests). */
   lastUse: number
@@ -55,6 +58,7 @@ export class McpEndpoint {
   constructor(
     private readonly deps: Deps,
     private readonly limits: McpLimits,
+    private readonly changes: ChangeSubscriptions,
   ) {
     const every = Math.min(60_000, Math.max(1_000, (limits.idleSessionSeconds * 1000) / 4))
     this.#timer = setInterval(() => void this.sweep(), every)
@@ -94,6 +98,8 @@ export class McpEndpoint {
     }
     this.#sessions.set(session.id, session)
     this.#capCredential(credential, session.id)
+    // Follow the feed from the moment the session exists: a change after this reaches the client.
+    await session.watch.start(this.changes, session.orgId).catch(() => {})
     return response
   }
 
@@ -133,8 +139,27 @@ export class McpEndpoint {
       eventStore: events,
       maxRequestBodySize: this.limits.maxBodyBytes,
     })
-    const server = createMcpServer(this.deps)
-    const session: McpSession = {
+    let session!: McpSession
+    const who = () => {
+      const p = session.principal
+      const actor = callerOf(p).actor
+      return {
+        actor,
+        principal: {
+          kind: 'member' as const,
+          orgId: actor.orgId,
+          orgName: p.org!.name,
+          userId: actor.userId,
+          memberId: actor.memberId,
+        },
+      }
+    }
+    const watch = new DeliveryWatch(this.deps, who, {
+      listChanged: () => session.server.sendResourceListChanged(),
+      updated: (uri) => session.server.sendResourceUpdated({ uri }),
+    })
+    const server = createMcpServer(this.deps, watch, this.limits)
+    session = {
       id,
       credential,
       orgId: principal.org!.id,
@@ -142,6 +167,7 @@ export class McpEndpoint {
       transport,
       server,
       events,
+      watch,
       lastSeen: this.deps.now(),
       lastUse: ++this.#uses,
       openStreams: 0,
@@ -149,6 +175,7 @@ export class McpEndpoint {
     }
     server.onclose = () => {
       session.closed = true
+      watch.close()
       if (this.#sessions.get(id) === session) this.#sessions.delete(id)
     }
     // connect() only wires callbacks and starts the transport (a no-op for HTTP); it never rejects here.
@@ -179,7 +206,7 @@ export class McpEndpoint {
     const mine = [...this.#sessions.values()].filter((s) => s.credential === credential && s.id !== keep)
     const excess = mine.length + 1 - this.limits.maxSessionsPerCredential
     if (excess <= 0) return
-    mine.sort((a, b) => a.openStreams - b.openStreams || a.lastUse - b.lastUse)
+    mine.sort((a, b) => a.lastUse - b.lastUse)
     for (const session of mine.slice(0, excess)) this.#close(session)
   }
 
@@ -193,6 +220,7 @@ export class McpEndpoint {
     if (session.closed) return
     session.closed = true
     this.#sessions.delete(session.id)
+    session.watch.close()
     void session.server.close().catch(() => {})
   }
 }

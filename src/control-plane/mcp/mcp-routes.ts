@@ -10,6 +10,7 @@
 import { lazyModule } from '../../core/lazy-module.ts'
 import type { AnyRoute } from '../../core/route.ts'
 import type { ControlPlanePrincipal } from '../auth.ts'
+import type { ChangeSubscriptions } from '../events/change-feed.ts'
 import { rules, type ControlPlaneRule } from '../policy.ts'
 import { route, type RouteContext } from '../routes/route.ts'
 import type { McpEndpoint } from './mcp-endpoint.ts'
@@ -27,11 +28,12 @@ const HEADERS = {
 export function mcpRoutes(
   ctx: RouteContext,
   limits: McpLimits,
+  changes: ChangeSubscriptions,
 ): { routes: AnyRoute<ControlPlaneRule, ControlPlanePrincipal>[]; close(): void } {
   let loaded: McpEndpoint | null = null
   const endpoint = lazyModule(async () => {
     const { McpEndpoint } = await import('./mcp-endpoint.ts')
-    return (loaded = new McpEndpoint(ctx.deps, limits))
+    return (loaded = new McpEndpoint(ctx.deps, limits, changes))
   })
   const handler = async ({ request, principal }: { request: Request; principal: ControlPlanePrincipal }) =>
     (await endpoint()).handle(request, principal)

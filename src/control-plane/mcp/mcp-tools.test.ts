@@ -226,26 +226,26 @@ test('a removed member is refused on the next call; a session id is useless with
 test('sessions are capped per credential (the least recently used closes) and idle ones end', async () => {
   const t = await startMcpTestPlane({ mcp: { maxSessionsPerCredential: 2, idleSessionSeconds: 60 } })
   try {
-    const a = await connectClient(t.mcpUrl, { apiKey: t.org.ownerKey.key })
-    const b = await connectClient(t.mcpUrl, { apiKey: t.org.ownerKey.key })
-    await a.client.listTools()
-    const c = await connectClient(t.mcpUrl, { apiKey: t.org.ownerKey.key })
+    // Sessions opened by hand: the SDK client also opens an event stream at a moment of its choosing.
+    const key = t.org.ownerKey.key
+    const a = await rawInitialize(t.mcpUrl, key)
+    const b = await rawInitialize(t.mcpUrl, key)
+    assert.is((await rawCall(t.mcpUrl, key, a, 'tools/list')).status, 200)
+    const c = await rawInitialize(t.mcpUrl, key)
     // b was used least recently: it is gone, a and c work.
-    await a.client.listTools()
-    await c.client.listTools()
-    let closed: unknown = null
-    await b.client.listTools().catch((error) => (closed = error))
-    assert.ok(closed, 'the third session closes the least recently used one')
-    // Another credential has its own allowance.
+    assert.is((await rawCall(t.mcpUrl, key, b, 'tools/list')).status, 404, 'the least recently used session closed')
+    assert.is((await rawCall(t.mcpUrl, key, a, 'tools/list')).status, 200)
+    assert.is((await rawCall(t.mcpUrl, key, c, 'tools/list')).status, 200)
+    // Another credential has its own allowance, and a client holding its event stream open stays.
     const other = await connectClient(t.mcpUrl, { apiKey: t.org.adminKey.key })
     await other.client.listTools()
-    // A session whose client keeps no event stream open ends once idle; one with a stream stays.
-    const raw = await rawInitialize(t.mcpUrl, t.org.adminKey.key)
+    // The client opens its stream right after initializing, without waiting for it; give it a moment.
+    await new Promise((r) => setTimeout(r, 300))
+    // A session whose client keeps no event stream open ends once idle.
     t.plane.clock.advance(61_000)
-    await other.client.listTools()
-    const after = await rawCall(t.mcpUrl, t.org.adminKey.key, raw, 'tools/list')
-    assert.is(after.status, 404, 'an idle session is closed')
-    for (const s of [a, b, c, other]) await s.client.close().catch(() => {})
+    assert.is((await rawCall(t.mcpUrl, key, a, 'tools/list')).status, 404, 'an idle session is closed')
+    assert.ok((await other.client.listTools()).tools.length > 0, 'a session with an open stream is not idle')
+    await other.client.close()
   } finally {
     await t.close()
   }
