@@ -35,6 +35,7 @@ import type { RouteContext } from './routes/route.ts'
 import { teamRoutes } from './routes/team-routes.ts'
 import { eventRoutes } from './routes/event-routes.ts'
 import { deliveryRoutes } from './routes/delivery-routes.ts'
+import { oauthRoutes } from './oauth/oauth-routes.ts'
 import { ChangeSubscriptions } from './events/change-feed.ts'
 import type { ControlPlaneDb } from './schema.ts'
 import { loadSecretBox } from './secret-box.ts'
@@ -118,6 +119,8 @@ export async function createControlPlaneApp(
       invitationTtlMs: INVITATION_TTL_MS,
       scrypt: options.scrypt ?? DEFAULT_SCRYPT,
       skills: config.file.skills,
+      oauthTokenTtlDays: config.file.oauth?.tokenTtlDays,
+      oauthDeviceIntervalSeconds: config.file.oauth?.deviceIntervalSeconds,
     },
     secrets: secretKey.box,
     notifier: database.notifier,
@@ -132,7 +135,13 @@ export async function createControlPlaneApp(
     now,
     database.db,
   )
-  const ctx: RouteContext = { deps, throttle, trustProxy: config.trustProxy }
+  const publicUrl = config.env.SERVICE_CONTROL_PLANE_PUBLIC_URL || config.file.workers?.publicUrl || null
+  const ctx: RouteContext = {
+    deps,
+    throttle,
+    trustProxy: config.trustProxy,
+    publicUrl: publicUrl ? publicUrl.replace(/\/+$/, '') : null,
+  }
   const asyncFamilies = createAsyncFamilies(deps, config, options.logger, ctx)
   const auth = controlPlaneAuth(deps)
   const streams = new StreamRegistry()
@@ -177,6 +186,7 @@ export async function createControlPlaneApp(
     ...deliveryRoutes(ctx),
     ...eventRoutes(ctx, changeSubscriptions, streams),
     ...mcp.routes,
+    ...oauthRoutes(ctx),
     ...consoleRoutes<ControlPlaneRule>(rules.public),
   ]
   const http = createHttpApp({

@@ -1,9 +1,10 @@
 /**
  * Authentication and authorization for the control plane: turns `Authorization: Bearer
- * <session-token>` or `x-api-key: <key>` into a principal, resolves the organization it acts in,
- * and enforces the route's rule against the policy table.
+ * <session-token>`, `Authorization: Bearer oat_…` (an OAuth access token) or `x-api-key: <key>`
+ * into a principal, resolves the organization it acts in, and enforces the route's rule against
+ * the policy table (and, for OAuth tokens, the token's scopes).
  *
- * Organization precedence: the API key's organization; else `X-Service-Org-Id` (must be one of the
+ * Organization precedence: the API key's or OAuth token's organization; else `X-Service-Org-Id` (must be one of the
  * caller's, otherwise 404 as if it did not exist); else the session's active organization; else
  * the caller's earliest membership, written back to the session.
  * @module
@@ -18,9 +19,21 @@ import { firstMembership, type Membership } from './admin/organizations.ts'
 import type { Deps } from './deps.ts'
 import { resolveSession, setActiveOrg, type ResolvedSession } from './identity/sessions.ts'
 import { toUserView, type UserView } from './identity/users-view.ts'
-import { allows, asRole, POLICY, type ControlPlaneRule, type CredentialKind, type Role } from './policy.ts'
+import {
+  allows,
+  asRole,
+  POLICY,
+  scopesCover,
+  type ControlPlaneRule,
+  type CredentialKind,
+  type Permission,
+  type PermissionPolicy,
+  type Role,
+} from './policy.ts'
 import { controlPlaneError } from './control-plane-errors.ts'
 import { resolveWorkerToken, WORKER_ACTIVITY_PREFIX, type WorkerPrincipal } from './delivery/worker-principal.ts'
+import { ACCESS_TOKEN_PREFIX, REFRESH_TOKEN_PREFIX, resolveOAuthToken } from './oauth/oauth-tokens.ts'
+import type { OAuthScope } from './oauth/oauth-scopes.ts'
 
 /** The header naming the organization to act in. */
 export const ORG_HEADER = 'x-service-org-id'
@@ -36,9 +49,27 @@ export interface ControlPlanePrincipal {
   org: { id: string; name: string; memberId: string; role: Role } | null
   /** A Worker's runtime (activity token), on routes whose rule accepts Workers; `org` is then null. */
   worker?: WorkerPrincipal | null
+  /**
+   * The OAuth token's grant (`tokenId`: the grant id, stable across refreshes), client, scopes and
+   * resource indicator; null for other credentials.
+   */
+  oauth: {
+    tokenId: string
+    clientId: string
+    scopes: readonly OAuthScope[]
+    resource: string | null
+    expiresAt: string
+  } | null
 }
 
-const anonymous: ControlPlanePrincipal = { credential: 'none', user: null, session: null, apiKeyId: null, org: null }
+const anonymous: ControlPlanePrincipal = {
+  credential: 'none',
+  user: null,
+  session: null,
+  apiKeyId: null,
+  org: null,
+  oauth: null,
+}
 
 /** The actor for audit and domain calls; only valid on `org` routes (the rule guarantees an org). */
 export function actorOf(principal: ControlPlanePrincipal): Actor {
@@ -84,6 +115,7 @@ function sessionPrincipal(session: ResolvedSession, member: Membership | null): 
     session: { id: session.id, expiresAt: session.expiresAt, activeOrgId: member?.orgId ?? null },
     apiKeyId: null,
     org: member ? { id: member.orgId, name: member.orgName, memberId: member.memberId, role: member.role } : null,
+    oauth: null,
   }
 }
 
@@ -99,6 +131,9 @@ function identify(deps: Deps, request: Request): MaybePromise<ControlPlanePrinci
   if (!token) throw errors.unauthorized('Send Authorization: Bearer <session-token> or x-api-key: <key>')
   if (token.startsWith(API_KEY_PREFIX))
     throw errors.unauthorized('API keys are sent in the x-api-key header, not as a bearer token')
+  if (token.startsWith(ACCESS_TOKEN_PREFIX)) return identifyOAuth(deps, token, headerOrg)
+  if (token.startsWith(REFRESH_TOKEN_PREFIX))
+    throw errors.unauthorized('A refresh token is exchanged at POST /oauth/token, not sent as a bearer token')
   if (headerOrg !== null && !ORG_ID.test(headerOrg)) {
     // Still authenticate first: a bad credential is 401 whatever the header says.
     return andThen(resolveSession(deps, token), (session) => {
@@ -116,7 +151,7 @@ function identify(deps: Deps, request: Request): MaybePromise<ControlPlanePrinci
 async function identifyWorker(deps: Deps, token: string): Promise<ControlPlanePrincipal> {
   const worker = await resolveWorkerToken(deps.db, token)
   if (!worker) throw errors.unauthorized('Invalid or revoked Worker activity token')
-  return { credential: 'worker', user: null, session: null, apiKeyId: null, org: null, worker }
+  return { credential: 'worker', user: null, session: null, apiKeyId: null, org: null, oauth: null, worker }
 }
 
 async function identifyApiKey(deps: Deps, apiKey: string, headerOrg: string | null): Promise<ControlPlanePrincipal> {
@@ -131,7 +166,49 @@ async function identifyApiKey(deps: Deps, apiKey: string, headerOrg: string | nu
     session: null,
     apiKeyId: resolved.id,
     org: { id: resolved.orgId, name: resolved.orgName, memberId: resolved.memberId, role: resolved.role },
+    oauth: null,
   }
+}
+
+async function identifyOAuth(deps: Deps, token: string, headerOrg: string | null): Promise<ControlPlanePrincipal> {
+  const resolved = await resolveOAuthToken(deps, token)
+  if ('rejected' in resolved) {
+    throw errors.unauthorized(
+      resolved.rejected === 'unknown' ? 'Invalid OAuth access token' : `OAuth access token ${resolved.rejected}`,
+    )
+  }
+  // A token is bound to the organization chosen at approval.
+  if (headerOrg !== null && headerOrg !== resolved.orgId) throw notFoundOrg()
+  return {
+    credential: 'oauth',
+    user: toUserView(resolved.user),
+    session: null,
+    apiKeyId: null,
+    org: { id: resolved.orgId, name: resolved.orgName, memberId: resolved.memberId, role: resolved.role },
+    oauth: {
+      tokenId: resolved.grantId,
+      clientId: resolved.clientId,
+      scopes: resolved.scopes,
+      resource: resolved.resource,
+      expiresAt: resolved.expiresAt,
+    },
+  }
+}
+
+/** 403 for an OAuth token whose scopes do not reach the route. */
+function insufficientScope(needed: readonly OAuthScope[] | undefined, granted: readonly OAuthScope[]) {
+  return controlPlaneError(
+    'insufficient_scope',
+    needed && needed.length > 0
+      ? `This OAuth token's scopes do not allow this; needs one of: ${needed.join(', ')}`
+      : 'OAuth tokens cannot use this route; use a signed-in session or an API key',
+    { details: { required: [...(needed ?? [])], granted: [...granted] } },
+  )
+}
+
+/** The scopes that reach an org route: the route's own list, else its permission's. */
+function routeScopes(permission: Permission, own: readonly OAuthScope[] | undefined): readonly OAuthScope[] {
+  return own ?? (POLICY[permission] as PermissionPolicy).scopes ?? []
 }
 
 /** The control plane's authenticator over its domain dependencies. */
@@ -142,7 +219,12 @@ export function controlPlaneAuth(deps: Deps): SurfaceAuth<ControlPlaneRule, Cont
   ): ControlPlanePrincipal => {
     if (rule.kind === 'identity') {
       if (rule.sessionOnly && principal.credential !== 'session')
-        throw controlPlaneError('session_required', 'This action needs a signed-in session, not an API key')
+        throw controlPlaneError(
+          'session_required',
+          `This action needs a signed-in session, not ${principal.credential === 'oauth' ? 'an OAuth token' : 'an API key'}`,
+        )
+      if (principal.oauth && !scopesCover(rule.oauthScopes, principal.oauth.scopes))
+        throw insufficientScope(rule.oauthScopes, principal.oauth.scopes)
       return principal
     }
     if (!principal.org)
@@ -150,7 +232,12 @@ export function controlPlaneAuth(deps: Deps): SurfaceAuth<ControlPlaneRule, Cont
         'no_organization',
         'You are not a member of any organization; create one or accept an invitation',
       )
-    if (!allows(rule.permission, principal.org.role, principal.credential as CredentialKind)) {
+    const scopes = principal.oauth?.scopes ?? []
+    if (principal.oauth && !scopesCover(routeScopes(rule.permission, rule.oauthScopes), scopes))
+      throw insufficientScope(routeScopes(rule.permission, rule.oauthScopes), scopes)
+    if (
+      !allows(rule.permission, principal.org.role, principal.credential as CredentialKind, scopes, rule.oauthScopes)
+    ) {
       throw controlPlaneError('forbidden', `Not allowed: needs ${rule.permission}`, {
         details: { permission: rule.permission, role: principal.org.role, credential: principal.credential },
       })
@@ -174,8 +261,12 @@ export function controlPlaneAuth(deps: Deps): SurfaceAuth<ControlPlaneRule, Cont
       if (rule.kind === 'workerToken') return [{ workerActivityToken: [] }]
       if (rule.kind === 'identity' && rule.sessionOnly) return [{ bearerSession: [] }]
       const worker = rule.kind === 'org' && rule.worker ? [{ workerActivityToken: [] }] : []
-      if (rule.kind === 'org' && !POLICY[rule.permission].apiKey) return [{ bearerSession: [] }, ...worker]
-      return [{ bearerSession: [] }, { apiKey: [] }, ...worker]
+      const scopes =
+        rule.kind === 'identity' ? (rule.oauthScopes ?? []) : routeScopes(rule.permission, rule.oauthScopes)
+      // The OAuth token is listed with the scopes, any one of which reaches the operation.
+      const oauth = scopes.length > 0 ? [{ oauthToken: [...scopes] }] : []
+      if (rule.kind === 'org' && !POLICY[rule.permission].apiKey) return [{ bearerSession: [] }, ...oauth, ...worker]
+      return [{ bearerSession: [] }, { apiKey: [] }, ...oauth, ...worker]
     },
     statuses(rule) {
       if (rule.kind === 'public') return []
@@ -206,5 +297,11 @@ export const controlPlaneSecuritySchemes = {
     in: 'header',
     name: 'x-api-key',
     description: 'Organization API key (prefix svc_); acts as the member who created it, in that organization.',
+  },
+  oauthToken: {
+    type: 'http',
+    scheme: 'bearer',
+    description:
+      "OAuth access token (prefix oat_) from this server's authorization server (`GET /.well-known/oauth-authorization-server`: device authorization grant, authorization code with PKCE S256, refresh). It acts as the approving member, in the organization chosen at approval, with that member's role narrowed to its scopes; the scopes listed on an operation are the ones (any one) that reach it, and a token without them is refused with 403 `insufficient_scope`.",
   },
 }

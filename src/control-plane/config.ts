@@ -76,6 +76,14 @@ export const ControlPlaneFileSchema = v.looseObject({
   skills: v.optional(SkillLimitsFileSchema),
   /** MCP endpoint limits (sessions, idle time, bodies, stream buffers; see mcp/mcp-settings.ts). */
   mcp: v.optional(McpFileSchema),
+  /** The authorization server: lifetime of the built-in clients' tokens (OpenCode, CLI, workspace link). */
+  oauth: v.optional(
+    v.strictObject({
+      tokenTtlDays: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3660))),
+      /** Seconds a device-grant client waits between polls (RFC 8628 `interval`; default 5). */
+      deviceIntervalSeconds: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(60))),
+    }),
+  ),
 })
 /** The parsed file. */
 export type ControlPlaneFile = v.InferOutput<typeof ControlPlaneFileSchema>

@@ -13,7 +13,7 @@ import { createHttpApp } from '../core/http-app.ts'
 import { silentLogger } from '../core/logger.ts'
 import { openApiPath } from '../core/openapi.ts'
 import { routeFactory } from '../core/route.ts'
-import { POLICY, type ControlPlaneRule } from './policy.ts'
+import { POLICY, type ControlPlaneRule, type PermissionPolicy } from './policy.ts'
 import { contractClient, ContractViolation } from './testing/contract-client.ts'
 import { startTestControlPlane } from './testing/test-control-plane.ts'
 
@@ -40,7 +40,12 @@ test('the OpenAPI document is valid 3.1 and documents exactly the routes the rou
     assert.equal(documented, registered)
     const operationIds = t.app.contract.routes.map((r) => r.operationId)
     assert.is(new Set(operationIds).size, operationIds.length, 'operation ids are unique')
-    assert.equal(Object.keys(doc.components.securitySchemes).sort(), ['apiKey', 'bearerSession', 'workerActivityToken'])
+    assert.equal(Object.keys(doc.components.securitySchemes).sort(), [
+      'apiKey',
+      'bearerSession',
+      'oauthToken',
+      'workerActivityToken',
+    ])
   } finally {
     await t.close()
   }
@@ -72,9 +77,19 @@ test('every operation declares its security scheme, statuses and policy permissi
       }
       const keysAllowed = rule.kind === 'org' ? POLICY[rule.permission].apiKey : !rule.sessionOnly
       const worker = rule.kind === 'org' && rule.worker ? [{ workerActivityToken: [] }] : []
+      // OAuth tokens: listed with the scopes that reach the operation (the route's own, else its permission's).
+      const scopes =
+        rule.kind === 'identity' && rule.sessionOnly
+          ? []
+          : (rule.oauthScopes ??
+            (rule.kind === 'org' ? (POLICY[rule.permission] as PermissionPolicy).scopes : []) ??
+            [])
+      const oauth = scopes.length > 0 ? [{ oauthToken: [...scopes] }] : []
       assert.equal(
         op.security,
-        keysAllowed ? [{ bearerSession: [] }, { apiKey: [] }, ...worker] : [{ bearerSession: [] }, ...worker],
+        keysAllowed
+          ? [{ bearerSession: [] }, { apiKey: [] }, ...oauth, ...worker]
+          : [{ bearerSession: [] }, ...oauth, ...worker],
         where,
       )
       if (rule.kind === 'org' || rule.sessionOnly) assert.ok(statuses.includes('403'), `${where} declares 403`)

@@ -34,6 +34,10 @@ export const CONTROL_PLANE_ERRORS = defineErrors({
   },
   sign_up_not_allowed: { status: 403, description: 'Sign-up needs a usable invitation token for this email' },
   invitation_email_mismatch: { status: 403, description: 'The invitation was sent to a different email address' },
+  insufficient_scope: {
+    status: 403,
+    description: "The OAuth token's scopes do not cover this route (details.required, details.granted)",
+  },
   credential_grant_required: {
     status: 403,
     description: 'Reading a provider key needs an explicit grant on the provider',
@@ -69,6 +73,11 @@ export const CONTROL_PLANE_ERRORS = defineErrors({
   connector_sync_event_not_found: { status: 404, description: 'No sync event with this id' },
   job_not_found: { status: 404, description: 'No job with this id' },
   worker_not_found: { status: 404, description: 'No Worker with this id' },
+  oauth_token_not_found: { status: 404, description: 'No OAuth token (grant) with this id visible to the caller' },
+  oauth_device_request_not_found: {
+    status: 404,
+    description: 'No pending device sign-in with this user code (unknown, expired or already decided)',
+  },
 
   // 409: the current state does not allow it
   delivery_too_large: {

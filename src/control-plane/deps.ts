@@ -25,6 +25,10 @@ export interface DomainSettings {
   scrypt: ScryptParams
   /** Skill folder and zip upload limits (config file key `skills`); defaults when absent. */
   skills?: Partial<SkillLimits & ZipLimits>
+  /** Lifetime of the built-in OAuth clients' tokens in days (config file key `oauth.tokenTtlDays`; default 90). */
+  oauthTokenTtlDays?: number
+  /** Device-grant polling interval in seconds (config `oauth.deviceIntervalSeconds`; default 5). */
+  oauthDeviceIntervalSeconds?: number
 }
 
 /** Dependencies of every domain function. */

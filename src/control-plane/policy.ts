@@ -5,6 +5,7 @@
  * from it, so none of them can drift from the others.
  * @module
  */
+import type { OAuthScope } from './oauth/oauth-scopes.ts'
 
 /** Built-in organization roles, highest first. */
 export const ROLES = ['owner', 'admin', 'member'] as const
@@ -21,11 +22,18 @@ export interface PermissionPolicy {
   roles: readonly Role[]
   /** False for actions that need a person: keys cannot mint keys. */
   apiKey: boolean
+  /**
+   * The OAuth scopes that let a token use this permission (any one of them); none: no OAuth token
+   * may, whatever its member's role. A token never exceeds its member's role either.
+   */
+  scopes?: readonly OAuthScope[]
 }
 
 const ALL: readonly Role[] = ['owner', 'admin', 'member']
 const ADMINS: readonly Role[] = ['owner', 'admin']
 const OWNER: readonly Role[] = ['owner']
+/** Scopes that read the catalog (a writer reads too). */
+const CATALOG_READ: readonly OAuthScope[] = ['catalog:read', 'catalog:write']
 
 /** The policy table. Keys are `area.action`. */
 export const POLICY = {
@@ -34,6 +42,7 @@ export const POLICY = {
     description: 'Read what the organization delivers to the caller (skills, agents, commands, MCP servers)',
     roles: ALL,
     apiKey: true,
+    scopes: ['delivery:read', 'catalog:read', 'catalog:write'],
   },
   'org.update': { description: 'Rename and configure the organization', roles: ADMINS, apiKey: true },
   'members.read': { description: 'List and read members', roles: ALL, apiKey: true },
@@ -52,17 +61,31 @@ export const POLICY = {
   'api_keys.read': { description: "List the organization's API keys", roles: ADMINS, apiKey: true },
   'api_keys.manage': { description: 'Create and revoke API keys', roles: ADMINS, apiKey: false },
   'audit.read': { description: 'Read audit events', roles: ADMINS, apiKey: true },
+  'oauth_tokens.own': {
+    description: 'List and revoke your own OAuth tokens (device sign-ins, MCP clients)',
+    roles: ALL,
+    apiKey: true,
+  },
+  'oauth_tokens.read': { description: "List the organization's OAuth tokens", roles: ADMINS, apiKey: true },
+  'oauth_tokens.manage': { description: "Revoke any of the organization's OAuth tokens", roles: ADMINS, apiKey: true },
   'config_objects.read': {
     description: 'List and read the config objects, versions and resolved forms the caller has access to',
     roles: ALL,
     apiKey: true,
+    scopes: CATALOG_READ,
   },
   'config_objects.write': {
     description: 'Create config objects; change those the caller edits or manages (per-object grants decide)',
     roles: ALL,
     apiKey: true,
+    scopes: ['catalog:write'],
   },
-  'plugins.read': { description: 'List and read the plugins the caller has access to', roles: ALL, apiKey: true },
+  'plugins.read': {
+    description: 'List and read the plugins the caller has access to',
+    roles: ALL,
+    apiKey: true,
+    scopes: CATALOG_READ,
+  },
   'plugins.write': {
     description: 'Create plugins; change those the caller edits or manages (per-plugin grants decide)',
     roles: ALL,
@@ -72,6 +95,7 @@ export const POLICY = {
     description: 'List and read the marketplaces the caller has access to',
     roles: ALL,
     apiKey: true,
+    scopes: CATALOG_READ,
   },
   'marketplaces.create': { description: 'Create marketplaces', roles: ADMINS, apiKey: true },
   'marketplaces.write': {
@@ -83,6 +107,7 @@ export const POLICY = {
     description: 'List and read skill hubs and the skills the caller receives',
     roles: ALL,
     apiKey: true,
+    scopes: CATALOG_READ,
   },
   'skill_hubs.write': {
     description: 'Create skill hubs; change those the caller edits or manages (per-hub grants decide)',
@@ -150,38 +175,71 @@ export const PERMISSIONS = Object.keys(POLICY) as Permission[]
  * - `org`: a caller acting in an organization, holding `permission` by the policy table. With
  *   `worker`, a Worker's runtime presenting its activity token (`wka_…`) is accepted too, as a
  *   Worker principal (no member, no role): the route answers for that Worker.
+ *
+ * `oauthScopes` names the OAuth scopes that may call the route: for `identity` routes, where no
+ * permission decides, none means no OAuth token; for `org` routes it replaces the permission's
+ * scopes on that one route (the change feed reads with `config_objects.read` but is also what
+ * `delivery:read` follows).
  */
 export type ControlPlaneRule =
   | { kind: 'public' }
-  | { kind: 'identity'; sessionOnly?: boolean }
-  | { kind: 'org'; permission: Permission; worker?: true }
+  | { kind: 'identity'; sessionOnly?: boolean; oauthScopes?: readonly OAuthScope[] }
+  | { kind: 'org'; permission: Permission; worker?: true; oauthScopes?: readonly OAuthScope[] }
   | { kind: 'workerToken' }
 
 /** Shorthands for route declarations. */
 export const rules = {
   public: { kind: 'public' } as ControlPlaneRule,
   identity: { kind: 'identity' } as ControlPlaneRule,
+  /** Any signed-in caller, including an OAuth token with any scope (`GET /v1/me`, `GET /v1/me/orgs`). */
+  identityAnyScope: {
+    kind: 'identity',
+    oauthScopes: ['delivery:read', 'catalog:read', 'catalog:write'],
+  } as ControlPlaneRule,
   session: { kind: 'identity', sessionOnly: true } as ControlPlaneRule,
-  org: (permission: Permission): ControlPlaneRule => ({ kind: 'org', permission }),
+  org: (permission: Permission, options: { oauthScopes?: readonly OAuthScope[] } = {}): ControlPlaneRule =>
+    options.oauthScopes ? { kind: 'org', permission, oauthScopes: options.oauthScopes } : { kind: 'org', permission },
   /** An org route that a Worker's runtime may also call with its activity token. */
-  orgOrWorker: (permission: Permission): ControlPlaneRule => ({ kind: 'org', permission, worker: true }),
+  orgOrWorker: (permission: Permission, options: { oauthScopes?: readonly OAuthScope[] } = {}): ControlPlaneRule =>
+    options.oauthScopes
+      ? { kind: 'org', permission, worker: true, oauthScopes: options.oauthScopes }
+      : { kind: 'org', permission, worker: true },
   /** A Worker runtime presenting its activity token (checked against the Worker in the path). */
   workerToken: { kind: 'workerToken' } as ControlPlaneRule,
 }
 
 /** The caller kinds the policy distinguishes. */
-export type CredentialKind = 'session' | 'apiKey'
+export type CredentialKind = 'session' | 'apiKey' | 'oauth'
 
-/** True when a caller with `role` using `credential` holds `permission`. */
-export function allows(permission: Permission, role: Role, credential: CredentialKind): boolean {
+/**
+ * True when a caller with `role` using `credential` holds `permission`; an OAuth token also needs
+ * one of the permission's scopes among `scopes` (or among `routeScopes`, a route's own list).
+ */
+export function allows(
+  permission: Permission,
+  role: Role,
+  credential: CredentialKind,
+  scopes: readonly OAuthScope[] = [],
+  routeScopes?: readonly OAuthScope[],
+): boolean {
   const policy: PermissionPolicy = POLICY[permission]
   if (credential === 'apiKey' && !policy.apiKey) return false
+  if (credential === 'oauth' && !scopesCover(routeScopes ?? policy.scopes, scopes)) return false
   return policy.roles.includes(role)
 }
 
-/** The permissions a role holds with a credential kind, in table order. */
-export function permissionsOf(role: Role, credential: CredentialKind = 'session'): Permission[] {
-  return PERMISSIONS.filter((p) => allows(p, role, credential))
+/** True when a token holding `granted` has one of the `needed` scopes. */
+export function scopesCover(needed: readonly OAuthScope[] | undefined, granted: readonly OAuthScope[]): boolean {
+  return (needed ?? []).some((scope) => granted.includes(scope))
+}
+
+/** The permissions a role holds with a credential kind (and an OAuth token's scopes), in table order. */
+export function permissionsOf(
+  role: Role,
+  credential: CredentialKind = 'session',
+  scopes: readonly OAuthScope[] = [],
+): Permission[] {
+  return PERMISSIONS.filter((p) => allows(p, role, credential, scopes))
 }
 
 /** Narrows a stored role string; unknown values are treated as the least privileged role. */

@@ -14,6 +14,7 @@ import type {
   ConnectorTargetTable,
 } from './connectors/connector-tables.ts'
 import type { JobTable } from './jobs/job-tables.ts'
+import type { OAuthDeviceRequestTable, OAuthGrantTable, OAuthTokenTable } from './oauth/oauth-tables.ts'
 import type { ControlPlaneInstanceTable, WorkerTable, WorkerTokenTable } from './workers/worker-tables.ts'
 
 /** `instance`: one row identifying this database. */
@@ -377,6 +378,9 @@ export interface ControlPlaneDb {
   connector_discovery: ConnectorDiscoveryTable
   connector_sync_event: ConnectorSyncEventTable
   connector_source_binding: ConnectorSourceBindingTable
+  oauth_device_request: OAuthDeviceRequestTable
+  oauth_grant: OAuthGrantTable
+  oauth_token: OAuthTokenTable
 }
 
 /** A control-plane database handle or an open transaction: what queries that may run in either take. */

@@ -53,7 +53,7 @@ export function parseWith<S extends v.GenericSchema>(
 export const MAX_JSON_BODY_BYTES = 8 * 1024 * 1024
 
 /** Reads a body as text, refusing (413) once more than `maxBytes` arrive, e.g. a chunked flood. */
-async function readCapped(request: Request, maxBytes: number): Promise<string> {
+export async function readCapped(request: Request, maxBytes: number): Promise<string> {
   if (!request.body) return ''
   const decoder = new TextDecoder()
   let size = 0

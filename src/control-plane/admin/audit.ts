@@ -99,6 +99,9 @@ export type AuditAction =
   | 'llm_provider.updated'
   | 'llm_provider.deleted'
   | 'llm_provider.credential_read'
+  | 'oauth_device.approved'
+  | 'oauth_token.issued'
+  | 'oauth_token.revoked'
 
 /** Non-secret facts about an action. Values are short strings, numbers or booleans only. */
 export type AuditData = Record<string, string | number | boolean | null>

@@ -11,6 +11,7 @@ import type { Page } from '../pagination.ts'
 import { preparedPage } from '../prepared-page.ts'
 import { asRole, type AssignableRole, type Role } from '../policy.ts'
 import { disableMemberKeys } from './api-keys.ts'
+import { revokeMemberOAuthTokens } from '../oauth/oauth-tokens.ts'
 import { recordAudit, type Actor } from './audit.ts'
 import type { ControlPlaneDb } from '../schema.ts'
 import { controlPlaneError } from '../control-plane-errors.ts'
@@ -161,7 +162,10 @@ export async function transferOwnership(deps: Deps, actor: Actor, memberId: stri
   return getMember(deps, actor.orgId, memberId)
 }
 
-/** Removes a member: their team memberships go, their API keys are disabled. The owner cannot be removed. */
+/**
+ * Removes a member: their team memberships go, their API keys are disabled and their OAuth tokens
+ * revoked, in the removal's transaction. The owner cannot be removed.
+ */
 export async function removeMember(deps: Deps, actor: Actor, memberId: string): Promise<void> {
   await deps.db.transaction().execute(async (trx) => {
     const row = await trx
@@ -181,5 +185,6 @@ export async function removeMember(deps: Deps, actor: Actor, memberId: string): 
       .execute()
     await recordAudit(deps, trx, actor, 'member.removed', { type: 'member', id: memberId }, { role: row.role })
     await disableMemberKeys(deps, trx, actor, memberId, 'member_removed')
+    await revokeMemberOAuthTokens(deps, trx, actor, memberId)
   })
 }

@@ -22,18 +22,20 @@ export interface McpCaller {
 }
 
 /**
- * The caller for a principal acting in an organization. API keys and session tokens carry the
- * member's whole authority over HTTP already, so over MCP they may write wherever the member's
- * role and grants allow; refusing them here would protect nothing.
+ * The caller for a principal acting in an organization. An OAuth token reaches what its scopes
+ * allow (writing needs `catalog:write`), never more than its member's role and grants. API keys
+ * and session tokens carry the member's whole authority over HTTP already, so over MCP they may
+ * write wherever the member's role and grants allow; refusing them here would protect nothing.
  */
 export function callerOf(principal: ControlPlanePrincipal): McpCaller {
   const actor: Actor = { ...actorOf(principal), origin: 'mcp' }
+  const scopes = principal.oauth?.scopes ?? []
   const holds = (permission: Permission) =>
-    allows(permission, principal.org!.role, principal.credential as CredentialKind)
+    allows(permission, principal.org!.role, principal.credential as CredentialKind, scopes)
   return {
     principal,
     actor,
-    canWrite: true,
+    canWrite: principal.oauth === null || scopes.includes('catalog:write'),
     allows: holds,
     require(permission) {
       if (!holds(permission))
@@ -45,6 +47,8 @@ export function callerOf(principal: ControlPlanePrincipal): McpCaller {
 /** The key sessions are bound to: a session is only ever used with the credential that opened it. */
 export function credentialKey(principal: ControlPlanePrincipal): string {
   if (principal.apiKeyId) return `key:${principal.apiKeyId}`
+  // The grant id, which stays the same across refreshes: a refreshed token keeps its sessions.
+  if (principal.oauth) return `oauth:${principal.oauth.tokenId}`
   if (principal.session) return `session:${principal.session.id}`
   throw new Error('MCP caller without a credential')
 }

@@ -224,7 +224,7 @@ test('a removed member is refused on the next call; a session id is useless with
 })
 
 test('sessions are capped per credential (the least recently used closes) and idle ones end', async () => {
-  const t = await startMcpTestPlane({ mcp: { maxSessionsPerCredential: 2, idleSessionSeconds: 60 } })
+  const t = await startMcpTestPlane({ file: { mcp: { maxSessionsPerCredential: 2, idleSessionSeconds: 60 } } })
   try {
     // Sessions opened by hand: the SDK client also opens an event stream at a moment of its choosing.
     const key = t.org.ownerKey.key
@@ -285,7 +285,7 @@ function rawCall(mcpUrl: string, apiKey: string, sessionId: string, method: stri
 }
 
 test('a body over the limit is refused with 413 before it is parsed', async () => {
-  const t = await startMcpTestPlane({ mcp: { maxBodyBytes: 1024 } })
+  const t = await startMcpTestPlane({ file: { mcp: { maxBodyBytes: 1024 } } })
   try {
     const response = await fetch(t.mcpUrl, {
       method: 'POST',

@@ -44,7 +44,10 @@ export function eventRoutes(ctx: RouteContext, subscriptions: ChangeSubscription
       summary: "The organization's change feed (JSON page, or SSE with Last-Event-ID resume)",
       description:
         "What changed in the organization that the caller may see: config objects created, versioned, archived, restored, deleted; grants and skill-hub assignments changing what the caller can see; plugin and marketplace membership; connector syncs moving state; Worker state changes. With `Accept: text/event-stream` an SSE stream (`id:` = seq, `event:` = kind, heartbeat comments every 15 s; resume with `Last-Event-ID`, `?lastEventId=` or `?after=`; without them the stream starts at the newest change). Otherwise `{items, next}`: the changes after `after`, oldest first; pass `next` back as `after`. Changes made through any instance appear on every instance. `delivery.changed` tells the members (or the Worker) it names that what is delivered to them may have changed (re-read `GET /v1/me/delivery`); a Worker's activity token sees only the `delivery.changed` events naming that Worker.",
-      auth: rules.orgOrWorker('config_objects.read'),
+      // A delivery:read token follows the feed too: it is how a linked workspace hears of changes.
+      auth: rules.orgOrWorker('config_objects.read', {
+        oauthScopes: ['delivery:read', 'catalog:read', 'catalog:write'],
+      }),
       query: v.object({
         after: queryInt({ min: 0, max: Number.MAX_SAFE_INTEGER, description: 'Return changes after this seq' }),
         limit: pageQuery({ defaultLimit: 100 }).limit,

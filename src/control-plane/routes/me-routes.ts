@@ -12,7 +12,22 @@ import { pageQuery } from '../pagination.ts'
 import { AcceptedInvitation, AcceptInvitationBody, CreateOrganizationBody, OrganizationItem } from '../wire/admin.ts'
 import { ActiveOrgBody, MeResponse, MyOrganizationItem, MyOrganizationPage } from '../wire/identity.ts'
 import { route, type RouteContext } from './route.ts'
+import type { ControlPlanePrincipal } from '../auth.ts'
 import { controlPlaneError } from '../control-plane-errors.ts'
+
+/** The credential part of `GET /v1/me`. */
+function credentialView(principal: ControlPlanePrincipal) {
+  if (principal.oauth)
+    return {
+      kind: 'oauth' as const,
+      tokenId: principal.oauth.tokenId,
+      clientId: principal.oauth.clientId,
+      scopes: [...principal.oauth.scopes],
+      expiresAt: principal.oauth.expiresAt,
+    }
+  if (principal.credential === 'apiKey') return { kind: 'apiKey' as const, apiKeyId: principal.apiKeyId! }
+  return { kind: 'session' as const, sessionId: principal.session!.id, expiresAt: principal.session!.expiresAt }
+}
 
 /** Routes about the caller. */
 export function meRoutes(ctx: RouteContext) {
@@ -23,20 +38,22 @@ export function meRoutes(ctx: RouteContext) {
       operationId: 'getMe',
       tags: ['identity'],
       summary: 'Who the caller is, and the organization and role they act with',
-      auth: rules.identity,
+      description: 'Also answers an OAuth token of any scope; `member.permissions` are then the ones its scopes leave.',
+      auth: rules.identityAnyScope,
       responses: { 200: MeResponse },
       handler: ({ principal }) => ({
         user: principal.user!,
-        credential:
-          principal.credential === 'apiKey'
-            ? { kind: 'apiKey' as const, apiKeyId: principal.apiKeyId! }
-            : { kind: 'session' as const, sessionId: principal.session!.id, expiresAt: principal.session!.expiresAt },
+        credential: credentialView(principal),
         organization: principal.org ? { id: principal.org.id, name: principal.org.name } : null,
         member: principal.org
           ? {
               id: principal.org.memberId,
               role: principal.org.role,
-              permissions: permissionsOf(principal.org.role, principal.credential === 'apiKey' ? 'apiKey' : 'session'),
+              permissions: permissionsOf(
+                principal.org.role,
+                principal.credential === 'none' || principal.credential === 'worker' ? 'session' : principal.credential,
+                principal.oauth?.scopes,
+              ),
             }
           : null,
       }),
@@ -46,8 +63,8 @@ export function meRoutes(ctx: RouteContext) {
       path: '/v1/me/orgs',
       operationId: 'listMyOrganizations',
       tags: ['identity'],
-      summary: "The caller's organizations (an API key sees only its own)",
-      auth: rules.identity,
+      summary: "The caller's organizations (an API key or OAuth token sees only its own)",
+      auth: rules.identityAnyScope,
       query: v.object(pageQuery()),
       responses: { 200: MyOrganizationPage },
       errors: [400],
@@ -55,7 +72,8 @@ export function meRoutes(ctx: RouteContext) {
         listMyOrganizations(ctx.deps, principal.user!.id, principal.session?.activeOrgId ?? principal.org?.id ?? null, {
           cursor: query.cursor,
           limit: query.limit,
-          onlyOrgId: principal.credential === 'apiKey' ? principal.org!.id : undefined,
+          onlyOrgId:
+            principal.credential === 'apiKey' || principal.credential === 'oauth' ? principal.org!.id : undefined,
         }),
     }),
     route({

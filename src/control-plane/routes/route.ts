@@ -17,4 +17,9 @@ export interface RouteContext {
   throttle: SignInThrottle
   /** Use the first X-Forwarded-For entry as the client address (behind a trusted proxy only). */
   trustProxy: boolean
+  /**
+   * The control plane's public URL (`SERVICE_CONTROL_PLANE_PUBLIC_URL` or `workers.publicUrl`),
+   * without a trailing slash; when absent, URLs the server hands out are built from the request.
+   */
+  publicUrl?: string | null
 }

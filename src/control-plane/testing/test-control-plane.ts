@@ -21,6 +21,8 @@ export interface TestControlPlaneOptions {
   trustProxy?: boolean
   /** Start time of the clock (epoch ms); default now. */
   startAt?: number
+  /** Config file keys (e.g. `oauth`). */
+  file?: Partial<ControlPlaneConfig['file']>
   /** A second instance on the same database (and encryption key) as this running plane. */
   sameDatabaseAs?: TestControlPlane
   /** MCP endpoint limits (config file key `mcp`). */
@@ -61,7 +63,7 @@ export async function startTestControlPlane(options: TestControlPlaneOptions = {
     sessionTtlHours: options.sessionTtlHours ?? base.sessionTtlHours,
     trustProxy: options.trustProxy ?? false,
     signInThrottle: { ...base.signInThrottle, ...options.signInThrottle },
-    file: options.mcp ? { ...base.file, mcp: options.mcp } : base.file,
+    file: { ...base.file, ...options.file },
   }
   // A plane sharing another's database leaves creating and dropping it to that plane.
   const postgres = TEST_ENGINE === 'postgres' && !options.sameDatabaseAs

@@ -171,7 +171,7 @@ export const AuditEvent = v.pipe(
     actor: v.strictObject({
       userId: v.nullable(idOf('usr')),
       memberId: v.nullable(idOf('mem')),
-      credential: v.picklist(['session', 'apiKey']),
+      credential: v.picklist(['session', 'apiKey', 'oauth']),
       apiKeyId: v.nullable(idOf('key')),
     }),
     origin: v.pipe(

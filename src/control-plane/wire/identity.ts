@@ -3,6 +3,7 @@
  * @module
  */
 import * as v from 'valibot'
+import { OAUTH_SCOPES } from '../oauth/oauth-scopes.ts'
 import { PERMISSIONS, ROLES } from '../policy.ts'
 import { EmailField, idOf, itemOf, nameField, pageOf, Timestamp } from './common.ts'
 
@@ -49,6 +50,13 @@ export const MeResponse = v.pipe(
     credential: v.variant('kind', [
       v.strictObject({ kind: v.literal('session'), sessionId: idOf('ses'), expiresAt: Timestamp }),
       v.strictObject({ kind: v.literal('apiKey'), apiKeyId: idOf('key') }),
+      v.strictObject({
+        kind: v.literal('oauth'),
+        tokenId: idOf('ogr'),
+        clientId: v.string(),
+        scopes: v.array(v.picklist(OAUTH_SCOPES)),
+        expiresAt: Timestamp,
+      }),
     ]),
     organization: v.nullable(v.strictObject({ id: idOf('org'), name: v.string() })),
     member: v.nullable(
