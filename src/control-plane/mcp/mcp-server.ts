@@ -44,7 +44,13 @@ const RESOURCE_NOT_FOUND = -32002
 
 /** The `authInfo` the endpoint passes with each request, carrying the caller. */
 export function authInfoFor(caller: McpCaller, token: string): AuthInfo {
-  return { token, clientId: caller.principal.apiKeyId ?? 'session', scopes: [], extra: { caller } }
+  const p = caller.principal
+  return {
+    token,
+    clientId: p.oauth?.clientId ?? p.apiKeyId ?? 'session',
+    scopes: [...(p.oauth?.scopes ?? [])],
+    extra: { caller },
+  }
 }
 
 function callerFrom(extra: { authInfo?: AuthInfo }): McpCaller {
