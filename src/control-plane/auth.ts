@@ -123,14 +123,16 @@ function sessionPrincipal(session: ResolvedSession, member: Membership | null): 
  * Authenticates the caller from headers; null rule kinds never reach here. A session is answered
  * without a promise when nothing on its way waits (see core/maybe-promise.ts).
  */
-function identify(deps: Deps, request: Request): MaybePromise<ControlPlanePrincipal> {
+function identify(deps: Deps, request: Request, apiKeyAsBearer = false): MaybePromise<ControlPlanePrincipal> {
   const apiKey = request.headers.get('x-api-key')
   const headerOrg = request.headers.get(ORG_HEADER)
   if (apiKey !== null) return identifyApiKey(deps, apiKey.trim(), headerOrg)
   const token = bearerToken(request)
   if (!token) throw errors.unauthorized('Send Authorization: Bearer <session-token> or x-api-key: <key>')
-  if (token.startsWith(API_KEY_PREFIX))
+  if (token.startsWith(API_KEY_PREFIX)) {
+    if (apiKeyAsBearer) return identifyApiKey(deps, token, headerOrg)
     throw errors.unauthorized('API keys are sent in the x-api-key header, not as a bearer token')
+  }
   if (token.startsWith(ACCESS_TOKEN_PREFIX)) return identifyOAuth(deps, token, headerOrg)
   if (token.startsWith(REFRESH_TOKEN_PREFIX))
     throw errors.unauthorized('A refresh token is exchanged at POST /oauth/token, not sent as a bearer token')
@@ -273,7 +275,7 @@ export function controlPlaneAuth(deps: Deps): SurfaceAuth<ControlPlaneRule, Cont
         if (token?.startsWith(WORKER_ACTIVITY_PREFIX)) return identifyWorker(deps, token)
       }
       if (rule.kind === 'org' && rule.challenge)
-        return challenged(rule.challenge(request), () => identify(deps, request), rule)
+        return challenged(rule.challenge(request), () => identify(deps, request, rule.apiKeyAsBearer), rule)
       return andThen(identify(deps, request), (principal) => authorize(principal, rule))
     },
     security(rule): Array<Record<string, string[]>> {

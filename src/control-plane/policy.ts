@@ -194,6 +194,11 @@ export type ControlPlaneRule =
        * its protected-resource metadata there so OAuth clients can discover the authorization server).
        */
       challenge?: (request: Request) => string
+      /**
+       * Also take an API key as `Authorization: Bearer svc_…` (the MCP endpoint: some MCP clients
+       * can only send a bearer token). Elsewhere a key sent that way is refused with a hint.
+       */
+      apiKeyAsBearer?: true
     }
   | { kind: 'workerToken' }
 

@@ -1,6 +1,6 @@
 /**
  * The MCP endpoint of the compiled binary against real clients: the MCP SDK's client over
- * Streamable HTTP, the real `opencode` binary with a `remote` MCP entry that `opencode mcp list`
+ * Streamable HTTP, the real `opencode` binary with a `remote` MCP entry (the API key as a bearer header) that `opencode mcp list`
  * must report connected (with OpenCode's HOME and config isolated), and Claude Code's
  * `claude mcp list` where a `claude` binary is available (npm `@anthropic-ai/claude-code`; it
  * checks an HTTP server's health without a model account, but it is not a dependency of this
@@ -105,7 +105,14 @@ test('the compiled binary serves /mcp to the SDK client and to the real opencode
       join(project, 'opencode.json'),
       JSON.stringify({
         $schema: 'https://opencode.ai/config.json',
-        mcp: { org: { type: 'remote', url: `${server.url}/mcp`, headers: { 'x-api-key': org.apiKey }, oauth: false } },
+        mcp: {
+          org: {
+            type: 'remote',
+            url: `${server.url}/mcp`,
+            headers: { authorization: `Bearer ${org.apiKey}` },
+            oauth: false,
+          },
+        },
       }),
     )
     const listed = await run(OPENCODE_BIN, ['mcp', 'list'], project, isolatedOpencodeEnv(join(dir.path, 'home')))

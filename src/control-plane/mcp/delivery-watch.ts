@@ -21,7 +21,12 @@ import { fingerprints } from './skill-resources.ts'
 export interface WatchNotifier {
   listChanged(): Promise<void>
   updated(uri: string): Promise<void>
+  /** Called when a change may have ended the caller's access (a member removed, a role changed). */
+  recheck(): Promise<void>
 }
+
+/** Feed kinds after which the session's credential is checked again. */
+const ACCESS_KINDS = new Set(['member.removed', 'member.role_changed', 'visibility.changed'])
 
 /** Subscribed URIs per session at most (each costs a map entry and a comparison per change). */
 export const MAX_SUBSCRIPTIONS = 1000
@@ -107,14 +112,17 @@ export class DeliveryWatch {
       do {
         this.#again = false
         let changed = false
+        let access = false
         const { actor } = this.who()
         for (;;) {
           const page = await readChanges(this.deps.db, actor, this.#after ?? 0, 200)
           if (page.items.some((item) => item.kind === DELIVERY_CHANGED)) changed = true
+          if (page.items.some((item) => ACCESS_KINDS.has(item.kind))) access = true
           const moved = page.next > (this.#after ?? 0)
           this.#after = page.next
           if (!moved || page.items.length < 200) break
         }
+        if (access && !this.#closed) await this.notify.recheck()
         if (changed && !this.#closed) await this.#refresh()
       } while (this.#again && !this.#closed)
     } catch {

@@ -15,6 +15,7 @@ import { randomBytes } from '../../core/random-bytes.ts'
 import type { ControlPlanePrincipal } from '../auth.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import { stillAllowed, type ChangeSubscriptions } from '../events/change-feed.ts'
+import { findActiveOAuthToken } from '../oauth/oauth-tokens.ts'
 import { boundedStream } from './bounded-stream.ts'
 import { DeliveryWatch } from './delivery-watch.ts'
 import { callerOf, credentialKey, type McpCaller } from './mcp-caller.ts'
@@ -103,24 +104,28 @@ export class McpEndpoint {
     return response
   }
 
-  /** Closes idle sessions and those whose credential no longer holds; runs on a timer and is exported for tests. */
+  /**
+   * Closes idle sessions, and sessions with an open stream whose credential no longer holds (a
+   * request would be refused anyway; an open stream must not keep listening). Runs on a timer.
+   */
   async sweep(): Promise<void> {
     this.#closeIdle()
-    const nowIso = isoAt(this.deps)
-    for (const session of [...this.#sessions.values()]) {
-      if (session.openStreams === 0) continue
-      const p = session.principal
-      try {
-        const ok = await stillAllowed(
-          this.deps.db,
-          callerOf(p).actor,
-          { sessionId: p.session?.id ?? null, apiKeyId: p.apiKeyId },
-          nowIso,
-        )
-        if (!ok) this.#close(session)
-      } catch {
-        // The database is unavailable for a moment: the next sweep checks again.
+    for (const session of [...this.#sessions.values()]) if (session.openStreams > 0) await this.#recheck(session)
+  }
+
+  /** Closes the session when its member, role or credential no longer holds. */
+  async #recheck(session: McpSession): Promise<void> {
+    const p = session.principal
+    try {
+      if (p.oauth) {
+        // The grant (stable across refreshes): revoked, expired, or its member removed ends it.
+        if (!(await findActiveOAuthToken(this.deps, p.oauth.tokenId))) this.#close(session)
+        return
       }
+      const credential = { sessionId: p.session?.id ?? null, apiKeyId: p.apiKeyId }
+      if (!(await stillAllowed(this.deps.db, callerOf(p).actor, credential, isoAt(this.deps)))) this.#close(session)
+    } catch {
+      // The database is unavailable for a moment: the next sweep checks again.
     }
   }
 
@@ -157,6 +162,7 @@ export class McpEndpoint {
     const watch = new DeliveryWatch(this.deps, who, {
       listChanged: () => session.server.sendResourceListChanged(),
       updated: (uri) => session.server.sendResourceUpdated({ uri }),
+      recheck: () => this.#recheck(session),
     })
     const server = createMcpServer(this.deps, watch, this.limits)
     session = {

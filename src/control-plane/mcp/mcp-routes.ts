@@ -77,6 +77,7 @@ export function mcpRoutes(
     kind: 'org',
     permission: 'delivery.read',
     challenge: (request) => challenge(request),
+    apiKeyAsBearer: true,
   }
   const metadata = ({ request }: { request: Request }) => {
     const issuer = issuerOf(request, ctx)

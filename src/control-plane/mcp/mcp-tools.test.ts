@@ -208,6 +208,29 @@ test('a removed member is refused on the next call; a session id is useless with
     })
     assert.is(anonymous.status, 401)
     assert.ok((await memberClient.listTools()).tools.length > 0)
+    // An event stream the member holds open (opened by hand, so the test can watch it end).
+    const auth = { authorization: `Bearer ${t.org.member.token}` }
+    const init = await fetch(t.mcpUrl, {
+      method: 'POST',
+      headers: { ...auth, ...JSON_HEADERS },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+      }),
+    })
+    await init.body?.cancel()
+    const stream = await fetch(t.mcpUrl, {
+      headers: {
+        ...auth,
+        accept: 'text/event-stream',
+        'mcp-session-id': init.headers.get('mcp-session-id')!,
+        'mcp-protocol-version': '2025-11-25',
+      },
+    })
+    assert.is(stream.status, 200)
+    const reader = stream.body!.getReader()
     const removed = await t.plane.client.delete(`/v1/members/${t.org.member.memberId}`, { token: t.org.owner.token })
     assert.ok(removed.status === 200 || removed.status === 204, `remove: ${removed.status}`)
     let refused: unknown = null
@@ -217,6 +240,14 @@ test('a removed member is refused on the next call; a session id is useless with
       refused = error
     }
     assert.ok(refused, 'a removed member must not get an answer')
+    // The open stream ends too: the removal in the change feed makes the session check its member.
+    const deadline = Date.now() + 5_000
+    let ended = false
+    while (!ended && Date.now() < deadline) {
+      const next = await Promise.race([reader.read(), new Promise<null>((r) => setTimeout(() => r(null), 500))])
+      if (next?.done) ended = true
+    }
+    assert.ok(ended, "the removed member's event stream is closed")
     await memberClient.close()
   } finally {
     await t.close()
