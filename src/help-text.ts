@@ -74,6 +74,7 @@ const USAGE = [
   '  service-server approvals list|allow <id>|deny <id> [--url <base>] [--host-token <t>]',
   '  service-server tokens list|create <scope> [--label <l>] [--ttl <seconds>]|revoke <id> [--url <base>]',
   '  service-server control-plane copy-database --from <sqlite file> [--to <postgres url>]',
+  '  service-server org token <control-plane-url>   sign in to an organization; prints only the token',
 ]
 
 function flagLine(name: string, f: FlagSpec): string {

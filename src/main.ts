@@ -70,6 +70,11 @@ export async function main(argv: string[], io: MainIo): Promise<number> {
     const { runHostCli } = await import('./workspace/access/host-cli.ts')
     return runHostCli(argv, io)
   }
+  if (argv[0] === 'org' && argv[1] === 'token') {
+    startupFinished()
+    const { runOrgTokenCli } = await import('./org-token-cli.ts')
+    return runOrgTokenCli(argv, io)
+  }
   if (argv[0] === 'control-plane') {
     startupFinished()
     const { runControlPlaneCli } = await import('./control-plane/copy-database.ts')

@@ -24,6 +24,7 @@ import * as m0025 from './0025_change_feed.ts'
 import * as m0030 from './0030_worker_runtime_owner.ts'
 import * as m0040 from './0040_skill_files.ts'
 import * as m0060 from './0060_oauth_tokens.ts'
+import * as m0061 from './0061_oauth_clients.ts'
 import * as m0065 from './0065_delivery.ts'
 import * as m0070 from './0070_audit_origin.ts'
 
@@ -48,6 +49,7 @@ export const controlPlaneMigrations: MigrationSet = {
   '0030_worker_runtime_owner': m0030,
   '0040_skill_files': m0040,
   '0060_oauth_tokens': m0060,
+  '0061_oauth_clients': m0061,
   '0065_delivery': m0065,
   '0070_audit_origin': m0070,
 }

@@ -25,6 +25,7 @@ import wsPortabilityJs from './web/ws-portability.mjs' with { type: 'text' }
 import cpAppJs from './web/cp-app.mjs' with { type: 'text' }
 import cpOrgJs from './web/cp-org.mjs' with { type: 'text' }
 import cpKeysJs from './web/cp-keys.mjs' with { type: 'text' }
+import cpOAuthJs from './web/cp-oauth.mjs' with { type: 'text' }
 import cpWorkersJs from './web/cp-workers.mjs' with { type: 'text' }
 import cpFeedJs from './web/cp-feed.mjs' with { type: 'text' }
 import cpSkillsJs from './web/cp-skills.mjs' with { type: 'text' }
@@ -49,6 +50,7 @@ const SOURCES: Record<string, string> = {
   'cp-app.mjs': cpAppJs,
   'cp-org.mjs': cpOrgJs,
   'cp-keys.mjs': cpKeysJs,
+  'cp-oauth.mjs': cpOAuthJs,
   'cp-workers.mjs': cpWorkersJs,
   'cp-feed.mjs': cpFeedJs,
   'cp-skills.mjs': cpSkillsJs,

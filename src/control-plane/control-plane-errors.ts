@@ -74,6 +74,10 @@ export const CONTROL_PLANE_ERRORS = defineErrors({
   job_not_found: { status: 404, description: 'No job with this id' },
   worker_not_found: { status: 404, description: 'No Worker with this id' },
   oauth_token_not_found: { status: 404, description: 'No OAuth token (grant) with this id visible to the caller' },
+  oauth_authorization_not_found: {
+    status: 404,
+    description: 'No pending authorization request with this id (unknown, expired or already decided)',
+  },
   oauth_device_request_not_found: {
     status: 404,
     description: 'No pending device sign-in with this user code (unknown, expired or already decided)',

@@ -14,7 +14,13 @@ import type {
   ConnectorTargetTable,
 } from './connectors/connector-tables.ts'
 import type { JobTable } from './jobs/job-tables.ts'
-import type { OAuthDeviceRequestTable, OAuthGrantTable, OAuthTokenTable } from './oauth/oauth-tables.ts'
+import type {
+  OAuthAuthorizationTable,
+  OAuthClientTable,
+  OAuthDeviceRequestTable,
+  OAuthGrantTable,
+  OAuthTokenTable,
+} from './oauth/oauth-tables.ts'
 import type { ControlPlaneInstanceTable, WorkerTable, WorkerTokenTable } from './workers/worker-tables.ts'
 
 /** `instance`: one row identifying this database. */
@@ -381,6 +387,8 @@ export interface ControlPlaneDb {
   oauth_device_request: OAuthDeviceRequestTable
   oauth_grant: OAuthGrantTable
   oauth_token: OAuthTokenTable
+  oauth_client: OAuthClientTable
+  oauth_authorization: OAuthAuthorizationTable
 }
 
 /** A control-plane database handle or an open transaction: what queries that may run in either take. */

@@ -5,6 +5,7 @@ import { pluginsPage, providersPage } from './cp-catalog.mjs'
 import { configPage } from './cp-config.mjs'
 import { connectorsPage } from './cp-connectors.mjs'
 import { keysPage } from './cp-keys.mjs'
+import { consentPage, devicePage, tokensPage } from './cp-oauth.mjs'
 import { skillsPage } from './cp-skills.mjs'
 import { workersPage } from './cp-workers.mjs'
 import { invitationsPage, membersPage, teamsPage } from './cp-org.mjs'
@@ -23,6 +24,7 @@ const PAGES = [
   ['providers', 'Model providers', 'llm_providers.read'],
   ['keys', 'API keys', 'api_keys.read'],
   ['workers', 'Workers', 'workers.read'],
+  ['tokens', 'OAuth tokens', 'oauth_tokens.own'],
   ['orgs', 'Organizations', null],
 ]
 
@@ -183,15 +185,24 @@ function shell(root) {
   const nav = h('nav', { class: 'sections', 'aria-label': 'Sections' }, links)
   root.before(top, nav)
   const render = (moveFocus) => {
-    const [page] = location.hash.slice(1).split('/')
-    const id = pages.some(([p]) => p === page) ? page : org ? pages[0][0] : 'orgs'
+    // `#device=CODE` and `#consent=ID` are where other programs send a person to approve them.
+    const [page, argument] = location.hash.slice(1).split(/[/=]/)
+    const approval = page === 'device' || page === 'consent'
+    const id = approval || pages.some(([p]) => p === page) ? page : org ? pages[0][0] : 'orgs'
     for (const link of links) {
       if (link.dataset.page === id) link.setAttribute('aria-current', 'page')
       else link.removeAttribute('aria-current')
     }
     current?.dispose?.()
-    document.title = `${pages.find(([p]) => p === id)[1]} · control plane console`
+    const title = { device: 'Sign in a program', consent: 'Allow access' }[id] ?? pages.find(([p]) => p === id)[1]
+    document.title = `${title} · control plane console`
     const context = { api, me, can, reload: () => enter(root) }
+    if (approval) {
+      current = id === 'device' ? devicePage(context, argument) : consentPage(context, argument)
+      mount(root, current.node)
+      if (moveFocus) root.focus()
+      return
+    }
     const make = {
       members: membersPage,
       invitations: invitationsPage,
@@ -203,6 +214,7 @@ function shell(root) {
       providers: providersPage,
       keys: keysPage,
       workers: workersPage,
+      tokens: tokensPage,
     }[id]
     current = make ? make(context) : orgsPage(context)
     mount(root, current.node)

@@ -100,6 +100,7 @@ export type AuditAction =
   | 'llm_provider.deleted'
   | 'llm_provider.credential_read'
   | 'oauth_device.approved'
+  | 'oauth_authorization.approved'
   | 'oauth_token.issued'
   | 'oauth_token.revoked'
 

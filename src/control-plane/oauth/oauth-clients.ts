@@ -2,12 +2,15 @@
  * The clients the authorization server knows. Three are built in and public (no secret, RFC 6749
  * §2.1): stock OpenCode's auth command, `service-server org token`, and `service-server org link`.
  * They use the device grant, receive `delivery:read`, and their tokens live long (OpenCode stores
- * its token and cannot refresh it), like an API key, while staying revocable.
+ * its token and cannot refresh it), like an API key, while staying revocable. Every other client
+ * registered itself (RFC 7591, MCP clients): authorization code with PKCE, one-hour access tokens
+ * and rotating refresh tokens.
  * @module
  */
 import type { Deps } from '../deps.ts'
 import { oauthError } from './oauth-error.ts'
-import type { OAuthScope } from './oauth-scopes.ts'
+import { storedScopes, type OAuthScope } from './oauth-scopes.ts'
+import type { OAuthClientTable } from './oauth-tables.ts'
 
 /** Default lifetime of a built-in client's tokens (config `oauth.tokenTtlDays`). */
 export const DEFAULT_TOKEN_TTL_DAYS = 90
@@ -68,9 +71,30 @@ export function tokenLifetimes(
   return { accessMs: MCP_ACCESS_TTL_MS, refreshMs: MCP_REFRESH_TTL_MS }
 }
 
+/** What a registered client receives when it asks for no scope: reading, not writing. */
+const REGISTERED_DEFAULT_SCOPES: readonly OAuthScope[] = ['delivery:read', 'catalog:read']
+
+/** A registered client row as the grants see it. */
+export function registeredClient(row: OAuthClientTable): OAuthClient {
+  const allowedScopes = storedScopes(row.scope)
+  return {
+    id: row.id,
+    name: row.name,
+    builtIn: false,
+    allowedScopes,
+    defaultScopes: REGISTERED_DEFAULT_SCOPES.filter((scope) => allowedScopes.includes(scope)),
+    grantTypes: ['authorization_code', 'refresh_token'],
+    redirectUris: JSON.parse(row.redirect_uris) as string[],
+  }
+}
+
 /** The client named by `client_id`, or `invalid_client` (401, RFC 6749 §5.2). */
-export async function resolveClient(_deps: Deps, clientId: string): Promise<OAuthClient> {
-  const client = BUILT_IN_CLIENTS.get(clientId)
-  if (!client) throw oauthError('invalid_client', 'Unknown client_id', 401)
-  return client
+export async function resolveClient(deps: Deps, clientId: string): Promise<OAuthClient> {
+  const builtIn = BUILT_IN_CLIENTS.get(clientId)
+  if (builtIn) return builtIn
+  if (clientId.length <= 64) {
+    const row = await deps.db.selectFrom('oauth_client').selectAll().where('id', '=', clientId).executeTakeFirst()
+    if (row) return registeredClient(row)
+  }
+  throw oauthError('invalid_client', 'Unknown client_id', 401)
 }

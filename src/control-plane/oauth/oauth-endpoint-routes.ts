@@ -7,6 +7,7 @@
 import { clientAddress } from '../identity/client-address.ts'
 import { rules } from '../policy.ts'
 import { route, type RouteContext } from '../routes/route.ts'
+import { exchangeCode } from './authorization-code.ts'
 import { pollDeviceToken, startDeviceAuthorization } from './device-grant.ts'
 import { issuerOf } from './issuer.ts'
 import { DEVICE_CODE_GRANT, resolveClient } from './oauth-clients.ts'
@@ -19,7 +20,7 @@ import { DeviceAuthorizationResponse, formBody, oauthErrorResponse, TokenRespons
 const TAGS = ['oauth']
 
 /** The grant types the token endpoint serves. */
-export const TOKEN_GRANT_TYPES = [DEVICE_CODE_GRANT, 'refresh_token'] as const
+export const TOKEN_GRANT_TYPES = ['authorization_code', DEVICE_CODE_GRANT, 'refresh_token'] as const
 
 /** OAuth endpoint routes. */
 export function oauthEndpointRoutes(ctx: RouteContext) {
@@ -63,7 +64,7 @@ export function oauthEndpointRoutes(ctx: RouteContext) {
       operationId: 'oauthToken',
       tags: TAGS,
       summary: 'Exchange a grant for tokens (RFC 6749 §5, RFC 8628 §3.4)',
-      description: `Form field \`grant_type\`: \`${DEVICE_CODE_GRANT}\` with \`device_code\` and \`client_id\` (answers \`authorization_pending\`, \`slow_down\` when polled faster than the interval, which then grows by 5 s, \`access_denied\`, \`expired_token\`), or \`refresh_token\` with \`refresh_token\`, \`client_id\` and optional narrower \`scope\`. Refresh tokens rotate: each is exchanged once; presenting an exchanged one again revokes the whole grant (every token issued under it). The answer adds \`organization\` (the one chosen at approval) to RFC 6749's fields.`,
+      description: `Form field \`grant_type\`: \`authorization_code\` with \`code\`, \`redirect_uri\`, \`client_id\`, \`code_verifier\` (PKCE S256) and optional \`resource\` (must equal the authorization request's; a code is exchanged once, and a second exchange revokes what the first issued); \`${DEVICE_CODE_GRANT}\` with \`device_code\` and \`client_id\` (answers \`authorization_pending\`, \`slow_down\` when polled faster than the interval, which then grows by 5 s, \`access_denied\`, \`expired_token\`), or \`refresh_token\` with \`refresh_token\`, \`client_id\` and optional narrower \`scope\`. Refresh tokens rotate: each is exchanged once; presenting an exchanged one again revokes the whole grant (every token issued under it). The answer adds \`organization\` (the one chosen at approval) to RFC 6749's fields.`,
       auth: rules.public,
       // 401: an unknown client_id (`invalid_client`, RFC 6749 §5.2).
       errors: [401],
@@ -81,6 +82,20 @@ export function oauthEndpointRoutes(ctx: RouteContext) {
           const form = await readForm(request)
           const grantType = required(form, 'grant_type', 128)
           const clientId = required(form, 'client_id', 128)
+          if (grantType === 'authorization_code') {
+            const client = await resolveClient(ctx.deps, clientId)
+            if (!client.grantTypes.includes('authorization_code'))
+              throw oauthError('unauthorized_client', 'This client may not use the authorization code grant')
+            return oauthJson(
+              await exchangeCode(ctx.deps, {
+                client,
+                code: required(form, 'code', 256),
+                redirectUri: required(form, 'redirect_uri', 512),
+                codeVerifier: required(form, 'code_verifier', 256),
+                resource: optional(form, 'resource'),
+              }),
+            )
+          }
           if (grantType === DEVICE_CODE_GRANT)
             return oauthJson(await pollDeviceToken(ctx.deps, clientId, required(form, 'device_code', 256)))
           if (grantType === 'refresh_token') {

@@ -23,6 +23,7 @@ export type OAuthErrorCode =
   | 'invalid_redirect_uri'
   | 'invalid_client_metadata'
   | 'temporarily_unavailable'
+  | 'unsupported_response_type'
 
 /** An error answered as `{error, error_description}`. */
 export class OAuthError extends Error {

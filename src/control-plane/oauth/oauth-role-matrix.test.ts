@@ -16,7 +16,7 @@ import { deviceTokens, startDevice } from './oauth-test-kit.ts'
 
 const test = suite('control-plane/oauth-role-matrix', { timeoutMs: 120_000 })
 
-const TAGS = ['oauth', 'oauth-device', 'oauth-tokens']
+const TAGS = ['oauth', 'oauth-device', 'oauth-consent', 'oauth-tokens']
 
 /** The session of the member the caller acts as (an API key acts as its creator). */
 function sessionOf(w: MatrixWorld, caller: MatrixCaller): string {
@@ -38,7 +38,33 @@ const form = (fields: Record<string, string>) => ({
   headers: { 'content-type': 'application/x-www-form-urlencoded' },
 })
 
+/** A fresh pending authorization request (register, then authorize with PKCE). */
+async function pendingAuthorization(w: MatrixWorld): Promise<string> {
+  const redirect = 'https://client.example/cb'
+  const registered = await w.client.post('/oauth/register', { json: { redirect_uris: [redirect] } })
+  const query = new URLSearchParams({
+    response_type: 'code',
+    client_id: registered.body.client_id,
+    redirect_uri: redirect,
+    code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+    code_challenge_method: 'S256',
+  })
+  const started = await w.client.get(`/oauth/authorize?${query}`)
+  return started.headers.get('location')!.split('=')[1]!
+}
+
 const REQUESTS: MatrixRequests = {
+  oauthAuthorizationServerMetadata: async () => ({ path: '/.well-known/oauth-authorization-server' }),
+  oauthRegisterClient: async () => ({
+    path: '/oauth/register',
+    json: { redirect_uris: ['https://client.example/cb'] },
+  }),
+  getAuthorizationRequest: async (w) => ({ path: `/v1/oauth/authorizations/${await pendingAuthorization(w)}` }),
+  approveAuthorizationRequest: async (w) => ({
+    path: `/v1/oauth/authorizations/${await pendingAuthorization(w)}/approve`,
+    json: {},
+  }),
+  denyAuthorizationRequest: async (w) => ({ path: `/v1/oauth/authorizations/${await pendingAuthorization(w)}/deny` }),
   oauthDeviceAuthorization: async () => ({ path: '/oauth/device_authorization', ...form({ client_id: 'opencode' }) }),
   oauthToken: async (w) => {
     const tokens = await deviceTokens(w.client, w.org.member.token)

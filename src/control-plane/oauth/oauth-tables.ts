@@ -28,6 +28,41 @@ export interface OAuthDeviceRequestTable {
   expires_at: string
 }
 
+/** `oauth_client`: a dynamically registered public client (RFC 7591). */
+export interface OAuthClientTable {
+  id: string
+  name: string
+  /** JSON array of exact redirect URIs. */
+  redirect_uris: string
+  /** Space-separated scopes the client may ask for. */
+  scope: string
+  /** SHA-256 of the registering address (bounds registrations per address), or null. */
+  address_hash: string | null
+  created_at: string
+}
+
+/** `oauth_authorization`: one authorization code request (PKCE S256), from authorize to token. */
+export interface OAuthAuthorizationTable {
+  id: string
+  client_id: string
+  redirect_uri: string
+  code_challenge: string
+  scope: string
+  resource: string | null
+  state: string | null
+  /** `pending | approved | denied | issued`; `expired` is derived from `expires_at`. */
+  status: string
+  /** Set on approval; the code is shown once, in the redirect. */
+  code_hash: string | null
+  org_id: string | null
+  member_id: string | null
+  user_id: string | null
+  grant_id: string | null
+  created_at: string
+  /** Pending: when consent must be given by; approved: when the code expires. */
+  expires_at: string
+}
+
 /** `oauth_grant`: one approval; its tokens live and die with it. */
 export interface OAuthGrantTable {
   id: string
@@ -43,7 +78,7 @@ export interface OAuthGrantTable {
   expires_at: string
   last_used_at: string | null
   revoked_at: string | null
-  /** `member | admin | member_removed | refresh_reuse | client`. */
+  /** `member | admin | member_removed | refresh_reuse | code_reuse | client`. */
   revoked_reason: string | null
 }
 
@@ -56,6 +91,6 @@ export interface OAuthTokenTable {
   token_hash: string
   created_at: string
   expires_at: string
-  /** A refresh token exchanged, or an access token superseded by a refresh. */
+  /** When a refresh token was exchanged (kept until its expiry, to recognise reuse). */
   ended_at: string | null
 }

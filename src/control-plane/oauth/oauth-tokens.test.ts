@@ -31,6 +31,12 @@ test('a refresh rotates both tokens and ends the old access token; reusing an ex
     assert.equal(second.body.organization, first.organization)
     assert.is((await t.client.get('/v1/me', { token: first.access_token })).status, 401, 'superseded')
     assert.is((await t.client.get('/v1/me', { token: second.body.access_token })).status, 200)
+    const rows = await t.app.deps.db.selectFrom('oauth_token').select(['kind', 'ended_at']).execute()
+    assert.equal(
+      rows.map((r) => `${r.kind}:${r.ended_at ? 'ended' : 'live'}`).sort(),
+      ['access:live', 'refresh:ended', 'refresh:live'],
+      'one live pair; the exchanged refresh token is kept to recognise reuse',
+    )
     const wrongClient = await postForm(t.client, '/oauth/token', {
       grant_type: 'refresh_token',
       refresh_token: second.body.refresh_token,
@@ -155,6 +161,8 @@ test('removing a member revokes their OAuth tokens in the same step; the grant i
     assert.is((await t.client.get('/v1/me', { token: tokens.access_token })).status, 401)
     assert.is((await refresh(t, tokens.refresh_token)).body.error, 'invalid_grant')
     assert.is(await findActiveOAuthToken(t.app.deps, grantId), null)
+    const left = await t.app.deps.db.selectFrom('oauth_token').select('id').where('grant_id', '=', grantId).execute()
+    assert.is(left.length, 0, 'a revoked grant keeps no token rows')
     const all = await t.client.get('/v1/oauth-tokens', { token: org.admin.token })
     assert.is(all.body.items[0].revokedReason, 'member_removed')
   } finally {

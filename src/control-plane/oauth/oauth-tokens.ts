@@ -31,7 +31,7 @@ export const REFRESH_TOKEN_PREFIX = 'ort_'
 const LAST_USED_RESOLUTION_MS = 60_000
 
 /** Why a grant ended. */
-export type RevokedReason = 'member' | 'admin' | 'member_removed' | 'refresh_reuse' | 'client'
+export type RevokedReason = 'member' | 'admin' | 'member_removed' | 'refresh_reuse' | 'code_reuse' | 'client'
 
 /** The token response of `/oauth/token` (RFC 6749 §5.1 plus the organization the token acts in). */
 export interface TokenResponse {
@@ -291,8 +291,11 @@ export async function findActiveOAuthToken(deps: Deps, tokenId: string): Promise
   }
 }
 
-/** Marks a grant revoked and ends its tokens; true when it was active. Call inside a transaction. */
-async function endGrant(deps: Deps, trx: Db, grantId: string, reason: RevokedReason): Promise<boolean> {
+/**
+ * Marks a grant revoked and deletes its tokens (the grant row keeps the story for lists and the
+ * audit); true when it was active. Call inside a transaction.
+ */
+export async function endGrant(deps: Deps, trx: Db, grantId: string, reason: RevokedReason): Promise<boolean> {
   const now = isoAt(deps)
   const updated = await trx
     .updateTable('oauth_grant')
@@ -301,12 +304,7 @@ async function endGrant(deps: Deps, trx: Db, grantId: string, reason: RevokedRea
     .where('revoked_at', 'is', null)
     .executeTakeFirst()
   if (Number(updated.numUpdatedRows) === 0) return false
-  await trx
-    .updateTable('oauth_token')
-    .set({ ended_at: now })
-    .where('grant_id', '=', grantId)
-    .where('ended_at', 'is', null)
-    .execute()
+  await trx.deleteFrom('oauth_token').where('grant_id', '=', grantId).execute()
   return true
 }
 
@@ -350,13 +348,18 @@ export async function refreshTokens(
       .where('ended_at', 'is', null)
       .executeTakeFirst()
     if (Number(ended.numUpdatedRows) === 0) return null
-    // The previous access token is superseded: a grant has one live access token.
+    // The previous access token is superseded (a grant has one live access token), and exchanged
+    // refresh tokens are kept only until they would have expired anyway: reuse is detected while
+    // a stolen copy could still be used, and a long-lived grant's rows stay bounded.
     await trx
-      .updateTable('oauth_token')
-      .set({ ended_at: isoAt(deps) })
+      .deleteFrom('oauth_token')
       .where('grant_id', '=', row.grant_id)
-      .where('kind', '=', 'access')
-      .where('ended_at', 'is', null)
+      .where((eb) =>
+        eb.or([
+          eb('kind', '=', 'access'),
+          eb.and([eb('ended_at', 'is not', null), eb('expires_at', '<=', isoAt(deps))]),
+        ]),
+      )
       .execute()
     await trx
       .updateTable('oauth_grant')

@@ -106,7 +106,9 @@ export const OAuthTokenItem = v.pipe(
     scopes: v.array(v.picklist(OAUTH_SCOPES)),
     resource: v.nullable(v.string()),
     status: v.picklist(['active', 'expired', 'revoked']),
-    revokedReason: v.nullable(v.picklist(['member', 'admin', 'member_removed', 'refresh_reuse', 'client'])),
+    revokedReason: v.nullable(
+      v.picklist(['member', 'admin', 'member_removed', 'refresh_reuse', 'code_reuse', 'client']),
+    ),
     createdAt: Timestamp,
     expiresAt: Timestamp,
     lastUsedAt: v.nullable(Timestamp),
@@ -117,3 +119,67 @@ export const OAuthTokenItem = v.pipe(
 
 /** A page of OAuth tokens. */
 export const OAuthTokenPage = pageOf(OAuthTokenItem, 'OAuthTokenPage')
+
+/** RFC 8414 metadata. */
+export const AuthorizationServerMetadata = v.pipe(
+  v.strictObject({
+    issuer: v.string(),
+    authorization_endpoint: v.string(),
+    token_endpoint: v.string(),
+    registration_endpoint: v.string(),
+    revocation_endpoint: v.string(),
+    device_authorization_endpoint: v.string(),
+    scopes_supported: v.array(v.string()),
+    response_types_supported: v.array(v.string()),
+    response_modes_supported: v.array(v.string()),
+    grant_types_supported: v.array(v.string()),
+    token_endpoint_auth_methods_supported: v.array(v.string()),
+    revocation_endpoint_auth_methods_supported: v.array(v.string()),
+    code_challenge_methods_supported: v.array(v.string()),
+    authorization_response_iss_parameter_supported: v.boolean(),
+    service_documentation: v.string(),
+  }),
+  v.title('AuthorizationServerMetadata'),
+)
+
+/** RFC 7591 §3.2.1. */
+export const RegisteredClientBody = v.pipe(
+  v.strictObject({
+    client_id: v.string(),
+    client_id_issued_at: v.number(),
+    client_name: v.string(),
+    redirect_uris: v.array(v.string()),
+    grant_types: v.array(v.string()),
+    response_types: v.array(v.string()),
+    token_endpoint_auth_method: v.literal('none'),
+    scope: v.string(),
+  }),
+  v.title('RegisteredClient'),
+)
+
+/** What the consent page shows about an authorization request. */
+export const AuthorizationRequestBody = v.pipe(
+  v.strictObject({
+    id: idOf('oaz'),
+    client: v.strictObject({ id: v.string(), name: v.string() }),
+    redirectUri: v.string(),
+    scopes: v.array(v.strictObject({ scope: v.picklist(OAUTH_SCOPES), description: v.string() })),
+    resource: v.nullable(v.string()),
+    expiresAt: Timestamp,
+    organization: v.nullable(v.strictObject({ id: idOf('org'), name: v.string() })),
+  }),
+  v.title('AuthorizationRequest'),
+)
+
+/** `POST /v1/oauth/authorizations/:id/approve`. */
+export const ApproveAuthorizationBody = v.strictObject({
+  orgId: v.optional(
+    v.pipe(idOf('org'), v.description("The organization the token acts in; default the session's active one")),
+  ),
+})
+
+/** Where the console sends the browser after a decision. */
+export const AuthorizationDecision = v.pipe(
+  v.strictObject({ redirectTo: v.pipe(v.string(), v.url()) }),
+  v.title('AuthorizationDecision'),
+)
