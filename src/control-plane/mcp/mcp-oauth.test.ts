@@ -41,7 +41,10 @@ test('a 401 names the protected-resource metadata, which names this server as th
     const refused = await initialize(t.mcpUrl, {})
     assert.is(refused.status, 401)
     const metadataUrl = `${t.url}/.well-known/oauth-protected-resource/mcp`
-    assert.is(refused.headers.get('www-authenticate'), `Bearer resource_metadata="${metadataUrl}"`)
+    assert.is(
+      refused.headers.get('www-authenticate'),
+      `Bearer resource_metadata="${metadataUrl}", scope="delivery:read catalog:read"`,
+    )
     const wrongKey = await initialize(t.mcpUrl, { 'x-api-key': 'svc_not-a-real-key' })
     assert.is(wrongKey.status, 401)
     assert.ok(wrongKey.headers.get('www-authenticate')?.includes(metadataUrl))

@@ -40,6 +40,9 @@ const ProtectedResourceMetadata = v.pipe(
   v.title('ProtectedResourceMetadata'),
 )
 
+/** The scopes an MCP client asks for unless told otherwise. */
+const DEFAULT_SCOPE = 'delivery:read catalog:read'
+
 const HEADERS = {
   'mcp-session-id': 'The session id (answered by initialize; required on every later request)',
 }
@@ -57,8 +60,10 @@ export function mcpRoutes(
   })
   /** The endpoint's URL: what an OAuth token's `resource` must name. */
   const resourceOf = (request: Request) => `${issuerOf(request, ctx)}/mcp`
+  // `scope` is what a client asks for by default (MCP clients prefer it to `scopes_supported`):
+  // read-only, so writing is something a person grants on purpose.
   const challenge = (request: Request, error?: string) =>
-    `Bearer ${error ? `error="${error}", ` : ''}resource_metadata="${issuerOf(request, ctx)}${METADATA_PATH}"`
+    `Bearer ${error ? `error="${error}", ` : ''}resource_metadata="${issuerOf(request, ctx)}${METADATA_PATH}", scope="${DEFAULT_SCOPE}"`
   const handler = async ({ request, principal }: { request: Request; principal: ControlPlanePrincipal }) => {
     // An OAuth token must have been issued for this endpoint (RFC 8707), not for another resource.
     if (principal.oauth && principal.oauth.resource?.replace(/\/+$/, '') !== resourceOf(request)) {
