@@ -18,6 +18,8 @@ export interface LoadTarget {
   method?: string
   headers?: Record<string, string>
   body?: string
+  /** Number each request's `[<id>]` uniquely (see `LoadOptions.uniqueIds`). */
+  uniqueIds?: boolean
   /** The server's pid: when given, the result carries the CPU it spent per request. */
   pid?: number
 }
@@ -48,6 +50,7 @@ export async function runAlternatingRounds(
       method: t.method,
       headers: t.headers,
       body: t.body,
+      uniqueIds: t.uniqueIds,
       durationSec,
       connections: opts.connections,
       tool: opts.tool,

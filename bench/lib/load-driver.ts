@@ -31,6 +31,12 @@ export interface LoadOptions {
   method?: string
   headers?: Record<string, string>
   body?: string
+  /**
+   * Replace each `[<id>]` in `body` with a number unique across the run's requests (autocannon's
+   * `idReplacement`; a Lua counter per wrk thread, offset by thread). Protocols that match answers
+   * to requests by id (JSON-RPC) need it.
+   */
+  uniqueIds?: boolean
   /** Force a tool instead of auto-detection. */
   tool?: LoadTool
 }
@@ -104,6 +110,16 @@ async function runWrk(opts: LoadOptions): Promise<LoadResult> {
     if (opts.body !== undefined) lines.push(`wrk.body = ${luaString(opts.body)}`)
     for (const [k, v] of Object.entries(opts.headers ?? {}))
       lines.push(`wrk.headers[${luaString(k)}] = ${luaString(v)}`)
+    if (opts.uniqueIds && opts.body !== undefined) {
+      // Each thread has its own Lua state: number its requests from its own billion.
+      lines.push(
+        'local threads = 0',
+        'function setup(thread) threads = threads + 1; thread:set("base", threads * 1000000000) end',
+        'local n = 0',
+        'function init(args) n = base or 0 end',
+        'function request() n = n + 1; return wrk.format(nil, nil, nil, (string.gsub(wrk.body, "%[<id>%]", tostring(n)))) end',
+      )
+    }
     writeFileSync(join(scriptDir, 'req.lua'), lines.join('\n') + '\n')
     args.push('-s', join(scriptDir, 'req.lua'))
   }
@@ -175,6 +191,7 @@ async function runAutocannon(opts: LoadOptions): Promise<LoadResult> {
   const args = [cli, '-j', '-n', '-c', String(opts.connections), '-d', String(opts.durationSec), '-t', '5']
   if (opts.method) args.push('-m', opts.method)
   if (opts.body !== undefined) args.push('-b', opts.body)
+  if (opts.uniqueIds) args.push('--idReplacement')
   for (const [k, v] of Object.entries(opts.headers ?? {})) args.push('-H', `${k}=${v}`)
   args.push(opts.url)
   const res = await runCommand(runtime, args, { timeoutMs: (opts.durationSec + 30) * 1000 })

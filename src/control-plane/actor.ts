@@ -14,4 +14,6 @@ export interface Actor {
   role: Role
   credential: CredentialKind
   apiKeyId: string | null
+  /** Where the action came from when not the HTTP API (an MCP tool call); recorded with its audit event. */
+  origin?: 'mcp'
 }

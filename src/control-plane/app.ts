@@ -48,6 +48,8 @@ import { idempotentRoutes } from './idempotency/idempotent-routes.ts'
 import { startKeySweeper } from './idempotency/key-sweeper.ts'
 import { readZipBody } from './routes/zip-body.ts'
 import { importLimits } from './catalog/skill-import.ts'
+import { mcpRoutes } from './mcp/mcp-routes.ts'
+import { mcpLimits } from './mcp/mcp-settings.ts'
 
 export type { ControlPlaneRule } from './policy.ts'
 export type { ControlPlanePrincipal } from './auth.ts'
@@ -70,9 +72,13 @@ const ALLOWED_HEADERS = [
   'X-Api-Key',
   'X-Request-Id',
   'X-Service-Org-Id',
+  // MCP clients in a browser (the MCP Inspector) send these to /mcp.
+  'Mcp-Session-Id',
+  'Mcp-Protocol-Version',
+  'Last-Event-ID',
 ]
 /** Response headers a browser client may read besides the request id. */
-const EXPOSED_HEADERS = ['Idempotency-Replayed', 'Retry-After']
+const EXPOSED_HEADERS = ['Idempotency-Replayed', 'Retry-After', 'Mcp-Session-Id']
 
 /** How long an invitation stays pending (issue 6: 7 days). */
 const INVITATION_TTL_MS = 7 * 24 * 3600_000
@@ -158,6 +164,7 @@ export async function createControlPlaneApp(
   const auth = controlPlaneAuth(deps)
   const streams = new StreamRegistry()
   if (options.metrics) registerControlPlaneMetrics(options.metrics, { database, changeSubscriptions, streams, now })
+  const mcp = mcpRoutes(ctx, mcpLimits(config.file.mcp), changeSubscriptions)
   let doc: Record<string, unknown> | undefined
   const document = () =>
     (doc ??= annotatePolicy(
@@ -205,6 +212,7 @@ export async function createControlPlaneApp(
       },
     }),
     ...eventRoutes(ctx, changeSubscriptions, streams),
+    ...mcp.routes,
     ...oauthRoutes(ctx),
     ...consoleRoutes<ControlPlaneRule>(rules.public),
   ]
@@ -250,6 +258,7 @@ export async function createControlPlaneApp(
       closed = true
       stopSweeper()
       streams.closeAll()
+      mcp.close()
       changeSubscriptions.close()
       await asyncFamilies.close()
       await database.close()

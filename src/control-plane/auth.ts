@@ -10,7 +10,7 @@
  * @module
  */
 import { bearerToken } from '../core/bearer-token.ts'
-import { errors } from '../core/errors.ts'
+import { ApiError, errors } from '../core/errors.ts'
 import { andThen, type MaybePromise } from '../core/maybe-promise.ts'
 import type { SurfaceAuth } from '../core/http-app.ts'
 import { API_KEY_PREFIX, resolveApiKey } from './admin/api-keys.ts'
@@ -123,14 +123,16 @@ function sessionPrincipal(session: ResolvedSession, member: Membership | null): 
  * Authenticates the caller from headers; null rule kinds never reach here. A session is answered
  * without a promise when nothing on its way waits (see core/maybe-promise.ts).
  */
-function identify(deps: Deps, request: Request): MaybePromise<ControlPlanePrincipal> {
+function identify(deps: Deps, request: Request, apiKeyAsBearer = false): MaybePromise<ControlPlanePrincipal> {
   const apiKey = request.headers.get('x-api-key')
   const headerOrg = request.headers.get(ORG_HEADER)
   if (apiKey !== null) return identifyApiKey(deps, apiKey.trim(), headerOrg)
   const token = bearerToken(request)
   if (!token) throw errors.unauthorized('Send Authorization: Bearer <session-token> or x-api-key: <key>')
-  if (token.startsWith(API_KEY_PREFIX))
+  if (token.startsWith(API_KEY_PREFIX)) {
+    if (apiKeyAsBearer) return identifyApiKey(deps, token, headerOrg)
     throw errors.unauthorized('API keys are sent in the x-api-key header, not as a bearer token')
+  }
   if (token.startsWith(ACCESS_TOKEN_PREFIX)) return identifyOAuth(deps, token, headerOrg)
   if (token.startsWith(REFRESH_TOKEN_PREFIX))
     throw errors.unauthorized('A refresh token is exchanged at POST /oauth/token, not sent as a bearer token')
@@ -211,6 +213,12 @@ function routeScopes(permission: Permission, own: readonly OAuthScope[] | undefi
   return own ?? (POLICY[permission] as PermissionPolicy).scopes ?? []
 }
 
+/** A 401 `unauthorized` with `WWW-Authenticate: challenge` added (other errors pass unchanged). */
+function withChallenge(error: unknown, challenge: string): unknown {
+  if (!(error instanceof ApiError) || error.code !== 'unauthorized') return error
+  return new ApiError(401, 'unauthorized', error.message, { headers: { 'www-authenticate': challenge } })
+}
+
 /** The control plane's authenticator over its domain dependencies. */
 export function controlPlaneAuth(deps: Deps): SurfaceAuth<ControlPlaneRule, ControlPlanePrincipal> {
   const authorize = (
@@ -244,6 +252,18 @@ export function controlPlaneAuth(deps: Deps): SurfaceAuth<ControlPlaneRule, Cont
     }
     return principal
   }
+  /** Identifies and authorizes, answering a 401 with the route's challenge. */
+  const challenged = async (
+    challenge: string,
+    identifyCaller: () => MaybePromise<ControlPlanePrincipal>,
+    rule: Extract<ControlPlaneRule, { kind: 'org' }>,
+  ): Promise<ControlPlanePrincipal> => {
+    try {
+      return authorize(await identifyCaller(), rule)
+    } catch (error) {
+      throw withChallenge(error, challenge)
+    }
+  }
   return {
     authenticate(request, rule) {
       // Public routes answer without a promise: /health is polled far more often than anything else.
@@ -254,6 +274,8 @@ export function controlPlaneAuth(deps: Deps): SurfaceAuth<ControlPlaneRule, Cont
         const token = bearerToken(request)
         if (token?.startsWith(WORKER_ACTIVITY_PREFIX)) return identifyWorker(deps, token)
       }
+      if (rule.kind === 'org' && rule.challenge)
+        return challenged(rule.challenge(request), () => identify(deps, request, rule.apiKeyAsBearer), rule)
       return andThen(identify(deps, request), (principal) => authorize(principal, rule))
     },
     security(rule): Array<Record<string, string[]>> {

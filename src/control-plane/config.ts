@@ -9,6 +9,7 @@ import * as v from 'valibot'
 import { MetricsFileSchema } from '../core/metrics-settings.ts'
 import type { Flags } from '../cli-flags.ts'
 import { SkillLimitsFileSchema } from '../opencode/skill-wire.ts'
+import { McpFileSchema } from './mcp/mcp-settings.ts'
 import { ConnectorsFileSchema, JobsFileSchema, WorkersFileSchema } from './jobs/async-settings.ts'
 import {
   defaultDataDir,
@@ -80,6 +81,8 @@ export const ControlPlaneFileSchema = v.looseObject({
   llmProviderCatalogFile: v.optional(v.pipe(v.string(), v.minLength(1))),
   /** Skill folder and zip upload limits (defaults 200 files, 5 MiB per file, 20 MiB per skill; 50 MiB zips). */
   skills: v.optional(SkillLimitsFileSchema),
+  /** MCP endpoint limits (sessions, idle time, bodies, stream buffers; see mcp/mcp-settings.ts). */
+  mcp: v.optional(McpFileSchema),
   /** The authorization server: lifetime of the built-in clients' tokens (OpenCode, CLI, workspace link). */
   oauth: v.optional(
     v.strictObject({

@@ -99,7 +99,8 @@ test('every operation declares its security scheme, statuses and policy permissi
           { name: rule.permission, roles: [...POLICY[rule.permission].roles], apiKey: POLICY[rule.permission].apiKey },
           where,
         )
-      if (op.requestBody) assert.ok(statuses.includes('422'), `${where} declares 422`)
+      // The MCP transport answers a malformed message with a JSON-RPC error and 400, as its specification says.
+      if (op.requestBody && route.path !== '/mcp') assert.ok(statuses.includes('422'), `${where} declares 422`)
       assert.ok(
         op.parameters?.some((p) => p.name === 'X-Service-Org-Id' && p.in === 'header'),
         `${where} documents the org header`,

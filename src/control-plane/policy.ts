@@ -184,7 +184,22 @@ export const PERMISSIONS = Object.keys(POLICY) as Permission[]
 export type ControlPlaneRule =
   | { kind: 'public' }
   | { kind: 'identity'; sessionOnly?: boolean; oauthScopes?: readonly OAuthScope[] }
-  | { kind: 'org'; permission: Permission; oauthScopes?: readonly OAuthScope[]; worker?: true }
+  | {
+      kind: 'org'
+      permission: Permission
+      worker?: true
+      oauthScopes?: readonly OAuthScope[]
+      /**
+       * The `WWW-Authenticate` value a 401 of this route carries (RFC 6750 §3; the MCP endpoint names
+       * its protected-resource metadata there so OAuth clients can discover the authorization server).
+       */
+      challenge?: (request: Request) => string
+      /**
+       * Also take an API key as `Authorization: Bearer svc_…` (the MCP endpoint: some MCP clients
+       * can only send a bearer token). Elsewhere a key sent that way is refused with a hint.
+       */
+      apiKeyAsBearer?: true
+    }
   | { kind: 'workerToken' }
 
 /** Shorthands for route declarations. */

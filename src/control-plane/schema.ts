@@ -136,6 +136,8 @@ export interface AuditEventTable {
   /** JSON of small non-secret facts, or null. */
   data: string | null
   created_at: string
+  /** Null for the HTTP API, `mcp` for an MCP tool call. */
+  origin: string | null
 }
 
 /** `config_object`: addressable shared configuration; content lives in its versions. */

@@ -103,6 +103,8 @@ export interface AuditEventView {
   id: string
   action: string
   actor: { userId: string | null; memberId: string | null; credential: string; apiKeyId: string | null }
+  /** `api` for the HTTP API, `mcp` for an MCP tool call. */
+  origin: string
   target: { type: string; id: string }
   data: AuditData | null
   createdAt: string
@@ -139,6 +141,7 @@ export async function recordAudit(
       target_id: target.id,
       data: data ? JSON.stringify(data) : null,
       created_at: isoAt(deps),
+      origin: actor.origin ?? null,
     } satisfies ControlPlaneDb['audit_event'],
   }
   // Every audited change that others may need to react to is also in the change feed, written in
@@ -174,6 +177,7 @@ export function listAuditEvents(
         credential: row.credential_kind,
         apiKeyId: row.api_key_id,
       },
+      origin: row.origin ?? 'api',
       target: { type: row.target_type, id: row.target_id },
       data: row.data ? (JSON.parse(row.data) as AuditData) : null,
       createdAt: row.created_at,

@@ -25,6 +25,8 @@ export interface TestControlPlaneOptions {
   file?: Partial<ControlPlaneConfig['file']>
   /** A second instance on the same database (and encryption key) as this running plane. */
   sameDatabaseAs?: TestControlPlane
+  /** MCP endpoint limits (config file key `mcp`). */
+  mcp?: ControlPlaneConfig['file']['mcp']
 }
 
 /** A running test control plane. */

@@ -174,6 +174,10 @@ export const AuditEvent = v.pipe(
       credential: v.picklist(['session', 'apiKey', 'oauth']),
       apiKeyId: v.nullable(idOf('key')),
     }),
+    origin: v.pipe(
+      v.picklist(['api', 'mcp']),
+      v.description('Where the action came from: the HTTP API, or a tool call on the MCP endpoint'),
+    ),
     target: v.strictObject({ type: v.string(), id: v.string() }),
     data: v.nullable(v.record(v.string(), v.union([v.string(), v.number(), v.boolean(), v.null()]))),
     createdAt: Timestamp,
