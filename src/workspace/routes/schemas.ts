@@ -107,5 +107,9 @@ export const WRITE_ERRORS = [403, 409, 422, 503]
 /** A JSON object of arbitrary keys (config documents). */
 export const JsonObject = v.record(v.string(), v.unknown())
 
-/** The SSE response description. */
-export const eventStreamResponse = (description: string) => ({ description, contentType: 'text/event-stream' })
+/** The SSE response description; `schema` is each event's JSON `data:`. */
+export const eventStreamResponse = (description: string, schema?: v.GenericSchema) => ({
+  description,
+  contentType: 'text/event-stream',
+  ...(schema ? { schema } : {}),
+})
