@@ -38,7 +38,10 @@ export const DescribedChangeSchema = v.object({
   diffOmitted: v.optional(v.picklist(['binary', 'too_large', 'total_limit', 'directory', 'secrets'])),
   masked: v.optional(v.pipe(v.literal(true), v.description('secret values in the diff read ********'))),
   executable: v.optional(
-    v.pipe(v.object({ before: v.boolean(), after: v.boolean() }), v.description('the write flips the execute bit, or creates an executable file (before: false)')),
+    v.pipe(
+      v.object({ before: v.boolean(), after: v.boolean() }),
+      v.description('the write flips the execute bit, or creates an executable file (before: false)'),
+    ),
   ),
 })
 
