@@ -13,13 +13,7 @@ import { spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { createControlPlaneApp } from './src/control-plane/app.ts'
-import { loadControlPlaneConfig } from './src/control-plane/config.ts'
-import { silentLogger } from './src/core/logger.ts'
-import { createWorkspaceApp } from './src/workspace/app.ts'
-import { loadWorkspaceConfig } from './src/workspace/config/server-config.ts'
-
-type Document = { paths: Record<string, Record<string, { responses?: Record<string, unknown> }>> }
+import { buildOpenApiDocuments, type OpenApiDocument as Document } from './src/openapi-documents.ts'
 
 /**
  * JSON pointers of WebSocket upgrades (the sidecar's PTY connect routes) and of browser redirects
@@ -49,37 +43,6 @@ function ignoreFile(documents: Record<string, Document>): string {
   return `${lines.join('\n')}\n`
 }
 
-async function generate(dir: string): Promise<Record<string, Document>> {
-  mkdirSync(join(dir, 'ws'))
-  writeFileSync(join(dir, 'server.json'), '{}')
-  // A private HOME and no SERVICE_* variables: the documents do not depend on this machine's settings.
-  const env = { HOME: dir }
-  const workspace = await createWorkspaceApp(
-    loadWorkspaceConfig(
-      { config: join(dir, 'server.json'), workspace: [join(dir, 'ws')], 'data-dir': join(dir, 'data') },
-      env,
-      dir,
-    ),
-    { logger: silentLogger },
-  )
-  try {
-    const controlPlane = await createControlPlaneApp(
-      loadControlPlaneConfig({ 'data-dir': join(dir, 'cp') }, env, dir),
-      { logger: silentLogger },
-    )
-    try {
-      return {
-        'workspace.openapi.json': workspace.openapi() as Document,
-        'control-plane.openapi.json': controlPlane.openapi() as Document,
-      }
-    } finally {
-      await controlPlane.close()
-    }
-  } finally {
-    await workspace.close()
-  }
-}
-
 interface Problem {
   ruleId: string
   severity: string
@@ -92,7 +55,7 @@ const dir = mkdtempSync(join(tmpdir(), 'svc-openapi-lint-'))
 let code = 1
 try {
   mkdirSync(join(dir, 'state'))
-  const documents = await generate(join(dir, 'state'))
+  const documents: Record<string, Document> = await buildOpenApiDocuments(join(dir, 'state'))
   const out = join(dir, 'documents')
   mkdirSync(out)
   for (const [file, doc] of Object.entries(documents)) writeFileSync(join(out, file), JSON.stringify(doc, null, 2))

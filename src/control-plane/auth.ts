@@ -13,7 +13,7 @@ import { bearerToken } from '../core/bearer-token.ts'
 import { ApiError, errors } from '../core/errors.ts'
 import { andThen, type MaybePromise } from '../core/maybe-promise.ts'
 import type { SurfaceAuth } from '../core/http-app.ts'
-import { API_KEY_PREFIX, resolveApiKey } from './admin/api-keys.ts'
+import { API_KEY_PREFIX, type ResolvedApiKey, resolveApiKey } from './admin/api-keys.ts'
 import type { Actor } from './admin/audit.ts'
 import { firstMembership, type Membership } from './admin/organizations.ts'
 import type { Deps } from './deps.ts'
@@ -126,16 +126,36 @@ function sessionPrincipal(session: ResolvedSession, member: Membership | null): 
 function identify(deps: Deps, request: Request, apiKeyAsBearer = false): MaybePromise<ControlPlanePrincipal> {
   const apiKey = request.headers.get('x-api-key')
   const headerOrg = request.headers.get(ORG_HEADER)
-  if (apiKey !== null) return identifyApiKey(deps, apiKey.trim(), headerOrg)
   const token = bearerToken(request)
-  if (!token) throw errors.unauthorized('Send Authorization: Bearer <session-token> or x-api-key: <key>')
-  if (token.startsWith(API_KEY_PREFIX)) {
-    if (apiKeyAsBearer) return identifyApiKey(deps, token, headerOrg)
+  if (token?.startsWith(API_KEY_PREFIX)) {
+    if (apiKeyAsBearer && apiKey === null) return identifyApiKey(deps, token, headerOrg)
     throw errors.unauthorized('API keys are sent in the x-api-key header, not as a bearer token')
   }
+  if (apiKey !== null) {
+    // A generated client configured with one token sends it under every declared scheme: with a
+    // bearer token present, the API key header is the credential only when it is a valid key.
+    if (!token) return identifyApiKey(deps, apiKey.trim(), headerOrg)
+    if (apiKey.trim().startsWith(API_KEY_PREFIX)) {
+      return resolveApiKey(deps, apiKey.trim()).then((resolved) =>
+        'rejected' in resolved ? identifyBearer(deps, token, headerOrg) : apiKeyPrincipal(resolved, headerOrg),
+      )
+    }
+    return identifyBearer(deps, token, headerOrg)
+  }
+  if (!token) throw errors.unauthorized('Send Authorization: Bearer <session-token> or x-api-key: <key>')
+  return identifyBearer(deps, token, headerOrg)
+}
+
+/** A bearer token that is not an API key: an OAuth access token or a session token. */
+function identifyBearer(deps: Deps, token: string, headerOrg: string | null): MaybePromise<ControlPlanePrincipal> {
   if (token.startsWith(ACCESS_TOKEN_PREFIX)) return identifyOAuth(deps, token, headerOrg)
   if (token.startsWith(REFRESH_TOKEN_PREFIX))
     throw errors.unauthorized('A refresh token is exchanged at POST /oauth/token, not sent as a bearer token')
+  return identifySession(deps, token, headerOrg)
+}
+
+/** Authenticates a bearer session token, then resolves the organization it acts in. */
+function identifySession(deps: Deps, token: string, headerOrg: string | null): MaybePromise<ControlPlanePrincipal> {
   if (headerOrg !== null && !ORG_ID.test(headerOrg)) {
     // Still authenticate first: a bad credential is 401 whatever the header says.
     return andThen(resolveSession(deps, token), (session) => {
@@ -161,6 +181,11 @@ async function identifyApiKey(deps: Deps, apiKey: string, headerOrg: string | nu
   if ('rejected' in resolved) {
     throw errors.unauthorized(resolved.rejected === 'unknown' ? 'Invalid API key' : `API key ${resolved.rejected}`)
   }
+  return apiKeyPrincipal(resolved, headerOrg)
+}
+
+/** The principal of a valid API key; a header naming another organization is 404. */
+function apiKeyPrincipal(resolved: ResolvedApiKey, headerOrg: string | null): ControlPlanePrincipal {
   if (headerOrg !== null && headerOrg !== resolved.orgId) throw notFoundOrg()
   return {
     credential: 'apiKey',

@@ -15,7 +15,24 @@ export const ErrorBodySchema = v.pipe(
   v.looseObject({
     code: v.pipe(v.string(), v.description('Stable snake_case error code')),
     message: v.pipe(v.string(), v.description('Human-readable message; may change')),
-    details: v.optional(v.unknown()),
+    details: v.optional(
+      v.pipe(
+        v.looseObject({
+          issues: v.optional(
+            v.pipe(
+              v.array(
+                v.object({
+                  path: v.pipe(v.string(), v.description('Dot path of the field at fault; empty for the whole input')),
+                  message: v.string(),
+                }),
+              ),
+              v.description('One entry per invalid field (validation errors: 400 and 422)'),
+            ),
+          ),
+        }),
+        v.description('Machine-readable context; its other keys depend on `code` (for example `maxBytes`)'),
+      ),
+    ),
   }),
   v.title('ErrorBody'),
 )
@@ -67,13 +84,15 @@ const STATUS_TEXT: Record<number, string> = {
   416: 'Range not satisfiable',
   422: 'Validation failed',
   429: 'Too many requests',
-  431: 'Request headers too large: answered by the runtime before routing, without a body (Bun: over 16 KiB)',
   499: 'Client closed request',
   500: 'Unexpected server error',
   502: 'Upstream unreachable',
   503: 'Unavailable (server_busy with Retry-After when too many requests are in progress)',
   504: 'Upstream timeout',
 }
+
+const HEADERS_TOO_LARGE =
+  'Request headers too large: answered by the runtime before routing, without a body (Bun: over 16 KiB)'
 
 /**
  * Limits enforced before any route runs, the same for every operation; stated once here because
@@ -150,6 +169,20 @@ function isOptional(schema: v.GenericSchema): boolean {
   return type === 'optional' || type === 'exact_optional' || type === 'nullish' || type === 'undefinedable'
 }
 
+/**
+ * A `text/event-stream` media type whose schema is one event's JSON `data:`; generators that
+ * understand SSE (hey-api's `client.sse`) type the stream's items with it.
+ */
+function eventStreamContent(events: v.GenericSchema): Record<string, unknown> {
+  return {
+    schema: {
+      ...jsonSchemaOf(events),
+      description:
+        'One Server-Sent Event: `id:` is its seq (send it back as `Last-Event-ID` to resume), `event:` its type, `data:` this JSON. Comment lines are heartbeats.',
+    },
+  }
+}
+
 /** Builds the OpenAPI 3.1 document for a surface. */
 export function buildOpenApi<Rule>(
   info: OpenApiInfo,
@@ -174,6 +207,8 @@ export function buildOpenApi<Rule>(
     }
     for (const [name, schema] of Object.entries(objectEntries(route.query as v.GenericSchema | undefined))) {
       const json = jsonSchemaOf(schema, 'input')
+      // Query defaults are the strings the parser sees; an integer parameter documents the number.
+      if (json.type === 'integer' && typeof json.default === 'string') json.default = Number(json.default)
       const description = typeof json.description === 'string' ? json.description : undefined
       parameters.push({
         name,
@@ -190,11 +225,14 @@ export function buildOpenApi<Rule>(
       if (Number(status) !== 204) {
         entry.content = {
           [d.contentType]: d.schema
-            ? { schema: jsonSchemaOf(d.schema) }
+            ? d.contentType === 'text/event-stream'
+              ? eventStreamContent(d.schema)
+              : { schema: jsonSchemaOf(d.schema) }
             : d.contentType === 'application/json'
               ? { schema: {} }
               : { schema: { type: 'string', format: d.contentType.startsWith('text/') ? undefined : 'binary' } },
         }
+        if (d.events) (entry.content as Record<string, unknown>)['text/event-stream'] = eventStreamContent(d.events)
       }
       if (d.headers)
         entry.headers = Object.fromEntries(
@@ -208,9 +246,17 @@ export function buildOpenApi<Rule>(
         content: { 'application/json': { schema: errorRef } },
       }
     }
-    // Any request can meet the runtime's header limit (TRANSPORT_LIMITS), so every operation, /health
-    // included, has at least this client error; it carries no body because our code never sees it.
-    responses['431'] ??= { description: STATUS_TEXT[431] }
+    // The runtime's bare 431 for oversized headers is stated once in the document's description
+    // (TRANSPORT_LIMITS), not on each operation: a body-less error response turns every generated
+    // client's error type into `unknown`, hiding the ErrorBody every other error carries. Only an
+    // operation with no other client error (/health) declares it, so each still names a 4xx.
+    // Its body is declared as the empty string it is, which generators type as `string` rather than
+    // `unknown` (an `unknown` member would swallow the operation's whole error union).
+    if (!Object.keys(responses).some((status) => status.startsWith('4')))
+      responses['431'] = {
+        description: HEADERS_TOO_LARGE,
+        content: { 'text/plain': { schema: { type: 'string', maxLength: 0, description: 'Empty' } } },
+      }
     const operation: Record<string, unknown> = {
       operationId: route.operationId,
       summary: route.summary,

@@ -21,6 +21,11 @@ export type ResponseSpec =
       contentType?: string
       /** Response headers worth documenting, name → description. */
       headers?: Record<string, string>
+      /**
+       * The same answer as Server-Sent Events when the client sends `Accept: text/event-stream`:
+       * the schema of each event's JSON `data:`. Documented as a second media type of the response.
+       */
+      events?: v.GenericSchema
     }
 
 /** A request body that the handler reads itself (multipart upload, streamed bytes). */
@@ -126,6 +131,7 @@ export function describeResponse(spec: ResponseSpec): {
   schema?: v.GenericSchema
   contentType: string
   headers?: Record<string, string>
+  events?: v.GenericSchema
 } {
   if ('kind' in spec && (spec as v.GenericSchema).kind === 'schema') {
     return { description: 'Success', schema: spec as v.GenericSchema, contentType: 'application/json' }
@@ -136,6 +142,7 @@ export function describeResponse(spec: ResponseSpec): {
     schema: described.schema,
     contentType: described.contentType ?? 'application/json',
     headers: described.headers,
+    events: described.events,
   }
 }
 

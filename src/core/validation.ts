@@ -160,6 +160,15 @@ export function queryInt(options: { min: number; max: number; default?: number; 
   const base = v.pipe(
     v.string(),
     v.regex(/^-?\d+$/, 'must be an integer'),
+    // Documented as the integer it stands for (pattern dropped), so a generated client takes the
+    // same number type a response's cursor has (`next`, `cursor`) and can pass it back unchanged.
+    v.metadata({
+      type: 'integer',
+      pattern: undefined,
+      minimum: options.min,
+      maximum: options.max,
+      ...(options.description ? { description: options.description } : {}),
+    }),
     v.transform(Number),
     v.number(),
     v.minValue(options.min, `must be at least ${options.min}`),

@@ -110,11 +110,14 @@ test('wire files decode byte-exact, and text or binary come back in the matching
     ['assets/x.bin', 'references/guide.md', 'scripts/run.sh'],
   )
   const out = files.map(encodeWireFile)
-  assert.equal(Buffer.from(out[0]!.contentBase64!, 'base64'), Buffer.from(binary))
-  assert.is(out[0]!.content, undefined)
+  assert.equal(Buffer.from(out[0]!.content, 'base64'), Buffer.from(binary))
+  assert.is(out[0]!.encoding, 'base64')
+  assert.is(out[0]!.contentBase64, out[0]!.content, 'the deprecated field still carries the bytes')
   assert.is(out[1]!.content, '# Guide\n')
+  assert.is(out[1]!.encoding, 'utf8')
+  assert.is(out[1]!.contentBase64, undefined)
   assert.is(out[2]!.executable, true)
-  assert.is(out[1]!.executable, undefined)
+  assert.is(out[1]!.executable, false)
   // What the server returns is accepted back unchanged and hashes the same.
   const back = decodeWireFiles(10, out, DEFAULT_SKILL_LIMITS)
   assert.is(bundleHash(SKILL_MD, back), bundleHash(SKILL_MD, files))
@@ -236,6 +239,33 @@ test('zip bombs are refused quickly without allocating past the limit', () => {
   )
   assert.ok(performance.now() - t < 2000, 'refused without inflating')
   assert.ok(performance.now() - start < 20_000)
+})
+
+test('a file is accepted as {content, encoding} (the returned shape) and in the deprecated forms; mixed forms are refused', () => {
+  const bytes = new Uint8Array([0, 1, 2, 250])
+  const b64 = Buffer.from(bytes).toString('base64')
+  const forms = [
+    { path: 'a.bin', content: b64, encoding: 'base64' as const },
+    { path: 'a.bin', contentBase64: b64 },
+    { path: 'a.bin', content: b64, encoding: 'base64' as const, contentBase64: b64 },
+  ]
+  for (const form of forms) assert.equal(decodeWireFiles(10, [form], DEFAULT_SKILL_LIMITS)[0]!.bytes, bytes)
+  const text = decodeWireFiles(10, [{ path: 't.md', content: 'hi', encoding: 'utf8' }], DEFAULT_SKILL_LIMITS)
+  assert.equal(Buffer.from(text[0]!.bytes).toString(), 'hi')
+  for (const bad of [
+    { path: 'a.bin', content: 'hi', contentBase64: b64 },
+    { path: 'a.bin', content: b64, encoding: 'base64' as const, contentBase64: 'AAAA' },
+    { path: 'a.bin', contentBase64: b64, encoding: 'utf8' as const },
+    { path: 'a.bin', content: '%%%', encoding: 'base64' as const },
+  ]) {
+    let code = ''
+    try {
+      decodeWireFiles(10, [bad], DEFAULT_SKILL_LIMITS)
+    } catch (error) {
+      code = (error as ApiError).code
+    }
+    assert.is(code, 'invalid_skill_file', JSON.stringify(bad))
+  }
 })
 
 test.run()

@@ -54,16 +54,21 @@ export interface WireFileIn {
   path: string
   contentBase64?: string
   content?: string
+  encoding?: 'utf8' | 'base64'
   executable?: boolean
   sha256?: string
 }
 
-/** A file as the server returns it: `content` for UTF-8 text, `contentBase64` for other bytes. */
+/**
+ * A file as the server returns it: `content` is the text (`encoding: 'utf8'`) or the bytes in
+ * base64 (`'base64'`); base64 files repeat it as the deprecated `contentBase64`.
+ */
 export interface WireFileOut {
   path: string
-  content?: string
+  content: string
+  encoding: 'utf8' | 'base64'
   contentBase64?: string
-  executable?: true
+  executable: boolean
   sha256: string
 }
 
@@ -204,15 +209,21 @@ function invalidFile(path: string, message: string): ApiError {
 }
 
 function wireBytes(path: string, file: WireFileIn, limits: SkillLimits): Uint8Array {
-  if ((file.content === undefined) === (file.contentBase64 === undefined))
-    throw invalidFile(path, 'give exactly one of content (UTF-8 text) or contentBase64')
-  if (file.content !== undefined) {
-    const bytes = new Uint8Array(Buffer.from(file.content, 'utf8'))
+  // `{content, encoding}` (the shape the server returns), or the deprecated `{contentBase64}`;
+  // a returned base64 file carrying both (equal) is accepted so it can be sent back unchanged.
+  const valid =
+    file.content === undefined
+      ? file.contentBase64 !== undefined && file.encoding === undefined
+      : file.contentBase64 === undefined || (file.encoding === 'base64' && file.contentBase64 === file.content)
+  if (!valid) throw invalidFile(path, 'give content (with encoding utf8 or base64) or, deprecated, contentBase64')
+  const base64 = file.content === undefined ? file.contentBase64 : file.encoding === 'base64' ? file.content : undefined
+  if (base64 === undefined) {
+    const bytes = new Uint8Array(Buffer.from(file.content!, 'utf8'))
     if (bytes.byteLength > limits.maxFileBytes) throw fileTooLarge(path, bytes.byteLength, limits)
     return bytes
   }
-  const b64 = file.contentBase64!.replace(/\s+/g, '')
-  if (b64.length % 4 !== 0 || !BASE64.test(b64)) throw invalidFile(path, 'contentBase64 is not valid base64')
+  const b64 = base64.replace(/\s+/g, '')
+  if (b64.length % 4 !== 0 || !BASE64.test(b64)) throw invalidFile(path, 'content is not valid base64')
   // Refuse before decoding: a huge string need not be decoded to know it is over the limit.
   const size = (b64.length / 4) * 3 - (b64.endsWith('==') ? 2 : b64.endsWith('=') ? 1 : 0)
   if (size > limits.maxFileBytes) throw fileTooLarge(path, size, limits)
@@ -244,15 +255,20 @@ export function decodeWireFiles(skillMdBytes: number, files: WireFileIn[], limit
   return sortFiles(out)
 }
 
-/** A file for the wire: text as `content` when it is UTF-8, else `contentBase64`; with its sha-256. */
+/** A file for the wire: `content` as text when it is UTF-8 (else base64, named by `encoding`); with its sha-256. */
 export function encodeWireFile(file: BundleFile): WireFileOut {
   const text = utf8OrNull(file.bytes)
-  const out: WireFileOut =
-    text === null
-      ? { path: file.path, contentBase64: Buffer.from(file.bytes).toString('base64'), sha256: sha256Hex(file.bytes) }
-      : { path: file.path, content: text, sha256: sha256Hex(file.bytes) }
-  if (file.executable) out.executable = true
-  return out
+  const sha256 = sha256Hex(file.bytes)
+  if (text !== null) return { path: file.path, content: text, encoding: 'utf8', executable: file.executable, sha256 }
+  const base64 = Buffer.from(file.bytes).toString('base64')
+  return {
+    path: file.path,
+    content: base64,
+    encoding: 'base64',
+    contentBase64: base64,
+    executable: file.executable,
+    sha256,
+  }
 }
 
 /** A bundle file as a client would send it (base64, so any bytes pass through unchanged). */

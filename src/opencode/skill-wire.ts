@@ -12,20 +12,34 @@ const Path = v.pipe(
   v.description('Relative to the skill folder, `/`-separated, e.g. scripts/run.sh (not SKILL.md)'),
 )
 
-/** A file sent to the server. */
+/**
+ * A file sent to the server: `{content, encoding}` as the server returns it (so a file read can be
+ * sent back unchanged), or the older `{content}` (UTF-8 text) / `{contentBase64}` forms.
+ */
 export const SkillFileIn = v.pipe(
   v.strictObject({
     path: Path,
-    contentBase64: v.optional(v.pipe(v.string(), v.description('The bytes, base64'))),
-    content: v.optional(v.pipe(v.string(), v.description('The bytes as UTF-8 text (instead of contentBase64)'))),
+    content: v.optional(
+      v.pipe(
+        v.string(),
+        v.description('The text (encoding utf8, the default) or the bytes in base64 (encoding base64)'),
+      ),
+    ),
+    encoding: v.optional(v.pipe(v.picklist(['utf8', 'base64']), v.description('How `content` holds the bytes'))),
+    contentBase64: v.optional(
+      v.pipe(v.string(), v.description('Deprecated: the bytes, base64; send `{content, encoding: "base64"}`')),
+    ),
     executable: v.optional(v.pipe(v.boolean(), v.description('Restored as mode 0755 (else 0644)'))),
     sha256: v.optional(
       v.pipe(v.string(), v.regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex digits'), v.description('Checked when given')),
     ),
   }),
   v.check(
-    (f) => (f.content === undefined) !== (f.contentBase64 === undefined),
-    'give exactly one of content or contentBase64',
+    (f) =>
+      f.content === undefined
+        ? f.contentBase64 !== undefined && f.encoding === undefined
+        : f.contentBase64 === undefined || (f.encoding === 'base64' && f.contentBase64 === f.content),
+    'give content (with encoding utf8 or base64) or, deprecated, contentBase64',
   ),
   v.title('SkillFileIn'),
 )
@@ -33,13 +47,22 @@ export const SkillFileIn = v.pipe(
 /** Files sent with a skill (at most 10,000 entries on the wire; the server's limits are lower). */
 export const SkillFilesIn = v.pipe(v.array(SkillFileIn), v.maxLength(10_000))
 
-/** A file the server returns: `content` for UTF-8 text, `contentBase64` for other bytes. */
+/**
+ * A file the server returns, the same shape on both surfaces (and as the control plane's resolved
+ * form): `content` is the text when `encoding` is `utf8`, else the bytes in base64.
+ */
 export const SkillFileOut = v.pipe(
   v.strictObject({
     path: v.string(),
-    content: v.optional(v.string()),
-    contentBase64: v.optional(v.string()),
-    executable: v.optional(v.literal(true)),
+    content: v.pipe(v.string(), v.description('The text (encoding utf8) or the bytes in base64 (encoding base64)')),
+    encoding: v.picklist(['utf8', 'base64']),
+    contentBase64: v.optional(
+      v.pipe(
+        v.string(),
+        v.description('Deprecated, present only for base64 files (equal to `content`); read `content` and `encoding`'),
+      ),
+    ),
+    executable: v.pipe(v.boolean(), v.description('Mode 0755 (else 0644)')),
     sha256: v.string(),
   }),
   v.title('SkillFileOut'),

@@ -55,6 +55,8 @@ const ALLOWED_HEADERS = [
   'Authorization',
   'Content-Type',
   'Last-Event-ID',
+  // The SDK sends one on every write (and the same on its retries); a browser must be let send it.
+  'Idempotency-Key',
   'X-Request-Id',
   'X-Service-Host-Token',
   'X-Service-Client-Id',

@@ -123,4 +123,28 @@ test('revoking a key ends it at once; revoking again is 404', async () => {
   }
 })
 
+test('a session sent both as bearer and as x-api-key (a generated client) is accepted; a valid key in x-api-key wins; a key as bearer is still refused', async () => {
+  const t = await startTestControlPlane()
+  try {
+    const org = await buildFixtureOrg(t.client, 'both')
+    const both = await t.client.get('/v1/me', { token: org.member.token, apiKey: org.member.token })
+    assert.is(both.status, 200)
+    assert.is(both.body.user.id, org.member.userId)
+    const stale = await t.client.get('/v1/me', { token: org.member.token, apiKey: 'svc_not-a-real-key' })
+    assert.is(stale.status, 200, 'an invalid key beside a valid session falls back to the session')
+    assert.is(stale.body.user.id, org.member.userId)
+    const keyWins = await t.client.get('/v1/me', { token: org.member.token, apiKey: org.adminKey.key })
+    assert.is(keyWins.body.user.id, org.admin.userId, 'a valid key is the credential')
+    const badSession = await t.client.get('/v1/me', { token: 'sst_nope', apiKey: 'sst_nope' })
+    assert.is(badSession.status, 401)
+    const keyAsBearer = await t.client.get('/v1/me', { token: org.adminKey.key, apiKey: org.adminKey.key })
+    assert.is(keyAsBearer.status, 401)
+    assert.match(keyAsBearer.body.message, /x-api-key/)
+    const keyAlone = await t.client.get('/v1/me', { token: org.adminKey.key })
+    assert.is(keyAlone.status, 401)
+  } finally {
+    await t.close()
+  }
+})
+
 test.run()

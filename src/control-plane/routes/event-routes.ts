@@ -58,6 +58,7 @@ export function eventRoutes(ctx: RouteContext, subscriptions: ChangeSubscription
           description: 'A page of changes, or an SSE stream when requested',
           schema: v.object({ items: v.array(ChangeEventSchema), next: v.number() }),
           headers: { 'content-type': 'application/json, or text/event-stream when the client asked for it' },
+          events: ChangeEventSchema,
         },
       },
       errors: [400],

@@ -68,7 +68,7 @@ export interface DescribedChange {
   diffOmitted?: 'binary' | 'too_large' | 'total_limit' | 'directory' | 'secrets'
   /** True when secret values in the diff read `********`. */
   masked?: boolean
-  /** Present when the write flips the file's execute bit. */
+  /** Present when the write flips the file's execute bit, or creates an executable file (`before: false`). */
   executable?: { before: boolean; after: boolean }
 }
 
@@ -244,6 +244,9 @@ export async function describeChanges(
     change.after = digest(b, masked)
     if (masked) change.masked = true
     if (flips) change.executable = { before: Boolean(a.executable), after: Boolean(executable) }
+    // A new file written executable says so: its sizes and digest alone would not show it.
+    else if (!a.exists && b.exists && !b.directory && executable === true)
+      change.executable = { before: false, after: true }
     out.push(change)
   }
   return out

@@ -115,6 +115,7 @@ test('CORS: configured origins only, preflights cached, others refused', async (
     assert.is(pre.status, 204)
     assert.ok(Number(pre.headers.get('access-control-max-age')) > 0)
     assert.match(pre.headers.get('access-control-allow-headers') ?? '', /X-Service-Host-Token/)
+    assert.match(pre.headers.get('access-control-allow-headers') ?? '', /Idempotency-Key/, 'the SDK sends it on writes')
     const other = await s.req('/workspaces', { token: CLIENT_TOKEN, headers: { origin: 'https://evil.example' } })
     assert.is(other.headers.get('access-control-allow-origin'), null)
     const refused = await s.req('/workspaces', {

@@ -305,6 +305,30 @@ test("a skill file's execute bit flip is described even though its bytes stay th
   }
 })
 
+test('a new executable skill file is marked executable in the approval; a new plain one is not', async () => {
+  const s = await startTestServer({ approval: 'manual' })
+  try {
+    const write = send(s, 'POST', '/skills', {
+      name: 'gate-new-bits',
+      content: '---\nname: gate-new-bits\ndescription: Bits\n---\nRun it.\n',
+      files: [
+        { path: 'run.sh', content: 'echo gate\n', executable: true },
+        { path: 'notes.md', content: 'plain\n' },
+      ],
+    })
+    const approval = await pending(s)
+    const changes = approval.changes as Array<Change & { executable?: unknown }>
+    const script = changes.find((c) => c.path.endsWith('/run.sh'))
+    assert.equal([script?.action, script?.executable], ['create', { before: false, after: true }])
+    const notes = changes.find((c) => c.path.endsWith('/notes.md'))
+    assert.equal([notes?.action, notes?.executable], ['create', undefined])
+    await s.req(`/approvals/${approval.id}`, { method: 'POST', hostToken: HOST_TOKEN, json: { reply: 'allow' } })
+    assert.is((await write).status, 200)
+  } finally {
+    await s.dispose()
+  }
+})
+
 test('binary and large content is described by size and sha256 instead of a diff', async () => {
   const s = await startTestServer({ approval: 'manual' })
   try {

@@ -71,8 +71,9 @@ test('a skill with an executable script, a reference and a 64 KiB binary survive
     const asset = await (
       await a.req(`/workspace/${a.wsId}/skills/pdf-tools/files/assets/logo.bin`, { token: CLIENT_TOKEN })
     ).json()
-    assert.ok(Buffer.from(asset.contentBase64, 'base64').equals(ASSET))
-    assert.is(asset.content, undefined)
+    assert.ok(Buffer.from(asset.content, 'base64').equals(ASSET))
+    assert.is(asset.encoding, 'base64')
+    assert.is(asset.contentBase64, asset.content)
     const script = await (
       await a.req(`/workspace/${a.wsId}/skills/pdf-tools/files/scripts/run.sh`, { token: CLIENT_TOKEN })
     ).json()

@@ -9,7 +9,7 @@ import { actorOf } from '../events/audit-log.ts'
 import { rules, type Principal, type WorkspaceRule } from '../access/auth.ts'
 import type { WorkspaceEvent } from '../events/event-store.ts'
 import type { WorkspaceServices } from '../runtime/workspace-services.ts'
-import { ApprovalSchema, eventStreamResponse } from './schemas.ts'
+import { ApprovalSchema, EventSchema, eventStreamResponse } from './schemas.ts'
 import { workspaceError } from '../workspace-errors.ts'
 
 const route = routeFactory<WorkspaceRule, Principal>()
@@ -37,7 +37,7 @@ export function approvalRoutes(s: WorkspaceServices, streams: StreamRegistry) {
       description:
         'Server-Sent Events `approval.requested` and `approval.decided` for every workspace; `id:` is the event seq, so `Last-Event-ID` resumes without loss. Without it the stream starts with the current pending requests.',
       auth: rules.host,
-      responses: { 200: eventStreamResponse('SSE stream of approval events') },
+      responses: { 200: eventStreamResponse('SSE stream of approval events', EventSchema) },
       handler: async ({ request, url }) => {
         const resume = Number(lastEventId(request, url))
         const cursor =

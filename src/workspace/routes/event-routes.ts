@@ -41,6 +41,7 @@ export function eventRoutes(s: WorkspaceServices, streams: StreamRegistry) {
           description: 'A page of events, or an SSE stream when requested',
           schema: v.object({ items: v.array(EventSchema), cursor: v.number(), workspaceId: v.string() }),
           headers: { 'content-type': 'application/json, or text/event-stream when the client asked for it' },
+          events: EventSchema,
         },
       },
       handler: async ({ request, url, params, query }) => {

@@ -209,6 +209,13 @@ export function fileRoutes(s: WorkspaceServices, files: FileService, streams: St
         200: {
           description: 'A page of events, or an SSE stream when requested',
           schema: v.object({ items: v.array(CatalogEventSchema), cursor: v.number(), resync: v.boolean() }),
+          events: v.union([
+            CatalogEventSchema,
+            v.pipe(
+              v.object({ resync: v.literal(true), cursor: v.number() }),
+              v.description('event `resync`: events were dropped; take a new snapshot'),
+            ),
+          ]),
         },
       },
       errors: [403],

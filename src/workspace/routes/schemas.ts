@@ -38,7 +38,10 @@ export const DescribedChangeSchema = v.object({
   diffOmitted: v.optional(v.picklist(['binary', 'too_large', 'total_limit', 'directory', 'secrets'])),
   masked: v.optional(v.pipe(v.literal(true), v.description('secret values in the diff read ********'))),
   executable: v.optional(
-    v.pipe(v.object({ before: v.boolean(), after: v.boolean() }), v.description('the write flips the execute bit')),
+    v.pipe(
+      v.object({ before: v.boolean(), after: v.boolean() }),
+      v.description('the write flips the execute bit, or creates an executable file (before: false)'),
+    ),
   ),
 })
 
@@ -108,5 +111,9 @@ export const WRITE_ERRORS = [403, 409, 422, 503]
 /** A JSON object of arbitrary keys (config documents). */
 export const JsonObject = v.record(v.string(), v.unknown())
 
-/** The SSE response description. */
-export const eventStreamResponse = (description: string) => ({ description, contentType: 'text/event-stream' })
+/** The SSE response description; `schema` is each event's JSON `data:`. */
+export const eventStreamResponse = (description: string, schema?: v.GenericSchema) => ({
+  description,
+  contentType: 'text/event-stream',
+  ...(schema ? { schema } : {}),
+})

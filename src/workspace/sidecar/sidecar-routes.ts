@@ -31,6 +31,11 @@ const EVENT_STREAM: ResponseSpec = {
   description:
     "The sidecar's Server-Sent Events, unbuffered, with a heartbeat frame when the sidecar is quiet. Other statuses are passed through.",
   contentType: 'text/event-stream',
+  // OpenCode's bus events: `{type, properties}`, the properties depending on the type (its own document lists them).
+  schema: v.looseObject({
+    type: v.pipe(v.string(), v.description('OpenCode event type, e.g. `message.updated`, `session.idle`')),
+    properties: v.optional(v.record(v.string(), v.unknown())),
+  }),
 }
 
 const UPGRADED: ResponseSpec = {
@@ -135,7 +140,11 @@ export function sidecarRoutes(service: SidecarService): AnyRoute<WorkspaceRule, 
         auth: entry.kind === 'websocket' ? TICKET_RULE : ROLE_RULE[entry.role],
         ...(hasBody ? { body: RAW_BODY } : {}),
         responses,
-        errors: entry.kind === 'websocket' ? [400, 404, 426, 429, 502] : [400, 404, 499, 502, 504],
+        errors:
+          entry.kind === 'websocket'
+            ? [400, 404, 426, 429, 502]
+            : // A row that pins body fields reads the body as JSON, at most 1 MiB (request-pins.ts).
+              [400, 404, 499, 502, 504, ...(hasBody && entry.body ? [413] : [])],
         handler: proxy(entry),
       })
     }
