@@ -337,6 +337,10 @@ export type SignOutData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -347,6 +351,10 @@ export type SignOutData = {
 };
 
 export type SignOutErrors = {
+    /**
+     * Bad request
+     */
+    400: ErrorBody;
     /**
      * Missing or invalid credentials
      */
@@ -359,6 +367,14 @@ export type SignOutErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -452,6 +468,18 @@ export type GetMeResponses = {
              * key_ id (sorts by creation time)
              */
             apiKeyId: string;
+        } | {
+            kind: 'oauth';
+            /**
+             * ogr_ id (sorts by creation time)
+             */
+            tokenId: string;
+            clientId: string;
+            scopes: Array<'delivery:read' | 'catalog:read' | 'catalog:write'>;
+            /**
+             * ISO-8601 timestamp
+             */
+            expiresAt: string;
         };
         organization: {
             /**
@@ -466,7 +494,7 @@ export type GetMeResponses = {
              */
             id: string;
             role: 'owner' | 'admin' | 'member';
-            permissions: Array<'org.read' | 'org.update' | 'members.read' | 'members.update_role' | 'members.transfer_ownership' | 'members.remove' | 'invitations.read' | 'invitations.manage' | 'teams.read' | 'teams.manage' | 'roles.read' | 'api_keys.read' | 'api_keys.manage' | 'audit.read' | 'config_objects.read' | 'config_objects.write' | 'plugins.read' | 'plugins.write' | 'marketplaces.read' | 'marketplaces.create' | 'marketplaces.write' | 'skill_hubs.read' | 'skill_hubs.write' | 'llm_providers.read' | 'llm_providers.write' | 'llm_providers.credential' | 'jobs.read' | 'jobs.manage' | 'workers.read' | 'workers.manage' | 'workers.tokens' | 'connectors.read' | 'connectors.create' | 'connectors.write'>;
+            permissions: Array<'org.read' | 'delivery.read' | 'org.update' | 'members.read' | 'members.update_role' | 'members.transfer_ownership' | 'members.remove' | 'invitations.read' | 'invitations.manage' | 'teams.read' | 'teams.manage' | 'roles.read' | 'api_keys.read' | 'api_keys.manage' | 'audit.read' | 'oauth_tokens.own' | 'oauth_tokens.read' | 'oauth_tokens.manage' | 'config_objects.read' | 'config_objects.write' | 'plugins.read' | 'plugins.write' | 'marketplaces.read' | 'marketplaces.create' | 'marketplaces.write' | 'skill_hubs.read' | 'skill_hubs.write' | 'llm_providers.read' | 'llm_providers.write' | 'llm_providers.credential' | 'jobs.read' | 'jobs.manage' | 'workers.read' | 'workers.manage' | 'workers.tokens' | 'connectors.read' | 'connectors.create' | 'connectors.write'>;
         } | null;
     };
 };
@@ -559,6 +587,10 @@ export type SetActiveOrganizationData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -589,6 +621,10 @@ export type SetActiveOrganizationErrors = {
      * The request body stopped arriving (request_timeout)
      */
     408: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
     /**
      * Payload too large
      */
@@ -643,6 +679,10 @@ export type CreateOrganizationData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -673,6 +713,10 @@ export type CreateOrganizationErrors = {
      * The request body stopped arriving (request_timeout)
      */
     408: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
     /**
      * Payload too large
      */
@@ -728,6 +772,10 @@ export type AcceptInvitationData = {
         token: string;
     };
     headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
         /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
@@ -883,6 +931,10 @@ export type UpdateOrganizationData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -913,6 +965,10 @@ export type UpdateOrganizationErrors = {
      * The request body stopped arriving (request_timeout)
      */
     408: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
     /**
      * Payload too large
      */
@@ -1012,8 +1068,8 @@ export type ListRolesResponses = {
             id: 'owner' | 'admin' | 'member';
             description: string;
             assignable: boolean;
-            permissions: Array<'org.read' | 'org.update' | 'members.read' | 'members.update_role' | 'members.transfer_ownership' | 'members.remove' | 'invitations.read' | 'invitations.manage' | 'teams.read' | 'teams.manage' | 'roles.read' | 'api_keys.read' | 'api_keys.manage' | 'audit.read' | 'config_objects.read' | 'config_objects.write' | 'plugins.read' | 'plugins.write' | 'marketplaces.read' | 'marketplaces.create' | 'marketplaces.write' | 'skill_hubs.read' | 'skill_hubs.write' | 'llm_providers.read' | 'llm_providers.write' | 'llm_providers.credential' | 'jobs.read' | 'jobs.manage' | 'workers.read' | 'workers.manage' | 'workers.tokens' | 'connectors.read' | 'connectors.create' | 'connectors.write'>;
-            apiKeyPermissions: Array<'org.read' | 'org.update' | 'members.read' | 'members.update_role' | 'members.transfer_ownership' | 'members.remove' | 'invitations.read' | 'invitations.manage' | 'teams.read' | 'teams.manage' | 'roles.read' | 'api_keys.read' | 'api_keys.manage' | 'audit.read' | 'config_objects.read' | 'config_objects.write' | 'plugins.read' | 'plugins.write' | 'marketplaces.read' | 'marketplaces.create' | 'marketplaces.write' | 'skill_hubs.read' | 'skill_hubs.write' | 'llm_providers.read' | 'llm_providers.write' | 'llm_providers.credential' | 'jobs.read' | 'jobs.manage' | 'workers.read' | 'workers.manage' | 'workers.tokens' | 'connectors.read' | 'connectors.create' | 'connectors.write'>;
+            permissions: Array<'org.read' | 'delivery.read' | 'org.update' | 'members.read' | 'members.update_role' | 'members.transfer_ownership' | 'members.remove' | 'invitations.read' | 'invitations.manage' | 'teams.read' | 'teams.manage' | 'roles.read' | 'api_keys.read' | 'api_keys.manage' | 'audit.read' | 'oauth_tokens.own' | 'oauth_tokens.read' | 'oauth_tokens.manage' | 'config_objects.read' | 'config_objects.write' | 'plugins.read' | 'plugins.write' | 'marketplaces.read' | 'marketplaces.create' | 'marketplaces.write' | 'skill_hubs.read' | 'skill_hubs.write' | 'llm_providers.read' | 'llm_providers.write' | 'llm_providers.credential' | 'jobs.read' | 'jobs.manage' | 'workers.read' | 'workers.manage' | 'workers.tokens' | 'connectors.read' | 'connectors.create' | 'connectors.write'>;
+            apiKeyPermissions: Array<'org.read' | 'delivery.read' | 'org.update' | 'members.read' | 'members.update_role' | 'members.transfer_ownership' | 'members.remove' | 'invitations.read' | 'invitations.manage' | 'teams.read' | 'teams.manage' | 'roles.read' | 'api_keys.read' | 'api_keys.manage' | 'audit.read' | 'oauth_tokens.own' | 'oauth_tokens.read' | 'oauth_tokens.manage' | 'config_objects.read' | 'config_objects.write' | 'plugins.read' | 'plugins.write' | 'marketplaces.read' | 'marketplaces.create' | 'marketplaces.write' | 'skill_hubs.read' | 'skill_hubs.write' | 'llm_providers.read' | 'llm_providers.write' | 'llm_providers.credential' | 'jobs.read' | 'jobs.manage' | 'workers.read' | 'workers.manage' | 'workers.tokens' | 'connectors.read' | 'connectors.create' | 'connectors.write'>;
         }>;
         /**
          * Pass back as `cursor` for the next page; null on the last page
@@ -1096,9 +1152,13 @@ export type ListAuditEventsResponses = {
             actor: {
                 userId: string | null;
                 memberId: string | null;
-                credential: 'session' | 'apiKey';
+                credential: 'session' | 'apiKey' | 'oauth';
                 apiKeyId: string | null;
             };
+            /**
+             * Where the action came from: the HTTP API, or a tool call on the MCP endpoint
+             */
+            origin: 'api' | 'mcp';
             target: {
                 type: string;
                 id: string;
@@ -1217,6 +1277,10 @@ export type RemoveMemberData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -1233,6 +1297,10 @@ export type RemoveMemberData = {
 
 export type RemoveMemberErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -1248,6 +1316,10 @@ export type RemoveMemberErrors = {
      * Conflict
      */
     409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -1354,6 +1426,10 @@ export type ChangeMemberRoleData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -1453,6 +1529,10 @@ export type TransferOwnershipData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -1469,6 +1549,10 @@ export type TransferOwnershipData = {
 
 export type TransferOwnershipErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -1484,6 +1568,10 @@ export type TransferOwnershipErrors = {
      * Conflict
      */
     409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -1630,6 +1718,10 @@ export type CreateInvitationData = {
         role?: 'admin' | 'member';
     };
     headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
         /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
@@ -1803,6 +1895,10 @@ export type CancelInvitationData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -1819,6 +1915,10 @@ export type CancelInvitationData = {
 
 export type CancelInvitationErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -1834,6 +1934,10 @@ export type CancelInvitationErrors = {
      * Conflict
      */
     409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -1977,6 +2081,10 @@ export type CreateTeamData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -2067,6 +2175,10 @@ export type DeleteTeamData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -2083,6 +2195,10 @@ export type DeleteTeamData = {
 
 export type DeleteTeamErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -2094,6 +2210,14 @@ export type DeleteTeamErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -2196,6 +2320,10 @@ export type UpdateTeamData = {
         description?: string | null;
     };
     headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
         /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
@@ -2394,6 +2522,10 @@ export type AddTeamMemberData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -2493,6 +2625,10 @@ export type RemoveTeamMemberData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -2513,6 +2649,10 @@ export type RemoveTeamMemberData = {
 
 export type RemoveTeamMemberErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -2524,6 +2664,14 @@ export type RemoveTeamMemberErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -2651,6 +2799,10 @@ export type CreateApiKeyData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -2681,6 +2833,10 @@ export type CreateApiKeyErrors = {
      * The request body stopped arriving (request_timeout)
      */
     408: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
     /**
      * Payload too large
      */
@@ -2749,6 +2905,10 @@ export type RevokeApiKeyData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -2765,6 +2925,10 @@ export type RevokeApiKeyData = {
 
 export type RevokeApiKeyErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -2776,6 +2940,14 @@ export type RevokeApiKeyErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -2804,6 +2976,10 @@ export type ImportSkillZipData = {
     body: Blob | File;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -2819,6 +2995,10 @@ export type ImportSkillZipData = {
 };
 
 export type ImportSkillZipErrors = {
+    /**
+     * Bad request
+     */
+    400: ErrorBody;
     /**
      * Missing or invalid credentials
      */
@@ -3045,7 +3225,7 @@ export type CreateConfigObjectData = {
                 [key: string]: unknown;
             };
             /**
-             * Skills only: the files beside SKILL.md (`{path, contentBase64 | content, executable?, sha256?}`), under the server limits (default 200 files, 5 MiB per file, 20 MiB per skill; 413 `skill_file_too_large` / `skill_too_large`, 422 `skill_too_many_files`, each naming the limit and path). The whole JSON body is capped at 8 MiB: upload larger skills as a zip.
+             * Skills only: the files beside SKILL.md (`{path, contentBase64 | content, executable?, sha256?}`), replacing the previous version’s files as a whole. On `POST /v1/config-objects/{id}/versions`, omitting `files` keeps the latest version’s files unchanged (so a client that edits only SKILL.md never drops them) and `files: []` removes them all. Under the server limits (default 200 files, 5 MiB per file, 20 MiB per skill; 413 `skill_file_too_large` / `skill_too_large`, 422 `skill_too_many_files`, each naming the limit and path). The whole JSON body is capped at 8 MiB: upload larger skills as a zip.
              */
             files?: Array<{
                 /**
@@ -3077,6 +3257,10 @@ export type CreateConfigObjectData = {
         pluginIds?: Array<string>;
     };
     headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
         /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
@@ -3422,7 +3606,7 @@ export type AddConfigObjectVersionData = {
                 [key: string]: unknown;
             };
             /**
-             * Skills only: the files beside SKILL.md (`{path, contentBase64 | content, executable?, sha256?}`), under the server limits (default 200 files, 5 MiB per file, 20 MiB per skill; 413 `skill_file_too_large` / `skill_too_large`, 422 `skill_too_many_files`, each naming the limit and path). The whole JSON body is capped at 8 MiB: upload larger skills as a zip.
+             * Skills only: the files beside SKILL.md (`{path, contentBase64 | content, executable?, sha256?}`), replacing the previous version’s files as a whole. On `POST /v1/config-objects/{id}/versions`, omitting `files` keeps the latest version’s files unchanged (so a client that edits only SKILL.md never drops them) and `files: []` removes them all. Under the server limits (default 200 files, 5 MiB per file, 20 MiB per skill; 413 `skill_file_too_large` / `skill_too_large`, 422 `skill_too_many_files`, each naming the limit and path). The whole JSON body is capped at 8 MiB: upload larger skills as a zip.
              */
             files?: Array<{
                 /**
@@ -3458,6 +3642,10 @@ export type AddConfigObjectVersionData = {
         reason?: string;
     };
     headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
         /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
@@ -4024,6 +4212,10 @@ export type AddConfigObjectToPluginData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -4148,6 +4340,10 @@ export type RemoveConfigObjectFromPluginData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -4168,6 +4364,10 @@ export type RemoveConfigObjectFromPluginData = {
 
 export type RemoveConfigObjectFromPluginErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -4179,6 +4379,14 @@ export type RemoveConfigObjectFromPluginErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -4204,6 +4412,10 @@ export type ArchiveConfigObjectData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -4220,6 +4432,10 @@ export type ArchiveConfigObjectData = {
 
 export type ArchiveConfigObjectErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -4235,6 +4451,10 @@ export type ArchiveConfigObjectErrors = {
      * Conflict
      */
     409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -4308,6 +4528,10 @@ export type DeleteConfigObjectData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -4324,6 +4548,10 @@ export type DeleteConfigObjectData = {
 
 export type DeleteConfigObjectErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -4339,6 +4567,10 @@ export type DeleteConfigObjectErrors = {
      * Conflict
      */
     409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -4412,6 +4644,10 @@ export type RestoreConfigObjectData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -4428,6 +4664,10 @@ export type RestoreConfigObjectData = {
 
 export type RestoreConfigObjectErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -4443,6 +4683,10 @@ export type RestoreConfigObjectErrors = {
      * Conflict
      */
     409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -4624,6 +4868,10 @@ export type GrantConfigObjectAccessData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -4659,6 +4907,10 @@ export type GrantConfigObjectAccessErrors = {
      * The request body stopped arriving (request_timeout)
      */
     408: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
     /**
      * Payload too large
      */
@@ -4719,6 +4971,10 @@ export type RevokeConfigObjectAccessData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -4739,6 +4995,10 @@ export type RevokeConfigObjectAccessData = {
 
 export type RevokeConfigObjectAccessErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -4750,6 +5010,14 @@ export type RevokeConfigObjectAccessErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -4873,6 +5141,10 @@ export type CreatePluginData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -4903,6 +5175,10 @@ export type CreatePluginErrors = {
      * The request body stopped arriving (request_timeout)
      */
     408: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
     /**
      * Payload too large
      */
@@ -4965,6 +5241,10 @@ export type DeletePluginData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -4981,6 +5261,10 @@ export type DeletePluginData = {
 
 export type DeletePluginErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -4992,6 +5276,14 @@ export type DeletePluginErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -5101,6 +5393,10 @@ export type UpdatePluginData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -5136,6 +5432,10 @@ export type UpdatePluginErrors = {
      * The request body stopped arriving (request_timeout)
      */
     408: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
     /**
      * Payload too large
      */
@@ -5198,6 +5498,10 @@ export type ArchivePluginData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -5214,6 +5518,10 @@ export type ArchivePluginData = {
 
 export type ArchivePluginErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -5229,6 +5537,10 @@ export type ArchivePluginErrors = {
      * Conflict
      */
     409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -5283,6 +5595,10 @@ export type RestorePluginData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -5299,6 +5615,10 @@ export type RestorePluginData = {
 
 export type RestorePluginErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -5314,6 +5634,10 @@ export type RestorePluginErrors = {
      * Conflict
      */
     409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -5476,6 +5800,10 @@ export type GrantPluginAccessData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -5511,6 +5839,10 @@ export type GrantPluginAccessErrors = {
      * The request body stopped arriving (request_timeout)
      */
     408: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
     /**
      * Payload too large
      */
@@ -5571,6 +5903,10 @@ export type RevokePluginAccessData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -5591,6 +5927,10 @@ export type RevokePluginAccessData = {
 
 export type RevokePluginAccessErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -5602,6 +5942,14 @@ export type RevokePluginAccessErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -5773,6 +6121,10 @@ export type AddPluginConfigObjectData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -5916,6 +6268,10 @@ export type RemovePluginConfigObjectData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -5936,6 +6292,10 @@ export type RemovePluginConfigObjectData = {
 
 export type RemovePluginConfigObjectErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -5947,6 +6307,14 @@ export type RemovePluginConfigObjectErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -6195,6 +6563,10 @@ export type CreateMarketplaceData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -6225,6 +6597,10 @@ export type CreateMarketplaceErrors = {
      * The request body stopped arriving (request_timeout)
      */
     408: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
     /**
      * Payload too large
      */
@@ -6287,6 +6663,10 @@ export type DeleteMarketplaceData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -6303,6 +6683,10 @@ export type DeleteMarketplaceData = {
 
 export type DeleteMarketplaceErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -6314,6 +6698,14 @@ export type DeleteMarketplaceErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -6423,6 +6815,10 @@ export type UpdateMarketplaceData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -6458,6 +6854,10 @@ export type UpdateMarketplaceErrors = {
      * The request body stopped arriving (request_timeout)
      */
     408: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
     /**
      * Payload too large
      */
@@ -6520,6 +6920,10 @@ export type ArchiveMarketplaceData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -6536,6 +6940,10 @@ export type ArchiveMarketplaceData = {
 
 export type ArchiveMarketplaceErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -6551,6 +6959,10 @@ export type ArchiveMarketplaceErrors = {
      * Conflict
      */
     409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -6605,6 +7017,10 @@ export type RestoreMarketplaceData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -6621,6 +7037,10 @@ export type RestoreMarketplaceData = {
 
 export type RestoreMarketplaceErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -6636,6 +7056,10 @@ export type RestoreMarketplaceErrors = {
      * Conflict
      */
     409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -6798,6 +7222,10 @@ export type GrantMarketplaceAccessData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -6833,6 +7261,10 @@ export type GrantMarketplaceAccessErrors = {
      * The request body stopped arriving (request_timeout)
      */
     408: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
     /**
      * Payload too large
      */
@@ -6893,6 +7325,10 @@ export type RevokeMarketplaceAccessData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -6913,6 +7349,10 @@ export type RevokeMarketplaceAccessData = {
 
 export type RevokeMarketplaceAccessErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -6924,6 +7364,14 @@ export type RevokeMarketplaceAccessErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -7076,6 +7524,10 @@ export type AddMarketplacePluginData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -7200,6 +7652,10 @@ export type RemoveMarketplacePluginData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -7220,6 +7676,10 @@ export type RemoveMarketplacePluginData = {
 
 export type RemoveMarketplacePluginErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -7231,6 +7691,14 @@ export type RemoveMarketplacePluginErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -7504,6 +7972,10 @@ export type CreateSkillData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -7534,6 +8006,10 @@ export type CreateSkillErrors = {
      * The request body stopped arriving (request_timeout)
      */
     408: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
     /**
      * Payload too large
      */
@@ -7902,6 +8378,10 @@ export type CreateSkillHubData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -7993,6 +8473,10 @@ export type DeleteSkillHubData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -8009,6 +8493,10 @@ export type DeleteSkillHubData = {
 
 export type DeleteSkillHubErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -8020,6 +8508,14 @@ export type DeleteSkillHubErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -8123,6 +8619,10 @@ export type UpdateSkillHubData = {
         description?: string | null;
     };
     headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
         /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
@@ -8332,6 +8832,10 @@ export type AddSkillHubSkillData = {
         skillId: string;
     };
     headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
         /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
@@ -8568,6 +9072,10 @@ export type RemoveSkillHubSkillData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -8588,6 +9096,10 @@ export type RemoveSkillHubSkillData = {
 
 export type RemoveSkillHubSkillErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -8599,6 +9111,14 @@ export type RemoveSkillHubSkillErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -8728,6 +9248,10 @@ export type AssignSkillHubData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -8824,6 +9348,10 @@ export type UnassignSkillHubData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -8844,6 +9372,10 @@ export type UnassignSkillHubData = {
 
 export type UnassignSkillHubErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -8855,6 +9387,14 @@ export type UnassignSkillHubErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -8988,6 +9528,10 @@ export type GrantSkillHubAccessData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -9023,6 +9567,10 @@ export type GrantSkillHubAccessErrors = {
      * The request body stopped arriving (request_timeout)
      */
     408: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
     /**
      * Payload too large
      */
@@ -9083,6 +9631,10 @@ export type RevokeSkillHubAccessData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -9103,6 +9655,10 @@ export type RevokeSkillHubAccessData = {
 
 export type RevokeSkillHubAccessErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -9114,6 +9670,14 @@ export type RevokeSkillHubAccessErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -9391,6 +9955,10 @@ export type CreateLlmProviderData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -9489,6 +10057,10 @@ export type DeleteLlmProviderData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -9505,6 +10077,10 @@ export type DeleteLlmProviderData = {
 
 export type DeleteLlmProviderErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -9516,6 +10092,14 @@ export type DeleteLlmProviderErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -9635,6 +10219,10 @@ export type UpdateLlmProviderData = {
         apiKey?: string | null;
     };
     headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
         /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
@@ -9915,6 +10503,10 @@ export type GrantLlmProviderAccessData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -9950,6 +10542,10 @@ export type GrantLlmProviderAccessErrors = {
      * The request body stopped arriving (request_timeout)
      */
     408: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
     /**
      * Payload too large
      */
@@ -10010,6 +10606,10 @@ export type RevokeLlmProviderAccessData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -10030,6 +10630,10 @@ export type RevokeLlmProviderAccessData = {
 
 export type RevokeLlmProviderAccessErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -10041,6 +10645,14 @@ export type RevokeLlmProviderAccessErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -10281,6 +10893,10 @@ export type RetryJobData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -10297,6 +10913,10 @@ export type RetryJobData = {
 
 export type RetryJobErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -10312,6 +10932,10 @@ export type RetryJobErrors = {
      * Conflict
      */
     409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -10490,6 +11114,10 @@ export type CreateWorkerData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -10520,6 +11148,10 @@ export type CreateWorkerErrors = {
      * The request body stopped arriving (request_timeout)
      */
     408: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
     /**
      * Payload too large
      */
@@ -10585,6 +11217,10 @@ export type DeleteWorkerData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -10601,6 +11237,10 @@ export type DeleteWorkerData = {
 
 export type DeleteWorkerErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -10612,6 +11252,14 @@ export type DeleteWorkerErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -10812,6 +11460,10 @@ export type RevokeWorkerTokensData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -10828,6 +11480,10 @@ export type RevokeWorkerTokensData = {
 
 export type RevokeWorkerTokensErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -10839,6 +11495,14 @@ export type RevokeWorkerTokensErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -10953,6 +11617,10 @@ export type IssueWorkerTokensData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -10969,6 +11637,10 @@ export type IssueWorkerTokensData = {
 
 export type IssueWorkerTokensErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -10980,6 +11652,14 @@ export type IssueWorkerTokensErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -11063,6 +11743,12 @@ export type WorkerHeartbeatData = {
         lastActivityAt?: string;
         openSessionCount?: number;
         version?: string;
+    };
+    headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
     };
     path: {
         /**
@@ -11256,6 +11942,10 @@ export type CreateConnectorAccountData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -11351,6 +12041,10 @@ export type DeleteConnectorAccountData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -11367,6 +12061,10 @@ export type DeleteConnectorAccountData = {
 
 export type DeleteConnectorAccountErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -11378,6 +12076,14 @@ export type DeleteConnectorAccountErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -11494,6 +12200,10 @@ export type UpdateConnectorAccountData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -11529,6 +12239,10 @@ export type UpdateConnectorAccountErrors = {
      * The request body stopped arriving (request_timeout)
      */
     408: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
     /**
      * Payload too large
      */
@@ -11700,6 +12414,10 @@ export type CreateConnectorInstanceData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -11799,6 +12517,10 @@ export type DeleteConnectorInstanceData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -11815,6 +12537,10 @@ export type DeleteConnectorInstanceData = {
 
 export type DeleteConnectorInstanceErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -11826,6 +12552,14 @@ export type DeleteConnectorInstanceErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -11940,6 +12674,10 @@ export type UpdateConnectorInstanceData = {
         status?: 'active' | 'disabled';
     };
     headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
         /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
@@ -12153,6 +12891,10 @@ export type GrantConnectorInstanceAccessData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -12188,6 +12930,10 @@ export type GrantConnectorInstanceAccessErrors = {
      * The request body stopped arriving (request_timeout)
      */
     408: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
     /**
      * Payload too large
      */
@@ -12248,6 +12994,10 @@ export type RevokeConnectorInstanceAccessData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -12268,6 +13018,10 @@ export type RevokeConnectorInstanceAccessData = {
 
 export type RevokeConnectorInstanceAccessErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -12279,6 +13033,14 @@ export type RevokeConnectorInstanceAccessErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -12415,6 +13177,10 @@ export type CreateConnectorTargetData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -12520,6 +13286,10 @@ export type DeleteConnectorTargetData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -12536,6 +13306,10 @@ export type DeleteConnectorTargetData = {
 
 export type DeleteConnectorTargetErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -12547,6 +13321,14 @@ export type DeleteConnectorTargetErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -12661,6 +13443,10 @@ export type UpdateConnectorTargetData = {
         };
     };
     headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
         /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
@@ -12883,6 +13669,10 @@ export type CreateConnectorMappingData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -12986,6 +13776,10 @@ export type DeleteConnectorMappingData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -13002,6 +13796,10 @@ export type DeleteConnectorMappingData = {
 
 export type DeleteConnectorMappingErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -13013,6 +13811,14 @@ export type DeleteConnectorMappingErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -13130,6 +13936,10 @@ export type UpdateConnectorMappingData = {
     };
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -13233,6 +14043,10 @@ export type DiscoverConnectorTargetData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -13249,6 +14063,10 @@ export type DiscoverConnectorTargetData = {
 
 export type DiscoverConnectorTargetErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -13260,6 +14078,14 @@ export type DiscoverConnectorTargetErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -13439,6 +14265,10 @@ export type SyncConnectorTargetData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -13455,6 +14285,10 @@ export type SyncConnectorTargetData = {
 
 export type SyncConnectorTargetErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -13470,6 +14304,10 @@ export type SyncConnectorTargetErrors = {
      * Conflict
      */
     409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -13801,6 +14639,10 @@ export type RetryConnectorSyncEventData = {
     body?: never;
     headers?: {
         /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
          */
         'X-Service-Org-Id'?: string;
@@ -13817,6 +14659,10 @@ export type RetryConnectorSyncEventData = {
 
 export type RetryConnectorSyncEventErrors = {
     /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
      * Missing or invalid credentials
      */
     401: ErrorBody;
@@ -13832,6 +14678,10 @@ export type RetryConnectorSyncEventErrors = {
      * Conflict
      */
     409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -13912,6 +14762,799 @@ export type RetryConnectorSyncEventResponses = {
 };
 
 export type RetryConnectorSyncEventResponse = RetryConnectorSyncEventResponses[keyof RetryConnectorSyncEventResponses];
+
+export type GetMyDeliveryData = {
+    body?: never;
+    headers?: {
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path?: never;
+    query?: never;
+    url: '/v1/me/delivery';
+};
+
+export type GetMyDeliveryErrors = {
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type GetMyDeliveryError = GetMyDeliveryErrors[keyof GetMyDeliveryErrors];
+
+export type GetMyDeliveryResponses = {
+    /**
+     * DeliverySet
+     *
+     * The delivered set
+     */
+    200: {
+        principal: {
+            kind: 'member';
+            /**
+             * usr_ id (sorts by creation time)
+             */
+            userId: string;
+            /**
+             * mem_ id (sorts by creation time)
+             */
+            memberId: string;
+        } | {
+            kind: 'worker';
+            /**
+             * wrk_ id (sorts by creation time)
+             */
+            workerId: string;
+        };
+        organization: {
+            /**
+             * org_ id (sorts by creation time)
+             */
+            id: string;
+            name: string;
+        };
+        /**
+         * Over every item's (objectId, versionId, digest), sorted
+         */
+        digest: string;
+        items: Array<{
+            objectId: string;
+            type: 'skill' | 'agent' | 'command' | 'tool' | 'mcp' | 'hook' | 'context' | 'custom' | 'llm_provider';
+            /**
+             * The on-disk name: skill folder, command/agent file stem, MCP key
+             */
+            name: string;
+            versionId: string;
+            /**
+             * SHA-256, lowercase hex
+             */
+            digest: string;
+            reasons: Array<{
+                via: 'hub' | 'plugin' | 'grant' | 'worker';
+                /**
+                 * The hub, plugin, grant or Worker
+                 */
+                id: string;
+                /**
+                 * The hub's or plugin's name; a grant's role (`viewer grant`); the Worker's name
+                 */
+                name: string;
+                scope: 'member' | 'team' | 'organization' | 'worker';
+                team?: {
+                    /**
+                     * team_ id (sorts by creation time)
+                     */
+                    id: string;
+                    name: string;
+                };
+            }>;
+            files: Array<{
+                /**
+                 * Relative to the item's home (see the item's `type`)
+                 */
+                path: string;
+                encoding: 'utf8' | 'base64';
+                content: string;
+                executable: boolean;
+                /**
+                 * Bytes
+                 */
+                size: number;
+                /**
+                 * SHA-256, lowercase hex
+                 */
+                sha256: string;
+            }>;
+            /**
+             * The opencode.json fragment (mcp, context instructions, a Worker's provider)
+             */
+            config?: {
+                [key: string]: unknown;
+            };
+        }>;
+    };
+};
+
+export type GetMyDeliveryResponse = GetMyDeliveryResponses[keyof GetMyDeliveryResponses];
+
+export type ListPluginAssignmentsData = {
+    body?: never;
+    headers?: {
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path: {
+        /**
+         * plg_ id (sorts by creation time)
+         */
+        pluginId: string;
+    };
+    query?: {
+        /**
+         * Opaque cursor from the previous page's nextCursor, valid only for the same list, organization and filters (otherwise 400 invalid_cursor)
+         */
+        cursor?: string;
+        /**
+         * Page size, 1 to 100
+         */
+        limit?: number;
+    };
+    url: '/v1/plugins/{pluginId}/assignments';
+};
+
+export type ListPluginAssignmentsErrors = {
+    /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type ListPluginAssignmentsError = ListPluginAssignmentsErrors[keyof ListPluginAssignmentsErrors];
+
+export type ListPluginAssignmentsResponses = {
+    /**
+     * PluginAssignmentPage
+     *
+     * Success
+     */
+    200: {
+        items: Array<{
+            /**
+             * pla_ id (sorts by creation time)
+             */
+            id: string;
+            /**
+             * plg_ id (sorts by creation time)
+             */
+            pluginId: string;
+            memberId: string | null;
+            teamId: string | null;
+            orgWide: boolean;
+            createdByMemberId: string | null;
+            /**
+             * ISO-8601 timestamp
+             */
+            createdAt: string;
+        }>;
+        /**
+         * Pass back as `cursor` for the next page; null on the last page
+         */
+        nextCursor: string | null;
+    };
+};
+
+export type ListPluginAssignmentsResponse = ListPluginAssignmentsResponses[keyof ListPluginAssignmentsResponses];
+
+export type AssignPluginData = {
+    body?: {
+        /**
+         * mem_ id (sorts by creation time)
+         */
+        memberId?: string;
+        /**
+         * team_ id (sorts by creation time)
+         */
+        teamId?: string;
+        orgWide?: true;
+    };
+    headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path: {
+        /**
+         * plg_ id (sorts by creation time)
+         */
+        pluginId: string;
+    };
+    query?: never;
+    url: '/v1/plugins/{pluginId}/assignments';
+};
+
+export type AssignPluginErrors = {
+    /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * The request body stopped arriving (request_timeout)
+     */
+    408: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Payload too large
+     */
+    413: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type AssignPluginError = AssignPluginErrors[keyof AssignPluginErrors];
+
+export type AssignPluginResponses = {
+    /**
+     * PluginAssignmentItem
+     *
+     * Success
+     */
+    201: {
+        /**
+         * PluginAssignment
+         */
+        item: {
+            /**
+             * pla_ id (sorts by creation time)
+             */
+            id: string;
+            /**
+             * plg_ id (sorts by creation time)
+             */
+            pluginId: string;
+            memberId: string | null;
+            teamId: string | null;
+            orgWide: boolean;
+            createdByMemberId: string | null;
+            /**
+             * ISO-8601 timestamp
+             */
+            createdAt: string;
+        };
+    };
+};
+
+export type AssignPluginResponse = AssignPluginResponses[keyof AssignPluginResponses];
+
+export type UnassignPluginData = {
+    body?: never;
+    headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path: {
+        /**
+         * plg_ id (sorts by creation time)
+         */
+        pluginId: string;
+        /**
+         * pla_ id (sorts by creation time)
+         */
+        assignmentId: string;
+    };
+    query?: never;
+    url: '/v1/plugins/{pluginId}/assignments/{assignmentId}';
+};
+
+export type UnassignPluginErrors = {
+    /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type UnassignPluginError = UnassignPluginErrors[keyof UnassignPluginErrors];
+
+export type UnassignPluginResponses = {
+    /**
+     * Removed
+     */
+    204: void;
+};
+
+export type UnassignPluginResponse = UnassignPluginResponses[keyof UnassignPluginResponses];
+
+export type GetWorkerDeliveryData = {
+    body?: never;
+    headers?: {
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path: {
+        /**
+         * wrk_ id (sorts by creation time)
+         */
+        workerId: string;
+    };
+    query?: never;
+    url: '/v1/workers/{workerId}/delivery';
+};
+
+export type GetWorkerDeliveryErrors = {
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type GetWorkerDeliveryError = GetWorkerDeliveryErrors[keyof GetWorkerDeliveryErrors];
+
+export type GetWorkerDeliveryResponses = {
+    /**
+     * WorkerDeliveryItem
+     *
+     * Success
+     */
+    200: {
+        /**
+         * WorkerDelivery
+         */
+        item: {
+            /**
+             * wrk_ id (sorts by creation time)
+             */
+            workerId: string;
+            hubIds: Array<string>;
+            pluginIds: Array<string>;
+            llmProviderIds: Array<string>;
+        };
+    };
+};
+
+export type GetWorkerDeliveryResponse = GetWorkerDeliveryResponses[keyof GetWorkerDeliveryResponses];
+
+export type SetWorkerDeliveryData = {
+    body: {
+        /**
+         * The skill hubs the Worker receives
+         */
+        hubIds: Array<string>;
+        /**
+         * The plugins the Worker receives
+         */
+        pluginIds: Array<string>;
+        /**
+         * The model providers the Worker receives
+         */
+        llmProviderIds: Array<string>;
+    };
+    headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path: {
+        /**
+         * wrk_ id (sorts by creation time)
+         */
+        workerId: string;
+    };
+    query?: never;
+    url: '/v1/workers/{workerId}/delivery';
+};
+
+export type SetWorkerDeliveryErrors = {
+    /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * The request body stopped arriving (request_timeout)
+     */
+    408: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Payload too large
+     */
+    413: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type SetWorkerDeliveryError = SetWorkerDeliveryErrors[keyof SetWorkerDeliveryErrors];
+
+export type SetWorkerDeliveryResponses = {
+    /**
+     * WorkerDeliveryItem
+     *
+     * Success
+     */
+    200: {
+        /**
+         * WorkerDelivery
+         */
+        item: {
+            /**
+             * wrk_ id (sorts by creation time)
+             */
+            workerId: string;
+            hubIds: Array<string>;
+            pluginIds: Array<string>;
+            llmProviderIds: Array<string>;
+        };
+    };
+};
+
+export type SetWorkerDeliveryResponse = SetWorkerDeliveryResponses[keyof SetWorkerDeliveryResponses];
+
+export type GetOpencodeWellKnownData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/.well-known/opencode';
+};
+
+export type GetOpencodeWellKnownErrors = {
+    /**
+     * Empty
+     */
+    431: string;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type GetOpencodeWellKnownError = GetOpencodeWellKnownErrors[keyof GetOpencodeWellKnownErrors];
+
+export type GetOpencodeWellKnownResponses = {
+    /**
+     * OpencodeWellKnown
+     *
+     * The well-known document OpenCode reads
+     */
+    200: {
+        auth: {
+            command: Array<string>;
+            env: string;
+        };
+        remote_config: {
+            url: string;
+            headers: {
+                Authorization: string;
+            };
+        };
+    };
+};
+
+export type GetOpencodeWellKnownResponse = GetOpencodeWellKnownResponses[keyof GetOpencodeWellKnownResponses];
+
+export type GetMyOpencodeConfigData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v1/me/opencode-config';
+};
+
+export type GetMyOpencodeConfigErrors = {
+    /**
+     * Empty
+     */
+    431: string;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type GetMyOpencodeConfigError = GetMyOpencodeConfigErrors[keyof GetMyOpencodeConfigErrors];
+
+export type GetMyOpencodeConfigResponses = {
+    /**
+     * OpencodeRemoteConfig
+     *
+     * OpenCode configuration (global config, merged by OpenCode)
+     */
+    200: {
+        [key: string]: unknown;
+    };
+};
+
+export type GetMyOpencodeConfigResponse = GetMyOpencodeConfigResponses[keyof GetMyOpencodeConfigResponses];
+
+export type GetOpencodeNoticeData = {
+    body?: never;
+    path?: never;
+    query?: {
+        reason?: 'signed_out' | 'no_access' | 'throttled';
+    };
+    url: '/v1/opencode/notice';
+};
+
+export type GetOpencodeNoticeErrors = {
+    /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type GetOpencodeNoticeError = GetOpencodeNoticeErrors[keyof GetOpencodeNoticeErrors];
+
+export type GetOpencodeNoticeResponses = {
+    /**
+     * Markdown
+     */
+    200: string;
+};
+
+export type GetOpencodeNoticeResponse = GetOpencodeNoticeResponses[keyof GetOpencodeNoticeResponses];
+
+export type GetCapabilitySkillIndexData = {
+    body?: never;
+    path: {
+        secret: string;
+    };
+    query?: never;
+    url: '/d/{secret}/index.json';
+};
+
+export type GetCapabilitySkillIndexErrors = {
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type GetCapabilitySkillIndexError = GetCapabilitySkillIndexErrors[keyof GetCapabilitySkillIndexErrors];
+
+export type GetCapabilitySkillIndexResponses = {
+    /**
+     * CapabilitySkillIndex
+     *
+     * The skill index
+     */
+    200: {
+        skills: Array<{
+            name: string;
+            files: Array<string>;
+            version: string;
+        }>;
+    };
+};
+
+export type GetCapabilitySkillIndexResponse = GetCapabilitySkillIndexResponses[keyof GetCapabilitySkillIndexResponses];
+
+export type GetCapabilityFileData = {
+    body?: never;
+    path: {
+        secret: string;
+        path: string;
+    };
+    query?: never;
+    url: '/d/{secret}/{path}';
+};
+
+export type GetCapabilityFileErrors = {
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type GetCapabilityFileError = GetCapabilityFileErrors[keyof GetCapabilityFileErrors];
+
+export type GetCapabilityFileResponses = {
+    /**
+     * The file, as stored (text as UTF-8)
+     */
+    200: Blob | File;
+};
+
+export type GetCapabilityFileResponse = GetCapabilityFileResponses[keyof GetCapabilityFileResponses];
 
 export type ListChangeEventsData = {
     body?: never;
@@ -13996,6 +15639,1521 @@ export type ListChangeEventsResponses = {
 };
 
 export type ListChangeEventsResponse = ListChangeEventsResponses[keyof ListChangeEventsResponses];
+
+export type GetMcpProtectedResourceMetadataData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/.well-known/oauth-protected-resource/mcp';
+};
+
+export type GetMcpProtectedResourceMetadataErrors = {
+    /**
+     * Empty
+     */
+    431: string;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type GetMcpProtectedResourceMetadataError = GetMcpProtectedResourceMetadataErrors[keyof GetMcpProtectedResourceMetadataErrors];
+
+export type GetMcpProtectedResourceMetadataResponses = {
+    /**
+     * ProtectedResourceMetadata
+     *
+     * Success
+     */
+    200: {
+        /**
+         * The MCP endpoint: the `resource` an access token must be bound to
+         */
+        resource: string;
+        authorization_servers: Array<string>;
+        scopes_supported: Array<string>;
+        bearer_methods_supported: Array<string>;
+        resource_name: string;
+        resource_documentation: string;
+    };
+};
+
+export type GetMcpProtectedResourceMetadataResponse = GetMcpProtectedResourceMetadataResponses[keyof GetMcpProtectedResourceMetadataResponses];
+
+export type GetProtectedResourceMetadataData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/.well-known/oauth-protected-resource';
+};
+
+export type GetProtectedResourceMetadataErrors = {
+    /**
+     * Empty
+     */
+    431: string;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type GetProtectedResourceMetadataError = GetProtectedResourceMetadataErrors[keyof GetProtectedResourceMetadataErrors];
+
+export type GetProtectedResourceMetadataResponses = {
+    /**
+     * ProtectedResourceMetadata
+     *
+     * Success
+     */
+    200: {
+        /**
+         * The MCP endpoint: the `resource` an access token must be bound to
+         */
+        resource: string;
+        authorization_servers: Array<string>;
+        scopes_supported: Array<string>;
+        bearer_methods_supported: Array<string>;
+        resource_name: string;
+        resource_documentation: string;
+    };
+};
+
+export type GetProtectedResourceMetadataResponse = GetProtectedResourceMetadataResponses[keyof GetProtectedResourceMetadataResponses];
+
+export type McpDeleteData = {
+    body?: never;
+    headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path?: never;
+    query?: never;
+    url: '/mcp';
+};
+
+export type McpDeleteErrors = {
+    /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type McpDeleteError = McpDeleteErrors[keyof McpDeleteErrors];
+
+export type McpDeleteResponses = {
+    /**
+     * The session is closed
+     */
+    200: unknown;
+};
+
+export type McpStreamData = {
+    body?: never;
+    headers?: {
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path?: never;
+    query?: never;
+    url: '/mcp';
+};
+
+export type McpStreamErrors = {
+    /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * Error
+     */
+    406: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type McpStreamError = McpStreamErrors[keyof McpStreamErrors];
+
+export type McpStreamResponses = {
+    /**
+     * Server-Sent Events carrying JSON-RPC messages
+     */
+    200: string;
+};
+
+export type McpStreamResponse = McpStreamResponses[keyof McpStreamResponses];
+
+export type McpPostData = {
+    /**
+     * A JSON-RPC request, notification or response (or a batch); at most `mcp.maxBodyBytes`
+     */
+    body: Blob | File;
+    headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path?: never;
+    query?: never;
+    url: '/mcp';
+};
+
+export type McpPostErrors = {
+    /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * Error
+     */
+    406: ErrorBody;
+    /**
+     * The request body stopped arriving (request_timeout)
+     */
+    408: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Payload too large
+     */
+    413: ErrorBody;
+    /**
+     * Error
+     */
+    415: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type McpPostError = McpPostErrors[keyof McpPostErrors];
+
+export type McpPostResponses = {
+    /**
+     * The JSON-RPC response
+     */
+    200: unknown;
+    /**
+     * A notification or response was accepted
+     */
+    202: unknown;
+};
+
+export type OauthAuthorizationServerMetadataData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/.well-known/oauth-authorization-server';
+};
+
+export type OauthAuthorizationServerMetadataErrors = {
+    /**
+     * Empty
+     */
+    431: string;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type OauthAuthorizationServerMetadataError = OauthAuthorizationServerMetadataErrors[keyof OauthAuthorizationServerMetadataErrors];
+
+export type OauthAuthorizationServerMetadataResponses = {
+    /**
+     * AuthorizationServerMetadata
+     *
+     * Success
+     */
+    200: {
+        issuer: string;
+        authorization_endpoint: string;
+        token_endpoint: string;
+        registration_endpoint: string;
+        revocation_endpoint: string;
+        device_authorization_endpoint: string;
+        scopes_supported: Array<string>;
+        response_types_supported: Array<string>;
+        response_modes_supported: Array<string>;
+        grant_types_supported: Array<string>;
+        token_endpoint_auth_methods_supported: Array<string>;
+        revocation_endpoint_auth_methods_supported: Array<string>;
+        code_challenge_methods_supported: Array<string>;
+        authorization_response_iss_parameter_supported: boolean;
+        service_documentation: string;
+    };
+};
+
+export type OauthAuthorizationServerMetadataResponse = OauthAuthorizationServerMetadataResponses[keyof OauthAuthorizationServerMetadataResponses];
+
+export type OauthRegisterClientData = {
+    /**
+     * Client metadata (RFC 7591 §2)
+     */
+    body: Blob | File;
+    path?: never;
+    query?: never;
+    url: '/oauth/register';
+};
+
+export type OauthRegisterClientErrors = {
+    /**
+     * OAuthError
+     *
+     * RFC 6749 §5.2 error: `error` is a stable code, `error_description` is for people
+     */
+    400: {
+        error: string;
+        error_description?: string;
+    };
+    /**
+     * The request body stopped arriving (request_timeout)
+     */
+    408: ErrorBody;
+    /**
+     * OAuthError
+     *
+     * RFC 6749 §5.2 error: `error` is a stable code, `error_description` is for people
+     */
+    413: {
+        error: string;
+        error_description?: string;
+    };
+    /**
+     * OAuthError
+     *
+     * RFC 6749 §5.2 error: `error` is a stable code, `error_description` is for people
+     */
+    429: {
+        error: string;
+        error_description?: string;
+    };
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type OauthRegisterClientError = OauthRegisterClientErrors[keyof OauthRegisterClientErrors];
+
+export type OauthRegisterClientResponses = {
+    /**
+     * RegisteredClient
+     *
+     * Success
+     */
+    201: {
+        client_id: string;
+        client_id_issued_at: number;
+        client_name: string;
+        redirect_uris: Array<string>;
+        grant_types: Array<string>;
+        response_types: Array<string>;
+        token_endpoint_auth_method: 'none';
+        scope: string;
+    };
+};
+
+export type OauthRegisterClientResponse = OauthRegisterClientResponses[keyof OauthRegisterClientResponses];
+
+export type OauthAuthorizeData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/oauth/authorize';
+};
+
+export type OauthAuthorizeErrors = {
+    /**
+     * OAuthError
+     *
+     * RFC 6749 §5.2 error: `error` is a stable code, `error_description` is for people
+     */
+    400: {
+        error: string;
+        error_description?: string;
+    };
+    /**
+     * OAuthError
+     *
+     * RFC 6749 §5.2 error: `error` is a stable code, `error_description` is for people
+     */
+    401: {
+        error: string;
+        error_description?: string;
+    };
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type OauthAuthorizeError = OauthAuthorizeErrors[keyof OauthAuthorizeErrors];
+
+export type GetAuthorizationRequestData = {
+    body?: never;
+    headers?: {
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path: {
+        /**
+         * oaz_ id (sorts by creation time)
+         */
+        authorizationId: string;
+    };
+    query?: never;
+    url: '/v1/oauth/authorizations/{authorizationId}';
+};
+
+export type GetAuthorizationRequestErrors = {
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type GetAuthorizationRequestError = GetAuthorizationRequestErrors[keyof GetAuthorizationRequestErrors];
+
+export type GetAuthorizationRequestResponses = {
+    /**
+     * AuthorizationRequest
+     *
+     * Success
+     */
+    200: {
+        /**
+         * oaz_ id (sorts by creation time)
+         */
+        id: string;
+        client: {
+            id: string;
+            name: string;
+        };
+        redirectUri: string;
+        scopes: Array<{
+            scope: 'delivery:read' | 'catalog:read' | 'catalog:write';
+            description: string;
+        }>;
+        resource: string | null;
+        /**
+         * ISO-8601 timestamp
+         */
+        expiresAt: string;
+        organization: {
+            /**
+             * org_ id (sorts by creation time)
+             */
+            id: string;
+            name: string;
+        } | null;
+    };
+};
+
+export type GetAuthorizationRequestResponse = GetAuthorizationRequestResponses[keyof GetAuthorizationRequestResponses];
+
+export type ApproveAuthorizationRequestData = {
+    body?: {
+        /**
+         * The organization the token acts in; default the session's active one
+         */
+        orgId?: string;
+    };
+    headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path: {
+        /**
+         * oaz_ id (sorts by creation time)
+         */
+        authorizationId: string;
+    };
+    query?: never;
+    url: '/v1/oauth/authorizations/{authorizationId}/approve';
+};
+
+export type ApproveAuthorizationRequestErrors = {
+    /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * The request body stopped arriving (request_timeout)
+     */
+    408: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Payload too large
+     */
+    413: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type ApproveAuthorizationRequestError = ApproveAuthorizationRequestErrors[keyof ApproveAuthorizationRequestErrors];
+
+export type ApproveAuthorizationRequestResponses = {
+    /**
+     * AuthorizationDecision
+     *
+     * Success
+     */
+    200: {
+        redirectTo: string;
+    };
+};
+
+export type ApproveAuthorizationRequestResponse = ApproveAuthorizationRequestResponses[keyof ApproveAuthorizationRequestResponses];
+
+export type DenyAuthorizationRequestData = {
+    body?: never;
+    headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path: {
+        /**
+         * oaz_ id (sorts by creation time)
+         */
+        authorizationId: string;
+    };
+    query?: never;
+    url: '/v1/oauth/authorizations/{authorizationId}/deny';
+};
+
+export type DenyAuthorizationRequestErrors = {
+    /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type DenyAuthorizationRequestError = DenyAuthorizationRequestErrors[keyof DenyAuthorizationRequestErrors];
+
+export type DenyAuthorizationRequestResponses = {
+    /**
+     * AuthorizationDecision
+     *
+     * Success
+     */
+    200: {
+        redirectTo: string;
+    };
+};
+
+export type DenyAuthorizationRequestResponse = DenyAuthorizationRequestResponses[keyof DenyAuthorizationRequestResponses];
+
+export type OauthDeviceAuthorizationData = {
+    /**
+     * `client_id`, optional `scope` and `resource`
+     */
+    body: Blob | File;
+    path?: never;
+    query?: never;
+    url: '/oauth/device_authorization';
+};
+
+export type OauthDeviceAuthorizationErrors = {
+    /**
+     * OAuthError
+     *
+     * RFC 6749 §5.2 error: `error` is a stable code, `error_description` is for people
+     */
+    400: {
+        error: string;
+        error_description?: string;
+    };
+    /**
+     * OAuthError
+     *
+     * RFC 6749 §5.2 error: `error` is a stable code, `error_description` is for people
+     */
+    401: {
+        error: string;
+        error_description?: string;
+    };
+    /**
+     * The request body stopped arriving (request_timeout)
+     */
+    408: ErrorBody;
+    /**
+     * OAuthError
+     *
+     * RFC 6749 §5.2 error: `error` is a stable code, `error_description` is for people
+     */
+    413: {
+        error: string;
+        error_description?: string;
+    };
+    /**
+     * OAuthError
+     *
+     * RFC 6749 §5.2 error: `error` is a stable code, `error_description` is for people
+     */
+    429: {
+        error: string;
+        error_description?: string;
+    };
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type OauthDeviceAuthorizationError = OauthDeviceAuthorizationErrors[keyof OauthDeviceAuthorizationErrors];
+
+export type OauthDeviceAuthorizationResponses = {
+    /**
+     * DeviceAuthorizationResponse
+     *
+     * Success
+     */
+    200: {
+        device_code: string;
+        user_code: string;
+        verification_uri: string;
+        verification_uri_complete: string;
+        expires_in: number;
+        interval: number;
+    };
+};
+
+export type OauthDeviceAuthorizationResponse = OauthDeviceAuthorizationResponses[keyof OauthDeviceAuthorizationResponses];
+
+export type OauthTokenData = {
+    /**
+     * `grant_type` and the grant's fields
+     */
+    body: Blob | File;
+    path?: never;
+    query?: never;
+    url: '/oauth/token';
+};
+
+export type OauthTokenErrors = {
+    /**
+     * OAuthError
+     *
+     * RFC 6749 §5.2 error: `error` is a stable code, `error_description` is for people
+     */
+    400: {
+        error: string;
+        error_description?: string;
+    };
+    /**
+     * OAuthError
+     *
+     * RFC 6749 §5.2 error: `error` is a stable code, `error_description` is for people
+     */
+    401: {
+        error: string;
+        error_description?: string;
+    };
+    /**
+     * The request body stopped arriving (request_timeout)
+     */
+    408: ErrorBody;
+    /**
+     * OAuthError
+     *
+     * RFC 6749 §5.2 error: `error` is a stable code, `error_description` is for people
+     */
+    413: {
+        error: string;
+        error_description?: string;
+    };
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type OauthTokenError = OauthTokenErrors[keyof OauthTokenErrors];
+
+export type OauthTokenResponses = {
+    /**
+     * TokenResponse
+     *
+     * Success
+     */
+    200: {
+        access_token: string;
+        token_type: 'Bearer';
+        expires_in: number;
+        refresh_token: string;
+        scope: string;
+        organization: {
+            /**
+             * org_ id (sorts by creation time)
+             */
+            id: string;
+            name: string;
+        };
+    };
+};
+
+export type OauthTokenResponse = OauthTokenResponses[keyof OauthTokenResponses];
+
+export type OauthRevokeData = {
+    /**
+     * `token`, `client_id`, optional `token_type_hint`
+     */
+    body: Blob | File;
+    path?: never;
+    query?: never;
+    url: '/oauth/revoke';
+};
+
+export type OauthRevokeErrors = {
+    /**
+     * OAuthError
+     *
+     * RFC 6749 §5.2 error: `error` is a stable code, `error_description` is for people
+     */
+    400: {
+        error: string;
+        error_description?: string;
+    };
+    /**
+     * OAuthError
+     *
+     * RFC 6749 §5.2 error: `error` is a stable code, `error_description` is for people
+     */
+    401: {
+        error: string;
+        error_description?: string;
+    };
+    /**
+     * The request body stopped arriving (request_timeout)
+     */
+    408: ErrorBody;
+    /**
+     * OAuthError
+     *
+     * RFC 6749 §5.2 error: `error` is a stable code, `error_description` is for people
+     */
+    413: {
+        error: string;
+        error_description?: string;
+    };
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type OauthRevokeError = OauthRevokeErrors[keyof OauthRevokeErrors];
+
+export type OauthRevokeResponses = {
+    /**
+     * Revoked, or nothing to revoke
+     */
+    200: unknown;
+};
+
+export type GetDeviceRequestData = {
+    body?: never;
+    headers?: {
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path?: never;
+    query: {
+        /**
+         * The code the client shows, e.g. BCDF-GHJK
+         */
+        userCode: string;
+    };
+    url: '/v1/oauth/device';
+};
+
+export type GetDeviceRequestErrors = {
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type GetDeviceRequestError = GetDeviceRequestErrors[keyof GetDeviceRequestErrors];
+
+export type GetDeviceRequestResponses = {
+    /**
+     * DeviceRequest
+     *
+     * Success
+     */
+    200: {
+        userCode: string;
+        client: {
+            id: string;
+            name: string;
+        };
+        scopes: Array<{
+            scope: 'delivery:read' | 'catalog:read' | 'catalog:write';
+            description: string;
+        }>;
+        resource: string | null;
+        /**
+         * ISO-8601 timestamp
+         */
+        expiresAt: string;
+        organization: {
+            /**
+             * org_ id (sorts by creation time)
+             */
+            id: string;
+            name: string;
+        } | null;
+    };
+};
+
+export type GetDeviceRequestResponse = GetDeviceRequestResponses[keyof GetDeviceRequestResponses];
+
+export type ApproveDeviceRequestData = {
+    body: {
+        /**
+         * The code the client shows, e.g. BCDF-GHJK
+         */
+        userCode: string;
+        /**
+         * The organization the token acts in; default the session's active one
+         */
+        orgId?: string;
+    };
+    headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path?: never;
+    query?: never;
+    url: '/v1/oauth/device/approve';
+};
+
+export type ApproveDeviceRequestErrors = {
+    /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * The request body stopped arriving (request_timeout)
+     */
+    408: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Payload too large
+     */
+    413: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type ApproveDeviceRequestError = ApproveDeviceRequestErrors[keyof ApproveDeviceRequestErrors];
+
+export type ApproveDeviceRequestResponses = {
+    /**
+     * ApprovedDevice
+     *
+     * Success
+     */
+    200: {
+        approved: true;
+        organization: {
+            /**
+             * org_ id (sorts by creation time)
+             */
+            id: string;
+            name: string;
+        };
+        client: {
+            id: string;
+            name: string;
+        };
+    };
+};
+
+export type ApproveDeviceRequestResponse = ApproveDeviceRequestResponses[keyof ApproveDeviceRequestResponses];
+
+export type DenyDeviceRequestData = {
+    body: {
+        /**
+         * The code the client shows, e.g. BCDF-GHJK
+         */
+        userCode: string;
+    };
+    headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path?: never;
+    query?: never;
+    url: '/v1/oauth/device/deny';
+};
+
+export type DenyDeviceRequestErrors = {
+    /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * The request body stopped arriving (request_timeout)
+     */
+    408: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Payload too large
+     */
+    413: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type DenyDeviceRequestError = DenyDeviceRequestErrors[keyof DenyDeviceRequestErrors];
+
+export type DenyDeviceRequestResponses = {
+    /**
+     * Denied
+     */
+    204: void;
+};
+
+export type DenyDeviceRequestResponse = DenyDeviceRequestResponses[keyof DenyDeviceRequestResponses];
+
+export type ListMyOAuthTokensData = {
+    body?: never;
+    headers?: {
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path?: never;
+    query?: {
+        /**
+         * Opaque cursor from the previous page's nextCursor, valid only for the same list, organization and filters (otherwise 400 invalid_cursor)
+         */
+        cursor?: string;
+        /**
+         * Page size, 1 to 100
+         */
+        limit?: number;
+    };
+    url: '/v1/me/oauth-tokens';
+};
+
+export type ListMyOAuthTokensErrors = {
+    /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type ListMyOAuthTokensError = ListMyOAuthTokensErrors[keyof ListMyOAuthTokensErrors];
+
+export type ListMyOAuthTokensResponses = {
+    /**
+     * OAuthTokenPage
+     *
+     * Success
+     */
+    200: {
+        items: Array<{
+            /**
+             * ogr_ id (sorts by creation time)
+             */
+            id: string;
+            clientId: string;
+            clientName: string;
+            /**
+             * mem_ id (sorts by creation time)
+             */
+            memberId: string;
+            /**
+             * usr_ id (sorts by creation time)
+             */
+            userId: string;
+            scopes: Array<'delivery:read' | 'catalog:read' | 'catalog:write'>;
+            resource: string | null;
+            status: 'active' | 'expired' | 'revoked';
+            revokedReason: 'member' | 'admin' | 'member_removed' | 'refresh_reuse' | 'code_reuse' | 'client' | null;
+            /**
+             * ISO-8601 timestamp
+             */
+            createdAt: string;
+            /**
+             * ISO-8601 timestamp
+             */
+            expiresAt: string;
+            lastUsedAt: string | null;
+            revokedAt: string | null;
+        }>;
+        /**
+         * Pass back as `cursor` for the next page; null on the last page
+         */
+        nextCursor: string | null;
+    };
+};
+
+export type ListMyOAuthTokensResponse = ListMyOAuthTokensResponses[keyof ListMyOAuthTokensResponses];
+
+export type RevokeMyOAuthTokenData = {
+    body?: never;
+    headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path: {
+        /**
+         * ogr_ id (sorts by creation time)
+         */
+        tokenId: string;
+    };
+    query?: never;
+    url: '/v1/me/oauth-tokens/{tokenId}';
+};
+
+export type RevokeMyOAuthTokenErrors = {
+    /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type RevokeMyOAuthTokenError = RevokeMyOAuthTokenErrors[keyof RevokeMyOAuthTokenErrors];
+
+export type RevokeMyOAuthTokenResponses = {
+    /**
+     * Revoked
+     */
+    204: void;
+};
+
+export type RevokeMyOAuthTokenResponse = RevokeMyOAuthTokenResponses[keyof RevokeMyOAuthTokenResponses];
+
+export type ListOAuthTokensData = {
+    body?: never;
+    headers?: {
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path?: never;
+    query?: {
+        /**
+         * Opaque cursor from the previous page's nextCursor, valid only for the same list, organization and filters (otherwise 400 invalid_cursor)
+         */
+        cursor?: string;
+        /**
+         * Page size, 1 to 100
+         */
+        limit?: number;
+    };
+    url: '/v1/oauth-tokens';
+};
+
+export type ListOAuthTokensErrors = {
+    /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type ListOAuthTokensError = ListOAuthTokensErrors[keyof ListOAuthTokensErrors];
+
+export type ListOAuthTokensResponses = {
+    /**
+     * OAuthTokenPage
+     *
+     * Success
+     */
+    200: {
+        items: Array<{
+            /**
+             * ogr_ id (sorts by creation time)
+             */
+            id: string;
+            clientId: string;
+            clientName: string;
+            /**
+             * mem_ id (sorts by creation time)
+             */
+            memberId: string;
+            /**
+             * usr_ id (sorts by creation time)
+             */
+            userId: string;
+            scopes: Array<'delivery:read' | 'catalog:read' | 'catalog:write'>;
+            resource: string | null;
+            status: 'active' | 'expired' | 'revoked';
+            revokedReason: 'member' | 'admin' | 'member_removed' | 'refresh_reuse' | 'code_reuse' | 'client' | null;
+            /**
+             * ISO-8601 timestamp
+             */
+            createdAt: string;
+            /**
+             * ISO-8601 timestamp
+             */
+            expiresAt: string;
+            lastUsedAt: string | null;
+            revokedAt: string | null;
+        }>;
+        /**
+         * Pass back as `cursor` for the next page; null on the last page
+         */
+        nextCursor: string | null;
+    };
+};
+
+export type ListOAuthTokensResponse = ListOAuthTokensResponses[keyof ListOAuthTokensResponses];
+
+export type RevokeOAuthTokenData = {
+    body?: never;
+    headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path: {
+        /**
+         * ogr_ id (sorts by creation time)
+         */
+        tokenId: string;
+    };
+    query?: never;
+    url: '/v1/oauth-tokens/{tokenId}';
+};
+
+export type RevokeOAuthTokenErrors = {
+    /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type RevokeOAuthTokenError = RevokeOAuthTokenErrors[keyof RevokeOAuthTokenErrors];
+
+export type RevokeOAuthTokenResponses = {
+    /**
+     * Revoked
+     */
+    204: void;
+};
+
+export type RevokeOAuthTokenResponse = RevokeOAuthTokenResponses[keyof RevokeOAuthTokenResponses];
 
 export type GetConsoleData = {
     body?: never;

@@ -706,7 +706,7 @@ export type StreamApprovalsResponses = {
         id: string;
         seq: number;
         workspaceId: string;
-        type: 'reload' | 'approval.requested' | 'approval.decided';
+        type: 'reload' | 'approval.requested' | 'approval.decided' | 'org.state' | 'org.applied';
         timestamp: number;
         reason?: 'config' | 'plugins' | 'skills' | 'mcp' | 'commands';
         trigger?: {
@@ -720,6 +720,9 @@ export type StreamApprovalsResponses = {
             [key: string]: unknown;
         };
         decision?: {
+            [key: string]: unknown;
+        };
+        org?: {
             [key: string]: unknown;
         };
     };
@@ -1045,7 +1048,7 @@ export type WorkspaceEventsResponses = {
             id: string;
             seq: number;
             workspaceId: string;
-            type: 'reload' | 'approval.requested' | 'approval.decided';
+            type: 'reload' | 'approval.requested' | 'approval.decided' | 'org.state' | 'org.applied';
             timestamp: number;
             reason?: 'config' | 'plugins' | 'skills' | 'mcp' | 'commands';
             trigger?: {
@@ -1059,6 +1062,9 @@ export type WorkspaceEventsResponses = {
                 [key: string]: unknown;
             };
             decision?: {
+                [key: string]: unknown;
+            };
+            org?: {
                 [key: string]: unknown;
             };
         }>;
@@ -28385,6 +28391,463 @@ export type ImportWorkspaceResponses = {
 };
 
 export type ImportWorkspaceResponse = ImportWorkspaceResponses[keyof ImportWorkspaceResponses];
+
+export type LinkOrganizationData = {
+    body: {
+        controlPlaneUrl: string;
+    };
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/workspace/{id}/org/link';
+};
+
+export type LinkOrganizationErrors = {
+    /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * The request body stopped arriving (request_timeout)
+     */
+    408: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Payload too large
+     */
+    413: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Upstream unreachable
+     */
+    502: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type LinkOrganizationError = LinkOrganizationErrors[keyof LinkOrganizationErrors];
+
+export type LinkOrganizationResponses = {
+    /**
+     * Success
+     */
+    202: {
+        userCode: string;
+        verificationUri: string;
+        verificationUriComplete: string;
+        /**
+         * seconds
+         */
+        expiresIn: number;
+        expiresAt: number;
+    };
+};
+
+export type LinkOrganizationResponse = LinkOrganizationResponses[keyof LinkOrganizationResponses];
+
+export type UnlinkOrganizationData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: {
+        remove?: 'true' | 'false' | '1' | '0';
+    };
+    url: '/workspace/{id}/org';
+};
+
+export type UnlinkOrganizationErrors = {
+    /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type UnlinkOrganizationError = UnlinkOrganizationErrors[keyof UnlinkOrganizationErrors];
+
+export type UnlinkOrganizationResponses = {
+    /**
+     * Success
+     */
+    200: {
+        ok: true;
+        removed: number;
+    };
+};
+
+export type UnlinkOrganizationResponse = UnlinkOrganizationResponses[keyof UnlinkOrganizationResponses];
+
+export type GetOrganizationLinkData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/workspace/{id}/org';
+};
+
+export type GetOrganizationLinkErrors = {
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type GetOrganizationLinkError = GetOrganizationLinkErrors[keyof GetOrganizationLinkErrors];
+
+export type GetOrganizationLinkResponses = {
+    /**
+     * Success
+     */
+    200: {
+        controlPlaneUrl: string;
+        via: 'device' | 'worker';
+        organization: {
+            id: string;
+            name: string;
+        } | null;
+        member: {
+            [key: string]: unknown;
+        } | null;
+        state: 'linking' | 'syncing' | 'in_sync' | 'conflict' | 'revoked' | 'unreachable';
+        lastSyncAt: number | null;
+        lastError: {
+            code: string;
+            message: string;
+            at: number;
+        } | null;
+        linking: {
+            userCode: string;
+            verificationUri: string;
+            verificationUriComplete: string;
+            expiresAt: number;
+        } | null;
+        delivered: Array<{
+            objectId: string;
+            type: string;
+            name: string;
+            versionId: string;
+            files: Array<string>;
+        }>;
+        conflicts: Array<{
+            /**
+             * workspace-relative file, skill folder, or `mcp/<name>`
+             */
+            path: string;
+            kind: 'file' | 'skill' | 'mcp';
+            reason: 'edited_locally' | 'deleted_locally' | 'local_file' | 'local_skill' | 'local_mcp';
+            objectId: string;
+            type: string;
+            name: string;
+            versionId: string;
+            /**
+             * what is on disk; null when nothing is
+             */
+            localSha256: string | null;
+            organizationSha256: string;
+            detectedAt: number;
+        }>;
+        refused: Array<{
+            objectId: string;
+            name: string;
+            reason: string;
+        }>;
+    };
+};
+
+export type GetOrganizationLinkResponse = GetOrganizationLinkResponses[keyof GetOrganizationLinkResponses];
+
+export type SyncOrganizationData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/workspace/{id}/org/sync';
+};
+
+export type SyncOrganizationErrors = {
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type SyncOrganizationError = SyncOrganizationErrors[keyof SyncOrganizationErrors];
+
+export type SyncOrganizationResponses = {
+    /**
+     * Success
+     */
+    200: {
+        controlPlaneUrl: string;
+        via: 'device' | 'worker';
+        organization: {
+            id: string;
+            name: string;
+        } | null;
+        member: {
+            [key: string]: unknown;
+        } | null;
+        state: 'linking' | 'syncing' | 'in_sync' | 'conflict' | 'revoked' | 'unreachable';
+        lastSyncAt: number | null;
+        lastError: {
+            code: string;
+            message: string;
+            at: number;
+        } | null;
+        linking: {
+            userCode: string;
+            verificationUri: string;
+            verificationUriComplete: string;
+            expiresAt: number;
+        } | null;
+        delivered: Array<{
+            objectId: string;
+            type: string;
+            name: string;
+            versionId: string;
+            files: Array<string>;
+        }>;
+        conflicts: Array<{
+            /**
+             * workspace-relative file, skill folder, or `mcp/<name>`
+             */
+            path: string;
+            kind: 'file' | 'skill' | 'mcp';
+            reason: 'edited_locally' | 'deleted_locally' | 'local_file' | 'local_skill' | 'local_mcp';
+            objectId: string;
+            type: string;
+            name: string;
+            versionId: string;
+            /**
+             * what is on disk; null when nothing is
+             */
+            localSha256: string | null;
+            organizationSha256: string;
+            detectedAt: number;
+        }>;
+        refused: Array<{
+            objectId: string;
+            name: string;
+            reason: string;
+        }>;
+    };
+};
+
+export type SyncOrganizationResponse = SyncOrganizationResponses[keyof SyncOrganizationResponses];
+
+export type ResolveOrganizationConflictData = {
+    body: {
+        path: string;
+        take: 'local' | 'organization';
+    };
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/workspace/{id}/org/conflicts/resolve';
+};
+
+export type ResolveOrganizationConflictErrors = {
+    /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * The request body stopped arriving (request_timeout)
+     */
+    408: ErrorBody;
+    /**
+     * Payload too large
+     */
+    413: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type ResolveOrganizationConflictError = ResolveOrganizationConflictErrors[keyof ResolveOrganizationConflictErrors];
+
+export type ResolveOrganizationConflictResponses = {
+    /**
+     * Success
+     */
+    200: {
+        controlPlaneUrl: string;
+        via: 'device' | 'worker';
+        organization: {
+            id: string;
+            name: string;
+        } | null;
+        member: {
+            [key: string]: unknown;
+        } | null;
+        state: 'linking' | 'syncing' | 'in_sync' | 'conflict' | 'revoked' | 'unreachable';
+        lastSyncAt: number | null;
+        lastError: {
+            code: string;
+            message: string;
+            at: number;
+        } | null;
+        linking: {
+            userCode: string;
+            verificationUri: string;
+            verificationUriComplete: string;
+            expiresAt: number;
+        } | null;
+        delivered: Array<{
+            objectId: string;
+            type: string;
+            name: string;
+            versionId: string;
+            files: Array<string>;
+        }>;
+        conflicts: Array<{
+            /**
+             * workspace-relative file, skill folder, or `mcp/<name>`
+             */
+            path: string;
+            kind: 'file' | 'skill' | 'mcp';
+            reason: 'edited_locally' | 'deleted_locally' | 'local_file' | 'local_skill' | 'local_mcp';
+            objectId: string;
+            type: string;
+            name: string;
+            versionId: string;
+            /**
+             * what is on disk; null when nothing is
+             */
+            localSha256: string | null;
+            organizationSha256: string;
+            detectedAt: number;
+        }>;
+        refused: Array<{
+            objectId: string;
+            name: string;
+            reason: string;
+        }>;
+    };
+};
+
+export type ResolveOrganizationConflictResponse = ResolveOrganizationConflictResponses[keyof ResolveOrganizationConflictResponses];
 
 export type RedeemConsoleCodeData = {
     body: {
