@@ -159,8 +159,9 @@ test('linked by the device flow, a workspace receives its hub, follows new versi
     await eventually(async () => (await view(s)).state === 'in_sync', 10_000, 'in sync after restart')
     await publish(plane, skillId, 'deploy', 'v3')
     await eventually(() => readFileSync(file, 'utf8').includes('v3'), 10_000, 'v3 on disk after restart')
-    const state = JSON.parse(readFileSync(join(s.dir, 'data', 'org-link', `${s.wsId}.json`), 'utf8'))
-    assert.match(String(state.lastEventId), /^\d+$/)
+    // The feed position is saved a moment after each event (batched), so wait for it.
+    const saved = () => JSON.parse(readFileSync(join(s.dir, 'data', 'org-link', `${s.wsId}.json`), 'utf8'))
+    await eventually(() => /^\d+$/.test(String(saved().lastEventId)), 5_000, 'the feed position saved')
   } finally {
     await s.dispose()
     await plane.close()
