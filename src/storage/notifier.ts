@@ -8,6 +8,7 @@
  */
 import { sql, type Kysely } from 'kysely'
 import type { PostgresHandle } from './open-postgres.ts'
+import { afterCommit } from './serializable-transactions.ts'
 
 /** A handler receives the payload, or `''` when wake-ups may have been missed (after a reconnect). */
 export type NotifyHandler = (payload: string) => void
@@ -88,7 +89,10 @@ export function localNotifier(): Notifier {
     },
     async notifyIn(_db, channel, payload = '') {
       checkChannel(channel)
-      queueMicrotask(() => fanout.emit(channel, payload))
+      // Like PostgreSQL's NOTIFY, delivered at commit: woken before it, a reader on the other
+      // connection would find nothing yet and wait for its next poll.
+      const emit = () => queueMicrotask(() => fanout.emit(channel, payload))
+      if (!afterCommit(emit)) emit()
     },
     listen(channel, handler) {
       fanout.add(checkChannel(channel), handler)

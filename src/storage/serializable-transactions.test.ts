@@ -7,6 +7,7 @@ import type { Kysely } from 'kysely'
 import { ApiError, DatabaseUnavailableError } from '../core/errors.ts'
 import { assert, suite } from '../../tests/harness.ts'
 import {
+  afterCommit,
   MAX_TRANSACTION_ATTEMPTS,
   RetryableApiError,
   retryingTransactions,
@@ -148,3 +149,30 @@ test('an ended scope is not the scope of work its request left running: backgrou
 })
 
 test.run()
+
+test('afterCommit runs once the transaction has committed, never for one that rolled back, and says false outside one', async () => {
+  const order: string[] = []
+  assert.is(
+    afterCommit(() => order.push('outside')),
+    false,
+  )
+  const committed = await failingDb('never')
+    .transaction()
+    .execute(async () => {
+      assert.ok(afterCommit(() => order.push('after commit')))
+      order.push('in the work')
+      return 'done'
+    })
+  assert.equal([committed, order], ['done', ['in the work', 'after commit']])
+  order.length = 0
+  const refused = new Error('the work failed: rolled back')
+  const rolledBack = await failingDb('never')
+    .transaction()
+    .execute(async () => {
+      afterCommit(() => order.push('never'))
+      throw refused
+    })
+    .catch((e: unknown) => e)
+  assert.is(rolledBack, refused)
+  assert.equal(order, [])
+})

@@ -16,6 +16,7 @@
  * (idempotency keys record each commit), or the answer is 503 `outcome_unknown`.
  * @module
  */
+import { AsyncLocalStorage } from 'node:async_hooks'
 import type { Kysely, Transaction } from 'kysely'
 import { ApiError, DatabaseUnavailableError } from '../core/errors.ts'
 import { currentTransactionScope, outcomeUnknown, type TransactionScope } from './transaction-scope.ts'
@@ -107,6 +108,23 @@ async function attempt<T>(
   return result as T
 }
 
+/** What the transaction running in this async context does once it has committed. */
+const afterCommitQueue = new AsyncLocalStorage<Array<() => void>>()
+
+/**
+ * Runs `run` once the transaction of the calling async context has committed (never when it rolls
+ * back; a retried attempt starts a fresh queue), and answers true; answers false outside a
+ * transaction of a {@link retryingTransactions} handle. Why: SQLite has no NOTIFY, and a wake-up
+ * sent while the transaction is still open reaches readers on the other connection before the
+ * rows do, so a reader woken then finds nothing and waits for its next poll.
+ */
+export function afterCommit(run: () => void): boolean {
+  const queue = afterCommitQueue.getStore()
+  if (!queue) return false
+  queue.push(run)
+  return true
+}
+
 /**
  * Makes every `db.transaction()` of this handle retried on conflict and, on PostgreSQL,
  * SERIALIZABLE. Patched on the instance so every existing call site gets it unchanged.
@@ -120,7 +138,12 @@ export function retryingTransactions<DB>(db: Kysely<DB>, options: { serializable
         if (property === 'execute') {
           return <T>(callback: (trx: Transaction<any>) => Promise<T>) => {
             const scope = currentTransactionScope()
-            return retryOnConflict(() => attempt(target as Executable, callback, scope))
+            return retryOnConflict(async () => {
+              const committed: Array<() => void> = []
+              const result = await afterCommitQueue.run(committed, () => attempt(target as Executable, callback, scope))
+              for (const run of committed) run()
+              return result
+            })
           }
         }
         const value = Reflect.get(target, property)
