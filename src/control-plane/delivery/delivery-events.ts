@@ -49,47 +49,40 @@ const fromWorkers = (audience: Audience, rows: ReadonlyArray<{ worker_id: string
   for (const row of rows) audience.workerIds.add(row.worker_id)
 }
 
-async function hubAudience(db: Db, audience: Audience, hubIds: readonly string[]): Promise<void> {
-  if (hubIds.length === 0) return
+/** Where each container kind is assigned: its assignment table and the column naming it. */
+const CONTAINERS = {
+  hub: { table: 'skill_hub_assignment', column: 'hub_id' },
+  plugin: { table: 'plugin_assignment', column: 'plugin_id' },
+} as const
+
+/** Everyone the containers of `kind` reach: their assignments' principals and the Workers given them. */
+async function containerAudience(
+  db: Db,
+  audience: Audience,
+  kind: keyof typeof CONTAINERS,
+  ids: readonly string[],
+): Promise<void> {
+  if (ids.length === 0) return
+  const { table, column } = CONTAINERS[kind]
   addPrincipals(
     audience,
-    await db
-      .selectFrom('skill_hub_assignment')
-      .select(['member_id', 'team_id', 'org_wide'])
-      .where('hub_id', 'in', hubIds)
-      .execute(),
+    await db.selectFrom(table).select(['member_id', 'team_id', 'org_wide']).where(column, 'in', ids).execute(),
   )
   fromWorkers(
     audience,
     await db
       .selectFrom('worker_delivery')
       .select('worker_id')
-      .where('kind', '=', 'hub')
-      .where('target_id', 'in', hubIds)
+      .where('kind', '=', kind)
+      .where('target_id', 'in', ids)
       .execute(),
   )
 }
 
-async function pluginAudience(db: Db, audience: Audience, pluginIds: readonly string[]): Promise<void> {
-  if (pluginIds.length === 0) return
-  addPrincipals(
-    audience,
-    await db
-      .selectFrom('plugin_assignment')
-      .select(['member_id', 'team_id', 'org_wide'])
-      .where('plugin_id', 'in', pluginIds)
-      .execute(),
-  )
-  fromWorkers(
-    audience,
-    await db
-      .selectFrom('worker_delivery')
-      .select('worker_id')
-      .where('kind', '=', 'plugin')
-      .where('target_id', 'in', pluginIds)
-      .execute(),
-  )
-}
+const hubAudience = (db: Db, audience: Audience, hubIds: readonly string[]) =>
+  containerAudience(db, audience, 'hub', hubIds)
+const pluginAudience = (db: Db, audience: Audience, pluginIds: readonly string[]) =>
+  containerAudience(db, audience, 'plugin', pluginIds)
 
 /** Everyone an object reaches: grants on it (skills), the hubs and plugins holding it. */
 async function objectAudience(db: Db, audience: Audience, objectId: string): Promise<void> {
