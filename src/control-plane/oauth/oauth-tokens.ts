@@ -43,23 +43,6 @@ export interface TokenResponse {
   organization: { id: string; name: string }
 }
 
-/** A grant as lists show it; never a token or its hash. */
-export interface OAuthTokenView {
-  id: string
-  clientId: string
-  clientName: string
-  memberId: string
-  userId: string
-  scopes: OAuthScope[]
-  resource: string | null
-  status: 'active' | 'expired' | 'revoked'
-  revokedReason: RevokedReason | null
-  createdAt: string
-  expiresAt: string
-  lastUsedAt: string | null
-  revokedAt: string | null
-}
-
 /** What a valid access token authenticates as. */
 export interface ResolvedOAuthToken {
   grantId: string
@@ -96,25 +79,6 @@ export interface GrantSubject {
 /** The audit actor of something done by or to a grant's member through the token itself. */
 export function grantActor(subject: { orgId: string; userId: string; memberId: string; role: Role }): Actor {
   return { ...subject, credential: 'oauth', apiKeyId: null }
-}
-
-function view(deps: Deps, row: OAuthGrantTable): OAuthTokenView {
-  const expired = Date.parse(row.expires_at) <= deps.now()
-  return {
-    id: row.id,
-    clientId: row.client_id,
-    clientName: row.client_name,
-    memberId: row.member_id,
-    userId: row.user_id,
-    scopes: storedScopes(row.scope),
-    resource: row.resource,
-    status: row.revoked_at ? 'revoked' : expired ? 'expired' : 'active',
-    revokedReason: (row.revoked_reason as RevokedReason | null) ?? null,
-    createdAt: row.created_at,
-    expiresAt: row.expires_at,
-    lastUsedAt: row.last_used_at,
-    revokedAt: row.revoked_at,
-  }
 }
 
 /** Inserts a fresh access and refresh token under a grant; returns them in plaintext (shown once). */
@@ -436,61 +400,4 @@ export async function revokeByToken(deps: Deps, client: OAuthClient, token: stri
     })
     return
   }
-}
-
-/** The organization's grants (admins), or one member's (`memberId`), newest first. */
-export function listOAuthTokens(
-  deps: Deps,
-  filter: { orgId: string; memberId?: string },
-  page: { cursor?: string; limit: number },
-): Promise<Page<OAuthTokenView>> {
-  let query = deps.db.selectFrom('oauth_grant').selectAll().where('org_id', '=', filter.orgId)
-  if (filter.memberId) query = query.where('member_id', '=', filter.memberId)
-  return keysetPage(query, {
-    scope: filter.memberId ? 'my-oauth-tokens' : 'oauth-tokens',
-    cursor: page.cursor,
-    limit: page.limit,
-    order: [{ column: 'id', field: 'id', direction: 'desc' }],
-    map: (row) => view(deps, row),
-  })
-}
-
-/**
- * Revokes a grant of the actor's organization: `own` limits it to the actor's own grants (a
- * member revoking their token); 404 for any other id. Revoking a revoked grant changes nothing.
- */
-export async function revokeOAuthToken(deps: Deps, actor: Actor, grantId: string, own: boolean): Promise<void> {
-  await deps.db.transaction().execute(async (trx) => {
-    let query = trx.selectFrom('oauth_grant').select(['id']).where('id', '=', grantId).where('org_id', '=', actor.orgId)
-    if (own) query = query.where('member_id', '=', actor.memberId)
-    const row = await query.executeTakeFirst()
-    if (!row) throw controlPlaneError('oauth_token_not_found', 'OAuth token not found')
-    const reason: RevokedReason = own ? 'member' : 'admin'
-    if (await endGrant(deps, trx, grantId, reason))
-      await recordAudit(deps, trx, actor, 'oauth_token.revoked', { type: 'oauth_token', id: grantId }, { reason })
-  })
-}
-
-/** Revokes every active grant of a member; returns how many. Call inside the removal transaction. */
-export async function revokeMemberOAuthTokens(deps: Deps, trx: Db, actor: Actor, memberId: string): Promise<number> {
-  const grants = await trx
-    .selectFrom('oauth_grant')
-    .select('id')
-    .where('member_id', '=', memberId)
-    .where('revoked_at', 'is', null)
-    .execute()
-  for (const grant of grants) {
-    await endGrant(deps, trx, grant.id, 'member_removed')
-    await recordAudit(
-      deps,
-      trx,
-      actor,
-      'oauth_token.revoked',
-      { type: 'oauth_token', id: grant.id },
-      {
-        reason: 'member_removed',
-      },
-    )
-  }
-  return grants.length
 }

@@ -10,7 +10,7 @@ import { pageQuery } from '../pagination.ts'
 import { rules } from '../policy.ts'
 import { route, type RouteContext } from '../routes/route.ts'
 import { idParams } from '../wire/common.ts'
-import { listOAuthTokens, revokeOAuthToken } from './oauth-tokens.ts'
+import { listOAuthTokens, revokeOAuthToken } from './oauth-token-lists.ts'
 import { OAuthTokenPage } from './oauth-wire.ts'
 
 /** OAuth token list and revocation routes. */
