@@ -7,6 +7,7 @@
  * clients run there without faults, so both engines hold the same assertions.
  */
 import pg from 'pg'
+import { DatabaseUnavailableError } from '../../core/errors.ts'
 import { assert, suite } from '../../../tests/harness.ts'
 import { buildFixtureOrg } from '../testing/org-fixture.ts'
 import { startTestControlPlane, type TestControlPlane } from '../testing/test-control-plane.ts'
@@ -91,11 +92,21 @@ test('with backends terminated every 150 ms, 8 clients retrying 503s with their 
       const terminated = faults ? await faults.stop() : 0
       console.log(`  terminated ${terminated} backends; answers ${JSON.stringify(Object.fromEntries(seen))}`)
     }
-    const stored = await t.app.deps.db
-      .selectFrom('config_object_version')
-      .select('raw_source_text')
-      .where('config_object_id', '=', id)
-      .execute()
+    // A pooled connection may still be one the last termination cut: the check read retries too.
+    const readStored = () =>
+      t.app.deps.db
+        .selectFrom('config_object_version')
+        .select('raw_source_text')
+        .where('config_object_id', '=', id)
+        .execute()
+    let stored: Awaited<ReturnType<typeof readStored>> | undefined
+    for (let attempt = 1; !stored; attempt++) {
+      try {
+        stored = await readStored()
+      } catch (error) {
+        if (!(error instanceof DatabaseUnavailableError) || attempt >= 5) throw error
+      }
+    }
     const texts = stored.map((v) => v.raw_source_text).sort()
     const expected = ['start']
     for (let c = 0; c < CLIENTS; c++) for (let i = 0; i < APPENDS; i++) expected.push(`content ${c}-${i}`)
