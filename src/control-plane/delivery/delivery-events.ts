@@ -12,7 +12,7 @@
  * @module
  */
 import type { Deps } from '../deps.ts'
-import type { AudienceEntry } from '../events/change-audience.ts'
+import { audienceOfKey, type AudienceEntry } from '../events/change-audience.ts'
 import { appendChange } from '../events/change-feed.ts'
 import type { Db } from '../schema.ts'
 import { DELIVERY_CHANGED } from './delivery-feed-filter.ts'
@@ -40,8 +40,9 @@ function addPrincipals(audience: Audience, rows: readonly PrincipalRow[]): void 
 
 /** An assignment's `principal_key` (`org`, `team:<id>`, `member:<id>`) as a principal row. */
 function principalOfKey(key: string): PrincipalRow {
-  if (key.startsWith('team:')) return { member_id: null, team_id: key.slice('team:'.length), org_wide: 0 }
-  if (key.startsWith('member:')) return { member_id: key.slice('member:'.length), team_id: null, org_wide: 0 }
+  const to = audienceOfKey(key)
+  if ('teamId' in to) return { member_id: null, team_id: to.teamId, org_wide: 0 }
+  if ('memberId' in to) return { member_id: to.memberId, team_id: null, org_wide: 0 }
   return { member_id: null, team_id: null, org_wide: 1 }
 }
 
