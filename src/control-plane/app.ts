@@ -40,6 +40,7 @@ import { deliveryRoutes } from './routes/delivery-routes.ts'
 import { opencodeRoutes } from './routes/opencode-routes.ts'
 import { findActiveOAuthToken } from './oauth/oauth-tokens.ts'
 import { oauthRoutes } from './oauth/oauth-routes.ts'
+import { ssoRoutes } from './routes/sso-routes.ts'
 import type { ControlPlaneDb } from './schema.ts'
 import { loadSecretBox } from './secret-box.ts'
 import { consoleRoutes } from '../console/console-routes.ts'
@@ -214,6 +215,7 @@ export async function createControlPlaneApp(
     ...eventRoutes(ctx, changeSubscriptions, streams),
     ...mcp.routes,
     ...oauthRoutes(ctx),
+    ...ssoRoutes(ctx),
     ...consoleRoutes<ControlPlaneRule>(rules.public),
   ]
   // Every write honours Idempotency-Key (idempotency/idempotent-routes.ts); the only raw body is a

@@ -17,6 +17,7 @@ import { API_KEY_PREFIX, type ResolvedApiKey, resolveApiKey } from './admin/api-
 import type { Actor } from './admin/audit.ts'
 import { firstMembership, type Membership } from './admin/organizations.ts'
 import type { Deps } from './deps.ts'
+import { readAdmissionPolicy } from './admission/admission-policy.ts'
 import { resolveSession, setActiveOrg, type ResolvedSession } from './identity/sessions.ts'
 import { toUserView, type UserView } from './identity/users-view.ts'
 import {
@@ -60,6 +61,11 @@ export interface ControlPlanePrincipal {
   } | null
   /** A Worker's runtime (activity token), on routes whose rule accepts Workers; `org` is then null. */
   worker?: WorkerPrincipal | null
+  /**
+   * The organization this session asked for but may not act in: it requires sign-in with its
+   * provider and this is a password session (organization routes answer 403 `sso_required`).
+   */
+  ssoRequiredOrgId?: string | null
 }
 
 const anonymous: ControlPlanePrincipal = {
@@ -95,21 +101,35 @@ function resolveSessionOrg(
   deps: Deps,
   session: ResolvedSession,
   headerOrg: string | null,
-): MaybePromise<Membership | null> {
+): MaybePromise<(Membership & { ssoRequired?: boolean }) | null> {
   const found = session.membership
-  if (found) return { orgId: found.orgId, orgName: found.orgName, memberId: found.memberId, role: asRole(found.role) }
+  if (found)
+    return {
+      orgId: found.orgId,
+      orgName: found.orgName,
+      memberId: found.memberId,
+      role: asRole(found.role),
+      ssoRequired: found.ssoRequired,
+    }
   if (headerOrg !== null) throw notFoundOrg()
   return (async () => {
     const fallback = await firstMembership(deps, session.user.id)
     if ((fallback?.orgId ?? null) !== session.activeOrgId)
       await setActiveOrg(deps.db, session.id, fallback?.orgId ?? null)
-    return fallback
+    if (!fallback || session.ssoOrgId === fallback.orgId) return fallback
+    // Only this path (no active organization yet) reads the policy separately; the usual lookup joins it.
+    return { ...fallback, ssoRequired: (await readAdmissionPolicy(deps.db, fallback.orgId)).requireSso }
   })()
 }
 
 /** The principal of a signed-in session acting in `member`'s organization (none when null). */
-function sessionPrincipal(session: ResolvedSession, member: Membership | null): ControlPlanePrincipal {
+function sessionPrincipal(
+  session: ResolvedSession,
+  found: (Membership & { ssoRequired?: boolean }) | null,
+): ControlPlanePrincipal {
+  const member = found?.ssoRequired ? null : found
   return {
+    ssoRequiredOrgId: found?.ssoRequired ? found.orgId : null,
     credential: 'session',
     user: session.user,
     session: { id: session.id, expiresAt: session.expiresAt, activeOrgId: member?.orgId ?? null },
@@ -260,6 +280,12 @@ export function controlPlaneAuth(deps: Deps): SurfaceAuth<ControlPlaneRule, Cont
         throw insufficientScope(rule.oauthScopes, principal.oauth.scopes)
       return principal
     }
+    if (!principal.org && principal.ssoRequiredOrgId)
+      throw controlPlaneError(
+        'sso_required',
+        'This organization requires signing in with its identity provider; sign in with SSO',
+        { details: { rule: 'requireSso', orgId: principal.ssoRequiredOrgId } },
+      )
     if (!principal.org)
       throw controlPlaneError(
         'no_organization',

@@ -138,6 +138,54 @@ export const CONTROL_PLANE_ERRORS = defineErrors({
   sync_not_retriable: { status: 409, description: 'Only failed or partial syncs can be retried' },
   job_not_retriable: { status: 409, description: 'Only failed or canceled jobs can be retried' },
   worker_not_running: { status: 409, description: 'The Worker is not running; its runtime should stop' },
+
+  // Single sign-on and the admission policy (issue 33 §1, §2)
+  sso_required: {
+    status: 403,
+    description:
+      'The organization requires signing in with its identity provider (admission rule requireSso); sign in with SSO',
+  },
+  admission_refused: {
+    status: 403,
+    description: "The organization's admission policy refuses this way in or email domain (details.reason, details.way)",
+  },
+  sso_domain_not_allowed: {
+    status: 403,
+    description: "The provider's email is missing, unverified or not in a domain the connection admits",
+  },
+  sso_provider_denied: { status: 403, description: 'The identity provider answered the sign-in with an error' },
+  sso_id_token_invalid: {
+    status: 401,
+    description: 'The ID token failed verification (signature, issuer, audience, expiry or nonce; details.reason)',
+  },
+  sso_state_invalid: { status: 400, description: 'The sign-in state is missing, unknown, used or expired; start again' },
+  sso_handoff_invalid: { status: 400, description: 'The sign-in hand-off code is unknown, used or expired' },
+  sso_not_configured: { status: 404, description: 'The organization has no single sign-on connection' },
+  sso_connection_not_found: { status: 404, description: 'No single sign-on connection has that slug' },
+  sso_slug_taken: { status: 409, description: 'Another organization uses that slug for its sign-in URLs' },
+  sso_domain_taken: { status: 409, description: "Another organization's connection already claims that email domain" },
+  sso_connection_in_use: {
+    status: 409,
+    description: 'Members must sign in with SSO: the connection cannot be removed or change issuer until the rule is off',
+  },
+  sso_identity_conflict: { status: 409, description: 'That provider account is linked to another account' },
+  sso_account_exists: {
+    status: 409,
+    description: 'An account with that email exists; its owner links it to the provider from a signed-in session',
+  },
+  sso_not_proven: {
+    status: 409,
+    description: 'Requiring SSO needs a connection and a session that connection signed in (lock-out guard)',
+  },
+  admission_policy_conflict: {
+    status: 409,
+    description: 'The admission policy changed since it was read (expectedVersion); read it again and reapply',
+  },
+  sso_busy: { status: 429, description: 'Too many sign-ins are in progress for the organization; try again shortly' },
+  sso_provider_error: {
+    status: 502,
+    description: 'The identity provider could not be reached or answered wrongly (discovery, JWKS or token endpoint)',
+  },
 })
 
 /** A control-plane error code. */

@@ -45,6 +45,21 @@ export const POLICY = {
     scopes: ['delivery:read', 'catalog:read', 'catalog:write'],
   },
   'org.update': { description: 'Rename and configure the organization', roles: ADMINS, apiKey: true },
+  'sso.manage': {
+    description: "Configure the organization's single sign-on connection (OpenID Connect)",
+    roles: OWNER,
+    apiKey: false,
+  },
+  'sso.link': {
+    description: "Link your account to the organization's identity provider",
+    roles: ALL,
+    apiKey: false,
+  },
+  'admission.manage': {
+    description: 'Read and change the admission policy (ways in, domains, requiring SSO)',
+    roles: OWNER,
+    apiKey: false,
+  },
   'members.read': { description: 'List and read members', roles: ALL, apiKey: true },
   'members.update_role': { description: "Change a member's role", roles: OWNER, apiKey: false },
   'members.transfer_ownership': {

@@ -21,6 +21,13 @@ import type {
   OAuthGrantTable,
   OAuthTokenTable,
 } from './oauth/oauth-tables.ts'
+import type {
+  OrgAdmissionPolicyTable,
+  SsoConnectionTable,
+  SsoDomainTable,
+  SsoIdentityTable,
+  SsoLoginTable,
+} from './sso/sso-tables.ts'
 import type { ControlPlaneInstanceTable, WorkerTable, WorkerTokenTable } from './workers/worker-tables.ts'
 
 /** `instance`: one row identifying this database. */
@@ -50,6 +57,8 @@ export interface SessionTable {
   created_at: string
   refreshed_at: string
   expires_at: string
+  /** The organization whose identity provider signed this session in; null: a password session. */
+  sso_org_id: string | null
 }
 
 /** `organization`. */
@@ -440,6 +449,11 @@ export interface ControlPlaneDb {
   oauth_token: OAuthTokenTable
   oauth_client: OAuthClientTable
   oauth_authorization: OAuthAuthorizationTable
+  sso_connection: SsoConnectionTable
+  sso_domain: SsoDomainTable
+  sso_identity: SsoIdentityTable
+  sso_login: SsoLoginTable
+  org_admission_policy: OrgAdmissionPolicyTable
 }
 
 /** A control-plane database handle or an open transaction: what queries that may run in either take. */

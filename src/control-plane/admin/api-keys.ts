@@ -24,7 +24,7 @@ const START_LENGTH = 10
 const LAST_USED_RESOLUTION_MS = 60_000
 
 /** Why a key stopped working. */
-export type DisabledReason = 'role_changed' | 'member_removed'
+export type DisabledReason = 'role_changed' | 'member_removed' | 'sso_required'
 
 /** An API key as lists show it; never the key or its hash. */
 export interface ApiKeyView {

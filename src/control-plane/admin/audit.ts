@@ -94,6 +94,9 @@ export type AuditAction =
   | 'oauth_authorization.approved'
   | 'oauth_token.issued'
   | 'oauth_token.revoked'
+  | 'sso_connection.updated'
+  | 'sso_connection.deleted'
+  | 'admission_policy.updated'
 
 /** Non-secret facts about an action. Values are short strings, numbers or booleans only. */
 export type AuditData = Record<string, string | number | boolean | null>

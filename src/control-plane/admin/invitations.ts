@@ -6,6 +6,7 @@
  * Inviting an email with a pending invitation replaces it: the old token stops working.
  * @module
  */
+import { assertAdmitted, readAdmissionPolicy } from '../admission/admission-policy.ts'
 import type { Transaction } from 'kysely'
 import { newId } from '../../core/ids.ts'
 import { generateToken, hashToken } from '../../core/secrets.ts'
@@ -208,6 +209,7 @@ export async function acceptInto(
     .where('user_id', '=', userId)
     .executeTakeFirst()
   if (already) throw controlPlaneError('member_exists', 'You are already a member of this organization')
+  assertAdmitted(await readAdmissionPolicy(trx, invitation.org_id), 'invitation', invitation.email)
   const now = isoAt(deps)
   const memberId = newId('mem')
   const role = asRole(invitation.role)

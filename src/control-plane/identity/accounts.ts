@@ -131,15 +131,36 @@ export async function signIn(
   if (wait > 0) throw errors.tooManyRequests(wait, 'Too many failed sign-in attempts; try again later')
   const row = await deps.db.selectFrom('app_user').selectAll().where('email', '=', email).executeTakeFirst()
   let ok = false
-  if (row) ok = await verifyPassword(input.password, row.password_hash)
+  // An account that signs in only with SSO has no password hash: it costs the same as an unknown one.
+  if (row?.password_hash.startsWith('scrypt$')) ok = await verifyPassword(input.password, row.password_hash)
   else await burnPasswordCheck(input.password, deps.settings.scrypt)
   if (!row || !ok) {
     await throttle.recordFailure(email, input.address)
     throw errors.unauthorized('Email or password is wrong')
   }
   await throttle.recordSuccess(email)
+  await refuseWhenOnlySso(deps, row.id)
   const session = await createSession(deps, deps.db, row.id, null)
   return { user: toUserView(row), session }
+}
+
+/**
+ * A password is no way into an organization that requires its provider: when every organization
+ * the account belongs to does, password sign-in is 403 `sso_required` (after the password checked
+ * out, so the refusal reveals nothing to someone without it). With any other membership, or none,
+ * the session is issued and refused only in those organizations.
+ */
+async function refuseWhenOnlySso(deps: Deps, userId: string): Promise<void> {
+  const rows = await deps.db
+    .selectFrom('member as m')
+    .leftJoin('org_admission_policy as p', 'p.org_id', 'm.org_id')
+    .select(['m.org_id', 'p.require_sso'])
+    .where('m.user_id', '=', userId)
+    .execute()
+  if (rows.length > 0 && rows.every((r) => Number(r.require_sso ?? 0) === 1))
+    throw controlPlaneError('sso_required', 'Your organization requires signing in with its identity provider', {
+      details: { rule: 'requireSso', orgId: rows[0]!.org_id },
+    })
 }
 
 /** Accepts an invitation for the signed-in person and makes its organization their active one. */

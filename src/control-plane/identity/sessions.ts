@@ -28,6 +28,8 @@ export interface IssuedSession {
 export interface ActiveSession {
   id: string
   activeOrgId: string | null
+  /** The organization whose provider signed this session in; null for a password session. */
+  ssoOrgId?: string | null
   expiresAt: string
   user: UserView
 }
@@ -38,6 +40,11 @@ export interface SessionMembership {
   orgName: string
   memberId: string
   role: string
+  /**
+   * True when the organization requires sign-in with its provider and this session was not signed
+   * in by it: the membership is then refused (403 `sso_required`) for this organization.
+   */
+  ssoRequired: boolean
 }
 
 /** A resolved session with the membership the lookup asked about. */
@@ -53,7 +60,10 @@ const sessionLookup = preparedQuery((db: Kysely<ControlPlaneDb>, tokenHash: stri
         .on((eb) => eb('m.org_id', '=', eb.fn.coalesce(eb.val(orgId), eb.ref('s.active_org_id')))),
     )
     .leftJoin('organization as o', 'o.id', 'm.org_id')
+    .leftJoin('org_admission_policy as p', 'p.org_id', 'm.org_id')
     .select([
+      's.sso_org_id',
+      'p.require_sso',
       's.id as session_id',
       's.active_org_id',
       's.expires_at',
@@ -83,6 +93,7 @@ export async function createSession(
   db: Db,
   userId: string,
   activeOrgId: string | null,
+  ssoOrgId: string | null = null,
 ): Promise<IssuedSession> {
   const token = generateToken(SESSION_TOKEN_PREFIX)
   const id = newId('ses')
@@ -98,6 +109,7 @@ export async function createSession(
       created_at: now,
       refreshed_at: now,
       expires_at: expiresAt,
+      sso_org_id: ssoOrgId,
     })
     .execute()
   return { id, token, expiresAt }
@@ -121,7 +133,13 @@ export function resolveSession(
 function liveSession(deps: Deps, row: SessionRow): MaybePromise<ResolvedSession | null> {
   const membership =
     row.member_id && row.org_id
-      ? { orgId: row.org_id, orgName: row.org_name ?? '', memberId: row.member_id, role: row.role ?? 'member' }
+      ? {
+          orgId: row.org_id,
+          orgName: row.org_name ?? '',
+          memberId: row.member_id,
+          role: row.role ?? 'member',
+          ssoRequired: Number(row.require_sso ?? 0) === 1 && row.sso_org_id !== row.org_id,
+        }
       : null
   const now = deps.now()
   if (Date.parse(row.expires_at) <= now) {
@@ -134,6 +152,7 @@ function liveSession(deps: Deps, row: SessionRow): MaybePromise<ResolvedSession 
   const session = (expiresAt: string) => ({
     id: row.session_id,
     activeOrgId: row.active_org_id,
+    ssoOrgId: row.sso_org_id,
     expiresAt,
     user: toUserView(row),
     membership,

@@ -83,7 +83,13 @@ export async function revokeOAuthToken(deps: Deps, actor: Actor, grantId: string
 }
 
 /** Revokes every active grant of a member; returns how many. Call inside the removal transaction. */
-export async function revokeMemberOAuthTokens(deps: Deps, trx: Db, actor: Actor, memberId: string): Promise<number> {
+export async function revokeMemberOAuthTokens(
+  deps: Deps,
+  trx: Db,
+  actor: Actor,
+  memberId: string,
+  reason: RevokedReason = 'member_removed',
+): Promise<number> {
   const grants = await trx
     .selectFrom('oauth_grant')
     .select('id')
@@ -91,17 +97,8 @@ export async function revokeMemberOAuthTokens(deps: Deps, trx: Db, actor: Actor,
     .where('revoked_at', 'is', null)
     .execute()
   for (const grant of grants) {
-    await endGrant(deps, trx, grant.id, 'member_removed')
-    await recordAudit(
-      deps,
-      trx,
-      actor,
-      'oauth_token.revoked',
-      { type: 'oauth_token', id: grant.id },
-      {
-        reason: 'member_removed',
-      },
-    )
+    await endGrant(deps, trx, grant.id, reason)
+    await recordAudit(deps, trx, actor, 'oauth_token.revoked', { type: 'oauth_token', id: grant.id }, { reason })
   }
   return grants.length
 }

@@ -31,7 +31,14 @@ export const REFRESH_TOKEN_PREFIX = 'ort_'
 const LAST_USED_RESOLUTION_MS = 60_000
 
 /** Why a grant ended. */
-export type RevokedReason = 'member' | 'admin' | 'member_removed' | 'refresh_reuse' | 'code_reuse' | 'client'
+export type RevokedReason =
+  | 'member'
+  | 'admin'
+  | 'member_removed'
+  | 'refresh_reuse'
+  | 'code_reuse'
+  | 'client'
+  | 'sso_required'
 
 /** The token response of `/oauth/token` (RFC 6749 §5.1 plus the organization the token acts in). */
 export interface TokenResponse {

@@ -107,7 +107,7 @@ export const OAuthTokenItem = v.pipe(
     resource: v.nullable(v.string()),
     status: v.picklist(['active', 'expired', 'revoked']),
     revokedReason: v.nullable(
-      v.picklist(['member', 'admin', 'member_removed', 'refresh_reuse', 'code_reuse', 'client']),
+      v.picklist(['member', 'admin', 'member_removed', 'refresh_reuse', 'code_reuse', 'client', 'sso_required']),
     ),
     createdAt: Timestamp,
     expiresAt: Timestamp,

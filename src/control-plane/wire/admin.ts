@@ -141,7 +141,7 @@ export const ApiKey = v.pipe(
     userId: idOf('usr'),
     role: v.picklist(ROLES),
     status: v.picklist(['active', 'expired', 'disabled']),
-    disabledReason: v.nullable(v.picklist(['role_changed', 'member_removed'])),
+    disabledReason: v.nullable(v.picklist(['role_changed', 'member_removed', 'sso_required'])),
     createdAt: Timestamp,
     expiresAt: v.nullable(Timestamp),
     lastUsedAt: v.nullable(Timestamp),
