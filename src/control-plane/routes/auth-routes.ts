@@ -42,7 +42,7 @@ export function authRoutes(ctx: RouteContext) {
       tags: ['auth'],
       summary: 'Exchange email and password for a session token',
       description:
-        'Deliberately slow (scrypt). Failed attempts are limited per account and per client address; past the limit every attempt, right or wrong, is 429 with Retry-After until the window ends.',
+        'Deliberately slow (scrypt). Failed attempts are limited per account and per client address; past the limit every attempt, right or wrong, is 429 with Retry-After until the window ends. 403 `sso_required` (after a correct password) when every organization of the account requires signing in with its identity provider.',
       auth: rules.public,
       body: SignInBody,
       responses: {
@@ -53,7 +53,7 @@ export function authRoutes(ctx: RouteContext) {
           headers: { 'Retry-After': 'Seconds until sign-in is allowed again' },
         },
       },
-      errors: [401],
+      errors: [401, 403],
       handler: ({ body, request }) =>
         signIn(ctx.deps, ctx.throttle, { ...body, address: clientAddress(request, ctx.trustProxy) }),
     }),
