@@ -378,7 +378,7 @@ export async function exchangeHandoff(deps: Deps, handoff: string): Promise<Sign
       .selectAll()
       .where('handoff_hash', '=', hashToken(handoff))
       .executeTakeFirst()
-    if (!login || !login.user_id || Date.parse(login.expires_at) <= deps.now()) throw refused()
+    if (!login?.user_id || Date.parse(login.expires_at) <= deps.now()) throw refused()
     const taken = await trx
       .updateTable('sso_login')
       .set({ status: 'done' })
