@@ -53,9 +53,38 @@ export async function start(root) {
     pendingInvite = hash.get('invite')
     history.replaceState(null, '', `${location.pathname}${location.search}#members`)
   }
+  if (hash.get('sso_handoff')) {
+    // Back from the organization's identity provider: the one-time hand-off becomes a session,
+    // and the page the person started from (such as a device approval) comes back.
+    const handoff = hash.get('sso_handoff')
+    history.replaceState(null, '', `${location.pathname}${location.search}#${hash.get('then') ?? ''}`)
+    try {
+      const signed = await api.post('/v1/sso/session', { handoff })
+      sessionStorage.setItem(SESSION_KEY, signed.session.token)
+    } catch (error) {
+      return authForms(root, error)
+    }
+  } else if (hash.get('sso_error')) {
+    const code = hash.get('sso_error')
+    history.replaceState(null, '', `${location.pathname}${location.search}`)
+    return authForms(root, { code, message: SSO_ERRORS[code] ?? 'Single sign-on did not complete; try again.' })
+  }
   token = sessionStorage.getItem(SESSION_KEY)
   if (!token) return authForms(root)
   await enter(root)
+}
+
+/** What a refused single sign-on means, by the callback's error code. */
+const SSO_ERRORS = {
+  sso_state_invalid: 'The sign-in expired or was already used; start again.',
+  sso_id_token_invalid: 'The identity provider’s answer could not be verified.',
+  sso_domain_not_allowed: 'Your email domain is not admitted by this organization’s single sign-on.',
+  sso_account_exists:
+    'An account with your email exists: sign in with your password, then link it to the provider from the console.',
+  sso_identity_conflict: 'That provider account is already linked to another account.',
+  admission_refused: 'The organization’s admission policy does not let you join this way.',
+  sso_provider_denied: 'The identity provider did not sign you in.',
+  sso_provider_error: 'The identity provider could not be reached.',
 }
 
 async function enter(root) {
@@ -98,6 +127,31 @@ function authForm(root, kind) {
     autocomplete: signUp ? 'new-password' : 'current-password',
     required: true,
   })
+  const passwordField = field('Password', password, signUp ? 'At least 8 characters.' : null)
+  const submit = h('button', { type: 'submit', class: 'primary' }, signUp ? 'Sign up' : 'Sign in')
+  // After the email, sign-in offers the organization's provider when the email's domain has one.
+  const sso = h('div', { 'aria-live': 'polite' })
+  const lookUp = async () => {
+    const value = email.value.trim()
+    const showPassword = (shown) => {
+      passwordField.hidden = !shown
+      submit.hidden = !shown
+      password.required = shown
+    }
+    if (!value.includes('@')) return (showPassword(true), mount(sso))
+    try {
+      const found = await api.get(`/v1/sso/resolve?email=${encodeURIComponent(value)}`)
+      if (found.method !== 'sso') return (showPassword(true), mount(sso))
+      const returnTo = `${location.pathname}${location.hash}`
+      const href = `${found.startUrl}?returnTo=${encodeURIComponent(returnTo)}`
+      mount(sso, h('p', null, h('a', { class: 'button primary', href }, `Sign in with ${found.provider}`)))
+      showPassword(found.passwordAllowed)
+    } catch {
+      showPassword(true)
+      mount(sso)
+    }
+  }
+  if (!signUp) email.addEventListener('change', lookUp)
   const form = h(
     'form',
     {
@@ -134,8 +188,9 @@ function authForm(root, kind) {
     h('h2', null, signUp ? 'Create an account' : 'Sign in'),
     signUp ? field('Name', name) : null,
     field('Email', email),
-    field('Password', password, signUp ? 'At least 8 characters.' : null),
-    h('button', { type: 'submit', class: 'primary' }, signUp ? 'Sign up' : 'Sign in'),
+    sso,
+    passwordField,
+    submit,
     status,
   )
   return form
