@@ -137,18 +137,21 @@ function authForm(root, kind) {
       passwordField.hidden = !shown
       submit.hidden = !shown
       password.required = shown
-      if (shown) mount(sso)
     }
-    if (!value.includes('@')) return showPassword(true)
+    const passwordOnly = () => {
+      showPassword(true)
+      mount(sso)
+    }
+    if (!value.includes('@')) return passwordOnly()
     try {
       const found = await api.get(`/v1/sso/resolve?email=${encodeURIComponent(value)}`)
-      if (found.method !== 'sso') return showPassword(true)
+      if (found.method !== 'sso') return passwordOnly()
       const returnTo = `${location.pathname}${location.hash}`
       const href = `${found.startUrl}?returnTo=${encodeURIComponent(returnTo)}`
       mount(sso, h('p', null, h('a', { class: 'button primary', href }, `Sign in with ${found.provider}`)))
       showPassword(found.passwordAllowed)
     } catch {
-      showPassword(true)
+      passwordOnly()
     }
   }
   if (!signUp) email.addEventListener('change', lookUp)
