@@ -17,7 +17,7 @@ import { API_KEY_PREFIX, type ResolvedApiKey, resolveApiKey } from './admin/api-
 import type { Actor } from './admin/audit.ts'
 import { firstMembership, type Membership } from './admin/organizations.ts'
 import type { Deps } from './deps.ts'
-import { readAdmissionPolicy } from './admission/admission-policy.ts'
+import { readAdmissionPolicy, ssoRequiredError } from './admission/admission-policy.ts'
 import { resolveSession, setActiveOrg, type ResolvedSession } from './identity/sessions.ts'
 import { toUserView, type UserView } from './identity/users-view.ts'
 import {
@@ -44,7 +44,8 @@ const ORG_ID = /^org_[0-9a-hjkmnp-tv-z]{26}$/
 export interface ControlPlanePrincipal {
   credential: CredentialKind | 'worker' | 'none'
   user: UserView | null
-  session: { id: string; expiresAt: string; activeOrgId: string | null } | null
+  /** `ssoOrgId`: the organization whose provider signed the session in (null: a password session). */
+  session: { id: string; expiresAt: string; activeOrgId: string | null; ssoOrgId?: string | null } | null
   apiKeyId: string | null
   /** The organization acted in, with the caller's membership; null when none resolved. */
   org: { id: string; name: string; memberId: string; role: Role } | null
@@ -132,7 +133,12 @@ function sessionPrincipal(
     ssoRequiredOrgId: found?.ssoRequired ? found.orgId : null,
     credential: 'session',
     user: session.user,
-    session: { id: session.id, expiresAt: session.expiresAt, activeOrgId: member?.orgId ?? null },
+    session: {
+      id: session.id,
+      expiresAt: session.expiresAt,
+      activeOrgId: member?.orgId ?? null,
+      ssoOrgId: session.ssoOrgId ?? null,
+    },
     apiKeyId: null,
     org: member ? { id: member.orgId, name: member.orgName, memberId: member.memberId, role: member.role } : null,
     oauth: null,
@@ -280,12 +286,7 @@ export function controlPlaneAuth(deps: Deps): SurfaceAuth<ControlPlaneRule, Cont
         throw insufficientScope(rule.oauthScopes, principal.oauth.scopes)
       return principal
     }
-    if (!principal.org && principal.ssoRequiredOrgId)
-      throw controlPlaneError(
-        'sso_required',
-        'This organization requires signing in with its identity provider; sign in with SSO',
-        { details: { rule: 'requireSso', orgId: principal.ssoRequiredOrgId } },
-      )
+    if (!principal.org && principal.ssoRequiredOrgId) throw ssoRequiredError(principal.ssoRequiredOrgId)
     if (!principal.org)
       throw controlPlaneError(
         'no_organization',

@@ -98,3 +98,22 @@ export function assertAdmitted(policy: AdmissionPolicy, way: WayIn, email: strin
       { details: { reason, way } },
     )
 }
+
+/** The 403 for a session that the organization's provider did not sign in, where it requires one. */
+export function ssoRequiredError(orgId: string) {
+  return controlPlaneError(
+    'sso_required',
+    'This organization requires signing in with its identity provider; sign in with SSO',
+    { details: { rule: 'requireSso', orgId } },
+  )
+}
+
+/**
+ * Throws 403 `sso_required` when `orgId` requires SSO and the session was not signed in by its
+ * provider. For session routes that act in an organization named in the body (approving a device
+ * or an MCP client), which the authenticator's per-organization check does not see.
+ */
+export async function assertSessionMayAct(db: Db, orgId: string | null, sessionSsoOrgId: string | null): Promise<void> {
+  if (orgId === null || orgId === sessionSsoOrgId) return
+  if ((await readAdmissionPolicy(db, orgId)).requireSso) throw ssoRequiredError(orgId)
+}

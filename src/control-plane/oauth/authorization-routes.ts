@@ -4,6 +4,7 @@
  * session-only consent routes the console calls. The token exchange is in the token endpoint.
  * @module
  */
+import { assertSessionMayAct } from '../admission/admission-policy.ts'
 import { readCapped } from '../../core/validation.ts'
 import { clientAddress } from '../identity/client-address.ts'
 import { rules } from '../policy.ts'
@@ -151,11 +152,13 @@ export function authorizationRoutes(ctx: RouteContext) {
       body: ApproveAuthorizationBody,
       responses: { 200: AuthorizationDecision },
       handler: async ({ request, principal, params, body }) => {
+        const orgId = body.orgId ?? principal.org?.id ?? null
+        await assertSessionMayAct(ctx.deps.db, orgId, principal.session?.ssoOrgId ?? null)
         const approved = await approveAuthorization(
           ctx.deps,
           params.authorizationId,
           principal.user!.id,
-          body.orgId ?? principal.org?.id ?? null,
+          orgId,
           issuerOf(request, ctx),
         )
         return { redirectTo: approved.redirectTo }

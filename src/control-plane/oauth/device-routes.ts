@@ -5,6 +5,7 @@
  * per-person and per-address throttle (10 and 50 in 15 minutes), so codes cannot be guessed.
  * @module
  */
+import { assertSessionMayAct } from '../admission/admission-policy.ts'
 import { errors } from '../../core/errors.ts'
 import type { ControlPlanePrincipal } from '../auth.ts'
 import { controlPlaneError } from '../control-plane-errors.ts'
@@ -81,12 +82,9 @@ export function deviceRoutes(ctx: RouteContext) {
       errors: [404, 429],
       handler: async ({ request, principal, body }) => {
         const found = await lookup(request, principal, body.userCode)
-        const member = await approveDeviceRequest(
-          ctx.deps,
-          found.row,
-          principal.user!.id,
-          body.orgId ?? principal.org?.id ?? null,
-        )
+        const orgId = body.orgId ?? principal.org?.id ?? null
+        await assertSessionMayAct(ctx.deps.db, orgId, principal.session?.ssoOrgId ?? null)
+        const member = await approveDeviceRequest(ctx.deps, found.row, principal.user!.id, orgId)
         const client = BUILT_IN_CLIENTS.get(found.row.client_id)
         return {
           approved: true as const,

@@ -226,24 +226,9 @@ export function ssoRoutes(ctx: RouteContext, providers: SsoProviders = new SsoPr
       errors: [409],
       handler: async ({ principal, body }) => ({
         item: policyView(
-          await putAdmissionPolicy(
-            ctx.deps,
-            actorOf(principal),
-            principal.session ? await sessionSsoOrg(ctx, principal.session.id) : null,
-            body,
-          ),
+          await putAdmissionPolicy(ctx.deps, actorOf(principal), principal.session?.ssoOrgId ?? null, body),
         ),
       }),
     }),
   ]
-}
-
-/** The organization whose provider signed the session in (null for password sessions). */
-async function sessionSsoOrg(ctx: RouteContext, sessionId: string): Promise<string | null> {
-  const row = await ctx.deps.db
-    .selectFrom('user_session')
-    .select('sso_org_id')
-    .where('id', '=', sessionId)
-    .executeTakeFirst()
-  return row?.sso_org_id ?? null
 }

@@ -377,6 +377,17 @@ test('requiring SSO: refused without an SSO session, then ends password sessions
     assert.is(here.status, 403)
     assert.is(here.body.code, 'sso_required')
     assert.is(here.body.details.rule, 'requireSso')
+    // Nor can that password session approve a program (device sign-in) into this organization.
+    const device = await w.t.client.post('/oauth/device_authorization', {
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ client_id: 'opencode' }).toString(),
+    })
+    const approve = await w.t.client.post('/v1/oauth/device/approve', {
+      token: adminAgain.body.session.token,
+      json: { userCode: device.body.user_code, orgId: w.org.orgId },
+    })
+    assert.is(approve.status, 403)
+    assert.is(approve.body.code, 'sso_required')
     // The owner cannot lock everyone out by removing the connection while the rule is on.
     const removal = await w.t.client.delete('/v1/org/sso', { token: ownerSso })
     assert.is(removal.status, 409)
