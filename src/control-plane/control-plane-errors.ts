@@ -147,7 +147,8 @@ export const CONTROL_PLANE_ERRORS = defineErrors({
   },
   admission_refused: {
     status: 403,
-    description: "The organization's admission policy refuses this way in or email domain (details.reason, details.way)",
+    description:
+      "The organization's admission policy refuses this way in or email domain (details.reason, details.way)",
   },
   sso_domain_not_allowed: {
     status: 403,
@@ -158,7 +159,10 @@ export const CONTROL_PLANE_ERRORS = defineErrors({
     status: 401,
     description: 'The ID token failed verification (signature, issuer, audience, expiry or nonce; details.reason)',
   },
-  sso_state_invalid: { status: 400, description: 'The sign-in state is missing, unknown, used or expired; start again' },
+  sso_state_invalid: {
+    status: 400,
+    description: 'The sign-in state is missing, unknown, used or expired; start again',
+  },
   sso_handoff_invalid: { status: 400, description: 'The sign-in hand-off code is unknown, used or expired' },
   sso_not_configured: { status: 404, description: 'The organization has no single sign-on connection' },
   sso_connection_not_found: { status: 404, description: 'No single sign-on connection has that slug' },
@@ -166,7 +170,8 @@ export const CONTROL_PLANE_ERRORS = defineErrors({
   sso_domain_taken: { status: 409, description: "Another organization's connection already claims that email domain" },
   sso_connection_in_use: {
     status: 409,
-    description: 'Members must sign in with SSO: the connection cannot be removed or change issuer until the rule is off',
+    description:
+      'Members must sign in with SSO: the connection cannot be removed or change issuer until the rule is off',
   },
   sso_identity_conflict: { status: 409, description: 'That provider account is linked to another account' },
   sso_account_exists: {
