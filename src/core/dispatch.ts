@@ -152,6 +152,30 @@ export function createDispatcher<Rule, Principal>(options: DispatchOptions<Rule,
       : shape(route, result, context.requestId)
   }
 
+  // The surface's last step on responses to an authenticated caller, failures included.
+  const finish = auth.finish?.bind(auth)
+  const finished = (
+    principal: Principal,
+    route: AnyRoute<Rule, Principal>,
+    request: Request,
+    where: Where,
+    params: Record<string, string>,
+    requestId: string,
+  ): Response | Promise<Response> => {
+    let result: Response | Promise<Response>
+    try {
+      result = run(route, request, where, params, principal, requestId)
+    } catch (error) {
+      result = failureResponse(error, request, requestId, logger)
+    }
+    return result instanceof Promise
+      ? result.then(
+          (response) => finish!(principal, response),
+          (error) => finish!(principal, failureResponse(error, request, requestId, logger)),
+        )
+      : finish!(principal, result)
+  }
+
   /** Runs `route` for the request (params, auth, inputs, handler); every failure becomes our error response. */
   const invoke = (
     route: AnyRoute<Rule, Principal>,
@@ -174,6 +198,12 @@ export function createDispatcher<Rule, Principal>(options: DispatchOptions<Rule,
         ) as Record<string, string>
       }
       const principal = auth.authenticate(request, route.auth)
+      if (finish) {
+        const done = (p: Principal) => finished(p, route, request, where, params, requestId)
+        return principal instanceof Promise
+          ? principal.then(done, (error) => failureResponse(error, request, requestId, logger))
+          : done(principal)
+      }
       const result =
         principal instanceof Promise
           ? principal.then((p) => run(route, request, where, params, p, requestId))
