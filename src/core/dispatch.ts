@@ -199,10 +199,12 @@ export function createDispatcher<Rule, Principal>(options: DispatchOptions<Rule,
       }
       const principal = auth.authenticate(request, route.auth)
       if (finish) {
-        const done = (p: Principal) => finished(p, route, request, where, params, requestId)
         return principal instanceof Promise
-          ? principal.then(done, (error) => failureResponse(error, request, requestId, logger))
-          : done(principal)
+          ? principal.then(
+              (p) => finished(p, route, request, where, params, requestId),
+              (error) => failureResponse(error, request, requestId, logger),
+            )
+          : finished(principal, route, request, where, params, requestId)
       }
       const result =
         principal instanceof Promise
