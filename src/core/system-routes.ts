@@ -89,7 +89,10 @@ export function systemRoutes<Rule>(options: {
         'Whether this instance can serve: 200 when it can, 503 naming the failed check otherwise. The control plane checks that its database answers within a second and records every migration this build needs (a bounded probe, at most one query a second however often this is polled). Use it for load balancers and Kubernetes readiness probes; `/health` is the liveness check (docs/deployment.md). Not rate limited.',
       tags: ['system'],
       auth: options.publicRule,
-      responses: { 200: ReadySchema, 503: { description: 'Not ready: `failed` names the checks', schema: ReadySchema } },
+      responses: {
+        200: ReadySchema,
+        503: { description: 'Not ready: `failed` names the checks', schema: ReadySchema },
+      },
       handler: () => {
         if (!options.ready) return alwaysReady
         const out = options.ready()
