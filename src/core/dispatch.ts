@@ -2,7 +2,8 @@
  * Dispatch: from a located request to the route's response. Finds the route, decodes and validates
  * the path params, authenticates for the route's rule, validates the query and the JSON body, runs
  * the handler and shapes what it returns (plain data is JSON with the route's first declared 2xx,
- * `undefined` an empty body, a `Response` is passed on).
+ * `undefined` an empty body, a `Response` is passed on). A surface whose auth has `finish` (the
+ * control plane's rate limits) completes every response to an authenticated caller, errors included.
  *
  * The chain stays synchronous until something really is asynchronous (a credential lookup, a body
  * read, an async handler): each avoided await is a promise and a microtask saved per request.
