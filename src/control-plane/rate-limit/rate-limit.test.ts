@@ -17,6 +17,8 @@ import {
   type ChildServer,
 } from '../../../tests/harness.ts'
 import { serve, type Listener } from '../../serve.ts'
+import { BUILT_IN_CLIENTS } from '../oauth/oauth-clients.ts'
+import { issueGrant } from '../oauth/oauth-tokens.ts'
 import { TEST_ENGINE } from '../testing/test-database.ts'
 import { startTestControlPlane, type TestControlPlane } from '../testing/test-control-plane.ts'
 import type { RateLimitFileSchema } from './rate-limit-settings.ts'
@@ -136,6 +138,45 @@ test('each credential has its own bucket: another session and an API key of the 
     const refusedAgain = await fetch(`${s.url}/v1/me`, { headers: bearer(token) })
     assert.is(refusedAgain.status, 429, 'the first session is still refused')
     await refusedAgain.arrayBuffer()
+  } finally {
+    await stop(s)
+  }
+})
+
+test('an OAuth token (as the device flow issues it, delivery:read) has its own bucket, keyed by its grant', async () => {
+  const s = await served({ ratePerSecond: 0.01, burst: 3 })
+  try {
+    const token = await signUp(s.url, 'owner@oauth-limit.test')
+    const org = await fetch(`${s.url}/v1/orgs`, {
+      method: 'POST',
+      headers: { ...bearer(token), 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'OAuth limits' }),
+    })
+    assert.is(org.status, 201)
+    const me = (await (await fetch(`${s.url}/v1/me`, { headers: bearer(token) })).json()) as any
+    // Issued as an approved device request issues it (the device flow itself has its own suite).
+    const deps = s.plane.app.deps
+    const { response } = await deps.db
+      .transaction()
+      .execute((trx) =>
+        issueGrant(
+          deps,
+          trx,
+          {
+            orgId: me.organization.id,
+            orgName: me.organization.name,
+            memberId: me.member.id,
+            userId: me.user.id,
+            role: 'owner',
+          },
+          BUILT_IN_CLIENTS.get('opencode')!,
+          ['delivery:read'],
+          null,
+        ),
+      )
+    const { ok, refused } = await untilRefused(s.url, bearer(response.access_token))
+    assert.is(ok.length, 3, 'the token has a bucket of its own (the session used two of its three)')
+    assert.is(refused.headers.get('ratelimit-policy'), '"credential";q=3;w=300')
   } finally {
     await stop(s)
   }
