@@ -156,24 +156,22 @@ test('an OAuth token (as the device flow issues it, delivery:read) has its own b
     const me = (await (await fetch(`${s.url}/v1/me`, { headers: bearer(token) })).json()) as any
     // Issued as an approved device request issues it (the device flow itself has its own suite).
     const deps = s.plane.app.deps
-    const { response } = await deps.db
-      .transaction()
-      .execute((trx) =>
-        issueGrant(
-          deps,
-          trx,
-          {
-            orgId: me.organization.id,
-            orgName: me.organization.name,
-            memberId: me.member.id,
-            userId: me.user.id,
-            role: 'owner',
-          },
-          BUILT_IN_CLIENTS.get('opencode')!,
-          ['delivery:read'],
-          null,
-        ),
-      )
+    const { response } = await deps.db.transaction().execute((trx) =>
+      issueGrant(
+        deps,
+        trx,
+        {
+          orgId: me.organization.id,
+          orgName: me.organization.name,
+          memberId: me.member.id,
+          userId: me.user.id,
+          role: 'owner',
+        },
+        BUILT_IN_CLIENTS.get('opencode')!,
+        ['delivery:read'],
+        null,
+      ),
+    )
     const { ok, refused } = await untilRefused(s.url, bearer(response.access_token))
     assert.is(ok.length, 3, 'the token has a bucket of its own (the session used two of its three)')
     assert.is(refused.headers.get('ratelimit-policy'), '"credential";q=3;w=300')
