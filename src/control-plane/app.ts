@@ -15,6 +15,7 @@ import { metricsRoutes, type SurfaceMetrics } from '../core/metrics-endpoint.ts'
 import type { ValidationPolicy } from '../core/validation.ts'
 import { openDatabase, type Database } from '../storage/database.ts'
 import { databaseProbe } from '../storage/health-probe.ts'
+import { readinessProbe } from '../storage/readiness-probe.ts'
 import { VERSION } from '../version.ts'
 import { controlPlaneAuth, controlPlaneSecuritySchemes, type ControlPlanePrincipal } from './auth.ts'
 import type { ControlPlaneConfig } from './config.ts'
@@ -51,6 +52,11 @@ import { readZipBody } from './routes/zip-body.ts'
 import { importLimits } from './catalog/skill-import.ts'
 import { mcpRoutes } from './mcp/mcp-routes.ts'
 import { mcpLimits } from './mcp/mcp-settings.ts'
+import { CredentialRateLimiter } from './rate-limit/credential-rate-limiter.ts'
+import { followInstances } from './rate-limit/instance-count.ts'
+import { registerRateLimitMetrics } from './rate-limit/rate-limit-metrics.ts'
+import { rateLimitSettings } from './rate-limit/rate-limit-settings.ts'
+import { rateLimitedAuth } from './rate-limit/rate-limited-auth.ts'
 
 export type { ControlPlaneRule } from './policy.ts'
 export type { ControlPlanePrincipal } from './auth.ts'
@@ -79,7 +85,7 @@ const ALLOWED_HEADERS = [
   'Last-Event-ID',
 ]
 /** Response headers a browser client may read besides the request id. */
-const EXPOSED_HEADERS = ['Idempotency-Replayed', 'Retry-After', 'Mcp-Session-Id']
+const EXPOSED_HEADERS = ['Idempotency-Replayed', 'Retry-After', 'Mcp-Session-Id', 'RateLimit', 'RateLimit-Policy']
 
 /** How long an invitation stays pending (issue 6: 7 days). */
 const INVITATION_TTL_MS = 7 * 24 * 3600_000
@@ -107,6 +113,8 @@ export type ControlPlaneApp = Surface & {
   database: Database<ControlPlaneDb>
   deps: Deps
   contract: ControlPlaneContract
+  /** The per-credential limiter (null when off); `refreshInstances` recounts the live instances now. */
+  rateLimit: { limiter: CredentialRateLimiter; refreshInstances(): Promise<void> } | null
 }
 
 /** Creates the control-plane surface: opens and migrates the database first. */
@@ -162,9 +170,19 @@ export async function createControlPlaneApp(
     publicUrl: publicUrl ? publicUrl.replace(/\/+$/, '') : null,
   }
   const asyncFamilies = createAsyncFamilies(deps, config, options.logger, ctx)
-  const auth = controlPlaneAuth(deps)
+  const limits = rateLimitSettings(config.file.rateLimit, config.env)
+  const limiter = limits.enabled
+    ? new CredentialRateLimiter({
+        ratePerSecond: limits.ratePerSecond,
+        burst: limits.burst,
+        maxTracked: limits.maxTrackedCredentials,
+      })
+    : null
+  const limited = limiter ? rateLimitedAuth(controlPlaneAuth(deps), limiter, limits) : null
+  const auth = limited?.auth ?? controlPlaneAuth(deps)
   const streams = new StreamRegistry()
   if (options.metrics) registerControlPlaneMetrics(options.metrics, { database, changeSubscriptions, streams, now })
+  if (options.metrics && limiter && limited) registerRateLimitMetrics(options.metrics, limiter, limited.refused)
   const mcp = mcpRoutes(ctx, mcpLimits(config.file.mcp), changeSubscriptions)
   let doc: Record<string, unknown> | undefined
   const document = () =>
@@ -193,6 +211,7 @@ export async function createControlPlaneApp(
       openapi: document,
       // Load balancers poll /health; the probe runs at most one `select 1` a second.
       database: databaseProbe(database.db),
+      ready: readinessProbe(database.db, Object.keys(controlPlaneMigrations)),
     }),
     ...metricsRoutes<ControlPlaneRule>(rules.public, options.metrics),
     ...authRoutes(ctx),
@@ -238,6 +257,10 @@ export async function createControlPlaneApp(
   })
   let closed = false
   await asyncFamilies.start()
+  const instances = limiter
+    ? followInstances(database.db, asyncFamilies.ctx.instance, limiter, limits.instanceRefreshMs, options.logger)
+    : null
+  await instances?.refresh()
   return {
     mode: 'control-plane',
     fetch: http.fetch,
@@ -248,6 +271,7 @@ export async function createControlPlaneApp(
     database,
     deps,
     contract: { routes, auth, validation: controlPlaneValidation },
+    rateLimit: limiter && instances ? { limiter, refreshInstances: instances.refresh } : null,
     onListening: (address) => [
       asyncFamilies.listening(address),
       database.engine === 'postgres' ? `database PostgreSQL ${database.path}` : `database ${database.path}`,
@@ -259,6 +283,7 @@ export async function createControlPlaneApp(
       if (closed) return
       closed = true
       stopSweeper()
+      instances?.stop()
       streams.closeAll()
       mcp.close()
       changeSubscriptions.close()
