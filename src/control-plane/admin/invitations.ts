@@ -91,6 +91,8 @@ export async function createInvitation(
       .where('u.email', '=', email)
       .executeTakeFirst()
     if (existing) throw controlPlaneError('member_exists', 'That email already belongs to a member')
+    // Refused now rather than when the person tries to accept.
+    assertAdmitted(await readAdmissionPolicy(trx, actor.orgId), 'invitation', email)
     const replaced = await trx
       .updateTable('invitation')
       .set({ status: 'canceled', closed_at: now })

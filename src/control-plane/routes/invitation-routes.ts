@@ -41,7 +41,7 @@ export function invitationRoutes(ctx: RouteContext) {
       tags: ['invitations'],
       summary: 'Invite an email with a role; returns a one-time token to pass on',
       description:
-        'The token is in this response only and expires after 7 days. A pending invitation for the same email is replaced (its token stops working). 409 `member_exists`.',
+        'The token is in this response only and expires after 7 days. A pending invitation for the same email is replaced (its token stops working). 409 `member_exists`; 403 `admission_refused` when the admission policy closes invitations or the email’s domain.',
       auth: rules.org('invitations.manage'),
       body: CreateInvitationBody,
       responses: { 201: CreatedInvitation },

@@ -291,6 +291,11 @@ test('the admission policy: owner only, version-checked, validated, and consulte
       allowedDomains: ['Corp.test'],
       requireSso: false,
     }
+    const invite = await w.t.client.post('/v1/invitations', {
+      token: w.org.owner.token,
+      json: { email: 'late@corp.test', role: 'member' },
+    })
+    assert.is(invite.status, 201)
     const put = await w.t.client.put('/v1/org/admission-policy', { token: w.org.owner.token, json: body })
     assert.is(put.status, 200)
     assert.is(put.body.item.version, 1)
@@ -312,11 +317,13 @@ test('the admission policy: owner only, version-checked, validated, and consulte
     assert.is(bad.status, 422)
     // SSO just-in-time is closed: a new person is refused, with the reason.
     assert.is((await ssoSignIn(w)).error, 'admission_refused')
-    // Invitations are closed: a pending one cannot be accepted.
-    const invite = await w.t.client.post('/v1/invitations', {
+    // Invitations are closed: new ones are refused, and a pending one cannot be accepted.
+    const refusedInvite = await w.t.client.post('/v1/invitations', {
       token: w.org.owner.token,
-      json: { email: 'late@corp.test', role: 'member' },
+      json: { email: 'other@corp.test', role: 'member' },
     })
+    assert.is(refusedInvite.status, 403)
+    assert.equal(refusedInvite.body.details, { reason: 'way_disabled', way: 'invitation' })
     const accept = await w.t.client.post('/v1/auth/sign-up', {
       json: { email: 'late@corp.test', password: 'a long password', name: 'Late', invitationToken: invite.body.token },
     })
