@@ -1,4 +1,5 @@
 import { createServer } from 'node:http'
+import { Buffer } from 'node:buffer'
 import type { AddressInfo } from 'node:net'
 import { assert, suite } from '../../../tests/harness.ts'
 import { FORCED_REFRESH_MS, IdTokenError, JwksCache, verifyIdToken } from './id-token.ts'

@@ -7,6 +7,7 @@
  * server hammer the provider.
  * @module
  */
+import { Buffer } from 'node:buffer'
 import { providerJson, ProviderError } from './oidc-client.ts'
 
 /** How long a fetched key set is used without asking again. */

@@ -5,6 +5,7 @@
  * response size, so a slow or hostile issuer cannot hold a request or memory.
  * @module
  */
+import { Buffer } from 'node:buffer'
 import { controlPlaneError } from '../control-plane-errors.ts'
 
 /** Deadline of one call to the provider. */

@@ -10,6 +10,7 @@
  * links it (`POST /v1/org/sso/link`), and a subject never moves to another account.
  * @module
  */
+import { Buffer } from 'node:buffer'
 import { createHash } from 'node:crypto'
 import { ApiError } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'

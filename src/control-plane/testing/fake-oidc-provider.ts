@@ -7,6 +7,7 @@
  * suite.
  * @module
  */
+import { Buffer } from 'node:buffer'
 import { createHash, randomBytes } from 'node:crypto'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
