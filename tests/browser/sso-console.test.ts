@@ -218,5 +218,41 @@ if (browserAvailable()) {
     }
   })
 
+  test('the owner links their account from the console, then requires SSO; their password session ends', async () => {
+    const context = await browser.browser.newContext()
+    const page = await context.newPage()
+    const violations = cspViolations(page)
+    try {
+      await page.goto(`${server.url}/console/`)
+      await page.evaluate((token) => sessionStorage.setItem('service-console.control-plane-session', token), session)
+      await page.goto(`${server.url}/console/#orgs`)
+      await page.reload()
+      await page.getByRole('button', { name: 'Link with single sign-on' }).click()
+      await page.locator('input[name=login]').fill('owner@acme.test')
+      await page.locator('input[name=password]').fill('anything')
+      await page.getByRole('button', { name: 'Sign-in' }).click()
+      await page.getByRole('button', { name: 'Continue' }).click()
+      await page.getByText('owner@acme.test · owner').waitFor()
+      const ssoSession = await page.evaluate(() => sessionStorage.getItem('service-console.control-plane-session'))
+      assert.ok(ssoSession && ssoSession !== session, 'a new session, signed in by the provider')
+      const policy = {
+        waysIn: { invitation: true, ssoJustInTime: true, scim: true },
+        allowedDomains: [],
+        requireSso: true,
+      }
+      const unproven = await api('PUT', '/v1/org/admission-policy', { ...policy, expectedVersion: 0 })
+      assert.is(unproven.body.code, 'sso_not_proven')
+      const on = await api('PUT', '/v1/org/admission-policy', { ...policy, expectedVersion: 0 }, ssoSession!)
+      assert.is(on.status, 200, JSON.stringify(on.body))
+      assert.is((await api('GET', '/v1/me')).status, 401, 'the password session ended')
+      session = ssoSession!
+      const resolved = await api('GET', '/v1/sso/resolve?email=someone%40people.acme.test')
+      assert.is(resolved.body.passwordAllowed, false)
+      assert.equal(violations, [])
+    } finally {
+      await context.close()
+    }
+  })
+
   test.run()
 }

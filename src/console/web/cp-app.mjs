@@ -282,6 +282,29 @@ function shell(root) {
   render(false)
 }
 
+/**
+ * Links the signed-in account to the current organization's identity provider (the only way an
+ * account made with a password gets an SSO identity; accounts are never matched by email).
+ */
+function ssoLink() {
+  const status = h('div', { 'aria-live': 'polite' })
+  const start = async () => {
+    try {
+      const { url } = await api.post('/v1/org/sso/link', { returnTo: '/console/#orgs' })
+      location.href = url
+    } catch (error) {
+      mount(status, errorBox(error))
+    }
+  }
+  return h(
+    'div',
+    null,
+    h('p', { class: 'muted' }, 'Link your account to the organization’s identity provider to sign in with it.'),
+    h('button', { type: 'button', onclick: start }, 'Link with single sign-on'),
+    status,
+  )
+}
+
 function orgsPage({ reload }) {
   const list = h('ul', { class: 'plain' }, h('li', { class: 'muted' }, 'Loading…'))
   const status = h('div', { 'aria-live': 'polite' })
@@ -351,6 +374,7 @@ function orgsPage({ reload }) {
       h('h1', null, 'Organizations'),
       section('Yours', list),
       section('Create an organization', form),
+      me.organization ? section('Single sign-on', ssoLink()) : null,
     ),
   }
 }
