@@ -15,16 +15,12 @@ import { createHash } from 'node:crypto'
 import { ApiError } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
 import { generateToken, hashToken } from '../../core/secrets.ts'
-import { assertAdmitted, emailDomain, readAdmissionPolicy } from '../admission/admission-policy.ts'
-import type { Actor } from '../actor.ts'
-import { recordAudit } from '../admin/audit.ts'
 import { controlPlaneError } from '../control-plane-errors.ts'
+import { isUniqueViolation } from '../db-errors.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import { createSession } from '../identity/sessions.ts'
 import { toUserView } from '../identity/users-view.ts'
 import type { SignedIn } from '../identity/accounts.ts'
-import { asRole } from '../policy.ts'
-import type { Db } from '../schema.ts'
 import { IdTokenError, JwksCache, verifyIdToken, type IdTokenClaims } from './id-token.ts'
 import {
   authorizationUrl,
@@ -34,6 +30,7 @@ import {
   ProviderError,
   type ProviderMetadata,
 } from './oidc-client.ts'
+import { admitPerson } from './sso-accounts.ts'
 import { connectionBySlug, redirectUriOf } from './sso-connections.ts'
 import type { SsoConnectionTable } from './sso-tables.ts'
 
@@ -45,8 +42,6 @@ export const HANDOFF_TTL_MS = 2 * 60_000
 export const MAX_PENDING_LOGINS = 1000
 /** How long a discovery document is reused. */
 const DISCOVERY_TTL_MS = 3600_000
-/** The stored hash of an account that has no password (it signs in only with SSO). */
-export const NO_PASSWORD = '!sso-only'
 
 /** Where the console is when no return path is given. */
 const DEFAULT_RETURN = '/console/'
@@ -199,9 +194,14 @@ export async function finishSignIn(deps: Deps, providers: SsoProviders, input: C
       providers.jwks,
     )
   })
-  const userId = await deps.db
-    .transaction()
-    .execute((trx) => admitPerson(deps, trx, connection, claims, login.link_user_id))
+  const admit = () =>
+    deps.db.transaction().execute((trx) => admitPerson(deps, trx, connection, claims, login.link_user_id))
+  // Two first sign-ins of one subject at once: the loser hits the (issuer, subject) constraint and
+  // finds the winner's account on the second try.
+  const userId = await admit().catch((error) => {
+    if (isUniqueViolation(error)) return admit()
+    throw error
+  })
   const handoff = generateToken('ssh_')
   await deps.db
     .updateTable('sso_login')
@@ -236,136 +236,6 @@ async function verified(work: () => Promise<IdTokenClaims>): Promise<IdTokenClai
         details: { reason: error.reason },
       })
     throw error
-  }
-}
-
-/**
- * The account for the verified claims, made a member when it is not one yet (just-in-time, within
- * the connection's domains and the admission policy). Runs in one transaction.
- */
-async function admitPerson(
-  deps: Deps,
-  trx: Db,
-  connection: SsoConnectionTable,
-  claims: IdTokenClaims,
-  linkUserId: string | null,
-): Promise<string> {
-  const now = isoAt(deps)
-  const identity = await trx
-    .selectFrom('sso_identity')
-    .selectAll()
-    .where('issuer', '=', claims.iss)
-    .where('subject', '=', claims.sub)
-    .executeTakeFirst()
-  let userId: string
-  if (linkUserId !== null) {
-    const other = await trx
-      .selectFrom('sso_identity')
-      .select('subject')
-      .where('user_id', '=', linkUserId)
-      .where('issuer', '=', claims.iss)
-      .executeTakeFirst()
-    if ((identity && identity.user_id !== linkUserId) || (other && other.subject !== claims.sub))
-      throw controlPlaneError('sso_identity_conflict', 'That provider account is linked to another account here')
-    if (!identity) await insertIdentity(trx, claims, linkUserId, now)
-    userId = linkUserId
-  } else if (identity) {
-    userId = identity.user_id
-  } else {
-    const email = usableEmail(connection, claims)
-    const taken = await trx.selectFrom('app_user').select('id').where('email', '=', email).executeTakeFirst()
-    if (taken)
-      throw controlPlaneError(
-        'sso_account_exists',
-        'An account with this email exists: sign in with your password and link it to the provider from the console',
-      )
-    assertAdmitted(await readAdmissionPolicy(trx, connection.org_id), 'ssoJustInTime', email)
-    userId = newId('usr')
-    await trx
-      .insertInto('app_user')
-      .values({
-        id: userId,
-        email,
-        name: claims.name ?? email.split('@')[0]!,
-        password_hash: NO_PASSWORD,
-        created_at: now,
-        updated_at: now,
-      })
-      .execute()
-    await insertIdentity(trx, claims, userId, now)
-  }
-  if (identity)
-    await trx.updateTable('sso_identity').set({ last_sign_in_at: now }).where('id', '=', identity.id).execute()
-  const member = await trx
-    .selectFrom('member')
-    .select('id')
-    .where('org_id', '=', connection.org_id)
-    .where('user_id', '=', userId)
-    .executeTakeFirst()
-  if (!member) await joinJustInTime(deps, trx, connection, claims, userId)
-  return userId
-}
-
-/** The token's email when it may join by this connection; 403 `sso_domain_not_allowed` otherwise. */
-function usableEmail(connection: SsoConnectionTable, claims: IdTokenClaims): string {
-  const domains = JSON.parse(connection.allowed_domains) as string[]
-  if (!claims.email || claims.emailVerified === false || !domains.includes(emailDomain(claims.email)))
-    throw controlPlaneError(
-      'sso_domain_not_allowed',
-      "Your email is not in a domain this organization's single sign-on admits",
-      {
-        details: {
-          reason: !claims.email ? 'no_email' : claims.emailVerified === false ? 'email_unverified' : 'domain',
-        },
-      },
-    )
-  return claims.email
-}
-
-async function insertIdentity(trx: Db, claims: IdTokenClaims, userId: string, now: string): Promise<void> {
-  await trx
-    .insertInto('sso_identity')
-    .values({
-      id: newId('sid'),
-      issuer: claims.iss,
-      subject: claims.sub,
-      user_id: userId,
-      created_at: now,
-      last_sign_in_at: now,
-    })
-    .execute()
-}
-
-/** Makes the account a member with the connection's default role and team, audited as the new member. */
-async function joinJustInTime(
-  deps: Deps,
-  trx: Db,
-  connection: SsoConnectionTable,
-  claims: IdTokenClaims,
-  userId: string,
-): Promise<void> {
-  const email = usableEmail(connection, claims)
-  assertAdmitted(await readAdmissionPolicy(trx, connection.org_id), 'ssoJustInTime', email)
-  const now = isoAt(deps)
-  const memberId = newId('mem')
-  const role = asRole(connection.default_role)
-  await trx
-    .insertInto('member')
-    .values({ id: memberId, org_id: connection.org_id, user_id: userId, role, created_at: now, updated_at: now })
-    .execute()
-  const actor: Actor = { orgId: connection.org_id, userId, memberId, role, credential: 'session', apiKeyId: null }
-  await recordAudit(deps, trx, actor, 'member.joined', { type: 'member', id: memberId }, { role, via: 'sso' })
-  if (connection.default_team_id) {
-    const team = await trx
-      .selectFrom('team')
-      .select('id')
-      .where('id', '=', connection.default_team_id)
-      .where('org_id', '=', connection.org_id)
-      .executeTakeFirst()
-    if (team) {
-      await trx.insertInto('team_member').values({ team_id: team.id, member_id: memberId, created_at: now }).execute()
-      await recordAudit(deps, trx, actor, 'team.member_added', { type: 'team', id: team.id }, { memberId })
-    }
   }
 }
 

@@ -1,5 +1,7 @@
 import { assert, suite } from '../../../tests/harness.ts'
+import { newId } from '../../core/ids.ts'
 import { FakeOidcProvider } from '../testing/fake-oidc-provider.ts'
+import { NO_PASSWORD } from './sso-accounts.ts'
 import { buildFixtureOrg, type FixtureOrg } from '../testing/org-fixture.ts'
 import { startTestControlPlane, type TestControlPlane } from '../testing/test-control-plane.ts'
 
@@ -268,6 +270,47 @@ test('accounts are linked by subject, never by email: an existing email is refus
     const steal = await w.t.client.post('/v1/org/sso/link', { token: w.org.admin.token, json: {} })
     const stolen = await throughProvider(w, steal.body.url)
     assert.is(fragment(stolen.location).get('sso_error'), 'sso_identity_conflict')
+  } finally {
+    await w.close()
+  }
+})
+
+test('an account the organization provisioned (no password, already a member) is linked on its first SSO sign-in', async () => {
+  const w = await world()
+  try {
+    // What SCIM provisioning leaves: an account without a password, a member of this organization.
+    const now = new Date(w.t.clock.now()).toISOString()
+    const db = w.t.app.deps.db
+    const userId = newId('usr')
+    await db
+      .insertInto('app_user')
+      .values({
+        id: userId,
+        email: 'pat@corp.test',
+        name: 'Pat',
+        password_hash: NO_PASSWORD,
+        created_at: now,
+        updated_at: now,
+      })
+      .execute()
+    await db
+      .insertInto('member')
+      .values({
+        id: newId('mem'),
+        org_id: w.org.orgId,
+        user_id: userId,
+        role: 'member',
+        created_at: now,
+        updated_at: now,
+      })
+      .execute()
+    w.idp.nextUser = { sub: 'sub-pat', email: 'pat@corp.test', email_verified: true }
+    const signed = await ssoSignIn(w)
+    assert.ok(signed.token, signed.error)
+    assert.is((await w.t.client.get('/v1/me', { token: signed.token })).body.user.id, userId)
+    // Once linked, another subject with that email is refused like any other.
+    w.idp.nextUser = { sub: 'sub-not-pat', email: 'pat@corp.test', email_verified: true }
+    assert.is((await ssoSignIn(w)).error, 'sso_account_exists')
   } finally {
     await w.close()
   }
