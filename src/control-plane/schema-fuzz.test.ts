@@ -19,7 +19,9 @@ let t: TestControlPlane
 let listener: Listener
 
 test.before(async () => {
-  t = await startTestControlPlane()
+  // The run sends ~2,000 requests with one session in seconds, past any per-credential burst; a
+  // 429 would hide the handlers this suite is here to reach.
+  t = await startTestControlPlane({ file: { rateLimit: { enabled: false } } })
   listener = await serve({ host: '127.0.0.1', port: 0, fetch: (request, peer) => t.app.fetch(request, peer) })
 })
 
