@@ -55,6 +55,7 @@ const CONTROL_PLANE_SETTINGS: Setting[] = [
     'SERVICE_IDEMPOTENCY_KEY_TTL_HOURS',
     'how long Idempotency-Key answers are kept (default 24)',
   ],
+  ['auditRetentionDays', 'SERVICE_AUDIT_RETENTION_DAYS', 'days audit events are kept (default 365)'],
   ['trustProxy', 'SERVICE_TRUST_PROXY', 'client address from X-Forwarded-For (default false)'],
   ['encryptionKeyFile', 'SERVICE_ENCRYPTION_KEY_FILE', 'key sealing stored secrets (default <dataDir>/encryption.key)'],
   ['', 'SERVICE_ENCRYPTION_KEY', 'the key itself, 32 bytes as base64 or hex (instead of the file)'],

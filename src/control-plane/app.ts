@@ -46,6 +46,9 @@ import { consoleRoutes } from '../console/console-routes.ts'
 import { CONTROL_PLANE_ERRORS } from './control-plane-errors.ts'
 import { idempotentRoutes } from './idempotency/idempotent-routes.ts'
 import { startKeySweeper } from './idempotency/key-sweeper.ts'
+import { auditedAuth, auditedFetch } from './audit/audited-surface.ts'
+import { startAuditSweeper } from './audit/audit-retention.ts'
+import { auditRoutes } from './routes/audit-routes.ts'
 import { readZipBody } from './routes/zip-body.ts'
 import { importLimits } from './catalog/skill-import.ts'
 import { mcpRoutes } from './mcp/mcp-routes.ts'
@@ -161,7 +164,8 @@ export async function createControlPlaneApp(
     publicUrl: publicUrl ? publicUrl.replace(/\/+$/, '') : null,
   }
   const asyncFamilies = createAsyncFamilies(deps, config, options.logger, ctx)
-  const auth = controlPlaneAuth(deps)
+  // Every write request is audited once, whichever module declared its route (audit/audited-surface.ts).
+  const auth = auditedAuth(controlPlaneAuth(deps))
   const streams = new StreamRegistry()
   if (options.metrics) registerControlPlaneMetrics(options.metrics, { database, changeSubscriptions, streams, now })
   const mcp = mcpRoutes(ctx, mcpLimits(config.file.mcp), changeSubscriptions)
@@ -197,6 +201,7 @@ export async function createControlPlaneApp(
     ...authRoutes(ctx),
     ...meRoutes(ctx),
     ...orgRoutes(ctx),
+    ...auditRoutes(ctx),
     ...memberRoutes(ctx),
     ...invitationRoutes(ctx),
     ...teamRoutes(ctx),
@@ -225,6 +230,7 @@ export async function createControlPlaneApp(
     readRawBody: (_route, request) => readZipBody(request, importLimits(deps).maxZipBytes),
   })
   const stopSweeper = startKeySweeper(deps, options.logger)
+  const stopAuditSweeper = startAuditSweeper(deps, options.logger, config.auditRetentionDays)
   const http = createHttpApp({
     routes,
     auth,
@@ -238,7 +244,7 @@ export async function createControlPlaneApp(
   await asyncFamilies.start()
   return {
     mode: 'control-plane',
-    fetch: http.fetch,
+    fetch: auditedFetch(http.fetch, { deps, table: http.router, logger: options.logger }),
     direct: http.direct,
     router: http.router,
     openapi: document,
@@ -257,6 +263,7 @@ export async function createControlPlaneApp(
       if (closed) return
       closed = true
       stopSweeper()
+      stopAuditSweeper()
       streams.closeAll()
       mcp.close()
       changeSubscriptions.close()

@@ -32,6 +32,7 @@ import {
 } from './policy.ts'
 import { controlPlaneError } from './control-plane-errors.ts'
 import { resolveWorkerToken, WORKER_ACTIVITY_PREFIX, type WorkerPrincipal } from './delivery/worker-principal.ts'
+import { noteAuditPrincipal } from './audit/request-audit.ts'
 import { ACCESS_TOKEN_PREFIX, REFRESH_TOKEN_PREFIX, resolveOAuthToken } from './oauth/oauth-tokens.ts'
 import type { OAuthScope } from './oauth/oauth-scopes.ts'
 
@@ -250,6 +251,8 @@ export function controlPlaneAuth(deps: Deps): SurfaceAuth<ControlPlaneRule, Cont
     principal: ControlPlanePrincipal,
     rule: Extract<ControlPlaneRule, { kind: 'identity' | 'org' }>,
   ): ControlPlanePrincipal => {
+    // The audit log names who was refused as well as who acted.
+    noteAuditPrincipal(principal)
     if (rule.kind === 'identity') {
       if (rule.sessionOnly && principal.credential !== 'session')
         throw controlPlaneError(

@@ -125,7 +125,8 @@ export interface TeamMemberTable {
 /** `audit_event`: one administrative action. */
 export interface AuditEventTable {
   id: string
-  org_id: string
+  /** Null for an event outside any organization (a refused sign-in, a sign-up without one). */
+  org_id: string | null
   action: string
   actor_user_id: string | null
   actor_member_id: string | null
@@ -136,8 +137,16 @@ export interface AuditEventTable {
   /** JSON of small non-secret facts, or null. */
   data: string | null
   created_at: string
-  /** Null for the HTTP API, `mcp` for an MCP tool call. */
+  /** `api`, `console`, `mcp`, `scim` or `sso`; null on rows written before 0085 (the HTTP API). */
   origin: string | null
+  /** `success`, `denied` (401/403) or `failed` (any other error). */
+  outcome: string
+  /** The error's stable `code` when the request did not succeed. */
+  error_code: string | null
+  /** The request's `X-Request-Id`. */
+  request_id: string | null
+  /** The declared route, `METHOD /path/:param` (never the query string). */
+  route: string | null
 }
 
 /** `config_object`: addressable shared configuration; content lives in its versions. */
