@@ -2,7 +2,6 @@
  * `/v1/org` (the current organization) and `/v1/roles` (the audit log: `audit-routes.ts`).
  * @module
  */
-import * as v from 'valibot'
 import { actorOf } from '../auth.ts'
 import { getOrganization, updateOrganization } from '../admin/organizations.ts'
 import { ASSIGNABLE_ROLES, permissionsOf, ROLES, rules, type Role } from '../policy.ts'
