@@ -3,7 +3,9 @@
  * refused sign-in, a sign-up without an invitation), and says how the request ended (`outcome`
  * success|denied|failed, `error_code`), which request it was (`request_id`) and which declared route
  * (`route`, e.g. `DELETE /v1/teams/:teamId`; never a query string). Indexes serve the list filters
- * (actor, action, target, outcome, time) and the retention sweep (`created_at`).
+ * with an equality (actor, action, target; the others narrow an `(org_id, id)` scan, which ids
+ * make a time-ordered scan) and the retention sweep (`created_at`). Each index costs every audited
+ * write, so there are no more of them.
  *
  * SQLite cannot drop a NOT NULL constraint, so there the table is rebuilt with its rows; nothing
  * references it.
@@ -54,11 +56,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     ['audit_event_org_actor_idx', ['org_id', 'actor_user_id', 'id']],
     ['audit_event_org_action_idx', ['org_id', 'action', 'id']],
     ['audit_event_org_target_idx', ['org_id', 'target_type', 'target_id', 'id']],
-    ['audit_event_org_outcome_idx', ['org_id', 'outcome', 'id']],
-    ['audit_event_org_created_idx', ['org_id', 'created_at']],
     ['audit_event_created_idx', ['created_at']],
     ['audit_event_request_idx', ['request_id']],
-    ['audit_event_orgless_actor_idx', ['actor_user_id', 'org_id', 'id']],
   ]
   for (const [name, columns] of indexes) await db.schema.createIndex(name).on('audit_event').columns(columns).execute()
 }
@@ -68,11 +67,8 @@ export async function down(db: Kysely<any>): Promise<void> {
     'audit_event_org_actor_idx',
     'audit_event_org_action_idx',
     'audit_event_org_target_idx',
-    'audit_event_org_outcome_idx',
-    'audit_event_org_created_idx',
     'audit_event_created_idx',
     'audit_event_request_idx',
-    'audit_event_orgless_actor_idx',
   ])
     await db.schema.dropIndex(name).execute()
   await sql`delete from audit_event where org_id is null`.execute(db)

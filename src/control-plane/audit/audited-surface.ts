@@ -122,9 +122,14 @@ export function auditedFetch(fetch: Fetch, options: AuditedFetchOptions): Fetch 
     if (!requestId || !SAFE_REQUEST_ID.test(requestId)) {
       // The event and the response must name the same id, so it is fixed here.
       requestId = nextRequestId()
-      const headers = new Headers(incoming.headers)
-      headers.set('x-request-id', requestId)
-      request = new Request(incoming, { headers })
+      try {
+        incoming.headers.set('x-request-id', requestId)
+      } catch {
+        // Immutable headers (Deno's incoming requests): a copy carries the id.
+        const headers = new Headers(incoming.headers)
+        headers.set('x-request-id', requestId)
+        request = new Request(incoming, { headers })
+      }
     }
     const template = `${route.method} ${route.path}`
     const audit = new RequestAudit(
