@@ -75,6 +75,8 @@ const ALLOWED_HEADERS = [
   'X-Api-Key',
   'X-Request-Id',
   'X-Service-Org-Id',
+  // The console's API client names itself for the audit log's origin.
+  'X-Service-Client',
   // MCP clients in a browser (the MCP Inspector) send these to /mcp.
   'Mcp-Session-Id',
   'Mcp-Protocol-Version',
