@@ -15,6 +15,7 @@ import { metricsRoutes, type SurfaceMetrics } from '../core/metrics-endpoint.ts'
 import type { ValidationPolicy } from '../core/validation.ts'
 import { openDatabase, type Database } from '../storage/database.ts'
 import { databaseProbe } from '../storage/health-probe.ts'
+import { readinessProbe } from '../storage/readiness-probe.ts'
 import { VERSION } from '../version.ts'
 import { controlPlaneAuth, controlPlaneSecuritySchemes, type ControlPlanePrincipal } from './auth.ts'
 import type { ControlPlaneConfig } from './config.ts'
@@ -53,6 +54,11 @@ import { readZipBody } from './routes/zip-body.ts'
 import { importLimits } from './catalog/skill-import.ts'
 import { mcpRoutes } from './mcp/mcp-routes.ts'
 import { mcpLimits } from './mcp/mcp-settings.ts'
+import { CredentialRateLimiter } from './rate-limit/credential-rate-limiter.ts'
+import { followInstances } from './rate-limit/instance-count.ts'
+import { registerRateLimitMetrics } from './rate-limit/rate-limit-metrics.ts'
+import { rateLimitSettings } from './rate-limit/rate-limit-settings.ts'
+import { rateLimitedAuth } from './rate-limit/rate-limited-auth.ts'
 
 export type { ControlPlaneRule } from './policy.ts'
 export type { ControlPlanePrincipal } from './auth.ts'
@@ -83,7 +89,7 @@ const ALLOWED_HEADERS = [
   'Last-Event-ID',
 ]
 /** Response headers a browser client may read besides the request id. */
-const EXPOSED_HEADERS = ['Idempotency-Replayed', 'Retry-After', 'Mcp-Session-Id']
+const EXPOSED_HEADERS = ['Idempotency-Replayed', 'Retry-After', 'Mcp-Session-Id', 'RateLimit', 'RateLimit-Policy']
 
 /** How long an invitation stays pending (issue 6: 7 days). */
 const INVITATION_TTL_MS = 7 * 24 * 3600_000
@@ -111,6 +117,8 @@ export type ControlPlaneApp = Surface & {
   database: Database<ControlPlaneDb>
   deps: Deps
   contract: ControlPlaneContract
+  /** The per-credential limiter (null when off); `refreshInstances` recounts the live instances now. */
+  rateLimit: { limiter: CredentialRateLimiter; refreshInstances(): Promise<void> } | null
 }
 
 /** Creates the control-plane surface: opens and migrates the database first. */
@@ -166,10 +174,20 @@ export async function createControlPlaneApp(
     publicUrl: publicUrl ? publicUrl.replace(/\/+$/, '') : null,
   }
   const asyncFamilies = createAsyncFamilies(deps, config, options.logger, ctx)
+  const limits = rateLimitSettings(config.file.rateLimit, config.env)
+  const limiter = limits.enabled
+    ? new CredentialRateLimiter({
+        ratePerSecond: limits.ratePerSecond,
+        burst: limits.burst,
+        maxTracked: limits.maxTrackedCredentials,
+      })
+    : null
+  const limited = limiter ? rateLimitedAuth(controlPlaneAuth(deps), limiter, limits) : null
   // Every write request is audited once, whichever module declared its route (audit/audited-surface.ts).
-  const auth = auditedAuth(controlPlaneAuth(deps))
+  const auth = auditedAuth(limited?.auth ?? controlPlaneAuth(deps))
   const streams = new StreamRegistry()
   if (options.metrics) registerControlPlaneMetrics(options.metrics, { database, changeSubscriptions, streams, now })
+  if (options.metrics && limiter && limited) registerRateLimitMetrics(options.metrics, limiter, limited.refused)
   const mcp = mcpRoutes(ctx, mcpLimits(config.file.mcp), changeSubscriptions)
   let doc: Record<string, unknown> | undefined
   const document = () =>
@@ -198,6 +216,7 @@ export async function createControlPlaneApp(
       openapi: document,
       // Load balancers poll /health; the probe runs at most one `select 1` a second.
       database: databaseProbe(database.db),
+      ready: readinessProbe(database.db, Object.keys(controlPlaneMigrations)),
     }),
     ...metricsRoutes<ControlPlaneRule>(rules.public, options.metrics),
     ...authRoutes(ctx),
@@ -244,6 +263,10 @@ export async function createControlPlaneApp(
   })
   let closed = false
   await asyncFamilies.start()
+  const instances = limiter
+    ? followInstances(database.db, asyncFamilies.ctx.instance, limiter, limits.instanceRefreshMs, options.logger)
+    : null
+  await instances?.refresh()
   return {
     mode: 'control-plane',
     fetch: auditedFetch(http.fetch, { deps, table: http.router, logger: options.logger }),
@@ -254,6 +277,7 @@ export async function createControlPlaneApp(
     database,
     deps,
     contract: { routes, auth, validation: controlPlaneValidation },
+    rateLimit: limiter && instances ? { limiter, refreshInstances: instances.refresh } : null,
     onListening: (address) => [
       asyncFamilies.listening(address),
       database.engine === 'postgres' ? `database PostgreSQL ${database.path}` : `database ${database.path}`,
@@ -266,6 +290,7 @@ export async function createControlPlaneApp(
       closed = true
       stopSweeper()
       stopAuditSweeper()
+      instances?.stop()
       streams.closeAll()
       mcp.close()
       changeSubscriptions.close()

@@ -10,6 +10,7 @@ import { MetricsFileSchema } from '../core/metrics-settings.ts'
 import type { Flags } from '../cli-flags.ts'
 import { SkillLimitsFileSchema } from '../opencode/skill-wire.ts'
 import { McpFileSchema } from './mcp/mcp-settings.ts'
+import { RateLimitFileSchema } from './rate-limit/rate-limit-settings.ts'
 import { ConnectorsFileSchema, JobsFileSchema, WorkersFileSchema } from './jobs/async-settings.ts'
 import {
   defaultDataDir,
@@ -87,6 +88,8 @@ export const ControlPlaneFileSchema = v.looseObject({
   skills: v.optional(SkillLimitsFileSchema),
   /** MCP endpoint limits (sessions, idle time, bodies, stream buffers; see mcp/mcp-settings.ts). */
   mcp: v.optional(McpFileSchema),
+  /** Per-credential request rate limits (see rate-limit/rate-limit-settings.ts; env SERVICE_RATE_LIMIT* wins). */
+  rateLimit: v.optional(RateLimitFileSchema),
   /** The authorization server: lifetime of the built-in clients' tokens (OpenCode, CLI, workspace link). */
   oauth: v.optional(
     v.strictObject({

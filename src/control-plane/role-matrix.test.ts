@@ -40,6 +40,7 @@ async function freshTeam(w: MatrixWorld, memberIds: string[] = []): Promise<stri
 /** One request per operation, valid for an allowed caller. Keyed by operationId. */
 const REQUESTS: MatrixRequests = {
   getHealth: async () => ({ path: '/health' }),
+  getReady: async () => ({ path: '/ready' }),
   getOpenApi: async () => ({ path: '/openapi.json' }),
   signUp: async (w) => ({
     path: '/v1/auth/sign-up',

@@ -23,7 +23,11 @@ export const CORE_ERRORS = defineErrors({
     description: 'Too many concurrent changes to the same data; nothing was changed, retry the request',
   },
   payload_too_large: { status: 413, description: 'The request body is over the limit for this route' },
-  rate_limited: { status: 429, description: 'Too many attempts; retry after the Retry-After header' },
+  rate_limited: {
+    status: 429,
+    description:
+      'Too many attempts (sign-in) or requests (per credential: see the RateLimit headers); retry after the Retry-After header',
+  },
   request_aborted: { status: 499, description: 'The client closed the request before the answer (logged, not sent)' },
   internal_error: { status: 500, description: 'Unexpected server error; the request id in the logs tells what' },
   server_busy: { status: 503, description: 'Too many requests in progress; retry after the Retry-After header' },

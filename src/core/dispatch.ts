@@ -2,7 +2,8 @@
  * Dispatch: from a located request to the route's response. Finds the route, decodes and validates
  * the path params, authenticates for the route's rule, validates the query and the JSON body, runs
  * the handler and shapes what it returns (plain data is JSON with the route's first declared 2xx,
- * `undefined` an empty body, a `Response` is passed on).
+ * `undefined` an empty body, a `Response` is passed on). A surface whose auth has `finish` (the
+ * control plane's rate limits) completes every response to an authenticated caller, errors included.
  *
  * The chain stays synchronous until something really is asynchronous (a credential lookup, a body
  * read, an async handler): each avoided await is a promise and a microtask saved per request.
@@ -152,6 +153,30 @@ export function createDispatcher<Rule, Principal>(options: DispatchOptions<Rule,
       : shape(route, result, context.requestId)
   }
 
+  // The surface's last step on responses to an authenticated caller, failures included.
+  const finish = auth.finish?.bind(auth)
+  const finished = (
+    principal: Principal,
+    route: AnyRoute<Rule, Principal>,
+    request: Request,
+    where: Where,
+    params: Record<string, string>,
+    requestId: string,
+  ): Response | Promise<Response> => {
+    let result: Response | Promise<Response>
+    try {
+      result = run(route, request, where, params, principal, requestId)
+    } catch (error) {
+      result = failureResponse(error, request, requestId, logger)
+    }
+    return result instanceof Promise
+      ? result.then(
+          (response) => finish!(principal, response),
+          (error) => finish!(principal, failureResponse(error, request, requestId, logger)),
+        )
+      : finish!(principal, result)
+  }
+
   /** Runs `route` for the request (params, auth, inputs, handler); every failure becomes our error response. */
   const invoke = (
     route: AnyRoute<Rule, Principal>,
@@ -174,6 +199,14 @@ export function createDispatcher<Rule, Principal>(options: DispatchOptions<Rule,
         ) as Record<string, string>
       }
       const principal = auth.authenticate(request, route.auth)
+      if (finish) {
+        return principal instanceof Promise
+          ? principal.then(
+              (p) => finished(p, route, request, where, params, requestId),
+              (error) => failureResponse(error, request, requestId, logger),
+            )
+          : finished(principal, route, request, where, params, requestId)
+      }
       const result =
         principal instanceof Promise
           ? principal.then((p) => run(route, request, where, params, p, requestId))

@@ -17,6 +17,11 @@ export interface SurfaceAuth<Rule, Principal> {
   security(rule: Rule): Array<Record<string, string[]>>
   /** Error statuses a rule can produce, documented on every route that uses it. */
   statuses(rule: Rule): number[]
+  /**
+   * Completes the response of a request `principal` made (e.g. the control plane's RateLimit
+   * headers), whatever the route answered; absent: responses pass unchanged.
+   */
+  finish?(principal: Principal, response: Response): Response
 }
 
 /** The documented error statuses for a route: its own plus those implied by auth, inputs and 500. */

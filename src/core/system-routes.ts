@@ -1,5 +1,6 @@
 /**
- * Routes every surface serves the same way: `/health` and `/openapi.json`.
+ * Routes every surface serves the same way: `/health` (liveness), `/ready` (readiness) and
+ * `/openapi.json`.
  * @module
  */
 import * as v from 'valibot'
@@ -16,6 +17,24 @@ export const HealthSchema = v.object({
   database: v.optional(v.picklist(['ok', 'unavailable'])),
 })
 
+/** `GET /ready` body, with 200 and with 503. */
+export const ReadySchema = v.object({
+  /** True when this instance can serve; load balancers and Kubernetes readiness probes read the status. */
+  ready: v.boolean(),
+  /** Each check's outcome (the control plane: `database`, `migrations`; the workspace server has none). */
+  checks: v.object({
+    database: v.optional(v.picklist(['ok', 'unavailable'])),
+    migrations: v.optional(v.picklist(['ok', 'behind', 'unknown'])),
+  }),
+  /** The checks that failed. */
+  failed: v.array(v.picklist(['database', 'migrations'])),
+  /** Migrations this build needs that the database does not record (`migrations: behind`). */
+  missingMigrations: v.optional(v.array(v.string())),
+})
+
+/** What `/ready` reports; answered from a bounded, cached probe (never a query per request). */
+export type ReadinessCheck = () => v.InferOutput<typeof ReadySchema> | Promise<v.InferOutput<typeof ReadySchema>>
+
 /** A cheap database check for `/health` (cached, answered without a promise when recent; never a query per request). */
 export type DatabaseHealthCheck = () => 'ok' | 'unavailable' | Promise<'ok' | 'unavailable'>
 
@@ -28,6 +47,8 @@ export function systemRoutes<Rule>(options: {
   openapi: () => Record<string, unknown>
   /** When given, `/health` reports the database state (still 200: the process itself answers). */
   database?: DatabaseHealthCheck
+  /** `/ready`'s checks; absent: ready whenever the process answers (the workspace server). */
+  ready?: ReadinessCheck
 }): AnyRoute<Rule>[] {
   // Load balancers poll /health: its body is written from a constant prefix (the same bytes
   // JSON.stringify makes of HealthSchema's fields in this order) instead of serialising an object.
@@ -38,6 +59,9 @@ export function systemRoutes<Rule>(options: {
       database === undefined ? `${prefix}${uptimeMs}}` : `${prefix}${uptimeMs},"database":"${database}"}`,
     )
   }
+  const alwaysReady = new PreEncodedJson('{"ready":true,"checks":{},"failed":[]}')
+  const readyResponse = (out: v.InferOutput<typeof ReadySchema>) =>
+    jsonResponse(out, { status: out.ready ? 200 : 503, headers: { 'cache-control': 'no-store' } })
   return [
     {
       method: 'GET',
@@ -54,6 +78,25 @@ export function systemRoutes<Rule>(options: {
       handler: () => {
         const state = options.database?.()
         return state instanceof Promise ? state.then(healthBody) : healthBody(state)
+      },
+    },
+    {
+      method: 'GET',
+      path: '/ready',
+      operationId: 'getReady',
+      summary: 'Readiness check',
+      description:
+        'Whether this instance can serve: 200 when it can, 503 naming the failed check otherwise. The control plane checks that its database answers within a second and records every migration this build needs (a bounded probe, at most one query a second however often this is polled). Use it for load balancers and Kubernetes readiness probes; `/health` is the liveness check (docs/deployment.md). Not rate limited.',
+      tags: ['system'],
+      auth: options.publicRule,
+      responses: {
+        200: ReadySchema,
+        503: { description: 'Not ready: `failed` names the checks', schema: ReadySchema },
+      },
+      handler: () => {
+        if (!options.ready) return alwaysReady
+        const out = options.ready()
+        return out instanceof Promise ? out.then(readyResponse) : readyResponse(out)
       },
     },
     {

@@ -109,6 +109,23 @@ contract('/health answers on both surfaces without credentials', async () => {
   }
 })
 
+contract(
+  '/ready answers on both surfaces without credentials, is in both documents and says what it checked',
+  async () => {
+    for (const mode of ['workspace', 'control-plane']) {
+      const res = await request(surfaces[mode]!.fetch, '/ready')
+      assert.is(res.status, 200)
+      const body = await res.json()
+      assert.is(body.ready, true)
+      assert.equal(body.failed, [])
+      assert.equal(body.checks, mode === 'control-plane' ? { database: 'ok', migrations: 'ok' } : {})
+      const doc = await (await request(surfaces[mode]!.fetch, '/openapi.json')).json()
+      assert.ok(['200', '503'].every((status) => status in doc.paths['/ready'].get.responses))
+      assert.equal(doc.paths['/ready'].get.security, [])
+    }
+  },
+)
+
 contract('the dispatch check catches a table whose order the fast path does not honour', async () => {
   const stub = (path: string) => ({
     method: 'GET',

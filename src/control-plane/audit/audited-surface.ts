@@ -147,8 +147,9 @@ export function auditedFetch(fetch: Fetch, options: AuditedFetchOptions): Fetch 
     const done = async (response: Response): Promise<Response> => {
       const status = response.status
       // A caller that never proved who it is leaves no event (anyone could fill the log); refused
-      // sign-ins are recorded, throttled ones (429) are counted by the throttle instead.
-      const record = status < 400 || audit.identified || (anonymousAllowed && !(status === 429 && !audit.identified))
+      // sign-ins are recorded. A 429 (rate limit, sign-in throttle) is counted by metrics instead:
+      // a write per refused request would cost what the limit exists to spare.
+      const record = status < 400 || (status !== 429 && (audit.identified || anonymousAllowed))
       try {
         await audit.finish({ status, code: status >= 400 ? await errorCodeOf(response) : null }, record)
       } catch (error) {
