@@ -69,8 +69,10 @@ export function targetOf(path: string, params: Record<string, string> | null): {
 async function errorCodeOf(response: Response): Promise<string | null> {
   if (!(response.headers.get('content-type') ?? '').includes('json')) return null
   try {
-    const body = (await response.clone().json()) as { code?: unknown; error?: unknown }
-    const code = typeof body.code === 'string' ? body.code : typeof body.error === 'string' ? body.error : null
+    const body = (await response.clone().json()) as { code?: unknown; error?: unknown; scimType?: unknown }
+    // Our `code`, OAuth's `error`, SCIM's `scimType` (RFC 7644 §3.12).
+    const found = [body.code, body.error, body.scimType].find((value) => typeof value === 'string')
+    const code = typeof found === 'string' ? found : null
     return code && /^[a-z0-9_.-]{1,64}$/i.test(code) ? code : null
   } catch {
     return null
@@ -143,7 +145,10 @@ export function auditedFetch(fetch: Fetch, options: AuditedFetchOptions): Fetch 
       },
       QUIET_ON_SUCCESS.has(template),
     )
-    const anonymousAllowed = !['org', 'identity'].includes((route.auth as { kind?: string }).kind ?? '')
+    // Public routes (sign-in, OAuth endpoints) and a Worker's token, checked by its handler, have no
+    // verified caller before the handler runs: their refusals are recorded anonymously.
+    const kind = (route.auth as { kind?: string }).kind
+    const anonymousAllowed = kind === 'public' || kind === 'workerToken'
     const done = async (response: Response): Promise<Response> => {
       const status = response.status
       // A caller that never proved who it is leaves no event (anyone could fill the log); refused

@@ -222,6 +222,8 @@ export interface PrincipalFacts {
   apiKeyId: string | null
   org: { id: string; memberId: string } | null
   worker?: { orgId: string } | null
+  /** An identity provider's SCIM token (`credential: 'scim'`), which belongs to one organization. */
+  scim?: { orgId: string } | null
 }
 
 /** Tells the running request's audit which credential was verified (before any permission check). */
@@ -233,6 +235,6 @@ export function noteAuditPrincipal(principal: PrincipalFacts): void {
     userId: principal.user?.id ?? null,
     memberId: principal.org?.memberId ?? null,
     apiKeyId: principal.apiKeyId,
-    orgId: principal.org?.id ?? principal.worker?.orgId ?? null,
+    orgId: principal.org?.id ?? principal.worker?.orgId ?? principal.scim?.orgId ?? null,
   })
 }
