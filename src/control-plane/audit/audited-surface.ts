@@ -26,6 +26,16 @@ export const CLIENT_HEADER = 'x-service-client'
  */
 const QUIET_ON_SUCCESS = new Set(['POST /v1/workers/:workerId/heartbeat', 'POST /mcp'])
 
+/**
+ * GET routes that change state and are audited like writes: the single sign-on callback signs a
+ * person in (and may make them a member). It answers refusals with a redirect whose fragment
+ * names the error (`#sso_error=<code>`), which is read as the outcome.
+ */
+export const AUDITED_READS = new Set(['GET /v1/sso/:orgSlug/callback'])
+
+/** Only paths under these prefixes are looked up for {@link AUDITED_READS} (a GET costs nothing else). */
+const AUDITED_READ_PREFIXES = ['/v1/sso/']
+
 /** Path parameters whose values are never recorded. */
 const SECRET_PARAM = /secret|token|code|password/i
 
@@ -63,6 +73,13 @@ export function targetOf(path: string, params: Record<string, string> | null): {
     return { type, id: SECRET_PARAM.test(name) ? '[redacted]' : value.slice(0, 200) }
   }
   return { type: segments.at(-1) ?? '', id: '' }
+}
+
+/** The error code a redirect names in its fragment (`#sso_error=<code>`), or null. */
+function redirectedRefusal(response: Response): string | null {
+  if (response.status < 300) return null
+  const found = /[#&]sso_error=([a-z0-9_.-]{1,64})/i.exec(response.headers.get('location') ?? '')
+  return found ? found[1]! : null
 }
 
 /** The answer's stable error code, read from its JSON body (`code`, or OAuth's `error`). */
@@ -109,7 +126,9 @@ export interface AuditedFetchOptions {
 export function auditedFetch(fetch: Fetch, options: AuditedFetchOptions): Fetch {
   const { deps, table, logger } = options
   return (incoming, peer) => {
-    if (!WRITES.has(incoming.method)) return fetch(incoming, peer)
+    const write = WRITES.has(incoming.method)
+    if (!write && !(incoming.method === 'GET' && AUDITED_READ_PREFIXES.some((p) => incoming.url.includes(p))))
+      return fetch(incoming, peer)
     let pathname: string
     try {
       pathname = new URL(incoming.url).pathname
@@ -119,6 +138,7 @@ export function auditedFetch(fetch: Fetch, options: AuditedFetchOptions): Fetch 
     const match = table.match(incoming.method, pathname)
     if (!match) return fetch(incoming, peer)
     const route = match.route as AnyRoute
+    if (!write && !AUDITED_READS.has(`${route.method} ${route.path}`)) return fetch(incoming, peer)
     let request = incoming
     let requestId = incoming.headers.get('x-request-id')
     if (!requestId || !SAFE_REQUEST_ID.test(requestId)) {
@@ -150,13 +170,16 @@ export function auditedFetch(fetch: Fetch, options: AuditedFetchOptions): Fetch 
     const kind = (route.auth as { kind?: string }).kind
     const anonymousAllowed = kind === 'public' || kind === 'workerToken'
     const done = async (response: Response): Promise<Response> => {
-      const status = response.status
+      const refusal = response.status < 400 ? redirectedRefusal(response) : null
+      // A redirect that reports a refusal is a refused request, recorded as denied.
+      const status = refusal ? 403 : response.status
       // A caller that never proved who it is leaves no event (anyone could fill the log); refused
       // sign-ins are recorded. A 429 (rate limit, sign-in throttle) is counted by metrics instead:
       // a write per refused request would cost what the limit exists to spare.
       const record = status < 400 || (status !== 429 && (audit.identified || anonymousAllowed))
       try {
-        await audit.finish({ status, code: status >= 400 ? await errorCodeOf(response) : null }, record)
+        const code = refusal ?? (status >= 400 ? await errorCodeOf(response) : null)
+        await audit.finish({ status, code }, record)
       } catch (error) {
         logger.warn('audit event not recorded', { requestId, route: template, error: String(error) })
       }

@@ -9,6 +9,7 @@ import { declaredRoutes, isRawBody, type AnyRoute } from '../../core/route.ts'
 import { assert, suite } from '../../../tests/harness.ts'
 import { buildFixtureOrg } from '../testing/org-fixture.ts'
 import { startTestControlPlane } from '../testing/test-control-plane.ts'
+import { AUDITED_READS } from './audited-surface.ts'
 
 const test = suite('audit log: every write route records one event', { timeoutMs: 300_000 })
 
@@ -35,11 +36,13 @@ function pathOf(route: AnyRoute): string {
   )
 }
 
-test('each POST, PUT, PATCH and DELETE route writes exactly one event with the request id and an outcome', async () => {
+test('each POST, PUT, PATCH and DELETE route (and each state-changing GET) writes exactly one event with the request id and an outcome', async () => {
   const t = await startTestControlPlane()
   try {
     const org = await buildFixtureOrg(t.client, 'every')
-    const routes = declaredRoutes(t.app.contract.routes).filter((route) => route.method !== 'GET')
+    const routes = declaredRoutes(t.app.contract.routes).filter(
+      (route) => route.method !== 'GET' || AUDITED_READS.has(`${route.method} ${route.path}`),
+    )
     assert.ok(routes.length > 60, `only ${routes.length} write routes found`)
     const problems: string[] = []
     const seen: string[] = []
@@ -60,7 +63,7 @@ test('each POST, PUT, PATCH and DELETE route writes exactly one event with the r
       if (route.body && isRawBody(route.body)) {
         headers['content-type'] = route.body.contentType
         body = new Uint8Array(0)
-      } else if (route.body || route.method !== 'DELETE') {
+      } else if (route.body || (route.method !== 'DELETE' && route.method !== 'GET')) {
         headers['content-type'] = 'application/json'
         body = '{}'
       }

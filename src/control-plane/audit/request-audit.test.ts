@@ -7,6 +7,10 @@ import { sql } from 'kysely'
 import { assert, suite } from '../../../tests/harness.ts'
 import { observeCommits } from '../../storage/transaction-scope.ts'
 import { startTestControlPlane } from '../testing/test-control-plane.ts'
+import { silentLogger } from '../../core/logger.ts'
+import type { AnyRoute } from '../../core/route.ts'
+import { createRouteTable } from '../../core/router.ts'
+import { auditedFetch } from './audited-surface.ts'
 import { RequestAudit } from './request-audit.ts'
 
 const test = suite('audit log: the request audit and its transactions', { timeoutMs: 60_000 })
@@ -108,6 +112,48 @@ test("a handler's own event in a later transaction replaces the generic one; a s
     const skipped = new RequestAudit(t.app.deps, facts('r-4'))
     await skipped.finish({ status: 401, code: 'unauthorized' }, false)
     assert.is((await rows('r-4')).length, 0)
+  } finally {
+    await t.close()
+  }
+})
+
+test('a state-changing GET (the SSO callback) is audited with origin sso, a refusal redirect as denied with its code', async () => {
+  const t = await startTestControlPlane()
+  try {
+    const callback = {
+      method: 'GET',
+      path: '/v1/sso/:orgSlug/callback',
+      operationId: 'ssoCallback',
+      summary: 'callback',
+      auth: { kind: 'public' },
+      responses: { 302: { description: 'redirect' } },
+      handler: () => undefined,
+    } as AnyRoute
+    let location = '/console/#sso_error=sso_state_invalid'
+    const fetch = auditedFetch(() => new Response(null, { status: 302, headers: { location } }), {
+      deps: t.app.deps,
+      table: createRouteTable([callback]),
+      logger: silentLogger,
+    })
+    const get = async (id: string) => {
+      await fetch(
+        new Request(`http://plane.test/v1/sso/acme/callback?code=secret-code&state=s`, {
+          headers: { 'x-request-id': id },
+        }),
+      )
+      return t.app.database.db.selectFrom('audit_event').selectAll().where('request_id', '=', id).execute()
+    }
+    const refused = await get('sso-1')
+    assert.equal(
+      refused.map((e) => [e.action, e.origin, e.outcome, e.error_code, e.target_type, e.target_id, e.route]),
+      [['ssoCallback', 'sso', 'denied', 'sso_state_invalid', 'sso', 'acme', 'GET /v1/sso/:orgSlug/callback']],
+    )
+    assert.not.ok(JSON.stringify(refused).includes('secret-code'), 'no query string is recorded')
+    location = '/console/#sso_handoff=abc'
+    assert.equal(
+      (await get('sso-2')).map((e) => e.outcome),
+      ['success'],
+    )
   } finally {
     await t.close()
   }
