@@ -5,7 +5,8 @@
  * stored event.
  */
 import { newId } from '../../core/ids.ts'
-import { assert, suite } from '../../../tests/harness.ts'
+import { assert, suite, tempDir } from '../../../tests/harness.ts'
+import { loadControlPlaneConfig } from '../config.ts'
 import { buildFixtureOrg, type FixtureOrg } from '../testing/org-fixture.ts'
 import { startTestControlPlane, type TestControlPlane } from '../testing/test-control-plane.ts'
 import { csvCell, EXPORT_BATCH } from './audit-query.ts'
@@ -327,6 +328,17 @@ test('the retention sweep deletes only events older than the setting, in batches
     assert.is(left.length, recent.length)
     assert.is(await sweepOldAuditEvents(t.app.deps, 365), 0)
   })
+})
+
+test('the retention setting comes from SERVICE_AUDIT_RETENTION_DAYS, default 365, and refuses zero', () => {
+  const dir = tempDir('svc-audit-config-')
+  try {
+    assert.is(loadControlPlaneConfig({}, {}, dir.path).auditRetentionDays, 365)
+    assert.is(loadControlPlaneConfig({}, { SERVICE_AUDIT_RETENTION_DAYS: '30' }, dir.path).auditRetentionDays, 30)
+    assert.throws(() => loadControlPlaneConfig({}, { SERVICE_AUDIT_RETENTION_DAYS: '0' }, dir.path))
+  } finally {
+    dir.remove()
+  }
 })
 
 test.run()
