@@ -44,6 +44,9 @@ const STOP_GRACE_MS = 2000
 /** How often the output of held runtimes is checked against the size cap. */
 const LOG_CHECK_MS = 1000
 
+/** Starts the line the control plane adds to a runtime's log before each start. */
+const START_MARK = '---'
+
 /** How often a starting runtime's output is read for its listening line. */
 const LISTEN_POLL_MS = 10
 
@@ -122,10 +125,10 @@ export class ProcessProvisioner implements Provisioner {
     this.#logTimer.unref?.()
   }
 
-  /** The last line of a Worker's output, redacted and shortened, for an exit message. */
+  /** The runtime's last line of output (not a start marker), redacted and shortened, for an exit message. */
   #lastLine(workerId: string): string {
-    const last = tailRuntimeLog(this.#root(workerId), 1).lines[0] ?? ''
-    return redactSecrets(last.trim()).slice(0, 300)
+    const lines = tailRuntimeLog(this.#root(workerId), 3).lines.filter((line) => !line.startsWith(START_MARK))
+    return redactSecrets((lines.at(-1) ?? '').trim()).slice(0, 300)
   }
 
   onExit(listener: RuntimeExitListener): void {
@@ -232,7 +235,7 @@ export class ProcessProvisioner implements Provisioner {
     try {
       appendRuntimeLog(
         logFd,
-        `--- ${new Date().toISOString()} control plane: starting the runtime (generation ${request.generation})`,
+        `${START_MARK} ${new Date().toISOString()} control plane: starting the runtime (generation ${request.generation})`,
       )
       logOffset = statSync(logPath).size
       // The child writes to the file itself (O_APPEND), so its output does not depend on this process.
