@@ -138,6 +138,11 @@ export const CONTROL_PLANE_ERRORS = defineErrors({
   sync_not_retriable: { status: 409, description: 'Only failed or partial syncs can be retried' },
   job_not_retriable: { status: 409, description: 'Only failed or canceled jobs can be retried' },
   worker_not_running: { status: 409, description: 'The Worker is not running; its runtime should stop' },
+  worker_runtime_elsewhere: {
+    status: 409,
+    description:
+      "The Worker's runtime output is on another host (details.host, details.instanceId) or its provisioner is not configured here; ask a control-plane instance there",
+  },
 })
 
 /** A control-plane error code. */
