@@ -75,6 +75,10 @@ test('every operation declares its security scheme, statuses and policy permissi
         assert.equal(op.security, [{ workerActivityToken: [] }], where)
         continue
       }
+      if (rule.kind === 'scim') {
+        assert.equal(op.security, [{ scimToken: [] }], where)
+        continue
+      }
       const keysAllowed = rule.kind === 'org' ? POLICY[rule.permission].apiKey : !rule.sessionOnly
       // OAuth tokens: listed with the scopes that reach the operation (the route's own, else its permission's).
       const scopes =

@@ -94,6 +94,13 @@ export type AuditAction =
   | 'oauth_authorization.approved'
   | 'oauth_token.issued'
   | 'oauth_token.revoked'
+  | 'scim_token.created'
+  | 'scim_token.revoked'
+  | 'scim_user.provisioned'
+  | 'scim_user.updated'
+  | 'scim_user.deactivated'
+  | 'scim_user.deleted'
+  | 'session.revoked'
 
 /** Non-secret facts about an action. Values are short strings, numbers or booleans only. */
 export type AuditData = Record<string, string | number | boolean | null>
