@@ -141,7 +141,8 @@ export async function recordAudit(
       org_id: actor.orgId,
       action,
       actor_user_id: actor.userId,
-      actor_member_id: actor.memberId,
+      // A SCIM token is no member (its Actor carries the token id there, which never names one).
+      actor_member_id: actor.credential === 'scim' ? null : actor.memberId,
       credential_kind: actor.credential,
       api_key_id: actor.apiKeyId,
       target_type: target.type,

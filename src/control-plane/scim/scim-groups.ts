@@ -100,8 +100,11 @@ export function patchGroup(current: ScimGroupInput, operations: PatchOperation[]
     }
     if (typeof operation.value !== 'object' || operation.value === null || Array.isArray(operation.value))
       throw scimError('invalidValue', 'An operation without a path has an object value')
-    for (const [key, value] of Object.entries(operation.value as Record<string, unknown>))
+    for (const [key, value] of Object.entries(operation.value as Record<string, unknown>)) {
+      // Entra repeats the resource's id (and some clients its schemas) in the value object.
+      if (['id', 'schemas', 'meta'].includes(key.toLowerCase())) continue
       setGroupAttribute(next, key, operation.op, value)
+    }
   }
   return next
 }
