@@ -33,7 +33,7 @@ import {
 import { controlPlaneError } from './control-plane-errors.ts'
 import { resolveWorkerToken, WORKER_ACTIVITY_PREFIX, type WorkerPrincipal } from './delivery/worker-principal.ts'
 import { resolveScimToken, type ResolvedScimToken } from './scim/scim-tokens.ts'
-import { scimStatusError } from './scim/scim-errors.ts'
+import { scimStatusError } from './scim/scim-error.ts'
 import { ACCESS_TOKEN_PREFIX, REFRESH_TOKEN_PREFIX, resolveOAuthToken } from './oauth/oauth-tokens.ts'
 import type { OAuthScope } from './oauth/oauth-scopes.ts'
 
@@ -239,13 +239,12 @@ async function identifyOAuth(deps: Deps, token: string, headerOrg: string | null
 async function identifyScim(deps: Deps, request: Request): Promise<ControlPlanePrincipal> {
   const token = bearerToken(request)
   const resolved = token ? await resolveScimToken(deps, token) : null
-  if (!resolved) {
-    const error = scimStatusError(401, token ? 'Invalid or revoked SCIM token' : "Send Authorization: Bearer <the organization's SCIM token>")
-    throw new ApiError(401, error.code, error.message, {
-      extra: error.extra,
-      headers: { ...error.headers, 'www-authenticate': 'Bearer realm="scim"' },
-    })
-  }
+  if (!resolved)
+    throw scimStatusError(
+      401,
+      token ? 'Invalid or revoked SCIM token' : "Send Authorization: Bearer <the organization's SCIM token>",
+      { 'www-authenticate': 'Bearer realm="scim"' },
+    )
   return { credential: 'scim', user: null, session: null, apiKeyId: null, org: null, oauth: null, scim: resolved }
 }
 

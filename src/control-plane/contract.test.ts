@@ -44,6 +44,7 @@ test('the OpenAPI document is valid 3.1 and documents exactly the routes the rou
       'apiKey',
       'bearerSession',
       'oauthToken',
+      'scimToken',
       'workerActivityToken',
     ])
   } finally {

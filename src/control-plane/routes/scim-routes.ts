@@ -10,7 +10,7 @@ import type { HandlerContext, RawBodySpec, ResponseSpec } from '../../core/route
 import type { ControlPlanePrincipal } from '../auth.ts'
 import { rules } from '../policy.ts'
 import { serviceProviderConfig, resourceTypes, schemas } from '../scim/scim-discovery.ts'
-import { asScimError, scimJson, scimStatusError } from '../scim/scim-errors.ts'
+import { asScimError, scimJson, scimStatusError } from '../scim/scim-error.ts'
 import {
   createScimGroup,
   deleteScimGroup,

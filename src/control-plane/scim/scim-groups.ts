@@ -11,7 +11,7 @@ import { recordAudit } from '../admin/audit.ts'
 import { isUniqueViolation } from '../db-errors.ts'
 import { isoAt } from '../deps.ts'
 import type { ControlPlaneDb } from '../schema.ts'
-import { scimError, scimStatusError } from './scim-errors.ts'
+import { scimError, scimStatusError } from './scim-error.ts'
 import {
   checkIfMatch,
   MAX_SCIM_MEMBERS,

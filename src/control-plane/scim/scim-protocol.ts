@@ -7,7 +7,7 @@
  */
 import { sha256Hex } from '../../core/sha256.ts'
 import { jsonDepthExceededAt } from '../../core/json-depth.ts'
-import { scimError, scimStatusError } from './scim-errors.ts'
+import { scimError, scimStatusError } from './scim-error.ts'
 
 /** Largest SCIM request body (a Group replaced with its full member list is the largest). */
 export const MAX_SCIM_BODY_BYTES = 1024 * 1024

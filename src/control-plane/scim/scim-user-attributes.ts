@@ -8,7 +8,7 @@
  */
 import { normalizeEmail } from '../identity/users-view.ts'
 import type { ScimUserTable } from '../schema.ts'
-import { scimError } from './scim-errors.ts'
+import { scimError } from './scim-error.ts'
 import { optionalString, scimBoolean, type PatchOperation, versionOf } from './scim-protocol.ts'
 
 /** The core User schema. */

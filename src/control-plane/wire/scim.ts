@@ -66,7 +66,12 @@ export const ScimGroup = v.pipe(
     externalId: v.optional(v.string()),
     displayName: v.string(),
     members: v.optional(
-      v.array(v.looseObject({ value: v.string(), display: v.optional(v.string()), $ref: v.optional(v.string()) })),
+      v.array(
+        v.pipe(
+          v.looseObject({ value: v.pipe(v.string(), v.description('A User id')), display: v.optional(v.string()) }),
+          v.description('Also carries `type` (User) and `$ref` (the User\'s location)'),
+        ),
+      ),
     ),
     meta,
   }),

@@ -44,11 +44,17 @@ const PLAIN: Record<number, ControlPlaneErrorCode> = {
   415: 'scim_unsupported_media_type',
 }
 
-function build(code: ControlPlaneErrorCode, status: number, detail: string, scimType?: ScimType): ApiError {
+function build(
+  code: ControlPlaneErrorCode,
+  status: number,
+  detail: string,
+  scimType?: ScimType,
+  headers: Record<string, string> = {},
+): ApiError {
   return controlPlaneError(code, detail, {
     status,
     extra: { schemas: [SCIM_ERROR_URN], status: String(status), ...(scimType ? { scimType } : {}), detail },
-    headers: { 'content-type': SCIM_CONTENT_TYPE },
+    headers: { ...headers, 'content-type': SCIM_CONTENT_TYPE },
   })
 }
 
@@ -57,9 +63,13 @@ export function scimError(scimType: ScimType, detail: string): ApiError {
   return build(CODES[scimType], scimType === 'uniqueness' ? 409 : 400, detail, scimType)
 }
 
-/** A SCIM error without a `scimType`: 401, 404, 412, 413 or 415. */
-export function scimStatusError(status: 401 | 404 | 412 | 413 | 415, detail: string): ApiError {
-  return build(PLAIN[status]!, status, detail)
+/** A SCIM error without a `scimType`: 401, 404, 412, 413 or 415 (`headers`: e.g. a 401's challenge). */
+export function scimStatusError(
+  status: 401 | 404 | 412 | 413 | 415,
+  detail: string,
+  headers: Record<string, string> = {},
+): ApiError {
+  return build(PLAIN[status]!, status, detail, undefined, headers)
 }
 
 /**
