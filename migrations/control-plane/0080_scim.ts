@@ -50,7 +50,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('org_id', 'text', (c) => c.notNull())
     .addColumn('external_id', 'text')
     .execute()
-  await db.schema.createIndex('scim_group_org_external_idx').on('scim_group').columns(['org_id', 'external_id']).execute()
+  await db.schema
+    .createIndex('scim_group_org_external_idx')
+    .on('scim_group')
+    .columns(['org_id', 'external_id'])
+    .execute()
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

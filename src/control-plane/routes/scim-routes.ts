@@ -36,7 +36,12 @@ import { ScimDiscovery, ScimErrorBody, ScimGroup, ScimUser, scimListOf } from '.
 import { route, type RouteContext } from './route.ts'
 
 const SCIM = 'application/scim+json'
-type Context = HandlerContext<Record<string, string>, Record<string, string | undefined>, unknown, ControlPlanePrincipal>
+type Context = HandlerContext<
+  Record<string, string>,
+  Record<string, string | undefined>,
+  unknown,
+  ControlPlanePrincipal
+>
 
 const ok = (description: string, schema: v.GenericSchema): ResponseSpec => ({
   description,
@@ -101,12 +106,14 @@ export function scimRoutes(ctx: RouteContext) {
     }
   const resource = (r: Record<string, unknown>, status = 200) => {
     const meta = r.meta as { version: string; location: string }
-    return scimJson(r, status, status === 201 ? { etag: meta.version, location: meta.location } : { etag: meta.version })
+    return scimJson(
+      r,
+      status,
+      status === 201 ? { etag: meta.version, location: meta.location } : { etag: meta.version },
+    )
   }
   const withMembers = (c: Context) =>
-    !(c.query.excludedAttributes ?? '')
-      .split(',')
-      .some((a) => a.trim().toLowerCase() === 'members')
+    !(c.query.excludedAttributes ?? '').split(',').some((a) => a.trim().toLowerCase() === 'members')
   const discovery = (path: string, operationId: string, summary: string, answer: (c: Context) => unknown) =>
     route({
       method: 'GET',
@@ -122,8 +129,7 @@ export function scimRoutes(ctx: RouteContext) {
         return scimJson(found)
       }),
     })
-  const listed = (items: Record<string, unknown>) =>
-    listResponse(Object.values(items), Object.keys(items).length, 1)
+  const listed = (items: Record<string, unknown>) => listResponse(Object.values(items), Object.keys(items).length, 1)
 
   return [
     discovery('/ServiceProviderConfig', 'getScimServiceProviderConfig', 'What this SCIM service supports', (c) =>
@@ -132,8 +138,11 @@ export function scimRoutes(ctx: RouteContext) {
     discovery('/ResourceTypes', 'listScimResourceTypes', 'The SCIM resource types (User, Group)', (c) =>
       listed(resourceTypes(base(c))),
     ),
-    discovery('/ResourceTypes/:name', 'getScimResourceType', 'One SCIM resource type', (c) =>
-      resourceTypes(base(c))[c.params.name!],
+    discovery(
+      '/ResourceTypes/:name',
+      'getScimResourceType',
+      'One SCIM resource type',
+      (c) => resourceTypes(base(c))[c.params.name!],
     ),
     discovery('/Schemas', 'listScimSchemas', 'The SCIM schemas of Users and Groups', (c) => listed(schemas(base(c)))),
     discovery('/Schemas/:uri', 'getScimSchema', 'One SCIM schema, by its URN', (c) => schemas(base(c))[c.params.uri!]),
@@ -160,7 +169,8 @@ export function scimRoutes(ctx: RouteContext) {
       path: '/scim/v2/Users',
       operationId: 'createScimUser',
       tags: ['scim'],
-      summary: 'Provision a User: links the account with this email (creating it if none) and, when active, makes it a member',
+      summary:
+        'Provision a User: links the account with this email (creating it if none) and, when active, makes it a member',
       auth: rules.scim,
       body: body('A User resource; userName is the email address'),
       responses: { 201: ok('The created User', ScimUser), ...ERRORS, ...WRITE },
@@ -217,7 +227,11 @@ export function scimRoutes(ctx: RouteContext) {
       tags: ['scim'],
       summary: 'Deprovision and forget a SCIM User (the account stays)',
       auth: rules.scim,
-      responses: { 204: { description: 'Deleted; the membership and its credentials are gone' }, ...BY_ID, 412: WRITE[412]! },
+      responses: {
+        204: { description: 'Deleted; the membership and its credentials are gone' },
+        ...BY_ID,
+        412: WRITE[412]!,
+      },
       handler: scim(async (s, c) => {
         await deleteScimUser(s, c.params.id!, c.request)
         return new Response(null, { status: 204 })

@@ -94,7 +94,11 @@ export function schemas(base: string): Record<string, Record<string, unknown>> {
       attribute('externalId', { caseExact: true, description: "The identity provider's id for the person" }),
       attribute('name', {
         type: 'complex',
-        subAttributes: [attribute('givenName'), attribute('familyName'), attribute('formatted', { mutability: 'readOnly' })],
+        subAttributes: [
+          attribute('givenName'),
+          attribute('familyName'),
+          attribute('formatted', { mutability: 'readOnly' }),
+        ],
       }),
       attribute('displayName'),
       attribute('emails', {

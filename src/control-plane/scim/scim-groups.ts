@@ -47,11 +47,11 @@ function displayName(value: unknown): string {
 
 function memberIds(value: unknown): string[] {
   const list = value === null || value === undefined ? [] : Array.isArray(value) ? value : [value]
-  if (list.length > MAX_SCIM_MEMBERS)
-    throw scimError('tooMany', `At most ${MAX_SCIM_MEMBERS} members per request`)
+  if (list.length > MAX_SCIM_MEMBERS) throw scimError('tooMany', `At most ${MAX_SCIM_MEMBERS} members per request`)
   return list.map((entry) => {
     const id = typeof entry === 'object' && entry !== null ? (entry as Record<string, unknown>).value : undefined
-    if (typeof id !== 'string' || id.length > 64) throw scimError('invalidValue', 'Each member is {"value": "<User id>"}')
+    if (typeof id !== 'string' || id.length > 64)
+      throw scimError('invalidValue', 'Each member is {"value": "<User id>"}')
     return id
   })
 }
@@ -95,7 +95,12 @@ export function patchGroup(current: ScimGroupInput, operations: PatchOperation[]
   const next: ScimGroupInput = { ...current, members: new Set(current.members) }
   for (const operation of operations) {
     if (operation.path !== null) {
-      setGroupAttribute(next, operation.path.replace(new RegExp(`^${GROUP_URN}:`, 'i'), ''), operation.op, operation.value)
+      setGroupAttribute(
+        next,
+        operation.path.replace(new RegExp(`^${GROUP_URN}:`, 'i'), ''),
+        operation.op,
+        operation.value,
+      )
       continue
     }
     if (typeof operation.value !== 'object' || operation.value === null || Array.isArray(operation.value))
@@ -118,10 +123,7 @@ interface GroupRow {
 }
 
 function groupQuery(db: Db, orgId: string) {
-  return db
-    .selectFrom('team as t')
-    .leftJoin('scim_group as g', 'g.team_id', 't.id')
-    .where('t.org_id', '=', orgId)
+  return db.selectFrom('team as t').leftJoin('scim_group as g', 'g.team_id', 't.id').where('t.org_id', '=', orgId)
 }
 
 const GROUP_COLUMNS = ['t.id', 't.name', 't.created_at', 't.updated_at', 'g.external_id'] as const
@@ -139,11 +141,7 @@ async function membersOf(db: Db, orgId: string, teamId: string): Promise<Map<str
   return new Map(rows.map((r) => [r.id, r.user_name]))
 }
 
-function groupResource(
-  row: GroupRow,
-  members: Map<string, string> | null,
-  base: string,
-): Record<string, unknown> {
+function groupResource(row: GroupRow, members: Map<string, string> | null, base: string): Record<string, unknown> {
   const resource: Record<string, unknown> = {
     schemas: [GROUP_URN],
     id: row.id,
@@ -237,7 +235,14 @@ export async function createScimGroup(c: ScimContext, input: ScimGroupInput): Pr
       const now = isoAt(deps)
       await trx
         .insertInto('team')
-        .values({ id, org_id: actor.orgId, name: input.displayName, description: null, created_at: now, updated_at: now })
+        .values({
+          id,
+          org_id: actor.orgId,
+          name: input.displayName,
+          description: null,
+          created_at: now,
+          updated_at: now,
+        })
         .execute()
       await setExternalId(trx, actor.orgId, id, input.externalId)
       await recordAudit(deps, trx, actor, 'team.created', { type: 'team', id }, { members: input.members.size })
@@ -291,7 +296,11 @@ export async function updateScimGroup(
       const row = await groupRow(trx, actor.orgId, id)
       const members = await membersOf(trx, actor.orgId, id)
       checkIfMatch(request, (groupResource(row, members, c.base).meta as { version: string }).version)
-      const before: ScimGroupInput = { displayName: row.name, externalId: row.external_id, members: new Set(members.keys()) }
+      const before: ScimGroupInput = {
+        displayName: row.name,
+        externalId: row.external_id,
+        members: new Set(members.keys()),
+      }
       const next = change(before)
       if (next.displayName !== before.displayName || next.externalId !== before.externalId) {
         await trx
@@ -313,9 +322,11 @@ export async function deleteScimGroup(c: ScimContext, id: string, request: Reque
   const { deps, actor } = c
   await deps.db.transaction().execute(async (trx) => {
     const row = await groupRow(trx, actor.orgId, id)
-    checkIfMatch(request, (groupResource(row, await membersOf(trx, actor.orgId, id), c.base).meta as { version: string }).version)
+    checkIfMatch(
+      request,
+      (groupResource(row, await membersOf(trx, actor.orgId, id), c.base).meta as { version: string }).version,
+    )
     await recordAudit(deps, trx, actor, 'team.deleted', { type: 'team', id })
     await trx.deleteFrom('team').where('id', '=', id).execute()
   })
 }
-

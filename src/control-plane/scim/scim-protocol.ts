@@ -109,11 +109,7 @@ export function pageOf(url: URL): { startIndex: number; count: number } {
 }
 
 /** A list response page. */
-export function listResponse(
-  resources: unknown[],
-  totalResults: number,
-  startIndex: number,
-): Record<string, unknown> {
+export function listResponse(resources: unknown[], totalResults: number, startIndex: number): Record<string, unknown> {
   return {
     schemas: [LIST_RESPONSE_URN],
     totalResults,

@@ -24,7 +24,10 @@ test('the owner creates a SCIM token shown once, lists it without its secret, an
     const config = await scim.get('/ServiceProviderConfig')
     assert.is(config.status, 200)
     assert.is(config.body.patch.supported, true)
-    assert.is((await t.client.get('/v1/org/scim-tokens', { token: org.owner.token })).body.items[0].lastUsedAt !== null, true)
+    assert.is(
+      (await t.client.get('/v1/org/scim-tokens', { token: org.owner.token })).body.items[0].lastUsedAt !== null,
+      true,
+    )
 
     const revoked = await t.client.delete(`/v1/org/scim-tokens/${created.body.item.id}`, { token: org.owner.token })
     assert.is(revoked.status, 204)
@@ -72,7 +75,11 @@ test("another organization's SCIM token sees none of this organization's Users o
     const list = await scimB.get(`/Users?filter=${encodeURIComponent('userName eq "alice@isoa.test"')}`)
     assert.is(list.body.totalResults, 0)
     assert.is((await scimB.get(`/Users/${user.body.id}`)).status, 404)
-    assert.is((await scimB.patch(`/Users/${user.body.id}`, { Operations: [{ op: 'replace', value: { active: false } }] })).status, 404)
+    assert.is(
+      (await scimB.patch(`/Users/${user.body.id}`, { Operations: [{ op: 'replace', value: { active: false } }] }))
+        .status,
+      404,
+    )
     assert.is((await scimB.delete(`/Users/${user.body.id}`)).status, 404)
     assert.is((await scimB.get(`/Groups/${group.body.id}`)).status, 404)
     const teamsB = await scimB.get('/Groups')

@@ -109,6 +109,10 @@ export async function resolveScimToken(deps: Deps, token: string): Promise<Resol
   if (!row || !secretsEqual(row.token_hash, hash)) return null
   const now = deps.now()
   if (!row.last_used_at || now - Date.parse(row.last_used_at) >= LAST_USED_RESOLUTION_MS)
-    await deps.db.updateTable('scim_token').set({ last_used_at: isoAt(deps) }).where('id', '=', row.id).execute()
+    await deps.db
+      .updateTable('scim_token')
+      .set({ last_used_at: isoAt(deps) })
+      .where('id', '=', row.id)
+      .execute()
   return { tokenId: row.id, orgId: row.org_id, createdByUserId: row.created_by_user_id }
 }

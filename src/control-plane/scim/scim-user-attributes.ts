@@ -121,7 +121,9 @@ function setAttribute(next: ScimUserInput, path: string, value: unknown, op: Pat
     next.emails = address === null ? rest : [...rest, { value: address, type, primary: rest.length === 0 }]
     return
   }
-  if (/[[\]]/.test(path) && !path.startsWith('urn:')) throw scimError('invalidPath', `Unsupported path: ${path}`)
+  // Other filters on emails cannot be applied faithfully; filters on attributes this service does
+  // not keep (Entra's `addresses[type eq "work"].formatted`, `phoneNumbers[…]`) are ignored like them.
+  if (path.startsWith('emails[')) throw scimError('invalidPath', `Unsupported path: ${path}`)
 }
 
 /** Strips the core User schema URN from a path or attribute name and lower-cases it. */

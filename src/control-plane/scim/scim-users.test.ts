@@ -72,7 +72,7 @@ test("Okta's sequence: find by userName, create, read, then PUT with active fals
   }
 })
 
-test("Microsoft Entra's sequence: PATCH in path and value forms, with active as the string \"False\"", async () => {
+test('Microsoft Entra\'s sequence: PATCH in path and value forms, with active as the string "False"', async () => {
   const t = await startTestControlPlane()
   try {
     const org = await buildFixtureOrg(t.client, 'entra')
@@ -101,6 +101,8 @@ test("Microsoft Entra's sequence: PATCH in path and value forms, with active as 
         { op: 'Add', path: 'emails[type eq "work"].value', value: 'ryan.l@entra.test' },
         { op: 'Replace', path: 'name.familyName', value: 'Leenay-Smith' },
         { op: 'Add', path: 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:department', value: 'Ops' },
+        { op: 'Add', path: 'addresses[type eq "work"].formatted', value: '1 Main St' },
+        { op: 'Replace', path: 'phoneNumbers[type eq "mobile"].value', value: '+1 555 0100' },
         { op: 'Replace', value: { 'name.givenName': 'Ry', externalId: 'ryan-2' } },
       ),
     )
@@ -151,7 +153,13 @@ test('deactivation ends the person’s session, API key and device token within 
     assert.is((await t.client.get('/v1/me', { token: device.access_token })).status, 401, 'the device token is revoked')
     const audit = await t.client.get('/v1/audit-events?limit=100', { token: org.owner.token })
     const actions = audit.body.items.map((e: { action: string }) => e.action)
-    for (const action of ['member.removed', 'api_key.disabled', 'oauth_token.revoked', 'session.revoked', 'scim_user.deactivated'])
+    for (const action of [
+      'member.removed',
+      'api_key.disabled',
+      'oauth_token.revoked',
+      'session.revoked',
+      'scim_user.deactivated',
+    ])
       assert.ok(actions.includes(action), action)
     const scimEvent = audit.body.items.find((e: { action: string }) => e.action === 'scim_user.deactivated')
     assert.is(scimEvent.actor.credential, 'scim')
@@ -168,12 +176,18 @@ test('the owner cannot be deprovisioned, and a SCIM User keeps its userName', as
     const org = await buildFixtureOrg(t.client, 'own')
     const scim = scimClient(t, await ownerScimToken(t, org))
     const owner = await scim.post('/Users', { userName: org.owner.email })
-    const refused = await scim.patch(`/Users/${owner.body.id}`, patchOp({ op: 'replace', path: 'active', value: false }))
+    const refused = await scim.patch(
+      `/Users/${owner.body.id}`,
+      patchOp({ op: 'replace', path: 'active', value: false }),
+    )
     assert.is(refused.status, 400)
     assert.is(refused.body.scimType, 'mutability')
     assert.is((await scim.get(`/Users/${owner.body.id}`)).body.active, true, 'nothing changed')
     assert.is((await t.client.get('/v1/me', { token: org.owner.token })).status, 200)
-    const rename = await scim.patch(`/Users/${owner.body.id}`, patchOp({ op: 'replace', path: 'userName', value: 'x@own.test' }))
+    const rename = await scim.patch(
+      `/Users/${owner.body.id}`,
+      patchOp({ op: 'replace', path: 'userName', value: 'x@own.test' }),
+    )
     assert.is(rename.body.scimType, 'mutability')
   } finally {
     await t.close()
@@ -228,7 +242,12 @@ test('RFC 7644 requests: create (§3.3), uniqueness (409), paging (§3.4.2.4), I
     })
     assert.is(current.status, 200)
 
-    for (const filter of ['userName sw "b"', 'emails co "example"', 'userName eq "a" and active eq true', 'title eq "x"']) {
+    for (const filter of [
+      'userName sw "b"',
+      'emails co "example"',
+      'userName eq "a" and active eq true',
+      'title eq "x"',
+    ]) {
       const bad = await scim.get(`/Users?filter=${encodeURIComponent(filter)}`)
       assert.is(bad.status, 400, filter)
       assert.equal(bad.body.schemas, ['urn:ietf:params:scim:api:messages:2.0:Error'])
@@ -245,7 +264,9 @@ test('RFC 7644 requests: create (§3.3), uniqueness (409), paging (§3.4.2.4), I
     assert.is(plainJson.status, 201, 'application/json bodies are accepted')
     const text = await scim.call('POST', '/Users', { body: 'userName=x', contentType: 'text/plain' })
     assert.is(text.status, 415)
-    const huge = await scim.call('POST', '/Users', { body: JSON.stringify({ userName: 'big@example.com', displayName: 'x'.repeat(1100_000) }) })
+    const huge = await scim.call('POST', '/Users', {
+      body: JSON.stringify({ userName: 'big@example.com', displayName: 'x'.repeat(1100_000) }),
+    })
     assert.is(huge.status, 413)
     const noEmail = await scim.post('/Users', { userName: 'bjensen' })
     assert.is(noEmail.body.scimType, 'invalidValue')
@@ -253,11 +274,43 @@ test('RFC 7644 requests: create (§3.3), uniqueness (409), paging (§3.4.2.4), I
     assert.is(badOp.body.scimType, 'invalidSyntax')
     const noPath = await scim.patch(`/Users/${created.body.id}`, patchOp({ op: 'remove' }))
     assert.is(noPath.body.scimType, 'noTarget')
-    const badActive = await scim.patch(`/Users/${created.body.id}`, patchOp({ op: 'replace', path: 'active', value: 'maybe' }))
+    const badActive = await scim.patch(
+      `/Users/${created.body.id}`,
+      patchOp({ op: 'replace', path: 'active', value: 'maybe' }),
+    )
     assert.is(badActive.body.scimType, 'invalidValue')
+    const badEmailPath = await scim.patch(
+      `/Users/${created.body.id}`,
+      patchOp({ op: 'replace', path: 'emails[primary eq true].value', value: 'a@b.c' }),
+    )
+    assert.is(badEmailPath.body.scimType, 'invalidPath')
     const missing = await scim.get('/Users/scu_00000000000000000000000000')
     assert.is(missing.status, 404)
     assert.is(missing.body.status, '404')
+  } finally {
+    await t.close()
+  }
+})
+
+test('a SCIM write with an Idempotency-Key is answered once and replayed, body and all', async () => {
+  const t = await startTestControlPlane()
+  try {
+    const org = await buildFixtureOrg(t.client, 'idem')
+    const token = await ownerScimToken(t, org)
+    const send = () =>
+      scimCall(t, token, 'POST', '/Users', {
+        json: { schemas: [USER_SCHEMA], userName: 'once@idem.test' },
+        headers: { 'idempotency-key': 'scim-create-1' },
+      })
+    const first = await send()
+    assert.is(first.status, 201)
+    const replay = await send()
+    assert.is(replay.status, 201)
+    assert.is(replay.headers.get('idempotency-replayed'), 'true')
+    assert.is(replay.body.id, first.body.id)
+    assert.is(replay.headers.get('location'), first.headers.get('location'))
+    const list = await scimClient(t, token).get(`/Users?filter=${encodeURIComponent('userName eq "once@idem.test"')}`)
+    assert.is(list.body.totalResults, 1)
   } finally {
     await t.close()
   }
@@ -269,7 +322,10 @@ test('the discovery endpoints describe Users and Groups, and the OpenAPI documen
     const org = await buildFixtureOrg(t.client, 'disc')
     const scim = scimClient(t, await ownerScimToken(t, org))
     const types = await scim.get('/ResourceTypes')
-    assert.equal(types.body.Resources.map((r: { name: string }) => r.name), ['User', 'Group'])
+    assert.equal(
+      types.body.Resources.map((r: { name: string }) => r.name),
+      ['User', 'Group'],
+    )
     assert.is((await scim.get('/ResourceTypes/User')).body.endpoint, '/Users')
     const schemas = await scim.get('/Schemas')
     assert.is(schemas.body.totalResults, 2)

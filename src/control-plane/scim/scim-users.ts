@@ -68,7 +68,8 @@ async function externalIdTaken(trx: Trx, orgId: string, externalId: string | nul
 
 /**
  * Makes the account a member (role `member`) unless it already is one. The one place SCIM admits
- * a person to the organization.
+ * a person to the organization (creation and reactivation both come here), so the organization's
+ * admission policy, when it has one, is asked here, before the membership is written.
  */
 async function activate(deps: Deps, trx: Trx, actor: Actor, userId: string, _email: string): Promise<void> {
   const member = await trx
@@ -266,7 +267,11 @@ export async function deleteScimUser(c: ScimContext, id: string, request: Reques
 }
 
 /** The SCIM User ids of accounts, for the members of Groups (accounts without one are left out). */
-export async function scimUserIdsOf(db: Deps['db'] | Trx, orgId: string, userIds: string[]): Promise<Map<string, string>> {
+export async function scimUserIdsOf(
+  db: Deps['db'] | Trx,
+  orgId: string,
+  userIds: string[],
+): Promise<Map<string, string>> {
   if (userIds.length === 0) return new Map()
   const rows = await db
     .selectFrom('scim_user')

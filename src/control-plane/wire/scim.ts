@@ -24,7 +24,10 @@ export const ScimToken = v.strictObject({
 /** The created token, with its plaintext (this answer only). */
 export const CreatedScimToken = v.strictObject({
   item: ScimToken,
-  token: v.pipe(v.string(), v.description('The SCIM bearer token (prefix scim_); shown once, store it in the identity provider')),
+  token: v.pipe(
+    v.string(),
+    v.description('The SCIM bearer token (prefix scim_); shown once, store it in the identity provider'),
+  ),
 })
 
 /** The organization's SCIM tokens. */
@@ -46,7 +49,11 @@ export const ScimUser = v.pipe(
     externalId: v.optional(v.string()),
     userName: v.pipe(v.string(), v.description("The person's email address")),
     name: v.optional(
-      v.looseObject({ givenName: v.optional(v.string()), familyName: v.optional(v.string()), formatted: v.optional(v.string()) }),
+      v.looseObject({
+        givenName: v.optional(v.string()),
+        familyName: v.optional(v.string()),
+        formatted: v.optional(v.string()),
+      }),
     ),
     displayName: v.optional(v.string()),
     emails: v.optional(
@@ -69,7 +76,7 @@ export const ScimGroup = v.pipe(
       v.array(
         v.pipe(
           v.looseObject({ value: v.pipe(v.string(), v.description('A User id')), display: v.optional(v.string()) }),
-          v.description('Also carries `type` (User) and `$ref` (the User\'s location)'),
+          v.description("Also carries `type` (User) and `$ref` (the User's location)"),
         ),
       ),
     ),
