@@ -170,6 +170,42 @@ test('deactivation ends the person’s session, API key and device token within 
   }
 })
 
+test('DELETE deprovisions too; a person in another organization keeps their session there', async () => {
+  const t = await startTestControlPlane()
+  try {
+    const org = await buildFixtureOrg(t.client, 'dela')
+    const other = await buildFixtureOrg(t.client, 'delb')
+    const scim = scimClient(t, await ownerScimToken(t, org))
+    const member = await scim.post('/Users', { userName: org.member.email })
+    assert.is((await scim.delete(`/Users/${member.body.id}`)).status, 204)
+    assert.is(
+      (await t.client.get('/v1/me', { token: org.member.token })).status,
+      401,
+      'their only organization: signed out',
+    )
+
+    // The admin of B also joins A; A's provider deprovisioning them must not sign them out of B.
+    const invite = await t.client.post('/v1/invitations', {
+      token: org.owner.token,
+      json: { email: other.admin.email },
+    })
+    const accepted = await t.client.post(`/v1/invitations/accept`, {
+      token: other.admin.token,
+      json: { token: invite.body.token },
+    })
+    assert.is(accepted.status, 200, JSON.stringify(accepted.body))
+    const both = await scim.post('/Users', { userName: other.admin.email })
+    assert.is((await t.client.get('/v1/org', { token: other.admin.token, orgId: org.orgId })).status, 200)
+    await scim.patch(`/Users/${both.body.id}`, patchOp({ op: 'replace', path: 'active', value: false }))
+    assert.is((await t.client.get('/v1/org', { token: other.admin.token, orgId: org.orgId })).status, 404, 'not in A')
+    const inB = await t.client.get('/v1/org', { token: other.admin.token, orgId: other.orgId })
+    assert.is(inB.status, 200, 'still signed in, in B')
+    assert.is((await t.client.get('/v1/org', { apiKey: other.adminKey.key })).status, 200, "B's API key works")
+  } finally {
+    await t.close()
+  }
+})
+
 test('the owner cannot be deprovisioned, and a SCIM User keeps its userName', async () => {
   const t = await startTestControlPlane()
   try {

@@ -89,9 +89,12 @@ async function activate(deps: Deps, trx: Trx, actor: Actor, userId: string, _ema
 }
 
 /**
- * Ends the account's membership and every credential it had here, and its sessions (sessions are
- * the account's, not the organization's: the person signs in again to reach their other
- * organizations). Nothing happens for an account that was not a member.
+ * Ends the account's membership and every credential it had here: API keys and OAuth/device
+ * tokens (bound to the membership) and, when this was the account's last organization, its
+ * sessions. Sessions belong to the account: one that still reaches another organization is left
+ * to it (it can no longer act here, the membership being gone), so one organization's identity
+ * provider cannot sign a person out of organizations it does not manage. Nothing happens for an
+ * account that was not a member.
  */
 async function deactivate(deps: Deps, trx: Trx, actor: Actor, userId: string): Promise<void> {
   const member = await trx
@@ -104,6 +107,8 @@ async function deactivate(deps: Deps, trx: Trx, actor: Actor, userId: string): P
   if (member.role === 'owner')
     throw scimError('mutability', "The organization's owner cannot be deprovisioned; transfer ownership first")
   await removeMembership(deps, trx, actor, member.id)
+  const elsewhere = await trx.selectFrom('member').select('id').where('user_id', '=', userId).executeTakeFirst()
+  if (elsewhere) return
   const ended = await trx.deleteFrom('user_session').where('user_id', '=', userId).executeTakeFirst()
   const count = Number(ended.numDeletedRows)
   if (count > 0) await recordAudit(deps, trx, actor, 'session.revoked', { type: 'user', id: userId }, { count })
