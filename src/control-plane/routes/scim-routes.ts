@@ -32,7 +32,16 @@ import {
   USER_FILTERS,
   type ScimContext,
 } from '../scim/scim-users.ts'
-import { ScimDiscovery, ScimErrorBody, ScimGroup, ScimUser, scimListOf } from '../wire/scim.ts'
+import {
+  ScimDiscovery,
+  ScimErrorBody,
+  ScimGroup,
+  ScimGroupRequest,
+  ScimPatchRequest,
+  ScimUser,
+  ScimUserRequest,
+  scimListOf,
+} from '../wire/scim.ts'
 import { route, type RouteContext } from './route.ts'
 
 const SCIM = 'application/scim+json'
@@ -61,10 +70,11 @@ const WRITE: Record<number, ResponseSpec> = {
   413: failure('The body is over 1 MiB'),
   415: failure('The body is neither application/scim+json nor application/json'),
 }
-const body = (what: string): RawBodySpec => ({
+const body = (what: string, schema: v.GenericSchema): RawBodySpec => ({
   raw: true,
   contentType: SCIM,
   description: `${what} (application/scim+json or application/json, at most 1 MiB)`,
+  schema,
 })
 const LIST_QUERY = v.object({
   filter: v.optional(v.pipe(v.string(), v.description('`attribute eq "value"`; see the operation for the attributes'))),
@@ -172,7 +182,7 @@ export function scimRoutes(ctx: RouteContext) {
       summary:
         'Provision a User: links the account with this email (creating it if none) and, when active, makes it a member',
       auth: rules.scim,
-      body: body('A User resource; userName is the email address'),
+      body: body('A User resource; userName is the email address', ScimUserRequest),
       responses: { 201: ok('The created User', ScimUser), ...ERRORS, ...WRITE },
       handler: scim(async (s, c) =>
         resource(await createScimUser(s, readUserResource(await readScimObject(c.request))), 201),
@@ -198,7 +208,7 @@ export function scimRoutes(ctx: RouteContext) {
       description:
         'Deactivation removes the membership, disables the member’s API keys, revokes their OAuth and device tokens and ends their sessions in the same transaction. userName cannot change (400 `mutability`).',
       auth: rules.scim,
-      body: body('The full User resource'),
+      body: body('The full User resource', ScimUserRequest),
       responses: { 200: ok('The User', ScimUser), ...BY_ID, ...WRITE },
       handler: scim(async (s, c) => {
         const input = readUserResource(await readScimObject(c.request))
@@ -213,7 +223,7 @@ export function scimRoutes(ctx: RouteContext) {
       summary: 'Change a SCIM User; `active` false (or "False") deprovisions',
       description: `${PATCH_DESCRIPTION} Attributes: userName (unchangeable), externalId, displayName, name.givenName, name.familyName, emails (also \`emails[type eq "work"].value\`), active (boolean or "True"/"False"). Attributes this service does not keep are ignored.`,
       auth: rules.scim,
-      body: body('A PatchOp message'),
+      body: body('A PatchOp message', ScimPatchRequest),
       responses: { 200: ok('The User after the change', ScimUser), ...BY_ID, ...WRITE },
       handler: scim(async (s, c) => {
         const operations = patchOperations(await readScimObject(c.request))
@@ -263,7 +273,7 @@ export function scimRoutes(ctx: RouteContext) {
       tags: ['scim'],
       summary: 'Create a Group (a team), optionally with members',
       auth: rules.scim,
-      body: body('A Group resource; members are User ids'),
+      body: body('A Group resource; members are User ids', ScimGroupRequest),
       responses: { 201: ok('The created Group', ScimGroup), ...ERRORS, ...WRITE },
       handler: scim(async (s, c) =>
         resource(await createScimGroup(s, readGroupResource(await readScimObject(c.request))), 201),
@@ -288,7 +298,7 @@ export function scimRoutes(ctx: RouteContext) {
       summary: 'Replace a Group: its name and its provisioned members',
       description: 'Team members that provisioning does not manage are left in the team.',
       auth: rules.scim,
-      body: body('The full Group resource'),
+      body: body('The full Group resource', ScimGroupRequest),
       responses: { 200: ok('The Group', ScimGroup), ...BY_ID, ...WRITE },
       handler: scim(async (s, c) => {
         const input = readGroupResource(await readScimObject(c.request))
@@ -303,7 +313,7 @@ export function scimRoutes(ctx: RouteContext) {
       summary: 'Change a Group: add or remove members, rename',
       description: `${PATCH_DESCRIPTION} Paths: members (add, replace, remove with or without a value list), \`members[value eq "…"]\` (remove), displayName, externalId.`,
       auth: rules.scim,
-      body: body('A PatchOp message'),
+      body: body('A PatchOp message', ScimPatchRequest),
       responses: { 200: ok('The Group after the change', ScimGroup), ...BY_ID, ...WRITE },
       handler: scim(async (s, c) => {
         const operations = patchOperations(await readScimObject(c.request))

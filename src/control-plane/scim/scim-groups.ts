@@ -130,15 +130,27 @@ const GROUP_COLUMNS = ['t.id', 't.name', 't.created_at', 't.updated_at', 'g.exte
 
 /** The SCIM Users in a team: SCIM User id → account email. */
 async function membersOf(db: Db, orgId: string, teamId: string): Promise<Map<string, string>> {
+  return (await membersOfTeams(db, orgId, [teamId])).get(teamId) ?? new Map()
+}
+
+/** {@link membersOf} for a page of teams in one query. */
+async function membersOfTeams(db: Db, orgId: string, teamIds: string[]): Promise<Map<string, Map<string, string>>> {
+  const out = new Map<string, Map<string, string>>()
+  if (teamIds.length === 0) return out
   const rows = await db
     .selectFrom('team_member as tm')
     .innerJoin('member as m', 'm.id', 'tm.member_id')
     .innerJoin('scim_user as s', (join) => join.onRef('s.user_id', '=', 'm.user_id').on('s.org_id', '=', orgId))
-    .select(['s.id', 's.user_name'])
-    .where('tm.team_id', '=', teamId)
+    .select(['tm.team_id', 's.id', 's.user_name'])
+    .where('tm.team_id', 'in', teamIds)
     .orderBy('s.id')
     .execute()
-  return new Map(rows.map((r) => [r.id, r.user_name]))
+  for (const row of rows) {
+    let members = out.get(row.team_id)
+    if (!members) out.set(row.team_id, (members = new Map()))
+    members.set(row.id, row.user_name)
+  }
+  return out
 }
 
 function groupResource(row: GroupRow, members: Map<string, string> | null, base: string): Record<string, unknown> {
@@ -168,8 +180,10 @@ function groupResource(row: GroupRow, members: Map<string, string> | null, base:
 }
 
 async function render(c: ScimContext, db: Db, row: GroupRow, withMembers: boolean) {
-  const members = await membersOf(db, c.actor.orgId, row.id)
-  const resource = groupResource(row, members, c.base)
+  return shown(groupResource(row, await membersOf(db, c.actor.orgId, row.id), c.base), withMembers)
+}
+
+function shown(resource: Record<string, unknown>, withMembers: boolean): Record<string, unknown> {
   if (!withMembers) delete resource.members
   return resource
 }
@@ -278,8 +292,12 @@ export async function listScimGroups(
           .limit(page.count)
           .offset(page.startIndex - 1)
           .execute()
-  const resources: Record<string, unknown>[] = []
-  for (const row of rows) resources.push(await render(c, c.deps.db, row, withMembers))
+  const members = await membersOfTeams(
+    c.deps.db,
+    c.actor.orgId,
+    rows.map((row) => row.id),
+  )
+  const resources = rows.map((row) => shown(groupResource(row, members.get(row.id) ?? new Map(), c.base), withMembers))
   return { total: Number(counted.n), resources }
 }
 

@@ -114,3 +114,55 @@ export const ScimErrorBody = v.pipe(
 
 /** A discovery resource (ServiceProviderConfig, ResourceType, Schema). */
 export const ScimDiscovery = v.looseObject({ schemas: v.array(v.string()) })
+
+/** A PATCH request (RFC 7644 §3.5.2). */
+export const ScimPatchRequest = v.pipe(
+  v.looseObject({
+    schemas: v.optional(v.array(v.string())),
+    Operations: v.pipe(
+      v.array(
+        v.looseObject({
+          op: v.pipe(v.string(), v.description('add, replace or remove, in any case')),
+          path: v.optional(v.string()),
+          value: v.optional(v.unknown()),
+        }),
+      ),
+      v.maxLength(100),
+    ),
+  }),
+  v.title('ScimPatchRequest'),
+)
+
+/** A User as POST and PUT send it; attributes not listed are accepted and ignored. */
+export const ScimUserRequest = v.pipe(
+  v.looseObject({
+    schemas: v.optional(v.array(v.string())),
+    userName: v.pipe(v.string(), v.maxLength(254), v.description("The person's email address")),
+    externalId: v.optional(v.pipe(v.string(), v.maxLength(255))),
+    name: v.optional(v.looseObject({ givenName: v.optional(v.string()), familyName: v.optional(v.string()) })),
+    displayName: v.optional(v.pipe(v.string(), v.maxLength(200))),
+    emails: v.optional(
+      v.pipe(
+        v.array(v.looseObject({ value: v.string(), type: v.optional(v.string()), primary: v.optional(v.boolean()) })),
+        v.maxLength(10),
+      ),
+    ),
+    active: v.optional(
+      v.pipe(v.union([v.boolean(), v.string()]), v.description('A boolean, or "True"/"False" (default true)')),
+    ),
+  }),
+  v.title('ScimUserRequest'),
+)
+
+/** A Group as POST and PUT send it. */
+export const ScimGroupRequest = v.pipe(
+  v.looseObject({
+    schemas: v.optional(v.array(v.string())),
+    displayName: v.pipe(v.string(), v.maxLength(120)),
+    externalId: v.optional(v.pipe(v.string(), v.maxLength(255))),
+    members: v.optional(
+      v.pipe(v.array(v.looseObject({ value: v.pipe(v.string(), v.description('A User id')) })), v.maxLength(1000)),
+    ),
+  }),
+  v.title('ScimGroupRequest'),
+)
