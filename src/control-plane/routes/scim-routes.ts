@@ -70,6 +70,10 @@ const WRITE: Record<number, ResponseSpec> = {
   413: failure('The body is over 1 MiB'),
   415: failure('The body is neither application/scim+json nor application/json'),
 }
+/** Creating or reactivating a User admits a person: the organization's admission policy may refuse. */
+const ADMITS: Record<number, ResponseSpec> = {
+  403: failure("The organization's admission policy refuses this person (SCIM not a way in, or the email's domain)"),
+}
 const body = (what: string, schema: v.GenericSchema): RawBodySpec => ({
   raw: true,
   contentType: SCIM,
@@ -183,7 +187,7 @@ export function scimRoutes(ctx: RouteContext) {
         'Provision a User: links the account with this email (creating it if none) and, when active, makes it a member',
       auth: rules.scim,
       body: body('A User resource; userName is the email address', ScimUserRequest),
-      responses: { 201: ok('The created User', ScimUser), ...ERRORS, ...WRITE },
+      responses: { 201: ok('The created User', ScimUser), ...ERRORS, ...WRITE, ...ADMITS },
       handler: scim(async (s, c) =>
         resource(await createScimUser(s, readUserResource(await readScimObject(c.request))), 201),
       ),
@@ -209,7 +213,7 @@ export function scimRoutes(ctx: RouteContext) {
         'Deactivation removes the membership, disables the member’s API keys, revokes their OAuth and device tokens and ends their sessions in the same transaction. userName cannot change (400 `mutability`).',
       auth: rules.scim,
       body: body('The full User resource', ScimUserRequest),
-      responses: { 200: ok('The User', ScimUser), ...BY_ID, ...WRITE },
+      responses: { 200: ok('The User', ScimUser), ...BY_ID, ...WRITE, ...ADMITS },
       handler: scim(async (s, c) => {
         const input = readUserResource(await readScimObject(c.request))
         return resource(await updateScimUser(s, c.params.id!, c.request, () => input))
@@ -224,7 +228,7 @@ export function scimRoutes(ctx: RouteContext) {
       description: `${PATCH_DESCRIPTION} Attributes: userName (unchangeable), externalId, displayName, name.givenName, name.familyName, emails (also \`emails[type eq "work"].value\`), active (boolean or "True"/"False"). Attributes this service does not keep are ignored.`,
       auth: rules.scim,
       body: body('A PatchOp message', ScimPatchRequest),
-      responses: { 200: ok('The User after the change', ScimUser), ...BY_ID, ...WRITE },
+      responses: { 200: ok('The User after the change', ScimUser), ...BY_ID, ...WRITE, ...ADMITS },
       handler: scim(async (s, c) => {
         const operations = patchOperations(await readScimObject(c.request))
         return resource(await updateScimUser(s, c.params.id!, c.request, (current) => patchUser(current, operations)))

@@ -1,4 +1,7 @@
 import { assert, suite } from '../../../tests/harness.ts'
+import { errorResponse, type ApiError } from '../../core/errors.ts'
+import { controlPlaneError } from '../control-plane-errors.ts'
+import { asScimError } from './scim-error.ts'
 import { buildFixtureOrg } from '../testing/org-fixture.ts'
 import { startTestControlPlane } from '../testing/test-control-plane.ts'
 import { ownerScimToken, scimClient, USER_SCHEMA } from './scim-test-kit.ts'
@@ -92,6 +95,19 @@ test("another organization's SCIM token sees none of this organization's Users o
   } finally {
     await t.close()
   }
+})
+
+test("an API error raised on a SCIM route keeps its status and code and gains SCIM's error fields", async () => {
+  const reshaped = asScimError(controlPlaneError('owner_protected', 'The owner cannot be removed')) as ApiError
+  const response = errorResponse(reshaped)
+  assert.is(response.status, 409)
+  assert.match(response.headers.get('content-type') ?? '', /^application\/scim\+json/)
+  const body = await response.json()
+  assert.equal(body.schemas, ['urn:ietf:params:scim:api:messages:2.0:Error'])
+  assert.is(body.status, '409')
+  assert.is(body.code, 'owner_protected')
+  assert.is(body.detail, 'The owner cannot be removed')
+  assert.is(asScimError(reshaped), reshaped, 'an error already in SCIM format passes unchanged')
 })
 
 test.run()
