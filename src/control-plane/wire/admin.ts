@@ -171,12 +171,12 @@ export const AuditEvent = v.pipe(
     actor: v.strictObject({
       userId: v.nullable(idOf('usr')),
       memberId: v.nullable(idOf('mem')),
-      credential: v.picklist(['session', 'apiKey', 'oauth']),
+      credential: v.picklist(['session', 'apiKey', 'oauth', 'scim']),
       apiKeyId: v.nullable(idOf('key')),
     }),
     origin: v.pipe(
-      v.picklist(['api', 'mcp']),
-      v.description('Where the action came from: the HTTP API, or a tool call on the MCP endpoint'),
+      v.picklist(['api', 'mcp', 'scim']),
+      v.description('Where the action came from: the HTTP API, a tool call on the MCP endpoint, or SCIM provisioning'),
     ),
     target: v.strictObject({ type: v.string(), id: v.string() }),
     data: v.nullable(v.record(v.string(), v.union([v.string(), v.number(), v.boolean(), v.null()]))),
