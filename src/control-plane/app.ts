@@ -59,6 +59,9 @@ import { followInstances } from './rate-limit/instance-count.ts'
 import { registerRateLimitMetrics } from './rate-limit/rate-limit-metrics.ts'
 import { rateLimitSettings } from './rate-limit/rate-limit-settings.ts'
 import { rateLimitedAuth } from './rate-limit/rate-limited-auth.ts'
+import { scimRoutes } from './routes/scim-routes.ts'
+import { scimTokenRoutes } from './routes/scim-token-routes.ts'
+import { readScimBytes } from './scim/scim-protocol.ts'
 
 export type { ControlPlaneRule } from './policy.ts'
 export type { ControlPlanePrincipal } from './auth.ts'
@@ -227,6 +230,8 @@ export async function createControlPlaneApp(
     ...invitationRoutes(ctx),
     ...teamRoutes(ctx),
     ...apiKeyRoutes(ctx),
+    ...scimTokenRoutes(ctx),
+    ...scimRoutes(ctx),
     ...catalogRoutes(ctx, loadProviderCatalog(config.llmProviderCatalogFile)),
     ...asyncFamilies.routes,
     ...deliveryRoutes(ctx),
@@ -243,12 +248,13 @@ export async function createControlPlaneApp(
     ...consoleRoutes<ControlPlaneRule>(rules.public),
   ]
   // Every write honours Idempotency-Key (idempotency/idempotent-routes.ts); the only raw body is a
-  // zip archive, read with its own limit to be fingerprinted.
+  // zip archive (and SCIM's bodies, read in SCIM's format), read with its own limit to be fingerprinted.
   const routes = idempotentRoutes(declared, {
     deps,
     ttlMs: config.idempotencyKeyTtlHours * 3600_000,
     logger: options.logger,
-    readRawBody: (_route, request) => readZipBody(request, importLimits(deps).maxZipBytes),
+    readRawBody: (route, request) =>
+      route.auth.kind === 'scim' ? readScimBytes(request) : readZipBody(request, importLimits(deps).maxZipBytes),
   })
   const stopSweeper = startKeySweeper(deps, options.logger)
   const stopAuditSweeper = startAuditSweeper(deps, options.logger, config.auditRetentionDays)

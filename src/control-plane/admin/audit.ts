@@ -94,6 +94,13 @@ export type AuditAction =
   | 'oauth_authorization.approved'
   | 'oauth_token.issued'
   | 'oauth_token.revoked'
+  | 'scim_token.created'
+  | 'scim_token.revoked'
+  | 'scim_user.provisioned'
+  | 'scim_user.updated'
+  | 'scim_user.deactivated'
+  | 'scim_user.deleted'
+  | 'session.revoked'
 
 /** Non-secret facts about an action. Values are short strings, numbers or booleans only. */
 export type AuditData = Record<string, string | number | boolean | null>
@@ -125,7 +132,8 @@ export async function recordAudit(
       org_id: actor.orgId,
       action,
       actor_user_id: actor.userId,
-      actor_member_id: actor.memberId,
+      // A SCIM token is no member (its Actor carries the token id there, which never names one).
+      actor_member_id: actor.credential === 'scim' ? null : actor.memberId,
       credential_kind: actor.credential,
       api_key_id: actor.apiKeyId,
       target_type: target.type,

@@ -9,7 +9,7 @@ import { declaredRoutes, isRawBody, type AnyRoute } from '../../core/route.ts'
 import { assert, suite } from '../../../tests/harness.ts'
 import { buildFixtureOrg } from '../testing/org-fixture.ts'
 import { startTestControlPlane } from '../testing/test-control-plane.ts'
-import { AUDITED_READS } from './audited-surface.ts'
+import { AUDITED_READS, originOf } from './audited-surface.ts'
 
 const test = suite('audit log: every write route records one event', { timeoutMs: 300_000 })
 
@@ -44,6 +44,9 @@ test('each POST, PUT, PATCH and DELETE route (and each state-changing GET) write
       (route) => route.method !== 'GET' || AUDITED_READS.has(`${route.method} ${route.path}`),
     )
     assert.ok(routes.length > 60, `only ${routes.length} write routes found`)
+    // Routes whose rule takes another credential get one: a SCIM token for the `/scim/v2` routes.
+    const scim = await t.client.post('/v1/org/scim-tokens', { token: org.owner.token, json: { name: 'every' } })
+    const bearerFor: Record<string, string> = { scim: scim.body.token }
     const problems: string[] = []
     const seen: string[] = []
     let index = 0
@@ -56,7 +59,7 @@ test('each POST, PUT, PATCH and DELETE route (and each state-changing GET) write
       const requestId = `every-${index++}-${route.operationId}`
       const headers: Record<string, string> = {
         'x-request-id': requestId,
-        authorization: `Bearer ${token}`,
+        authorization: `Bearer ${bearerFor[(route.auth as { kind: string }).kind] ?? token}`,
         'x-service-org-id': org.orgId,
       }
       let body: BodyInit | undefined
@@ -73,10 +76,11 @@ test('each POST, PUT, PATCH and DELETE route (and each state-changing GET) write
       await response.body?.cancel()
       const events = await t.app.database.db
         .selectFrom('audit_event')
-        .select(['action', 'outcome', 'error_code', 'route'])
+        .select(['action', 'outcome', 'error_code', 'route', 'origin', 'org_id'])
         .where('request_id', '=', requestId)
         .execute()
       const template = `${route.method} ${route.path}`
+      const kind = (route.auth as { kind: string }).kind
       seen.push(
         `${template} ${response.status} ${events.map((e) => `${e.action}/${e.error_code}`).join(',')} ${events[0]?.outcome}`,
       )
@@ -89,6 +93,10 @@ test('each POST, PUT, PATCH and DELETE route (and each state-changing GET) write
       if (events.length !== 1 || events[0]!.outcome !== want)
         problems.push(`${template} answered ${response.status}: ${JSON.stringify(events)}`)
       else if (want !== 'success' && !events[0]!.error_code) problems.push(`${template}: no error code`)
+      else if (events[0]!.origin !== originOf(route.path, new Request('http://plane.test/')))
+        problems.push(`${template}: origin ${events[0]!.origin}`)
+      else if (!['public', 'workerToken'].includes(kind) && events[0]!.org_id !== org.orgId)
+        problems.push(`${template}: organization ${events[0]!.org_id}`)
     }
     if (process.env.AUDIT_ROUTES_VERBOSE) console.log(seen.join('\n'))
     assert.equal(problems, [], `routes without exactly one event:\n${problems.join('\n')}`)

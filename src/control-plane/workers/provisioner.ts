@@ -66,6 +66,8 @@ export interface Provisioner {
   running(): Array<{ workerId: string; generation: number }>
   /** Subscribes to runtimes ending on their own. */
   onExit(listener: RuntimeExitListener): void
+  /** The runtime's recent output (stdout and stderr interleaved), at most `tail` lines, oldest first. */
+  logs(workerId: string, tail: number): Promise<{ lines: string[]; truncated: boolean }>
   /** Stops every runtime this provisioner started (control-plane shutdown). Returns their ids. */
   close(): Promise<string[]>
 }

@@ -11456,6 +11456,82 @@ export type GetWorkerRuntimeResponses = {
 
 export type GetWorkerRuntimeResponse = GetWorkerRuntimeResponses[keyof GetWorkerRuntimeResponses];
 
+export type GetWorkerLogsData = {
+    body?: never;
+    headers?: {
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path: {
+        /**
+         * wrk_ id (sorts by creation time)
+         */
+        workerId: string;
+    };
+    query?: {
+        /**
+         * Most lines to answer (the newest), 1 to 1000
+         */
+        tail?: number;
+    };
+    url: '/v1/workers/{workerId}/logs';
+};
+
+export type GetWorkerLogsErrors = {
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type GetWorkerLogsError = GetWorkerLogsErrors[keyof GetWorkerLogsErrors];
+
+export type GetWorkerLogsResponses = {
+    /**
+     * WorkerLogs
+     *
+     * Success
+     */
+    200: {
+        /**
+         * Output lines (stdout and stderr interleaved), oldest first, secrets replaced by [redacted]; a line over 2048 characters is cut, and the answer carries at most 256 KiB
+         */
+        lines: Array<string>;
+        /**
+         * True when the bounds cut this answer: a line was shortened, or lines within `tail` were left out
+         */
+        truncated: boolean;
+    };
+};
+
+export type GetWorkerLogsResponse = GetWorkerLogsResponses[keyof GetWorkerLogsResponses];
+
 export type RevokeWorkerTokensData = {
     body?: never;
     headers?: {
