@@ -236,4 +236,9 @@ export class ProcessProvisioner implements Provisioner {
     await Promise.all(ids.map((id) => this.stop(id)))
     return ids
   }
+
+  // Placeholder until the logs work lands (it keeps each runtime's recent output).
+  async logs(_workerId: string, _tail: number): Promise<{ lines: string[]; truncated: boolean }> {
+    return { lines: [], truncated: false }
+  }
 }
