@@ -68,7 +68,8 @@ class TarWriter {
   }
   add(entry: TarEntry): void {
     this.#write(tarHeader(entry))
-    if (entry.type === 'file' && entry.data) this.#write(Buffer.concat([Buffer.from(entry.data), tarPadding(entry.data.length)]))
+    if (entry.type === 'file' && entry.data)
+      this.#write(Buffer.concat([Buffer.from(entry.data), tarPadding(entry.data.length)]))
   }
   /** A member whose content is the file at `source` (followed through symlinks). */
   addFile(name: string, source: string, mode: number): void {
