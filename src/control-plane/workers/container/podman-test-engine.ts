@@ -6,7 +6,7 @@
  * @module
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { createReadStream, existsSync, mkdirSync } from 'node:fs'
+import { createReadStream, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { buildImageArchive } from '../../../../image.ts'
@@ -39,7 +39,10 @@ export interface TestEngine {
 
 /** Starts an engine with its storage under `dir`. */
 export async function startTestEngine(dir: string): Promise<TestEngine> {
-  const storage = ['root', 'runroot', 'tmp'].map((name) => join(dir, name))
+  // Socket paths are limited to 107 bytes and podman refuses a run root over 50: both live in a
+  // short directory of their own; the storage root stays under `dir`.
+  const shortDir = mkdtempSync(join(tmpdir(), 'pm-'))
+  const storage = [join(dir, 'root'), join(shortDir, 'run'), join(shortDir, 'tmp')]
   for (const path of storage) mkdirSync(path, { recursive: true })
   const globals = [
     '--root',
@@ -55,12 +58,19 @@ export async function startTestEngine(dir: string): Promise<TestEngine> {
     '--events-backend',
     'file',
   ]
-  const socket = join(dir, 'podman.sock')
+  const socket = join(shortDir, 'podman.sock')
   const url = `unix://${socket}`
   const engine = new DockerEngine({ url }, { timeoutMs: 60_000 })
   let service: ChildProcess | null = null
   const startService = async () => {
-    service = spawn('podman', [...globals, 'system', 'service', '--time=0', url], { stdio: 'ignore' })
+    const started = spawn('podman', [...globals, 'system', 'service', '--time=0', url], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    })
+    service = started
+    let stderr = ''
+    started.stderr!.on('data', (chunk) => {
+      stderr = (stderr + chunk.toString()).slice(-2000)
+    })
     const deadline = Date.now() + 15_000
     for (;;) {
       try {
@@ -68,7 +78,8 @@ export async function startTestEngine(dir: string): Promise<TestEngine> {
       } catch {
         // not listening yet
       }
-      if (Date.now() > deadline) throw new Error('podman system service did not answer')
+      if (Date.now() > deadline || started.exitCode !== null)
+        throw new Error(`podman system service did not answer: ${stderr.trim().slice(-500)}`)
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
   }
@@ -80,7 +91,13 @@ export async function startTestEngine(dir: string): Promise<TestEngine> {
     child.kill('SIGTERM')
     await exited
   }
-  await startService()
+  try {
+    await startService()
+  } catch (error) {
+    await stopService()
+    rmSync(shortDir, { recursive: true, force: true })
+    throw error
+  }
   return {
     url,
     engine,
@@ -103,6 +120,7 @@ export async function startTestEngine(dir: string): Promise<TestEngine> {
       // Containers outlive the service; the CLI on the same storage removes them and their mounts.
       spawnSync('podman', [...globals, 'rm', '--all', '--force', '--time', '0'], { stdio: 'ignore', timeout: 60_000 })
       spawnSync('podman', [...globals, 'system', 'reset', '--force'], { stdio: 'ignore', timeout: 60_000 })
+      rmSync(shortDir, { recursive: true, force: true })
     },
   }
 }
