@@ -218,6 +218,16 @@ test('a container Worker turns healthy from inside its container, rotates, follo
       )
       assert.is(up.body.item.state, 'healthy')
 
+      // A graceful stop of the control plane stops its containers; its next start brings the Worker back.
+      const gracefulUrl: string = up.body.item.url
+      await child.stop('SIGTERM')
+      child = null
+      assert.is((await podman.containers(workerLabel(id))).length, 0, 'SIGTERM stopped the container')
+      child = await start()
+      current = child
+      await healthyAt(id, gracefulUrl)
+      assert.is((await podman.containers(workerLabel(id))).length, 1)
+
       // Delete: the container and the volume are gone when it answers.
       const deleted = await client.delete(`/v1/workers/${id}`, { token: owner })
       assert.is(deleted.status, 204)

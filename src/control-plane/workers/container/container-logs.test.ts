@@ -1,0 +1,96 @@
+/**
+ * The `container` provisioner on its own against a real engine (Podman on a socket of the test's
+ * own): the runtime's output through the engine's log API (frames demultiplexed, bounded, oldest
+ * first), and an engine that cannot be reached failing a start with `engine_unreachable` instead
+ * of throwing anything else. The frame parser is checked on hand-made frames too.
+ */
+import { join } from 'node:path'
+import { assert, compiledBinary, suite, withTempDir } from '../../../../tests/harness.ts'
+import { silentLogger } from '../../../core/logger.ts'
+import { JobFailure } from '../../jobs/job-queue.ts'
+import type { ContainerSettings } from '../../jobs/async-settings.ts'
+import { ContainerProvisioner } from './container-provisioner.ts'
+import { logLines } from './docker-engine.ts'
+import { podmanAvailable, startTestEngine, workerLabel } from './podman-test-engine.ts'
+
+const test = suite('control-plane/container-logs', { timeoutMs: 180_000 })
+
+const settings = (engine: string, image: string): ContainerSettings => ({
+  engine,
+  tls: null,
+  image,
+  network: 'host',
+  memoryMb: 256,
+  cpus: 0.5,
+  pidsLimit: 128,
+  checkIntervalMs: 60_000,
+  controlPlaneUrl: null,
+})
+
+const request = (workerId: string) => ({
+  workerId,
+  orgId: 'org_x',
+  name: 'logs',
+  credentials: { client: 'c'.repeat(32), host: 'h'.repeat(32), activity: 'a'.repeat(32) },
+  controlPlaneUrl: 'http://127.0.0.1:9',
+  heartbeatIntervalMs: 60_000,
+  generation: 1,
+  signal: AbortSignal.timeout(60_000),
+})
+
+test('log frames of stdout and stderr are demultiplexed in order; unframed (TTY) output is read as is', () => {
+  const frame = (stream: number, text: string) => {
+    const payload = Buffer.from(text)
+    const header = Buffer.alloc(8)
+    header[0] = stream
+    header.writeUInt32BE(payload.length, 4)
+    return Buffer.concat([header, payload])
+  }
+  const body = Buffer.concat([frame(1, 'one\ntw'), frame(2, 'o\nthree\n'), frame(1, 'four\n')])
+  assert.equal(logLines(body), ['one', 'two', 'three', 'four'])
+  assert.equal(logLines(Buffer.from('raw\r\nlines\n'), true), ['raw', 'lines'])
+})
+
+test('a container runtime reports its output through the engine, the last N lines with truncation marked; an unreachable engine fails a start as engine_unreachable', async () => {
+  const unreachable = new ContainerProvisioner({
+    settings: settings('unix:///nonexistent/podman.sock', 'none'),
+    instanceId: 'cpi_none',
+    logger: silentLogger,
+  })
+  const failure = await unreachable.start(request('wrk_unreachable')).catch((error) => error)
+  assert.ok(failure instanceof JobFailure, String(failure))
+  assert.is((failure as JobFailure).reason, 'engine_unreachable')
+  assert.ok((failure as JobFailure).retriable, 'retried with backoff')
+  await unreachable.close()
+  if (!podmanAvailable()) {
+    console.log('  (engine part skipped: podman and runc are not installed)')
+    return
+  }
+  await withTempDir(async (dir) => {
+    const podman = await startTestEngine(join(dir, 'engine'))
+    const provisioner = new ContainerProvisioner({
+      settings: settings(podman.url, await podman.loadImage(await compiledBinary())),
+      instanceId: 'cpi_logs',
+      logger: silentLogger,
+    })
+    try {
+      const runtime = await provisioner.start(request('wrk_logs'))
+      assert.match(runtime.url, /^http:\/\/127\.0\.0\.1:\d+$/)
+      assert.is((await fetch(`${runtime.url}/health`)).status, 200)
+      const all = await provisioner.logs('wrk_logs', 1000)
+      assert.not.ok(all.truncated)
+      assert.match(all.lines[0]!, /listening on http:\/\/127\.0\.0\.1:\d+/, 'oldest first')
+      const last = await provisioner.logs('wrk_logs', 1)
+      assert.equal(last, { lines: all.lines.slice(-1), truncated: true })
+      assert.equal(await provisioner.logs('wrk_missing', 5), { lines: [], truncated: false })
+      assert.equal(provisioner.running(), [{ workerId: 'wrk_logs', generation: 1 }])
+      assert.equal(await provisioner.close(), ['wrk_logs'])
+      assert.is((await podman.containers(workerLabel('wrk_logs'))).length, 0, 'close removed the container')
+    } finally {
+      await provisioner.close()
+      await podman.close()
+    }
+  })
+})
+
+test.run()
