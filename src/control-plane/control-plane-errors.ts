@@ -138,6 +138,11 @@ export const CONTROL_PLANE_ERRORS = defineErrors({
   sync_not_retriable: { status: 409, description: 'Only failed or partial syncs can be retried' },
   job_not_retriable: { status: 409, description: 'Only failed or canceled jobs can be retried' },
   worker_not_running: { status: 409, description: 'The Worker is not running; its runtime should stop' },
+  engine_unreachable: {
+    status: 503,
+    description:
+      "The Worker's container engine does not answer; the change is kept and its old runtime is stopped once it does",
+  },
 })
 
 /** A control-plane error code. */

@@ -22,6 +22,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Logger } from '../../../core/logger.ts'
 import type { ContainerSettings } from '../../jobs/async-settings.ts'
+import { controlPlaneError } from '../../control-plane-errors.ts'
 import { JobFailure } from '../../jobs/job-queue.ts'
 import type {
   ProvisionedRuntime,
@@ -132,26 +133,34 @@ export class ContainerProvisioner implements Provisioner {
   }
 
   /** Retries `fn` while the engine is unreachable, for a bounded time (stops must not be lost to a blip). */
-  async #retrying<T>(fn: () => Promise<T>, budgetMs = 15_000): Promise<T> {
+  async #retrying<T>(fn: () => Promise<T>, budgetMs: number): Promise<T> {
     const deadline = Date.now() + budgetMs
     for (let wait = 100; ; wait = Math.min(wait * 2, 2000)) {
       try {
         return await fn()
       } catch (error) {
-        if (!(error instanceof EngineUnreachable) || Date.now() + wait > deadline) throw error
+        if (!(error instanceof EngineUnreachable)) throw error
+        // A route waiting for the stop (rotation, revocation, delete) answers 503 with a stable code;
+        // the watch over runtimes keeps trying.
+        if (Date.now() + wait > deadline)
+          throw controlPlaneError('engine_unreachable', `Could not stop the Worker's container: ${error.message}`)
         await pause(wait)
       }
     }
   }
 
-  async stop(workerId: string): Promise<void> {
+  stop(workerId: string): Promise<void> {
+    return this.#stop(workerId, 15_000)
+  }
+
+  async #stop(workerId: string, budgetMs: number): Promise<void> {
     const held = this.#held.get(workerId)
     this.#held.delete(workerId)
     await this.#retrying(async () => {
       if (held) await this.#remove(held.containerId)
       // Also any container of the Worker this instance does not hold (left by a crash).
       for (const c of await this.#containersOf(workerId)) if (!this.#isHeld(c.Id)) await this.#remove(c.Id)
-    })
+    }, budgetMs)
   }
 
   #isHeld(containerId: string): boolean {
@@ -168,16 +177,18 @@ export class ContainerProvisioner implements Provisioner {
         this.#log.info('stopping a Worker container left by another control plane', { workerId })
         await this.#remove(c.Id)
       }
-    })
+    }, 15_000)
   }
 
   /** Removes the Worker's volume (its workspace) once its containers are gone (delete). */
   async destroy(workerId: string): Promise<void> {
     await this.stop(workerId)
-    await this.#retrying(() =>
-      this.#engine.json('DELETE', `/volumes/${encodeURIComponent(volumeName(workerId))}?force=1`, undefined, {
-        ok: [404],
-      }),
+    await this.#retrying(
+      () =>
+        this.#engine.json('DELETE', `/volumes/${encodeURIComponent(volumeName(workerId))}?force=1`, undefined, {
+          ok: [404],
+        }),
+      15_000,
     )
   }
 
@@ -212,14 +223,16 @@ export class ContainerProvisioner implements Provisioner {
     try {
       return await this.#start(request)
     } catch (error) {
-      if (error instanceof EngineUnreachable) throw new JobFailure('engine_unreachable', error.message)
+      if (error instanceof EngineUnreachable || (error as { code?: string }).code === 'engine_unreachable')
+        throw new JobFailure('engine_unreachable', (error as Error).message)
       throw error
     }
   }
 
   async #start(request: ProvisionRequest): Promise<ProvisionedRuntime> {
     const { workerId, generation } = request
-    await this.stop(workerId)
+    // No retries here: an unreachable engine fails this attempt at once, and the job retries it.
+    await this.#stop(workerId, 0)
     request.signal.throwIfAborted()
     const labels = {
       [LABELS.managed]: 'true',
