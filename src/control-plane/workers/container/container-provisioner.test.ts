@@ -228,6 +228,18 @@ test('a container Worker turns healthy from inside its container, rotates, follo
       await healthyAt(id, gracefulUrl)
       assert.is((await podman.containers(workerLabel(id))).length, 1)
 
+      // A container that dies on its own is reported as the Worker's last error (and removed).
+      const [dying] = await podman.containers(workerLabel(id))
+      await podman.engine.json('POST', `/containers/${dying!.Id}/kill?signal=KILL`)
+      const exited = await waitFor(
+        () => runtimeOf(id),
+        (r) => r.body.item.lastError?.reason === 'container_exited',
+        20_000,
+        100,
+      )
+      assert.is(exited.body.item.url, null, 'the runtime URL is no longer handed out')
+      await waitFor(() => podman.containers(workerLabel(id)), (list) => list.length === 0, 10_000, 100)
+
       // Delete: the container and the volume are gone when it answers.
       const deleted = await client.delete(`/v1/workers/${id}`, { token: owner })
       assert.is(deleted.status, 204)
