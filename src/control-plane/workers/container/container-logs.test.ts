@@ -51,13 +51,17 @@ test('log frames of stdout and stderr are demultiplexed in order; unframed (TTY)
   assert.equal(logLines(Buffer.from('raw\r\nlines\n'), true), ['raw', 'lines'])
 })
 
-test('a container runtime reports its output through the engine, the last N lines with truncation marked; an unreachable engine fails a start as engine_unreachable', async () => {
+test('a container runtime reports its output through the engine, the last N lines with truncation marked; an unreachable engine is tried again until the attempt deadline, then fails the start as engine_unreachable', async () => {
   const unreachable = new ContainerProvisioner({
     settings: settings('unix:///nonexistent/podman.sock', 'none'),
     instanceId: 'cpi_none',
     logger: silentLogger,
   })
-  const failure = await unreachable.start(request('wrk_unreachable')).catch((error) => error)
+  const began = Date.now()
+  const failure = await unreachable
+    .start({ ...request('wrk_unreachable'), signal: AbortSignal.timeout(1200) })
+    .catch((error) => error)
+  assert.ok(Date.now() - began >= 1000, 'tried again until the attempt deadline')
   assert.ok(failure instanceof JobFailure, String(failure))
   assert.is((failure as JobFailure).reason, 'engine_unreachable')
   assert.ok((failure as JobFailure).retriable, 'retried with backoff')

@@ -238,7 +238,12 @@ test('a container Worker turns healthy from inside its container, rotates, follo
         100,
       )
       assert.is(exited.body.item.url, null, 'the runtime URL is no longer handed out')
-      await waitFor(() => podman.containers(workerLabel(id)), (list) => list.length === 0, 10_000, 100)
+      await waitFor(
+        () => podman.containers(workerLabel(id)),
+        (list) => list.length === 0,
+        10_000,
+        100,
+      )
 
       // Delete: the container and the volume are gone when it answers.
       const deleted = await client.delete(`/v1/workers/${id}`, { token: owner })

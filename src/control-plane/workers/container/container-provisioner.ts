@@ -219,13 +219,36 @@ export class ContainerProvisioner implements Provisioner {
     return { lines: all.slice(-tail), truncated: all.length > tail }
   }
 
+  /**
+   * While the engine does not answer, the start is tried again with backoff until the attempt's
+   * deadline (an engine restart must not use up the job's attempts); then it fails with
+   * `engine_unreachable` and the job's own backoff takes over.
+   */
   async start(request: ProvisionRequest): Promise<ProvisionedRuntime> {
-    try {
-      return await this.#start(request)
-    } catch (error) {
-      if (error instanceof EngineUnreachable || (error as { code?: string }).code === 'engine_unreachable')
+    for (let wait = 250; ; wait = Math.min(wait * 2, 5000)) {
+      try {
+        return await this.#start(request)
+      } catch (error) {
+        const unreachable =
+          error instanceof EngineUnreachable || (error as { code?: string }).code === 'engine_unreachable'
+        if (!unreachable) throw error
+        if (!request.signal.aborted) {
+          this.#log.warn('the container engine is unreachable; starting the Worker again shortly', {
+            workerId: request.workerId,
+            error: (error as Error).message,
+          })
+          const resumed = await new Promise<boolean>((resolve) => {
+            const timer = setTimeout(() => resolve(true), wait)
+            const onAbort = () => {
+              clearTimeout(timer)
+              resolve(false)
+            }
+            request.signal.addEventListener('abort', onAbort, { once: true })
+          })
+          if (resumed) continue
+        }
         throw new JobFailure('engine_unreachable', (error as Error).message)
-      throw error
+      }
     }
   }
 
@@ -411,18 +434,17 @@ export class ContainerProvisioner implements Provisioner {
         },
       )
       const states = new Map((value ?? []).map((c) => [c.Id, c.State]))
-      if (this.#engineDown !== null) {
-        this.#engineDown = null
-        this.#log.info('the container engine answers again')
-        this.#emitState(
-          ready.map(([id]) => id),
-          null,
-        )
-      }
+      const wasDown = this.#engineDown !== null
+      this.#engineDown = null
       this.#delay = 0
+      const alive: string[] = []
       for (const [workerId, held] of ready) {
         const state = states.get(held.containerId)
-        if (state === 'running' || this.#held.get(workerId) !== held) continue
+        if (this.#held.get(workerId) !== held) continue
+        if (state === 'running') {
+          alive.push(workerId)
+          continue
+        }
         this.#held.delete(workerId)
         await this.#remove(held.containerId).catch(() => {})
         for (const listener of this.#exitListeners)
@@ -430,6 +452,11 @@ export class ContainerProvisioner implements Provisioner {
             reason: 'container_exited',
             message: state ? `the runtime's container is ${state}` : "the runtime's container is gone",
           })
+      }
+      if (wasDown) {
+        this.#log.info('the container engine answers again')
+        // Only runtimes still running are healthy again; the others were reported as exited above.
+        this.#emitState(alive, null)
       }
       return base
     } catch (error) {
