@@ -32,22 +32,10 @@ import type {
   RuntimeStateListener,
 } from '../provisioner.ts'
 import { DockerEngine, EngineError, EngineUnreachable, logLines } from './docker-engine.ts'
-import { tarArchive } from './tar-archive.ts'
+import { CONTAINER_PORT, containerSpec, HOME, LABELS, volumeName, workerFiles } from './container-spec.ts'
 
-/** Label keys set on every container and volume this provisioner creates. */
-export const LABELS = {
-  managed: 'io.service-server.managed',
-  worker: 'io.service-server.worker-id',
-  generation: 'io.service-server.token-generation',
-  instance: 'io.service-server.instance-id',
-} as const
+export { LABELS, volumeName } from './container-spec.ts'
 
-/** Where the volume is mounted in the container: the Worker's home. */
-const HOME = '/worker'
-/** The unprivileged user the runtime runs as (nobody). */
-const RUNTIME_UID = 65534
-/** The port a runtime listens on inside its own network namespace (not with the host network). */
-const CONTAINER_PORT = 8080
 /** Seconds a container gets to exit on SIGTERM before the engine kills it. */
 const STOP_GRACE_S = 2
 /** Longest line kept by {@link ContainerProvisioner.logs}. */
@@ -70,11 +58,6 @@ interface ContainerSummary {
 }
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-/** The volume holding a Worker's home. */
-export function volumeName(workerId: string): string {
-  return `service-server-worker-${workerId}`
-}
 
 /** Runs Workers as containers on a Docker Engine API endpoint. */
 export class ContainerProvisioner implements Provisioner {
@@ -271,61 +254,10 @@ export class ContainerProvisioner implements Provisioner {
         Labels: { [LABELS.managed]: 'true', [LABELS.worker]: workerId },
       })
     const hostNetwork = this.#settings.network === 'host'
-    const controlPlaneUrl = this.#settings.controlPlaneUrl ?? this.#reachableFromContainer(request.controlPlaneUrl)
     const { value: created } = await this.#engine.json<{ Id: string }>(
       'POST',
       `/containers/create?name=${encodeURIComponent(`service-server-${workerId}-${generation}-${randomBytes(3).toString('hex')}`)}`,
-      {
-        Image: this.#settings.image,
-        User: `${RUNTIME_UID}:${RUNTIME_UID}`,
-        WorkingDir: HOME,
-        Cmd: [
-          '--mode',
-          'workspace',
-          '--host',
-          hostNetwork ? '127.0.0.1' : '0.0.0.0',
-          '--port',
-          hostNetwork ? '0' : String(CONTAINER_PORT),
-          '--data-dir',
-          `${HOME}/data`,
-          '--workspace',
-          `${HOME}/workspace`,
-        ],
-        // Paths and settings only: the tokens are files in the volume, never in what inspect shows.
-        Env: [
-          `HOME=${HOME}/home`,
-          'TMPDIR=/tmp',
-          `SERVICE_SERVER_CONFIG=${HOME}/server.json`,
-          'SERVICE_LOG_FORMAT=json',
-          `SERVICE_CONTROL_PLANE_URL=${controlPlaneUrl}`,
-          `SERVICE_WORKER_ID=${workerId}`,
-          `SERVICE_WORKER_ACTIVITY_TOKEN_FILE=${HOME}/activity.token`,
-          `SERVICE_WORKER_HEARTBEAT_INTERVAL_MS=${request.heartbeatIntervalMs}`,
-        ],
-        Labels: labels,
-        ...(hostNetwork ? {} : { ExposedPorts: { [`${CONTAINER_PORT}/tcp`]: {} } }),
-        HostConfig: {
-          NetworkMode: this.#settings.network,
-          ...(hostNetwork
-            ? {}
-            : { PortBindings: { [`${CONTAINER_PORT}/tcp`]: [{ HostIp: '127.0.0.1', HostPort: '' }] } }),
-          ReadonlyRootfs: true,
-          Privileged: false,
-          CapDrop: ['ALL'],
-          SecurityOpt: ['no-new-privileges'],
-          Memory: this.#settings.memoryMb * 1024 * 1024,
-          NanoCpus: Math.round(this.#settings.cpus * 1e9),
-          PidsLimit: this.#settings.pidsLimit,
-          // Explicit: the engine's defaults can exceed the hard limits of the host, and starts then fail.
-          Ulimits: [
-            { Name: 'nofile', Soft: 1024, Hard: 1024 },
-            { Name: 'nproc', Soft: 1024, Hard: 1024 },
-          ],
-          Mounts: [{ Type: 'volume', Source: volume, Target: HOME }],
-          Tmpfs: { '/tmp': 'rw,noexec,nosuid,size=64m' },
-          RestartPolicy: { Name: 'no' },
-        },
-      },
+      containerSpec(this.#settings, request, labels),
     )
     const containerId = created!.Id
     const held: Held = { containerId, generation, ready: false }
@@ -334,7 +266,7 @@ export class ContainerProvisioner implements Provisioner {
       await this.#engine.json(
         'PUT',
         `/containers/${containerId}/archive?path=${encodeURIComponent(HOME)}`,
-        this.#files(request),
+        workerFiles(request),
         {
           contentType: 'application/x-tar',
         },
@@ -350,26 +282,6 @@ export class ContainerProvisioner implements Provisioner {
       await this.#remove(containerId).catch(() => {})
       throw error
     }
-  }
-
-  /** The Worker's home as an archive: credential files (owner-only) and its directories. */
-  #files(request: ProvisionRequest): Buffer {
-    const own = { uid: RUNTIME_UID, gid: RUNTIME_UID }
-    const config = JSON.stringify({ token: request.credentials.client, hostToken: request.credentials.host })
-    return tarArchive([
-      { name: '.', type: 'dir', mode: 0o700, ...own },
-      { name: 'data', type: 'dir', mode: 0o700, ...own },
-      { name: 'workspace', type: 'dir', mode: 0o700, ...own },
-      { name: 'home', type: 'dir', mode: 0o700, ...own },
-      { name: 'server.json', type: 'file', mode: 0o600, data: Buffer.from(config), ...own },
-      { name: 'activity.token', type: 'file', mode: 0o600, data: Buffer.from(request.credentials.activity), ...own },
-    ])
-  }
-
-  /** With its own network namespace, the container reaches the host's loopback through slirp's gateway. */
-  #reachableFromContainer(url: string): string {
-    if (this.#settings.network === 'host') return url
-    return url.replace(/^(https?:\/\/)(127\.0\.0\.1|localhost|\[::1\])/, '$110.0.2.2')
   }
 
   async #inspectPid(containerId: string): Promise<number | null> {
