@@ -2,10 +2,14 @@
  * The `container` provisioner on its own against a real engine (Podman on a socket of the test's
  * own): the runtime's output through the engine's log API (frames demultiplexed, bounded, oldest
  * first), and an engine that cannot be reached failing a start with `engine_unreachable` instead
- * of throwing anything else. The frame parser is checked on hand-made frames too.
+ * of throwing anything else; and a Worker on a network of its own (slirp4netns, port published on
+ * 127.0.0.1) reaching the control plane's loopback address for its heartbeats. The frame parser
+ * is checked on hand-made frames too.
  */
 import { join } from 'node:path'
 import { assert, compiledBinary, suite, withTempDir } from '../../../../tests/harness.ts'
+import { startAsyncTestPlane, waitFor } from '../../testing/async-test-kit.ts'
+import { buildFixtureOrg } from '../../testing/org-fixture.ts'
 import { silentLogger } from '../../../core/logger.ts'
 import { JobFailure } from '../../jobs/job-queue.ts'
 import type { ContainerSettings } from '../../jobs/async-settings.ts'
@@ -13,7 +17,7 @@ import { ContainerProvisioner } from './container-provisioner.ts'
 import { logLines } from './docker-engine.ts'
 import { podmanAvailable, startTestEngine, workerLabel } from './podman-test-engine.ts'
 
-const test = suite('control-plane/container-logs', { timeoutMs: 180_000 })
+const test = suite('control-plane/container-runtime', { timeoutMs: 180_000 })
 
 const settings = (engine: string, image: string): ContainerSettings => ({
   engine,
@@ -92,6 +96,50 @@ test('a container runtime reports its output through the engine, the last N line
       assert.is((await podman.containers(workerLabel('wrk_logs'))).length, 0, 'close removed the container')
     } finally {
       await provisioner.close()
+      await podman.close()
+    }
+  })
+})
+
+test('a container Worker on its own network (slirp4netns) is reached through a published loopback port and reaches the control plane for its heartbeats', async () => {
+  if (!podmanAvailable()) {
+    console.log('  (skipped: podman and runc are not installed)')
+    return
+  }
+  await withTempDir(async (dir) => {
+    const podman = await startTestEngine(join(dir, 'engine'))
+    let t: Awaited<ReturnType<typeof startAsyncTestPlane>> | null = null
+    try {
+      const image = await podman.loadImage(await compiledBinary())
+      t = await startAsyncTestPlane({
+        listen: true,
+        file: {
+          workers: {
+            container: { engine: podman.url, image, network: 'slirp4netns:allow_host_loopback=true' },
+          },
+        },
+      })
+      const org = await buildFixtureOrg(t.client, 'slirp')
+      const created = await t.client.post('/v1/workers', {
+        token: org.owner.token,
+        json: { name: 'netns', provisioner: 'container' },
+      })
+      assert.is(created.status, 202)
+      const id = created.body.item.id as string
+      const ready = await waitFor(
+        () => t!.client.get(`/v1/workers/${id}/runtime`, { token: org.owner.token }),
+        (r) => r.body.item.state !== 'provisioning',
+        60_000,
+        100,
+      )
+      assert.equal([ready.body.item.state, ready.body.item.stateReason], ['healthy', 'heartbeat'])
+      assert.match(ready.body.item.url, /^http:\/\/127\.0\.0\.1:\d+$/)
+      assert.is((await fetch(`${ready.body.item.url}/health`)).status, 200, 'the published port answers')
+      const [box] = await podman.containers(workerLabel(id))
+      const inspect = (await podman.engine.json<Record<string, any>>('GET', `/containers/${box!.Id}/json`)).value!
+      assert.match(String(inspect.HostConfig.NetworkMode), /slirp4netns/)
+    } finally {
+      await t?.close()
       await podman.close()
     }
   })
