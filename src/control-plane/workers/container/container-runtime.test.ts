@@ -12,8 +12,9 @@ import { startAsyncTestPlane, waitFor } from '../../testing/async-test-kit.ts'
 import { buildFixtureOrg } from '../../testing/org-fixture.ts'
 import { silentLogger } from '../../../core/logger.ts'
 import { JobFailure } from '../../jobs/job-queue.ts'
-import type { ContainerSettings } from '../../jobs/async-settings.ts'
+import { type ContainerSettings, resolveAsyncSettings } from '../../jobs/async-settings.ts'
 import { ContainerProvisioner } from './container-provisioner.ts'
+import { containerSpec } from './container-spec.ts'
 import { logLines } from './docker-engine.ts'
 import { podmanAvailable, startTestEngine, workerLabel } from './podman-test-engine.ts'
 
@@ -40,6 +41,31 @@ const request = (workerId: string) => ({
   heartbeatIntervalMs: 60_000,
   generation: 1,
   signal: AbortSignal.timeout(60_000),
+})
+
+test('the container provisioner is offered only with an engine; env overrides the file; the spec confines the container and holds no token', () => {
+  assert.is(resolveAsyncSettings({}, {}, '/data').workers.container, null)
+  const resolved = resolveAsyncSettings(
+    { workers: { container: { engine: 'unix:///a.sock', image: 'file/image', memoryMb: 256 } } },
+    { SERVICE_WORKERS_CONTAINER_ENGINE: 'tcp://engine:2376', SERVICE_WORKERS_CONTAINER_IMAGE: 'env/image' },
+    '/data',
+  ).workers.container!
+  assert.equal(
+    [resolved.engine, resolved.image, resolved.memoryMb, resolved.network],
+    ['tcp://engine:2376', 'env/image', 256, 'host'],
+  )
+  assert.throws(
+    () => resolveAsyncSettings({}, { SERVICE_WORKERS_CONTAINER_ENGINE: '/no/scheme.sock' }, '/data'),
+    /SERVICE_WORKERS_CONTAINER_ENGINE/,
+  )
+  const spec = containerSpec(resolved, request('wrk_spec'), { a: 'b' }) as Record<string, any>
+  assert.equal(
+    [spec.HostConfig.ReadonlyRootfs, spec.HostConfig.CapDrop, spec.HostConfig.SecurityOpt, spec.HostConfig.Memory],
+    [true, ['ALL'], ['no-new-privileges'], 256 * 1024 * 1024],
+  )
+  assert.not.ok(JSON.stringify(spec).includes('a'.repeat(32)) || JSON.stringify(spec).includes('c'.repeat(32)))
+  const slirp = containerSpec({ ...resolved, network: 'slirp4netns' }, request('wrk_spec'), {}) as Record<string, any>
+  assert.ok(slirp.Env.includes('SERVICE_CONTROL_PLANE_URL=http://10.0.2.2:9'), 'loopback mapped to the slirp gateway')
 })
 
 test('log frames of stdout and stderr are demultiplexed in order; unframed (TTY) output is read as is', () => {
