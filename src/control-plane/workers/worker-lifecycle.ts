@@ -203,7 +203,9 @@ export async function recordHeartbeat(
       },
     })
   }
-  const becomesHealthy = row.state === 'provisioning' || row.state === 'unreachable'
+  // An unreachable engine is cleared by the provisioner's check of the engine, not by a heartbeat.
+  const becomesHealthy =
+    row.state === 'provisioning' || (row.state === 'unreachable' && row.state_reason !== 'engine_unreachable')
   const lastActive = input.isActiveRecently
     ? laterOf(row.last_active_at, input.lastActivityAt ?? now)
     : row.last_active_at
