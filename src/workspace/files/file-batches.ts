@@ -10,7 +10,7 @@ import * as fsp from 'node:fs/promises'
 import { join } from 'node:path'
 import { isInside } from '../../storage/fs.ts'
 import { ApiError } from '../../core/errors.ts'
-import { writeContained } from './atomic-write.ts'
+import { writeContained } from '../base/atomic-write.ts'
 import { revisionOf } from './catalog-events.ts'
 import type { FileContentCache } from './file-content-cache.ts'
 import {
@@ -22,7 +22,7 @@ import {
   PathError,
   pinDirectory,
   splitRel,
-} from './workspace-path.ts'
+} from '../base/workspace-path.ts'
 import { workspaceError } from '../workspace-errors.ts'
 
 /** A failed item. */
