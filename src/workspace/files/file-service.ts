@@ -19,21 +19,16 @@ import { readContainedText } from '../base/workspace-path.ts'
 import { seesConfigSecrets } from '../config/config-secret-view.ts'
 import { isOpencodeConfigPath } from '../../opencode/mcp-secret-text.ts'
 import { CatalogEventLog, revisionOf } from './catalog-events.ts'
+import type { ItemError } from './batch-item.ts'
 import {
   applyOperation,
-  applyWrite,
   planOperation,
-  planWrites,
-  readCheckedItem,
-  readItemSync,
-  readResultsBody,
-  type ItemError,
   type OperationRequest,
   type OperationResult,
   type PlannedOperation,
-  type WriteOk,
-  type WriteRequest,
-} from './file-batches.ts'
+} from './batch-operations.ts'
+import { readCheckedItem, readItemSync, readResultsBody } from './batch-reads.ts'
+import { applyWrite, planWrites, type WriteOk, type WriteRequest } from './batch-writes.ts'
 import { FileContentCache } from './file-content-cache.ts'
 import { FileSessionStore, type FileSession } from './file-sessions.ts'
 import type { FilesSettings } from '../config/files-settings.ts'
