@@ -1,6 +1,6 @@
 import { ConfigError } from '../../core/settings.ts'
 import { assert, suite } from '../../../tests/harness.ts'
-import { resolveSidecarConfig, SIDECAR_DEFAULTS } from '../config/sidecar-config.ts'
+import { resolveSidecarConfig, SIDECAR_DEFAULTS } from './sidecar-config.ts'
 
 const cfg = suite('workspace/sidecar config')
 const ws = (id: string, raw: Record<string, unknown> = {}) => ({
