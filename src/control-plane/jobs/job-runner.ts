@@ -27,9 +27,6 @@ import { JobLeases } from './job-leases.ts'
 import { iso, JobFailure, LeaseLost, shortMessage } from './job-queue.ts'
 import type { JobTable } from './job-tables.ts'
 
-// Handlers import the contract from job-handler.ts; kept here for the importers that predate it.
-export type { AttemptFailure, JobContext, JobHandler } from './job-handler.ts'
-
 /** Runner settings (configuration `jobs.*`). */
 export interface JobRunnerSettings {
   /** How often the loop looks for due work when nothing woke it. */
