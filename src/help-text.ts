@@ -68,6 +68,21 @@ const CONTROL_PLANE_SETTINGS: Setting[] = [
     'SERVICE_CONTROL_PLANE_PUBLIC_URL',
     'URL Worker runtimes report to (default the listening URL)',
   ],
+  [
+    'workers.container.engine',
+    'SERVICE_WORKERS_CONTAINER_ENGINE',
+    'Docker Engine API (unix:///run/podman/podman.sock, tcp://h:2376): offers the container provisioner',
+  ],
+  [
+    'workers.container.image',
+    'SERVICE_WORKERS_CONTAINER_IMAGE',
+    'image of Worker containers, from npm run image (default localhost/service-server:latest)',
+  ],
+  [
+    'workers.container.{network,memoryMb,cpus,pidsLimit,tls}',
+    '',
+    'host (default) or slirp4netns:allow_host_loopback=true; 1024; 1; 512; {ca,cert,key} files',
+  ],
 ]
 
 /** Read by the listener before either mode loads its settings, so environment only. */

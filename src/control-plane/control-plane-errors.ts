@@ -180,6 +180,11 @@ export const CONTROL_PLANE_ERRORS = defineErrors({
     status: 409,
     description: 'The organization holds the most SCIM tokens it may; revoke one first',
   },
+  engine_unreachable: {
+    status: 503,
+    description:
+      "The Worker's container engine does not answer; the change is kept and its old runtime is stopped once it does",
+  },
 })
 
 /** A control-plane error code. */

@@ -11,7 +11,7 @@ import { idOf, intColumn, itemOf, nameField, pageOf, Timestamp } from './common.
 const Reason = v.pipe(
   v.nullable(v.string()),
   v.description(
-    'Why the Worker is in its state, e.g. created, heartbeat, heartbeat_stale, provisioning_deadline_exceeded, provisioner_error, tokens_rotated, tokens_revoked, deleting, control_plane_stopped, control_plane_restarted, runtime_recovered, control_plane_instance_lost',
+    'Why the Worker is in its state, e.g. created, heartbeat, heartbeat_stale, provisioning_deadline_exceeded, provisioner_error, tokens_rotated, tokens_revoked, deleting, control_plane_stopped, control_plane_restarted, runtime_recovered, control_plane_instance_lost, engine_unreachable, engine_reachable',
   ),
 )
 

@@ -11078,7 +11078,7 @@ export type ListWorkersResponses = {
             provisioner: string;
             state: 'provisioning' | 'healthy' | 'unreachable' | 'stopped' | 'failed';
             /**
-             * Why the Worker is in its state, e.g. created, heartbeat, heartbeat_stale, provisioning_deadline_exceeded, provisioner_error, tokens_rotated, tokens_revoked, deleting, control_plane_stopped, control_plane_restarted, runtime_recovered, control_plane_instance_lost
+             * Why the Worker is in its state, e.g. created, heartbeat, heartbeat_stale, provisioning_deadline_exceeded, provisioner_error, tokens_rotated, tokens_revoked, deleting, control_plane_stopped, control_plane_restarted, runtime_recovered, control_plane_instance_lost, engine_unreachable, engine_reachable
              */
             stateReason: string | null;
             stateMessage: string | null;
@@ -11192,7 +11192,7 @@ export type CreateWorkerResponses = {
             provisioner: string;
             state: 'provisioning' | 'healthy' | 'unreachable' | 'stopped' | 'failed';
             /**
-             * Why the Worker is in its state, e.g. created, heartbeat, heartbeat_stale, provisioning_deadline_exceeded, provisioner_error, tokens_rotated, tokens_revoked, deleting, control_plane_stopped, control_plane_restarted, runtime_recovered, control_plane_instance_lost
+             * Why the Worker is in its state, e.g. created, heartbeat, heartbeat_stale, provisioning_deadline_exceeded, provisioner_error, tokens_rotated, tokens_revoked, deleting, control_plane_stopped, control_plane_restarted, runtime_recovered, control_plane_instance_lost, engine_unreachable, engine_reachable
              */
             stateReason: string | null;
             stateMessage: string | null;
@@ -11344,7 +11344,7 @@ export type GetWorkerResponses = {
             provisioner: string;
             state: 'provisioning' | 'healthy' | 'unreachable' | 'stopped' | 'failed';
             /**
-             * Why the Worker is in its state, e.g. created, heartbeat, heartbeat_stale, provisioning_deadline_exceeded, provisioner_error, tokens_rotated, tokens_revoked, deleting, control_plane_stopped, control_plane_restarted, runtime_recovered, control_plane_instance_lost
+             * Why the Worker is in its state, e.g. created, heartbeat, heartbeat_stale, provisioning_deadline_exceeded, provisioner_error, tokens_rotated, tokens_revoked, deleting, control_plane_stopped, control_plane_restarted, runtime_recovered, control_plane_instance_lost, engine_unreachable, engine_reachable
              */
             stateReason: string | null;
             stateMessage: string | null;
@@ -11425,7 +11425,7 @@ export type GetWorkerRuntimeResponses = {
             workerId: string;
             state: 'provisioning' | 'healthy' | 'unreachable' | 'stopped' | 'failed';
             /**
-             * Why the Worker is in its state, e.g. created, heartbeat, heartbeat_stale, provisioning_deadline_exceeded, provisioner_error, tokens_rotated, tokens_revoked, deleting, control_plane_stopped, control_plane_restarted, runtime_recovered, control_plane_instance_lost
+             * Why the Worker is in its state, e.g. created, heartbeat, heartbeat_stale, provisioning_deadline_exceeded, provisioner_error, tokens_rotated, tokens_revoked, deleting, control_plane_stopped, control_plane_restarted, runtime_recovered, control_plane_instance_lost, engine_unreachable, engine_reachable
              */
             stateReason: string | null;
             stateMessage: string | null;
@@ -11769,7 +11769,7 @@ export type IssueWorkerTokensResponses = {
                 provisioner: string;
                 state: 'provisioning' | 'healthy' | 'unreachable' | 'stopped' | 'failed';
                 /**
-                 * Why the Worker is in its state, e.g. created, heartbeat, heartbeat_stale, provisioning_deadline_exceeded, provisioner_error, tokens_rotated, tokens_revoked, deleting, control_plane_stopped, control_plane_restarted, runtime_recovered, control_plane_instance_lost
+                 * Why the Worker is in its state, e.g. created, heartbeat, heartbeat_stale, provisioning_deadline_exceeded, provisioner_error, tokens_rotated, tokens_revoked, deleting, control_plane_stopped, control_plane_restarted, runtime_recovered, control_plane_instance_lost, engine_unreachable, engine_reachable
                  */
                 stateReason: string | null;
                 stateMessage: string | null;
