@@ -55,6 +55,7 @@ const CONTROL_PLANE_SETTINGS: Setting[] = [
     'SERVICE_IDEMPOTENCY_KEY_TTL_HOURS',
     'how long Idempotency-Key answers are kept (default 24)',
   ],
+  ['auditRetentionDays', 'SERVICE_AUDIT_RETENTION_DAYS', 'days audit events are kept (default 365)'],
   ['trustProxy', 'SERVICE_TRUST_PROXY', 'client address from X-Forwarded-For (default false)'],
   ['rateLimit.enabled', 'SERVICE_RATE_LIMIT', 'per-credential request rate limits (default true)'],
   ['rateLimit.ratePerSecond', 'SERVICE_RATE_LIMIT_RATE', 'requests per second per credential (default 100)'],
@@ -66,6 +67,21 @@ const CONTROL_PLANE_SETTINGS: Setting[] = [
     'workers.publicUrl',
     'SERVICE_CONTROL_PLANE_PUBLIC_URL',
     'URL Worker runtimes report to (default the listening URL)',
+  ],
+  [
+    'workers.container.engine',
+    'SERVICE_WORKERS_CONTAINER_ENGINE',
+    'Docker Engine API (unix:///run/podman/podman.sock, tcp://h:2376): offers the container provisioner',
+  ],
+  [
+    'workers.container.image',
+    'SERVICE_WORKERS_CONTAINER_IMAGE',
+    'image of Worker containers, from npm run image (default localhost/service-server:latest)',
+  ],
+  [
+    'workers.container.{network,memoryMb,cpus,pidsLimit,tls}',
+    '',
+    'host (default) or slirp4netns:allow_host_loopback=true; 1024; 1; 512; {ca,cert,key} files',
   ],
 ]
 

@@ -32,6 +32,8 @@ import * as m0065 from './0065_delivery.ts'
 import * as m0066 from './0066_delivery_capabilities.ts'
 import * as m0070 from './0070_audit_origin.ts'
 import * as m0075 from './0075_sso.ts'
+import * as m0080 from './0080_scim.ts'
+import * as m0085 from './0085_audit_requests.ts'
 
 export const controlPlaneMigrations: MigrationSet = {
   '0001_instance': m0001,
@@ -62,4 +64,6 @@ export const controlPlaneMigrations: MigrationSet = {
   '0066_delivery_capabilities': m0066,
   '0070_audit_origin': m0070,
   '0075_sso': m0075,
+  '0080_scim': m0080,
+  '0085_audit_requests': m0085,
 }

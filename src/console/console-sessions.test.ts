@@ -1,7 +1,7 @@
 import { assert, suite } from '../../tests/harness.ts'
 import { CLIENT_TOKEN, HOST_TOKEN, startTestServer } from '../workspace/testing/test-kit.ts'
 import { CONSOLE_CODE_TTL_MS, CONSOLE_SESSION_TTL_MS, ConsoleSessions } from './console-sessions.ts'
-import { consoleLink } from './workspace-console.ts'
+import { consoleLink } from './console-url.ts'
 
 const test = suite('console: workspace sessions')
 

@@ -12,8 +12,9 @@ export interface Actor {
   userId: string
   memberId: string
   role: Role
-  credential: CredentialKind
+  /** `scim`: an identity provider with the organization's SCIM token (`userId`/`memberId`: the token's creator). */
+  credential: CredentialKind | 'scim'
   apiKeyId: string | null
   /** Where the action came from when not the HTTP API (an MCP tool call); recorded with its audit event. */
-  origin?: 'mcp'
+  origin?: 'mcp' | 'scim'
 }

@@ -48,6 +48,9 @@ import { consoleRoutes } from '../console/console-routes.ts'
 import { CONTROL_PLANE_ERRORS } from './control-plane-errors.ts'
 import { idempotentRoutes } from './idempotency/idempotent-routes.ts'
 import { startKeySweeper } from './idempotency/key-sweeper.ts'
+import { auditedAuth, auditedFetch } from './audit/audited-surface.ts'
+import { startAuditSweeper } from './audit/audit-retention.ts'
+import { auditRoutes } from './routes/audit-routes.ts'
 import { readZipBody } from './routes/zip-body.ts'
 import { importLimits } from './catalog/skill-import.ts'
 import { mcpRoutes } from './mcp/mcp-routes.ts'
@@ -57,6 +60,9 @@ import { followInstances } from './rate-limit/instance-count.ts'
 import { registerRateLimitMetrics } from './rate-limit/rate-limit-metrics.ts'
 import { rateLimitSettings } from './rate-limit/rate-limit-settings.ts'
 import { rateLimitedAuth } from './rate-limit/rate-limited-auth.ts'
+import { scimRoutes } from './routes/scim-routes.ts'
+import { scimTokenRoutes } from './routes/scim-token-routes.ts'
+import { readScimBytes } from './scim/scim-protocol.ts'
 
 export type { ControlPlaneRule } from './policy.ts'
 export type { ControlPlanePrincipal } from './auth.ts'
@@ -79,6 +85,8 @@ const ALLOWED_HEADERS = [
   'X-Api-Key',
   'X-Request-Id',
   'X-Service-Org-Id',
+  // The console's API client names itself for the audit log's origin.
+  'X-Service-Client',
   // MCP clients in a browser (the MCP Inspector) send these to /mcp.
   'Mcp-Session-Id',
   'Mcp-Protocol-Version',
@@ -179,7 +187,8 @@ export async function createControlPlaneApp(
       })
     : null
   const limited = limiter ? rateLimitedAuth(controlPlaneAuth(deps), limiter, limits) : null
-  const auth = limited?.auth ?? controlPlaneAuth(deps)
+  // Every write request is audited once, whichever module declared its route (audit/audited-surface.ts).
+  const auth = auditedAuth(limited?.auth ?? controlPlaneAuth(deps))
   const streams = new StreamRegistry()
   if (options.metrics) registerControlPlaneMetrics(options.metrics, { database, changeSubscriptions, streams, now })
   if (options.metrics && limiter && limited) registerRateLimitMetrics(options.metrics, limiter, limited.refused)
@@ -217,10 +226,13 @@ export async function createControlPlaneApp(
     ...authRoutes(ctx),
     ...meRoutes(ctx),
     ...orgRoutes(ctx),
+    ...auditRoutes(ctx),
     ...memberRoutes(ctx),
     ...invitationRoutes(ctx),
     ...teamRoutes(ctx),
     ...apiKeyRoutes(ctx),
+    ...scimTokenRoutes(ctx),
+    ...scimRoutes(ctx),
     ...catalogRoutes(ctx, loadProviderCatalog(config.llmProviderCatalogFile)),
     ...asyncFamilies.routes,
     ...deliveryRoutes(ctx),
@@ -238,14 +250,16 @@ export async function createControlPlaneApp(
     ...consoleRoutes<ControlPlaneRule>(rules.public),
   ]
   // Every write honours Idempotency-Key (idempotency/idempotent-routes.ts); the only raw body is a
-  // zip archive, read with its own limit to be fingerprinted.
+  // zip archive (and SCIM's bodies, read in SCIM's format), read with its own limit to be fingerprinted.
   const routes = idempotentRoutes(declared, {
     deps,
     ttlMs: config.idempotencyKeyTtlHours * 3600_000,
     logger: options.logger,
-    readRawBody: (_route, request) => readZipBody(request, importLimits(deps).maxZipBytes),
+    readRawBody: (route, request) =>
+      route.auth.kind === 'scim' ? readScimBytes(request) : readZipBody(request, importLimits(deps).maxZipBytes),
   })
   const stopSweeper = startKeySweeper(deps, options.logger)
+  const stopAuditSweeper = startAuditSweeper(deps, options.logger, config.auditRetentionDays)
   const http = createHttpApp({
     routes,
     auth,
@@ -263,7 +277,7 @@ export async function createControlPlaneApp(
   await instances?.refresh()
   return {
     mode: 'control-plane',
-    fetch: http.fetch,
+    fetch: auditedFetch(http.fetch, { deps, table: http.router, logger: options.logger }),
     direct: http.direct,
     router: http.router,
     openapi: document,
@@ -283,6 +297,7 @@ export async function createControlPlaneApp(
       if (closed) return
       closed = true
       stopSweeper()
+      stopAuditSweeper()
       instances?.stop()
       streams.closeAll()
       mcp.close()

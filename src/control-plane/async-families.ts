@@ -18,6 +18,8 @@ import { workerRoutes } from './routes/worker-routes.ts'
 import { registerConnectorJobs } from './connectors/connector-jobs.ts'
 import { ControlPlaneInstance } from './workers/control-plane-instance.ts'
 import { ProcessProvisioner } from './workers/process-provisioner.ts'
+import { ContainerProvisioner } from './workers/container/container-provisioner.ts'
+import { recordRuntimeState } from './workers/engine-state.ts'
 import type { Provisioner } from './workers/provisioner.ts'
 import { recoverRuntimes, RuntimeOwnership, sweepLostInstances, watchRuntimes } from './workers/runtime-ownership.ts'
 import {
@@ -74,6 +76,14 @@ export function createAsyncFamilies(
     },
     logger,
   })
+  if (settings.workers.container) {
+    const containers = new ContainerProvisioner({
+      settings: settings.workers.container,
+      instanceId: instance.id,
+      logger,
+    })
+    provisioners.set(containers.name, containers)
+  }
   const ctx: AsyncContext = {
     deps,
     jobs,
@@ -86,6 +96,11 @@ export function createAsyncFamilies(
     controlPlaneUrl: () => settings.workers.publicUrl ?? listeningUrl,
   }
   for (const provisioner of provisioners.values()) {
+    provisioner.onRuntimeState?.((workerIds, problem) => {
+      recordRuntimeState(ctx, workerIds, problem).catch((error) =>
+        logger.warn('recording a runtime state failed', { error: (error as Error).message }),
+      )
+    })
     provisioner.onExit((workerId, reason) => {
       recordRuntimeExit(ctx, workerId, reason).catch((error) =>
         logger.warn('recording a runtime exit failed', { workerId, error: (error as Error).message }),

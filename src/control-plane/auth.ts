@@ -33,6 +33,9 @@ import {
 } from './policy.ts'
 import { controlPlaneError } from './control-plane-errors.ts'
 import { resolveWorkerToken, WORKER_ACTIVITY_PREFIX, type WorkerPrincipal } from './delivery/worker-principal.ts'
+import { noteAuditPrincipal } from './audit/request-audit.ts'
+import { resolveScimToken, type ResolvedScimToken } from './scim/scim-tokens.ts'
+import { scimStatusError } from './scim/scim-error.ts'
 import { ACCESS_TOKEN_PREFIX, REFRESH_TOKEN_PREFIX, resolveOAuthToken } from './oauth/oauth-tokens.ts'
 import type { OAuthScope } from './oauth/oauth-scopes.ts'
 
@@ -42,7 +45,7 @@ const ORG_ID = /^org_[0-9a-hjkmnp-tv-z]{26}$/
 
 /** The authenticated caller. Fields are null for anonymous callers on public routes. */
 export interface ControlPlanePrincipal {
-  credential: CredentialKind | 'worker' | 'none'
+  credential: CredentialKind | 'worker' | 'scim' | 'none'
   user: UserView | null
   /** `ssoOrgId`: the organization whose provider signed the session in (null: a password session). */
   session: { id: string; expiresAt: string; activeOrgId: string | null; ssoOrgId?: string | null } | null
@@ -67,6 +70,8 @@ export interface ControlPlanePrincipal {
    * provider and this is a password session (organization routes answer 403 `sso_required`).
    */
   ssoRequiredOrgId?: string | null
+  /** An identity provider's SCIM token, on the `/scim/v2` routes only; `org` is then null. */
+  scim?: ResolvedScimToken | null
 }
 
 const anonymous: ControlPlanePrincipal = {
@@ -80,7 +85,13 @@ const anonymous: ControlPlanePrincipal = {
 
 /** The actor for audit and domain calls; only valid on `org` routes (the rule guarantees an org). */
 export function actorOf(principal: ControlPlanePrincipal): Actor {
-  if (!principal.user || !principal.org || principal.credential === 'none' || principal.credential === 'worker')
+  if (
+    !principal.user ||
+    !principal.org ||
+    principal.credential === 'none' ||
+    principal.credential === 'worker' ||
+    principal.credential === 'scim'
+  )
     throw errors.internal()
   return {
     orgId: principal.org.id,
@@ -248,6 +259,22 @@ async function identifyOAuth(deps: Deps, token: string, headerOrg: string | null
   }
 }
 
+/**
+ * An identity provider by the organization's SCIM token. Refusals are in SCIM's error format with
+ * the RFC 6750 challenge; no other credential is accepted on these routes.
+ */
+async function identifyScim(deps: Deps, request: Request): Promise<ControlPlanePrincipal> {
+  const token = bearerToken(request)
+  const resolved = token ? await resolveScimToken(deps, token) : null
+  if (!resolved)
+    throw scimStatusError(
+      401,
+      token ? 'Invalid or revoked SCIM token' : "Send Authorization: Bearer <the organization's SCIM token>",
+      { 'www-authenticate': 'Bearer realm="scim"' },
+    )
+  return { credential: 'scim', user: null, session: null, apiKeyId: null, org: null, oauth: null, scim: resolved }
+}
+
 /** 403 for an OAuth token whose scopes do not reach the route. */
 function insufficientScope(needed: readonly OAuthScope[] | undefined, granted: readonly OAuthScope[]) {
   return controlPlaneError(
@@ -276,6 +303,8 @@ export function controlPlaneAuth(deps: Deps): SurfaceAuth<ControlPlaneRule, Cont
     principal: ControlPlanePrincipal,
     rule: Extract<ControlPlaneRule, { kind: 'identity' | 'org' }>,
   ): ControlPlanePrincipal => {
+    // The audit log names who was refused as well as who acted.
+    noteAuditPrincipal(principal)
     if (rule.kind === 'identity') {
       if (rule.sessionOnly && principal.credential !== 'session')
         throw controlPlaneError(
@@ -322,6 +351,7 @@ export function controlPlaneAuth(deps: Deps): SurfaceAuth<ControlPlaneRule, Cont
       if (rule.kind === 'public') return anonymous
       // The Worker heartbeat checks its activity token against the Worker in the path itself.
       if (rule.kind === 'workerToken') return anonymous
+      if (rule.kind === 'scim') return identifyScim(deps, request)
       if (rule.kind === 'org' && rule.worker) {
         const token = bearerToken(request)
         if (token?.startsWith(WORKER_ACTIVITY_PREFIX)) return identifyWorker(deps, token)
@@ -333,6 +363,7 @@ export function controlPlaneAuth(deps: Deps): SurfaceAuth<ControlPlaneRule, Cont
     security(rule): Array<Record<string, string[]>> {
       if (rule.kind === 'public') return []
       if (rule.kind === 'workerToken') return [{ workerActivityToken: [] }]
+      if (rule.kind === 'scim') return [{ scimToken: [] }]
       if (rule.kind === 'identity' && rule.sessionOnly) return [{ bearerSession: [] }]
       const scopes =
         rule.kind === 'identity' ? (rule.oauthScopes ?? []) : routeScopes(rule.permission, rule.oauthScopes)
@@ -344,7 +375,7 @@ export function controlPlaneAuth(deps: Deps): SurfaceAuth<ControlPlaneRule, Cont
     },
     statuses(rule) {
       if (rule.kind === 'public') return []
-      if (rule.kind === 'workerToken') return [401]
+      if (rule.kind === 'workerToken' || rule.kind === 'scim') return [401]
       // 404: an X-Service-Org-Id the caller does not belong to.
       if (rule.kind === 'identity') return rule.sessionOnly ? [401, 403, 404] : [401, 404]
       return [401, 403, 404]
@@ -371,6 +402,12 @@ export const controlPlaneSecuritySchemes = {
     in: 'header',
     name: 'x-api-key',
     description: 'Organization API key (prefix svc_); acts as the member who created it, in that organization.',
+  },
+  scimToken: {
+    type: 'http',
+    scheme: 'bearer',
+    description:
+      "An organization's SCIM provisioning token (prefix scim_; the owner creates it at POST /v1/org/scim-tokens), accepted on the /scim/v2 routes only, where it acts for that organization.",
   },
   oauthToken: {
     type: 'http',

@@ -62,6 +62,10 @@ export const ControlPlaneFileSchema = v.looseObject({
   idempotencyKeyTtlHours: v.optional(
     v.pipe(v.number('must be a number'), v.integer('must be a whole number'), v.minValue(1), v.maxValue(24 * 31)),
   ),
+  /** Days an audit event is kept before the retention sweep deletes it (default 365). */
+  auditRetentionDays: v.optional(
+    v.pipe(v.number('must be a number'), v.integer('must be a whole number'), v.minValue(1), v.maxValue(36500)),
+  ),
   /** Take the client address from the first X-Forwarded-For entry (only behind a proxy you trust). */
   trustProxy: v.optional(v.boolean('must be true or false')),
   /** Durable jobs, Workers and connectors (see jobs/async-settings.ts for keys and defaults). */
@@ -118,6 +122,8 @@ export interface ControlPlaneConfig {
   sessionTtlHours: number
   /** How long an Idempotency-Key and its answer are kept (default 24 hours). */
   idempotencyKeyTtlHours: number
+  /** Days an audit event is kept (default 365). */
+  auditRetentionDays: number
   /** Trust X-Forwarded-For for the client address (default false). */
   trustProxy: boolean
   /** Failed sign-in limits (defaults 5 per account, 50 per address, 900 s window). */
@@ -188,6 +194,11 @@ export function loadControlPlaneConfig(flags: Flags, env: Env, cwd: string): Con
     [file.idempotencyKeyTtlHours, 'file'],
     [24, 'default'],
   )
+  const [auditRetentionDays] = pick<number>(
+    [envValue(env, 'SERVICE_AUDIT_RETENTION_DAYS', envSchemas.positiveInt), 'env'],
+    [file.auditRetentionDays, 'file'],
+    [365, 'default'],
+  )
   const [trustProxy] = pick<boolean>(
     [envValue(env, 'SERVICE_TRUST_PROXY', envSchemas.bool), 'env'],
     [file.trustProxy, 'file'],
@@ -226,6 +237,7 @@ export function loadControlPlaneConfig(flags: Flags, env: Env, cwd: string): Con
     openSignUp: openSignUp!,
     sessionTtlHours: sessionTtlHours!,
     idempotencyKeyTtlHours: idempotencyKeyTtlHours!,
+    auditRetentionDays: auditRetentionDays!,
     trustProxy: trustProxy!,
     signInThrottle: {
       maxFailuresPerAccount: throttle.maxFailuresPerAccount ?? 5,

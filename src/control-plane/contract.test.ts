@@ -44,6 +44,7 @@ test('the OpenAPI document is valid 3.1 and documents exactly the routes the rou
       'apiKey',
       'bearerSession',
       'oauthToken',
+      'scimToken',
       'workerActivityToken',
     ])
   } finally {
@@ -73,6 +74,10 @@ test('every operation declares its security scheme, statuses and policy permissi
       assert.ok(statuses.includes('401'), `${where} declares 401`)
       if (rule.kind === 'workerToken') {
         assert.equal(op.security, [{ workerActivityToken: [] }], where)
+        continue
+      }
+      if (rule.kind === 'scim') {
+        assert.equal(op.security, [{ scimToken: [] }], where)
         continue
       }
       const keysAllowed = rule.kind === 'org' ? POLICY[rule.permission].apiKey : !rule.sessionOnly

@@ -138,6 +138,53 @@ export const CONTROL_PLANE_ERRORS = defineErrors({
   sync_not_retriable: { status: 409, description: 'Only failed or partial syncs can be retried' },
   job_not_retriable: { status: 409, description: 'Only failed or canceled jobs can be retried' },
   worker_not_running: { status: 409, description: 'The Worker is not running; its runtime should stop' },
+  worker_runtime_elsewhere: {
+    status: 409,
+    description:
+      "The Worker's runtime output is on another host (details.host, details.instanceId) or its provisioner is not configured here; ask a control-plane instance there",
+  },
+
+  // SCIM provisioning (`/scim/v2`): answered in SCIM's error format, `scimType` in the body
+  scim_invalid_filter: {
+    status: 400,
+    description: 'SCIM: the filter is not one this service supports (scimType invalidFilter)',
+  },
+  scim_invalid_syntax: {
+    status: 400,
+    description: 'SCIM: the body is not valid JSON or not a SCIM request (scimType invalidSyntax)',
+  },
+  scim_invalid_value: {
+    status: 400,
+    description: 'SCIM: an attribute has a missing or invalid value (scimType invalidValue)',
+  },
+  scim_invalid_path: {
+    status: 400,
+    description: 'SCIM: a PATCH path is not one this service supports (scimType invalidPath)',
+  },
+  scim_no_target: { status: 400, description: 'SCIM: a PATCH path names nothing to change (scimType noTarget)' },
+  scim_mutability: { status: 400, description: 'SCIM: the attribute cannot be changed (scimType mutability)' },
+  scim_too_many: {
+    status: 400,
+    description: 'SCIM: the request names more than this service answers at once (scimType tooMany)',
+  },
+  scim_uniqueness: {
+    status: 409,
+    description: 'SCIM: userName, externalId or displayName is taken (scimType uniqueness)',
+  },
+  scim_not_found: { status: 404, description: 'SCIM: no such User or Group in the organization' },
+  scim_precondition_failed: { status: 412, description: 'SCIM: If-Match does not name the current version' },
+  scim_payload_too_large: { status: 413, description: 'SCIM: the body is over the limit of the SCIM endpoints' },
+  scim_unsupported_media_type: { status: 415, description: 'SCIM: send application/scim+json or application/json' },
+  scim_token_not_found: { status: 404, description: 'No SCIM token with this id in the organization' },
+  scim_token_limit: {
+    status: 409,
+    description: 'The organization holds the most SCIM tokens it may; revoke one first',
+  },
+  engine_unreachable: {
+    status: 503,
+    description:
+      "The Worker's container engine does not answer; the change is kept and its old runtime is stopped once it does",
+  },
 
   // Single sign-on and the admission policy (issue 33 §1, §2)
   sso_required: {

@@ -71,7 +71,8 @@ export function annotatePolicy(
     const operation = paths[openApiPath(route.path)]?.[route.method.toLowerCase()]
     if (!operation) continue
     if (route.method !== 'GET') annotateIdempotency(operation)
-    if (route.auth.kind === 'workerToken') continue
+    // Neither a Worker nor an identity provider names an organization: its token does.
+    if (route.auth.kind === 'workerToken' || route.auth.kind === 'scim') continue
     for (const [name, schema] of Object.entries(objectEntries(route.query as v.GenericSchema | undefined))) {
       const json = documented.get(schema)
       const parameter = (operation.parameters as Array<Record<string, unknown>> | undefined)?.find(

@@ -76,6 +76,11 @@ export const POLICY = {
   'api_keys.read': { description: "List the organization's API keys", roles: ADMINS, apiKey: true },
   'api_keys.manage': { description: 'Create and revoke API keys', roles: ADMINS, apiKey: false },
   'audit.read': { description: 'Read audit events', roles: ADMINS, apiKey: true },
+  'scim_tokens.manage': {
+    description: "Create, list and revoke the organization's SCIM provisioning tokens",
+    roles: OWNER,
+    apiKey: false,
+  },
   'oauth_tokens.own': {
     description: 'List and revoke your own OAuth tokens (device sign-ins, MCP clients)',
     roles: ALL,
@@ -216,6 +221,8 @@ export type ControlPlaneRule =
       apiKeyAsBearer?: true
     }
   | { kind: 'workerToken' }
+  /** An identity provider presenting the organization's SCIM token (`/scim/v2/*`); nothing else passes. */
+  | { kind: 'scim' }
 
 /** Shorthands for route declarations. */
 export const rules = {
@@ -236,6 +243,8 @@ export const rules = {
   }),
   /** A Worker runtime presenting its activity token (checked against the Worker in the path). */
   workerToken: { kind: 'workerToken' } as ControlPlaneRule,
+  /** An organization's SCIM bearer token (`scim_…`). */
+  scim: { kind: 'scim' } as ControlPlaneRule,
 }
 
 /** The caller kinds the policy distinguishes. */

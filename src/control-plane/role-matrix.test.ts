@@ -69,6 +69,7 @@ const REQUESTS: MatrixRequests = {
   updateOrganization: async (w) => ({ path: '/v1/org', json: { name: `Renamed ${w.seq()}` } }),
   listRoles: async () => ({ path: '/v1/roles' }),
   listAuditEvents: async () => ({ path: '/v1/audit-events?limit=5' }),
+  exportAuditEvents: async () => ({ path: '/v1/audit-events/export?action=none' }),
   listMembers: async () => ({ path: '/v1/members?limit=2' }),
   getMember: async (w) => ({ path: `/v1/members/${w.org.member.memberId}` }),
   changeMemberRole: async (w) => ({ path: `/v1/members/${await freshMember(w)}`, json: { role: 'admin' } }),

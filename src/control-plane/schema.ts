@@ -134,7 +134,8 @@ export interface TeamMemberTable {
 /** `audit_event`: one administrative action. */
 export interface AuditEventTable {
   id: string
-  org_id: string
+  /** Null for an event outside any organization (a refused sign-in, a sign-up without one). */
+  org_id: string | null
   action: string
   actor_user_id: string | null
   actor_member_id: string | null
@@ -145,8 +146,16 @@ export interface AuditEventTable {
   /** JSON of small non-secret facts, or null. */
   data: string | null
   created_at: string
-  /** Null for the HTTP API, `mcp` for an MCP tool call. */
+  /** `api`, `console`, `mcp`, `scim` or `sso`; null on rows written before 0085 (the HTTP API). */
   origin: string | null
+  /** `success`, `denied` (401/403) or `failed` (any other error). */
+  outcome: string
+  /** The error's stable `code` when the request did not succeed. */
+  error_code: string | null
+  /** The request's `X-Request-Id`. */
+  request_id: string | null
+  /** The declared route, `METHOD /path/:param` (never the query string). */
+  route: string | null
 }
 
 /** `config_object`: addressable shared configuration; content lives in its versions. */
@@ -454,6 +463,48 @@ export interface ControlPlaneDb {
   sso_identity: SsoIdentityTable
   sso_login: SsoLoginTable
   org_admission_policy: OrgAdmissionPolicyTable
+  scim_token: ScimTokenTable
+  scim_user: ScimUserTable
+  scim_group: ScimGroupTable
+}
+
+/** `scim_token`: an organization's SCIM bearer token, found by its SHA-256 (never stored in plain). */
+export interface ScimTokenTable {
+  id: string
+  org_id: string
+  name: string
+  start: string
+  token_hash: string
+  created_by_user_id: string | null
+  created_at: string
+  last_used_at: string | null
+}
+
+/** `scim_user`: a SCIM User resource; links an account to the organization (member while `active`). */
+export interface ScimUserTable {
+  id: string
+  org_id: string
+  user_id: string
+  /** Lower-cased userName (the account's email). */
+  user_name: string
+  external_id: string | null
+  display_name: string | null
+  given_name: string | null
+  family_name: string | null
+  /** JSON array of the provider's `emails`. */
+  emails: string | null
+  active: number
+  /** 1 when provisioning created the account. */
+  created_account: number
+  created_at: string
+  updated_at: string
+}
+
+/** `scim_group`: SCIM attributes of a team provisioned as a Group. */
+export interface ScimGroupTable {
+  team_id: string
+  org_id: string
+  external_id: string | null
 }
 
 /** A control-plane database handle or an open transaction: what queries that may run in either take. */

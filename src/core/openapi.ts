@@ -271,7 +271,13 @@ export function buildOpenApi<Rule>(
         operation.requestBody = {
           required: route.body.required ?? true,
           description: route.body.description,
-          content: { [route.body.contentType]: { schema: { type: 'string', format: 'binary' } } },
+          content: {
+            [route.body.contentType]: {
+              schema: route.body.schema
+                ? jsonSchemaOf(route.body.schema, 'input')
+                : { type: 'string', format: 'binary' },
+            },
+          },
         }
       } else {
         const schema = route.body as v.GenericSchema

@@ -34,6 +34,8 @@ export interface RawBodySpec {
   contentType: string
   description: string
   required?: boolean
+  /** The JSON the handler expects, for the document only (a handler that reads JSON in its own error format: SCIM). */
+  schema?: v.GenericSchema
 }
 
 /** Everything a handler receives: parsed inputs, the authenticated principal and request metadata. */

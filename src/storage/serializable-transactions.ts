@@ -19,7 +19,12 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type { Kysely, Transaction } from 'kysely'
 import { ApiError, DatabaseUnavailableError } from '../core/errors.ts'
-import { currentTransactionScope, outcomeUnknown, type TransactionScope } from './transaction-scope.ts'
+import {
+  currentCommitObserver,
+  currentTransactionScope,
+  outcomeUnknown,
+  type TransactionScope,
+} from './transaction-scope.ts'
 import { isStalePlan } from './statement-names.ts'
 import { coreError } from '../core/core-errors.ts'
 
@@ -86,25 +91,38 @@ async function attempt<T>(
   let committing = false
   let result: T | undefined
   const commitNumber = (scope?.commits ?? 0) + 1
+  const observer = currentCommitObserver()
   try {
     await target.execute(async (trx) => {
       result = await callback(trx)
+      if (observer) await observer.beforeCommit(trx)
       if (scope?.beforeCommit) await scope.beforeCommit(trx, commitNumber)
       committing = true
     })
   } catch (error) {
-    if (!committing || !(error instanceof DatabaseUnavailableError)) throw error
+    if (!committing || !(error instanceof DatabaseUnavailableError)) {
+      observer?.rolledBack()
+      throw error
+    }
     // The connection failed while COMMIT was on its way: it may have taken effect.
-    if (!scope?.resolveCommit) throw outcomeUnknown()
+    if (!scope?.resolveCommit) {
+      observer?.rolledBack()
+      throw outcomeUnknown()
+    }
     let committed: boolean
     try {
       committed = await scope.resolveCommit(commitNumber)
     } catch {
+      observer?.rolledBack()
       throw outcomeUnknown()
     }
-    if (!committed) throw error
+    if (!committed) {
+      observer?.rolledBack()
+      throw error
+    }
   }
   if (scope) scope.commits = commitNumber
+  observer?.committed()
   return result as T
 }
 

@@ -69,3 +69,30 @@ export function outcomeUnknown(): ApiError {
     { headers: { 'retry-after': '1' } },
   )
 }
+
+/**
+ * Told about every transaction of a request, whatever its {@link TransactionScope}: work to run
+ * just before each COMMIT (it may run more than once, as the transaction may), and whether the
+ * attempt committed or rolled back. Why: a record that must commit with the request's change (its
+ * audit event) is written by the same transaction, without every handler passing it along.
+ */
+export interface CommitObserver {
+  beforeCommit(trx: Kysely<any>): Promise<void>
+  committed(): void
+  rolledBack(): void
+  /** Set once the request has its answer; background work it started is not observed. */
+  ended?: boolean
+}
+
+const observers = new AsyncLocalStorage<CommitObserver>()
+
+/** Runs `work` with `observer` told about every transaction it starts. */
+export function observeCommits<T>(observer: CommitObserver, work: () => T): T {
+  return observers.run(observer, work)
+}
+
+/** The observer of the request running now, if any. */
+export function currentCommitObserver(): CommitObserver | undefined {
+  const observer = observers.getStore()
+  return observer?.ended ? undefined : observer
+}

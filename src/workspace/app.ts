@@ -36,10 +36,12 @@ import { workspaceMountRewrite } from './sidecar/workspace-mount.ts'
 import { startControlPlaneHeartbeat, type HeartbeatReporter } from './runtime/control-plane-heartbeat.ts'
 import { consoleRoutes } from '../console/console-routes.ts'
 import { ConsoleSessions } from '../console/console-sessions.ts'
-import { consoleLink, consoleSessionRoutes, withConsoleSessions } from '../console/workspace-console.ts'
+import { consoleLink } from '../console/console-url.ts'
+import { withConsoleSessions } from './access/console-credentials.ts'
+import { consoleSessionRoutes } from './routes/console-session-routes.ts'
 import { WORKSPACE_ERRORS } from './workspace-errors.ts'
 import { OrgLinkService } from './org-link/org-link-service.ts'
-import type { LinkTiming } from './org-link/org-link.ts'
+import type { LinkTiming, OrgLinkState } from './org-link/org-link.ts'
 import { orgLinkRoutes } from './routes/org-link-routes.ts'
 import { skillLimitsOf } from './extensions/skills.ts'
 
@@ -219,6 +221,24 @@ export async function createWorkspaceApp(
       'service_sse_streams_open',
       'Server-sent event streams open (events, approvals, proxied sidecar streams).',
       () => streams.size,
+    )
+    const linkStates: OrgLinkState[] = ['linking', 'syncing', 'in_sync', 'conflict', 'unreachable', 'revoked']
+    registry.gauge(
+      'service_org_links',
+      "Workspaces linked to an organization (delivered workspaces), by the link's state; unlinked ones are not counted.",
+      () => {
+        const counts = new Map(linkStates.map((state) => [state, 0]))
+        for (const ws of config.workspaces) {
+          try {
+            const { state } = orgLinks.view(ws.id)
+            counts.set(state, (counts.get(state) ?? 0) + 1)
+          } catch {
+            // not linked
+          }
+        }
+        return [...counts].map(([state, value]) => ({ labels: { state }, value }))
+      },
+      ['state'],
     )
   }
   let closed = false

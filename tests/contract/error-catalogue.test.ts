@@ -100,6 +100,8 @@ const COMPUTED_CODES: Record<string, string> = {
   'control-plane/catalog/grant-roles.ts': 'RESOURCE_TABLES[type].notFound, each literal checked by the reverse scan',
   'workspace/artifacts/drop-folder.ts': 'codes passed by inbox-routes.ts, literals checked by the reverse scan',
   'workspace/portability/workspace-import.ts': 'previewConflict(code) is typed by the catalogue',
+  'control-plane/scim/scim-error.ts':
+    'codes from its scimType and status tables, typed by the catalogue and checked by the reverse scan; asScimError re-shapes an error already made',
 }
 
 function lineOf(text: string, index: number): number {

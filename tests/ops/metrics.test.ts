@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { openApiErrors } from '../openapi-check.ts'
-import { assert, compiledBinary, startChild, suite, tempDir, type ChildServer } from '../harness.ts'
+import { assert, compiledBinary, startChild, suite, takeSse, tempDir, type ChildServer } from '../harness.ts'
 
 const PROMETHEUS = '/usr/bin/prometheus'
 const PROMTOOL = '/usr/bin/promtool'
@@ -81,8 +81,16 @@ test('workspace mode: promtool accepts the scrape, and thousands of distinct pat
       'service_http_requests_refused_total',
       'service_approvals_pending',
       'service_sse_streams_open',
+      'service_org_links',
     ])
       assert.ok(series(before, name).length > 0, `${name} is exposed`)
+    // Delivered workspaces by link state: one series per state, none linked yet.
+    assert.equal(
+      series(before, 'service_org_links').sort(),
+      ['conflict', 'in_sync', 'linking', 'revoked', 'syncing', 'unreachable'].map(
+        (s) => `service_org_links{state="${s}"} 0`,
+      ),
+    )
     const doc = await (await fetch(`${child.url}/openapi.json`)).json()
     assert.ok(doc.paths['/metrics']?.get, 'the document lists /metrics when it is served')
     assert.equal(await openApiErrors(doc), [])
@@ -131,11 +139,33 @@ test('control-plane mode: the token is required when set, and the jobs, Workers 
     const wrong = await fetch(`${child.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}x` } })
     assert.is(wrong.status, 401)
     // Sign up and create a job-free organization so the database has moved.
-    await fetch(`${child.url}/v1/auth/sign-up`, {
+    const signUp = await fetch(`${child.url}/v1/auth/sign-up`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ email: 'owner@example.com', password: 'correct horse battery', name: 'Owner' }),
     })
+    const session = `Bearer ${(await signUp.json()).session.token}`
+    const json = { 'content-type': 'application/json', authorization: session }
+    const org = await fetch(`${child.url}/v1/orgs`, { method: 'POST', headers: json, body: '{"name":"Metrics"}' })
+    assert.is(org.status, 201)
+    // A change written while a stream follows the feed is delivered live: its lag is observed.
+    const feed = await fetch(`${child.url}/v1/events`, {
+      headers: { authorization: session, accept: 'text/event-stream' },
+    })
+    assert.is(feed.status, 200)
+    const skill = await fetch(`${child.url}/v1/config-objects`, {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({
+        type: 'skill',
+        sourceMode: 'cloud',
+        title: 'lag',
+        input: { rawSourceText: '---\nname: lag\ndescription: The lag skill\n---\n\nDo lag.\n' },
+      }),
+    })
+    assert.is(skill.status, 201)
+    const frames = await takeSse(feed, 1, 10_000, (frame) => frame.event === 'config_object.created')
+    assert.is(frames.length, 1, 'the stream delivered the change')
     const ok = await fetch(`${child.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })
     assert.is(ok.status, 200)
     assert.match(ok.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/)
@@ -153,6 +183,10 @@ test('control-plane mode: the token is required when set, and the jobs, Workers 
       assert.ok(series(text, name).length > 0, `${name} is exposed`)
     assert.ok(text.includes('# TYPE service_jobs gauge'), 'jobs by family and state')
     assert.ok(text.includes('# TYPE service_workers gauge'), 'Workers by state')
+    assert.ok(text.includes('# TYPE service_change_feed_delivery_lag_seconds histogram'), 'delivery lag')
+    const lagCount = series(text, 'service_change_feed_delivery_lag_seconds_count')
+    assert.is(lagCount.length, 1, 'one series, no labels')
+    assert.ok(Number(lagCount[0]!.split(' ')[1]) >= 1, `the live delivery was observed: ${lagCount[0]}`)
     assert.ok(
       series(text, 'service_http_requests_total').some((l) => l.includes('route="/v1/auth/sign-up"')),
       'requests are labelled by route template',

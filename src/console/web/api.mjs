@@ -35,7 +35,12 @@ export class ApiFailure extends Error {
  */
 export function createApi({ headers, onUnauthorized }) {
   async function call(method, path, body, extra) {
-    const init = { method, headers: { accept: 'application/json', ...headers(), ...extra }, cache: 'no-store' }
+    // X-Service-Client tells the audit log that a person acted through the console (origin `console`).
+    const init = {
+      method,
+      headers: { accept: 'application/json', 'x-service-client': 'console', ...headers(), ...extra },
+      cache: 'no-store',
+    }
     if (body !== undefined) {
       init.headers['content-type'] = 'application/json'
       init.body = JSON.stringify(body)
@@ -83,7 +88,11 @@ export function createApi({ headers, onUnauthorized }) {
     return new Promise((resolve, reject) => {
       const xhr = new XMLHttpRequest()
       xhr.open('POST', path)
-      for (const [name, value] of Object.entries({ accept: 'application/json', ...headers() }))
+      for (const [name, value] of Object.entries({
+        accept: 'application/json',
+        'x-service-client': 'console',
+        ...headers(),
+      }))
         xhr.setRequestHeader(name, value)
       xhr.setRequestHeader('content-type', contentType)
       xhr.setRequestHeader('idempotency-key', idempotencyKey())

@@ -9,10 +9,10 @@ import type { AudienceEntry } from '../events/change-audience.ts'
 import { appendChange, isFeedAction } from '../events/change-feed.ts'
 import { announceDelivery } from '../delivery/delivery-events.ts'
 import { isoAt, type Deps } from '../deps.ts'
-import { keysetPage, type Page } from '../pagination.ts'
 import type { Actor } from '../actor.ts'
 import type { ControlPlaneDb, Db } from '../schema.ts'
 import { insertRows, type RowInsert } from '../../storage/row-inserts.ts'
+import { currentRequestAudit } from '../audit/request-audit.ts'
 
 export type { Actor }
 
@@ -97,21 +97,16 @@ export type AuditAction =
   | 'sso_connection.updated'
   | 'sso_connection.deleted'
   | 'admission_policy.updated'
+  | 'scim_token.created'
+  | 'scim_token.revoked'
+  | 'scim_user.provisioned'
+  | 'scim_user.updated'
+  | 'scim_user.deactivated'
+  | 'scim_user.deleted'
+  | 'session.revoked'
 
 /** Non-secret facts about an action. Values are short strings, numbers or booleans only. */
 export type AuditData = Record<string, string | number | boolean | null>
-
-/** An audit event as the API shows it. */
-export interface AuditEventView {
-  id: string
-  action: string
-  actor: { userId: string | null; memberId: string | null; credential: string; apiKeyId: string | null }
-  /** `api` for the HTTP API, `mcp` for an MCP tool call. */
-  origin: string
-  target: { type: string; id: string }
-  data: AuditData | null
-  createdAt: string
-}
 
 /**
  * Appends one audit event; call inside the transaction that made the change. `alongside` are the
@@ -130,6 +125,9 @@ export async function recordAudit(
   alongside: readonly RowInsert[] = [],
   audience?: readonly AudienceEntry[],
 ): Promise<void> {
+  // The request's audit learns that this request has its event, so it adds no generic one.
+  const request = currentRequestAudit()
+  request?.noteHandlerEvent(db.isTransaction)
   const audit: RowInsert = {
     table: 'audit_event',
     row: {
@@ -137,14 +135,19 @@ export async function recordAudit(
       org_id: actor.orgId,
       action,
       actor_user_id: actor.userId,
-      actor_member_id: actor.memberId,
+      // A SCIM token is no member (its Actor carries the token id there, which never names one).
+      actor_member_id: actor.credential === 'scim' ? null : actor.memberId,
       credential_kind: actor.credential,
       api_key_id: actor.apiKeyId,
       target_type: target.type,
       target_id: target.id,
       data: data ? JSON.stringify(data) : null,
       created_at: isoAt(deps),
-      origin: actor.origin ?? null,
+      origin: actor.origin ?? request?.facts.origin ?? 'api',
+      outcome: 'success',
+      error_code: null,
+      request_id: request?.facts.requestId ?? null,
+      route: request?.facts.route ?? null,
     } satisfies ControlPlaneDb['audit_event'],
   }
   // Every audited change that others may need to react to is also in the change feed, written in
@@ -156,34 +159,4 @@ export async function recordAudit(
     ])
   } else await insertRows(db, [...alongside, audit])
   await announceDelivery(deps, db, actor.orgId, action, target, data)
-}
-
-/** Audit events of an organization, newest first. */
-export function listAuditEvents(
-  deps: Deps,
-  orgId: string,
-  page: { cursor?: string; limit: number; action?: string },
-): Promise<Page<AuditEventView>> {
-  let query = deps.db.selectFrom('audit_event').selectAll().where('org_id', '=', orgId)
-  if (page.action) query = query.where('action', '=', page.action)
-  return keysetPage(query, {
-    scope: 'audit-events',
-    cursor: page.cursor,
-    limit: page.limit,
-    order: [{ column: 'id', field: 'id', direction: 'desc' }],
-    map: (row) => ({
-      id: row.id,
-      action: row.action,
-      actor: {
-        userId: row.actor_user_id,
-        memberId: row.actor_member_id,
-        credential: row.credential_kind,
-        apiKeyId: row.api_key_id,
-      },
-      origin: row.origin ?? 'api',
-      target: { type: row.target_type, id: row.target_id },
-      data: row.data ? (JSON.parse(row.data) as AuditData) : null,
-      createdAt: row.created_at,
-    }),
-  })
 }

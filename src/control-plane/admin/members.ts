@@ -13,7 +13,7 @@ import { asRole, type AssignableRole, type Role } from '../policy.ts'
 import { disableMemberKeys } from './api-keys.ts'
 import { revokeMemberOAuthTokens } from '../oauth/oauth-token-lists.ts'
 import { recordAudit, type Actor } from './audit.ts'
-import type { ControlPlaneDb } from '../schema.ts'
+import type { ControlPlaneDb, Db } from '../schema.ts'
 import { controlPlaneError } from '../control-plane-errors.ts'
 
 /** A member as the API shows it. */
@@ -172,24 +172,30 @@ export async function transferOwnership(deps: Deps, actor: Actor, memberId: stri
  * revoked, in the removal's transaction. The owner cannot be removed.
  */
 export async function removeMember(deps: Deps, actor: Actor, memberId: string): Promise<void> {
-  await deps.db.transaction().execute(async (trx) => {
-    const row = await trx
-      .selectFrom('member')
-      .select(['id', 'role', 'user_id'])
-      .where('id', '=', memberId)
-      .where('org_id', '=', actor.orgId)
-      .executeTakeFirst()
-    if (!row) throw notFound()
-    if (row.role === 'owner') throw controlPlaneError('owner_protected', 'The owner cannot be removed')
-    await trx.deleteFrom('member').where('id', '=', memberId).execute()
-    await trx
-      .updateTable('user_session')
-      .set({ active_org_id: null })
-      .where('user_id', '=', row.user_id)
-      .where('active_org_id', '=', actor.orgId)
-      .execute()
-    await recordAudit(deps, trx, actor, 'member.removed', { type: 'member', id: memberId }, { role: row.role })
-    await disableMemberKeys(deps, trx, actor, memberId, 'member_removed')
-    await revokeMemberOAuthTokens(deps, trx, actor, memberId)
-  })
+  await deps.db.transaction().execute((trx) => removeMembership(deps, trx, actor, memberId))
+}
+
+/**
+ * {@link removeMember} inside the caller's transaction (SCIM deprovisioning pairs it with its own
+ * writes): 404 for another organization's member, 409 `owner_protected` for the owner.
+ */
+export async function removeMembership(deps: Deps, trx: Db, actor: Actor, memberId: string): Promise<void> {
+  const row = await trx
+    .selectFrom('member')
+    .select(['id', 'role', 'user_id'])
+    .where('id', '=', memberId)
+    .where('org_id', '=', actor.orgId)
+    .executeTakeFirst()
+  if (!row) throw notFound()
+  if (row.role === 'owner') throw controlPlaneError('owner_protected', 'The owner cannot be removed')
+  await trx.deleteFrom('member').where('id', '=', memberId).execute()
+  await trx
+    .updateTable('user_session')
+    .set({ active_org_id: null })
+    .where('user_id', '=', row.user_id)
+    .where('active_org_id', '=', actor.orgId)
+    .execute()
+  await recordAudit(deps, trx, actor, 'member.removed', { type: 'member', id: memberId }, { role: row.role })
+  await disableMemberKeys(deps, trx, actor, memberId, 'member_removed')
+  await revokeMemberOAuthTokens(deps, trx, actor, memberId)
 }

@@ -15,83 +15,27 @@
  * each sync checks again for the member who started it (or retried it): if they cannot edit the
  * plugin now, that mapping imports nothing and deletes nothing, and its items are failures with
  * reason `plugin_access_denied`.
+ *
+ * Here: the attempt (start, select, write, complete) and the job's failure hooks. What is selected
+ * is `sync-items.ts`; the batched writes are `sync-batches.ts`.
  * @module
  */
-import { createHash } from 'node:crypto'
 import type { Transaction } from 'kysely'
-import { ApiError } from '../../core/errors.ts'
-import { newId } from '../../core/ids.ts'
-import type { Actor } from '../admin/audit.ts'
-import { requireRole } from '../catalog/access-grants.ts'
-import { addToPluginIn } from '../catalog/config-objects.ts'
-import type { ObjectType } from '../catalog/config-source.ts'
-import {
-  appendVersionIn,
-  changeLifecycleIn,
-  findConfigObject,
-  insertConfigObject,
-  type Writer,
-} from '../catalog/config-store.ts'
+import { changeLifecycleIn, findConfigObject } from '../catalog/config-store.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import { appendChange } from '../events/change-feed.ts'
-import { announceObjectsDelivery } from '../delivery/delivery-events.ts'
 import type { AsyncContext } from '../jobs/async-context.ts'
-import { JobFailure, shortMessage } from '../jobs/job-queue.ts'
-import type { JobContext, JobHandler } from '../jobs/job-runner.ts'
-import type { CredentialKind, Role } from '../policy.ts'
+import { JobFailure } from '../jobs/job-queue.ts'
+import type { JobContext, JobHandler } from '../jobs/job-handler.ts'
 import type { ControlPlaneDb } from '../schema.ts'
 import { accountToken, type ConnectorType } from './connector-accounts.ts'
-import type { ConnectorMappingTable, ConnectorSyncEventTable, ConnectorTargetTable } from './connector-tables.ts'
+import type { ConnectorSyncEventTable, ConnectorTargetTable } from './connector-tables.ts'
 import type { TargetConfig } from './connector-targets.ts'
-import { bundleHash, DEFAULT_SKILL_LIMITS, type SkillLimits, toWireIn } from '../../opencode/skill-bundle.ts'
-import { itemTitle, compileSelector, skillFolderEntries } from './source-items.ts'
+import { DEFAULT_SKILL_LIMITS } from '../../opencode/skill-bundle.ts'
 import { openSnapshot } from './sources/open-source.ts'
-import type { SourceEntry } from './sources/source.ts'
-import { resetForRetry, SYNC_JOB, type SyncFailure, type SyncState } from './connector-sync.ts'
-
-const contentHash = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex')
-
-/** How many items one transaction writes. */
-const BATCH = 50
-/** Bytes of skill folders one batch holds in memory at most (a folder may be up to 20 MiB). */
-const BATCH_BYTES = 32 * 1024 * 1024
-
-interface Item {
-  mappingId: string
-  pluginId: string | null
-  objectType: ObjectType
-  entry: SourceEntry
-  /** Skills: the other files of the SKILL.md's folder; null for other items. */
-  folder: SourceEntry[] | null
-}
-
-/**
- * Why a skill folder cannot be imported, judged from the listed sizes before anything is read,
- * with the same reasons the API gives; null when it fits the limits.
- */
-function folderProblem(entry: SourceEntry, folder: SourceEntry[], limits: SkillLimits): SyncFailure | null {
-  if (folder.length + 1 > limits.maxFiles)
-    return {
-      path: entry.path,
-      reason: 'skill_too_many_files',
-      message: `The skill folder has ${folder.length + 1} files; at most ${limits.maxFiles} are allowed`,
-    }
-  const big = folder.find((f) => f.size > limits.maxFileBytes)
-  if (big)
-    return {
-      path: entry.path,
-      reason: 'skill_file_too_large',
-      message: `${big.path} is ${big.size} bytes; at most ${limits.maxFileBytes} are allowed per file`,
-    }
-  const total = folder.reduce((n, f) => n + f.size, entry.size)
-  if (total > limits.maxBytes)
-    return {
-      path: entry.path,
-      reason: 'skill_too_large',
-      message: `The skill folder is ${total} bytes; at most ${limits.maxBytes} are allowed`,
-    }
-  return null
-}
+import { resetForRetry, SYNC_JOB, type SyncState } from './connector-sync.ts'
+import { selectSyncItems } from './sync-items.ts'
+import { writeSyncBatches } from './sync-batches.ts'
 
 /** Runs one attempt of a sync. */
 async function runSync(ctx: AsyncContext, job: JobContext<{ syncEventId: string }>): Promise<unknown> {
@@ -149,52 +93,6 @@ async function runSync(ctx: AsyncContext, job: JobContext<{ syncEventId: string 
   }
 }
 
-/**
- * Ids of the mappings into a plugin that the member who triggered the event cannot edit (now):
- * the same `requireRole(…, 'plugin', …, 'editor')` as the API, with the member's current role;
- * a member who left cannot edit anything.
- */
-async function deniedMappings(
-  ctx: AsyncContext,
-  event: ConnectorSyncEventTable,
-  mappings: ConnectorMappingTable[],
-): Promise<Set<string>> {
-  const denied = new Set<string>()
-  const pluginIds = [...new Set(mappings.map((m) => m.plugin_id).filter((id): id is string => id !== null))]
-  if (pluginIds.length === 0) return denied
-  const member = event.triggered_by_member_id
-    ? await ctx.deps.db
-        .selectFrom('member')
-        .select(['id', 'user_id', 'role'])
-        .where('id', '=', event.triggered_by_member_id)
-        .where('org_id', '=', event.org_id)
-        .executeTakeFirst()
-    : undefined
-  const actor: Actor | null = member
-    ? {
-        orgId: event.org_id,
-        userId: member.user_id,
-        memberId: member.id,
-        role: member.role as Role,
-        credential: event.credential_kind as CredentialKind,
-        apiKeyId: event.api_key_id,
-      }
-    : null
-  for (const pluginId of pluginIds) {
-    let allowed = false
-    if (actor) {
-      try {
-        await requireRole(ctx.deps.db, actor, 'plugin', pluginId, 'editor')
-        allowed = true
-      } catch (error) {
-        if (!(error instanceof ApiError) || error.status >= 500) throw error
-      }
-    }
-    if (!allowed) for (const mapping of mappings) if (mapping.plugin_id === pluginId) denied.add(mapping.id)
-  }
-  return denied
-}
-
 async function importSnapshot(
   ctx: AsyncContext,
   job: JobContext<{ syncEventId: string }>,
@@ -209,54 +107,14 @@ async function importSnapshot(
     .where('target_id', '=', target.id)
     .orderBy('id')
     .execute()
-  const denied = await deniedMappings(ctx, event, mappings)
   const skillLimits = { ...DEFAULT_SKILL_LIMITS, ...ctx.deps.settings.skills }
-  const items: Item[] = []
-  const failures = new Map<string, SyncFailure>(
-    (event.failures ? (JSON.parse(event.failures) as SyncFailure[]) : []).map((f) => [f.path, f]),
+  const { items, failures, present, denied } = await selectSyncItems(
+    ctx,
+    event,
+    mappings,
+    snapshot.entries,
+    skillLimits,
   )
-  // Every selected path still in the source, including those that fail; the rest were removed.
-  const present = new Set<string>()
-  for (const mapping of mappings) {
-    const pattern = compileSelector(mapping.selector)
-    for (const entry of snapshot.entries) {
-      if (!pattern.test(entry.path)) continue
-      present.add(`${mapping.id}\0${entry.path}`)
-      if (denied.has(mapping.id)) {
-        failures.set(entry.path, {
-          path: entry.path,
-          reason: 'plugin_access_denied',
-          message: `The member who started this sync cannot edit plugin ${mapping.plugin_id}, which mapping ${mapping.id} imports into`,
-        })
-        continue
-      }
-      if (entry.size > settings.maxFileBytes) {
-        failures.set(entry.path, {
-          path: entry.path,
-          reason: 'file_too_large',
-          message: `${entry.size} bytes is over the ${settings.maxFileBytes}-byte limit`,
-        })
-        continue
-      }
-      // A mapping that selects a SKILL.md brings the skill's whole folder, under the skill limits.
-      const folder =
-        mapping.object_type === 'skill' && /(^|\/)SKILL\.md$/.test(entry.path)
-          ? skillFolderEntries(snapshot.entries, entry.path)
-          : null
-      const problem = folder && folderProblem(entry, folder, skillLimits)
-      if (problem) {
-        failures.set(entry.path, problem)
-        continue
-      }
-      items.push({
-        mappingId: mapping.id,
-        pluginId: mapping.plugin_id,
-        objectType: mapping.object_type as ObjectType,
-        entry,
-        folder,
-      })
-    }
-  }
   if (items.length > settings.maxItems)
     throw new JobFailure(
       'too_many_items',
@@ -275,154 +133,7 @@ async function importSnapshot(
       await ctx.deps.db.selectFrom('connector_source_binding').selectAll().where('target_id', '=', target.id).execute()
     ).map((b) => [`${b.mapping_id}\0${b.locator}`, b]),
   )
-  const writer: Writer = { orgId: event.org_id, memberId: null }
-  for (let i = 0; i < items.length; ) {
-    if (job.signal.aborted) throw job.signal.reason
-    const batch: Item[] = []
-    let bytes = 0
-    while (i < items.length && batch.length < BATCH) {
-      const item = items[i]!
-      const size = (item.folder ?? []).reduce((n, f) => n + f.size, item.entry.size)
-      if (batch.length > 0 && bytes + size > BATCH_BYTES) break
-      batch.push(item)
-      bytes += size
-      i++
-    }
-    const contents = await snapshot.read(
-      batch.map((item) => item.entry),
-      job.signal,
-    )
-    const folderBytes = await snapshot.readBytes(
-      batch.flatMap((item) => item.folder ?? []),
-      job.signal,
-    )
-    await job.commit(async (trx) => {
-      const delta = { processed: 0, created: 0, updated: 0, unchanged: 0 }
-      const changed: string[] = []
-      for (const item of batch) {
-        const key = `${item.mappingId}\0${item.entry.path}`
-        const binding = bindings.get(key)
-        // Done by an earlier attempt of this same event: already written and counted.
-        if (binding && binding.last_sync_event_id === event.id) continue
-        delta.processed++
-        const text = contents.get(item.entry.path) ?? ''
-        const dir = item.entry.path.slice(0, item.entry.path.length - 'SKILL.md'.length)
-        const files = (item.folder ?? []).map((f) => ({
-          path: f.path.slice(dir.length),
-          bytes: folderBytes.get(f.path) ?? new Uint8Array(),
-          executable: f.executable === true,
-        }))
-        // A change to any file of a skill's folder is a change of the skill. A skill without other
-        // files keeps the plain text hash, so bindings made before folders were synced stay equal.
-        const hash = files.length ? bundleHash(text, files) : contentHash(text)
-        const input = files.length ? { rawSourceText: text, files: files.map(toWireIn) } : { rawSourceText: text }
-        const now = isoAt(ctx.deps)
-        try {
-          if (binding && binding.content_hash === hash) {
-            await trx
-              .updateTable('connector_source_binding')
-              .set({ last_sync_event_id: event.id, source_revision: snapshot.revision, updated_at: now })
-              .where('id', '=', binding.id)
-              .execute()
-            delta.unchanged++
-          } else if (binding) {
-            await appendVersionIn(ctx.deps, trx, writer, binding.config_object_id, input, {
-              createdVia: 'connector',
-              connectorSyncEventId: event.id,
-              sourceRevisionRef: snapshot.revision,
-            })
-            changed.push(binding.config_object_id)
-            await trx
-              .updateTable('connector_source_binding')
-              .set({
-                content_hash: hash,
-                last_sync_event_id: event.id,
-                source_revision: snapshot.revision,
-                updated_at: now,
-              })
-              .where('id', '=', binding.id)
-              .execute()
-            delta.updated++
-          } else {
-            const created = await insertConfigObject(
-              ctx.deps,
-              trx,
-              writer,
-              {
-                type: item.objectType,
-                title: itemTitle(item.entry.path, item.objectType),
-                description: `${target.remote_id}: ${item.entry.path}`.slice(0, 1000),
-                input,
-              },
-              {
-                sourceMode: 'connector',
-                connectorInstanceId: event.instance_id,
-                connectorSyncEventId: event.id,
-                sourceRevisionRef: snapshot.revision,
-              },
-            )
-            await trx
-              .insertInto('connector_source_binding')
-              .values({
-                id: newId('csb'),
-                org_id: event.org_id,
-                target_id: target.id,
-                mapping_id: item.mappingId,
-                locator: item.entry.path,
-                config_object_id: created.id,
-                content_hash: hash,
-                source_revision: snapshot.revision,
-                last_sync_event_id: event.id,
-                created_at: now,
-                updated_at: now,
-              })
-              .execute()
-            if (item.pluginId)
-              await addToPluginIn(
-                ctx.deps,
-                trx,
-                { orgId: event.org_id, memberId: event.triggered_by_member_id } as Pick<Actor, 'orgId' | 'memberId'>,
-                item.pluginId,
-                created.id,
-                'connector',
-                item.mappingId,
-              )
-            changed.push(created.id)
-            delta.created++
-          }
-          failures.delete(item.entry.path)
-        } catch (error) {
-          if (!(error instanceof ApiError) || error.status >= 500) throw error
-          const details = error.details as { reason?: string } | undefined
-          failures.set(item.entry.path, {
-            path: item.entry.path,
-            reason: details?.reason ?? error.code,
-            message: shortMessage(error.message, 300),
-          })
-        }
-      }
-      // Synced objects write no audit row each; whoever they reach hears of the batch at once.
-      await announceObjectsDelivery(ctx.deps, trx, event.org_id, changed, 'connector_sync.items_written')
-      const row = await trx
-        .selectFrom('connector_sync_event')
-        .select(['processed_count', 'created_count', 'updated_count', 'unchanged_count'])
-        .where('id', '=', event.id)
-        .executeTakeFirstOrThrow()
-      await trx
-        .updateTable('connector_sync_event')
-        .set({
-          processed_count: row.processed_count + delta.processed,
-          created_count: row.created_count + delta.created,
-          updated_count: row.updated_count + delta.updated,
-          unchanged_count: row.unchanged_count + delta.unchanged,
-          failed_count: failures.size,
-          failures: failures.size ? JSON.stringify([...failures.values()].slice(0, 200)) : null,
-          updated_at: isoAt(ctx.deps),
-        })
-        .where('id', '=', event.id)
-        .execute()
-    })
-  }
+  await writeSyncBatches(ctx, job, event, target, snapshot, items, failures, bindings)
   return job.finish(async (trx) => {
     // Failures found before any import (denied mappings, oversized files) are recorded here too:
     // the batches above, which also record them, never run when no item is left to import.

@@ -207,6 +207,8 @@ export function readerKeys(actor: Actor, teamIds: readonly string[]): string[] {
     'org',
     `member:${actor.memberId}`,
     ...teamIds.map((id) => `team:${id}`),
-    ...[...FEED_PERMISSIONS].filter((p) => allows(p, actor.role, actor.credential)).map((p) => `perm:${p}`),
+    ...[...FEED_PERMISSIONS]
+      .filter((p) => actor.credential !== 'scim' && allows(p, actor.role, actor.credential))
+      .map((p) => `perm:${p}`),
   ]
 }

@@ -349,6 +349,12 @@ export class ChangeSubscriptions {
     }
   }
 
+  /**
+   * Told, for each change a live stream on this instance wrote out that was written after the
+   * stream opened, how many seconds after its `createdAt` (the delivery-lag metric; no-op here).
+   */
+  delivered(_lagSeconds: number): void {}
+
   close(): void {
     this.#stop?.()
     this.#stop = null

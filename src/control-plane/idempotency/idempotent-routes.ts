@@ -83,6 +83,7 @@ function callerScope(route: Route, context: Context): string | null {
   const principal = context.principal
   if (principal.credential === 'apiKey' && principal.apiKeyId) return `key:${principal.apiKeyId}`
   if (principal.credential === 'session' && principal.user) return `user:${principal.user.id}`
+  if (principal.credential === 'scim' && principal.scim) return `scim:${principal.scim.tokenId}`
   if (route.auth.kind === 'workerToken') {
     const token = context.request.headers.get('authorization')
     return token ? `worker:${sha256Hex(token)}` : null

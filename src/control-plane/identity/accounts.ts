@@ -7,6 +7,7 @@
  * so slow KDF work never holds the database.
  * @module
  */
+import { noteAuditActor } from '../audit/request-audit.ts'
 import type { Transaction } from 'kysely'
 import { ApiError, errors } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
@@ -115,6 +116,7 @@ async function createAccount(
       .values({ id: userId, email, name: input.name, password_hash: passwordHash, created_at: now, updated_at: now })
       .execute()
     const joined = invitation ? await acceptInto(deps, trx, invitation, userId) : null
+    noteAuditActor({ userId, orgId: joined?.orgId ?? null, memberId: joined?.memberId ?? null })
     const session = await createSession(deps, trx, userId, joined?.orgId ?? null)
     return { user: { id: userId, email, name: input.name, createdAt: now }, session }
   })
@@ -130,6 +132,8 @@ export async function signIn(
   const wait = await throttle.retryAfterSeconds(email, input.address)
   if (wait > 0) throw errors.tooManyRequests(wait, 'Too many failed sign-in attempts; try again later')
   const row = await deps.db.selectFrom('app_user').selectAll().where('email', '=', email).executeTakeFirst()
+  // The audit log names the account a refused attempt was for; the caller is told nothing more.
+  if (row) noteAuditActor({ userId: row.id })
   let ok = false
   // An account that signs in only with SSO has no password hash: it costs the same as an unknown one.
   if (row?.password_hash.startsWith('scrypt$')) ok = await verifyPassword(input.password, row.password_hash)

@@ -127,6 +127,7 @@ test('every job, Worker and connector route answers each caller with the status 
           path: `/v1/workers/${(await w.client.post('/v1/workers', { token: w.org.owner.token, json: { name: 'doomed', provisioner: 'process' } })).body.item.id}`,
         }),
         getWorkerRuntime: async (w) => ({ path: `/v1/workers/${(await of(w)).workerId}/runtime` }),
+        getWorkerLogs: async (w) => ({ path: `/v1/workers/${(await of(w)).workerId}/logs?tail=5` }),
         listWorkerTokens: async (w) => ({ path: `/v1/workers/${(await of(w)).workerId}/tokens` }),
         issueWorkerTokens: async (w) => ({ path: `/v1/workers/${(await of(w)).workerId}/tokens` }),
         revokeWorkerTokens: async (w) => ({

@@ -33,8 +33,26 @@ export const JobsFileSchema = v.strictObject({
   stopGraceMs: v.optional(ms(0)),
 })
 
+const filePath = v.pipe(v.string(), v.minLength(1))
+
+/** `workers.container` in the control-plane config file (the `container` provisioner). */
+export const ContainerFileSchema = v.strictObject({
+  engine: v.optional(
+    v.pipe(v.string(), v.regex(/^(unix|tcp|https?):\/\/\S+$/, 'must be unix://, tcp:// or http(s):// URL')),
+  ),
+  tls: v.optional(v.strictObject({ ca: v.optional(filePath), cert: v.optional(filePath), key: v.optional(filePath) })),
+  image: v.optional(v.pipe(v.string(), v.minLength(1))),
+  network: v.optional(v.pipe(v.string(), v.minLength(1))),
+  memoryMb: v.optional(v.pipe(v.number(), v.integer(), v.minValue(64, 'must be at least 64'))),
+  cpus: v.optional(v.pipe(v.number(), v.minValue(0.1, 'must be at least 0.1'))),
+  pidsLimit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(16, 'must be at least 16'))),
+  checkIntervalMs: v.optional(ms(50)),
+  controlPlaneUrl: v.optional(httpUrl),
+})
+
 /** `workers` in the control-plane config file. */
 export const WorkersFileSchema = v.strictObject({
+  container: v.optional(ContainerFileSchema),
   heartbeatIntervalMs: v.optional(ms(50)),
   staleAfterMs: v.optional(ms(100)),
   provisioningDeadlineMs: v.optional(ms(100)),
@@ -76,6 +94,26 @@ export interface WorkerSettings {
   publicUrl: string | null
   /** Where the `process` provisioner puts each Worker's directory. */
   dataDir: string
+  /** The `container` provisioner; null (not offered) unless an engine is configured. */
+  container: ContainerSettings | null
+}
+
+/** `workers.container.*` settings. */
+export interface ContainerSettings {
+  /** Engine endpoint: `unix:///run/podman/podman.sock`, `tcp://host:2376`. */
+  engine: string
+  /** CA, certificate and key files for a TLS TCP endpoint. */
+  tls: { ca?: string; cert?: string; key?: string } | null
+  image: string
+  /** `host` (the runtime shares the host's network) or a network mode with ports published on 127.0.0.1. */
+  network: string
+  memoryMb: number
+  cpus: number
+  pidsLimit: number
+  /** How often running containers are checked (exits, engine reachability). */
+  checkIntervalMs: number
+  /** URL the runtime reports heartbeats to, as seen from inside the container; null = the control plane's. */
+  controlPlaneUrl: string | null
 }
 
 /** Connector settings. */
@@ -145,6 +183,7 @@ export function resolveAsyncSettings(file: AsyncFileKeys, env: Env, dataDir: str
       runtimeCheckIntervalMs: workers.runtimeCheckIntervalMs ?? 250,
       publicUrl: publicUrl ? publicUrl.replace(/\/+$/, '') : null,
       dataDir: workers.dataDir ?? join(dataDir, 'workers'),
+      container: resolveContainerSettings(workers.container ?? {}, env),
     },
     connectors: {
       githubApiUrl: githubApiUrl.replace(/\/+$/, ''),
@@ -157,5 +196,24 @@ export function resolveAsyncSettings(file: AsyncFileKeys, env: Env, dataDir: str
       maxFileBytes: connectors.maxFileBytes ?? 1024 * 1024,
       gitCommand: connectors.gitCommand ?? 'git',
     },
+  }
+}
+
+/** `workers.container.*` with `SERVICE_WORKERS_CONTAINER_ENGINE` / `…_IMAGE` overrides; null without an engine. */
+function resolveContainerSettings(file: v.InferOutput<typeof ContainerFileSchema>, env: Env): ContainerSettings | null {
+  const engine = env.SERVICE_WORKERS_CONTAINER_ENGINE || file.engine
+  if (!engine) return null
+  if (!/^(unix|tcp|https?):\/\/\S+$/.test(engine))
+    throw new ConfigError('SERVICE_WORKERS_CONTAINER_ENGINE', '', 'must be a unix://, tcp:// or http(s):// URL')
+  return {
+    engine,
+    tls: file.tls ?? null,
+    image: env.SERVICE_WORKERS_CONTAINER_IMAGE || file.image || 'localhost/service-server:latest',
+    network: file.network ?? 'host',
+    memoryMb: file.memoryMb ?? 1024,
+    cpus: file.cpus ?? 1,
+    pidsLimit: file.pidsLimit ?? 512,
+    checkIntervalMs: file.checkIntervalMs ?? 5000,
+    controlPlaneUrl: file.controlPlaneUrl?.replace(/\/+$/, '') ?? null,
   }
 }

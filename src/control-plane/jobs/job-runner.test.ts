@@ -9,7 +9,8 @@ import { buildFixtureOrg } from '../testing/org-fixture.ts'
 import { startAsyncTestPlane, waitFor, type AsyncTestPlane } from '../testing/async-test-kit.ts'
 import { backoffDelay } from './backoff.ts'
 import { enqueueJob, JobFailure } from './job-queue.ts'
-import { JobRunner, UNEXPECTED_FAILURE, type JobHandler, type JobRunnerSettings } from './job-runner.ts'
+import type { JobHandler } from './job-handler.ts'
+import { JobRunner, UNEXPECTED_FAILURE, type JobRunnerSettings } from './job-runner.ts'
 
 const test = suite('control-plane/jobs', { timeoutMs: 30_000 })
 

@@ -22,8 +22,9 @@ import { randomBytes } from 'node:crypto'
 import type { Logger } from '../../core/logger.ts'
 import type { ControlPlaneDb } from '../schema.ts'
 import { backoffDelay, type BackoffPolicy } from './backoff.ts'
+import type { JobContext, JobHandler } from './job-handler.ts'
+import { JobLeases } from './job-leases.ts'
 import { iso, JobFailure, LeaseLost, shortMessage } from './job-queue.ts'
-import type { Db } from '../schema.ts'
 import type { JobTable } from './job-tables.ts'
 
 /** Runner settings (configuration `jobs.*`). */
@@ -40,65 +41,23 @@ export interface JobRunnerSettings {
   stopGraceMs: number
 }
 
-/** What a handler receives for one attempt. */
-export interface JobContext<P> {
-  readonly job: Readonly<JobTable>
-  readonly payload: P
-  /** 1-based attempt number. */
-  readonly attempt: number
-  readonly isLastAttempt: boolean
-  /** Aborted at the deadline, on lease loss and on stop. */
-  readonly signal: AbortSignal
-  /** Runs `fn` in a transaction that first checks this attempt still holds the job. */
-  commit<R>(fn: (trx: Transaction<ControlPlaneDb>) => Promise<R>): Promise<R>
-  /**
-   * Like {@link commit}, and marks the job succeeded (with `fn`'s result) in the same
-   * transaction, so the domain object and the job can never disagree about completion.
-   */
-  finish<R>(fn: (trx: Transaction<ControlPlaneDb>) => Promise<R>): Promise<R>
-}
-
-/** A failure as handlers see it when an attempt fails. */
-export interface AttemptFailure {
-  reason: string
-  message: string
-  /** True when the job ends failed (no more attempts). */
-  final: boolean
-  /** When the next attempt runs (null when final). */
-  nextRunAt: string | null
-}
-
-/** A kind of job. */
-export interface JobHandler<P = unknown> {
-  kind: string
-  /** Runs one attempt; the returned value is stored as the job's result (JSON). */
-  run(ctx: JobContext<P>): Promise<unknown>
-  /**
-   * Called in the transaction that records a failed attempt, so the domain object (a sync event,
-   * a Worker) shows the same state and reason as the job.
-   */
-  onFailure?(trx: Transaction<ControlPlaneDb>, job: Readonly<JobTable>, failure: AttemptFailure): Promise<void>
-  /** Called in the transaction that puts a failed job back in the queue through the API. */
-  onRetry?(trx: Transaction<ControlPlaneDb>, job: Readonly<JobTable>): Promise<void>
-}
-
 interface Active {
   job: JobTable
   controller: AbortController
   done: Promise<void>
 }
 
-/** The runner. Create one per control plane; `start()` after migrations, `stop()` in close(). */
-
 /** What a job row says when its attempt threw something other than a JobFailure. */
 export const UNEXPECTED_FAILURE = 'Unexpected error while running the job; details are in the server log'
 
+/** The runner. Create one per control plane; `start()` after migrations, `stop()` in close(). */
 export class JobRunner {
   readonly id = `run_${randomBytes(6).toString('hex')}`
   readonly #db: Kysely<ControlPlaneDb>
   readonly #now: () => number
   readonly #settings: JobRunnerSettings
   readonly #log: Logger
+  readonly #leases: JobLeases
   readonly #handlers = new Map<string, JobHandler<never>>()
   readonly #active = new Map<string, Active>()
   readonly #periodic: Array<{ everyMs: number; nextAt: number; run: () => Promise<void>; name: string }> = []
@@ -112,6 +71,7 @@ export class JobRunner {
     this.#now = options.now
     this.#settings = options.settings
     this.#log = options.logger
+    this.#leases = new JobLeases(options, this.id, options.settings.leaseMs)
   }
 
   /** Registers a job kind. */
@@ -180,7 +140,7 @@ export class JobRunner {
     while (this.#running && this.#active.size < this.#settings.concurrency) {
       let job: JobTable | null
       try {
-        job = await this.#claim()
+        job = await this.#leases.claim(this.#handlers)
       } catch (error) {
         this.#log.warn('job claim failed', { error: (error as Error).message })
         return
@@ -188,105 +148,6 @@ export class JobRunner {
       if (!job) return
       this.#execute(job)
     }
-  }
-
-  /** Claims the next due job (queued and due, or running with a lapsed lease), or null. */
-  async #claim(): Promise<JobTable | null> {
-    const kinds = [...this.#handlers.keys()]
-    if (kinds.length === 0) return null
-    for (let tries = 0; tries < 5; tries++) {
-      const now = iso(this.#now())
-      const candidate = await this.#db
-        .selectFrom('job')
-        .selectAll()
-        .where((eb) =>
-          eb.or([
-            eb.and([eb('status', '=', 'queued'), eb('run_at', '<=', now)]),
-            eb.and([eb('status', '=', 'running'), eb('lease_until', '<', now)]),
-          ]),
-        )
-        .where('kind', 'in', kinds)
-        .orderBy('run_at')
-        .orderBy('id')
-        .limit(1)
-        .executeTakeFirst()
-      if (!candidate) return null
-      if (candidate.status === 'running' && candidate.attempts >= candidate.max_attempts) {
-        // Its last attempt died with its runner (a job that keeps killing the process must not
-        // be retried forever): end it here with that reason.
-        await this.#abandon(candidate)
-        continue
-      }
-      const leaseUntil = iso(this.#now() + this.#settings.leaseMs)
-      const updated = await this.#db
-        .updateTable('job')
-        .set({
-          status: 'running',
-          attempts: candidate.attempts + 1,
-          locked_by: this.id,
-          lease_until: leaseUntil,
-          started_at: candidate.started_at ?? now,
-          updated_at: now,
-        })
-        .where('id', '=', candidate.id)
-        .where('status', '=', candidate.status)
-        .where('attempts', '=', candidate.attempts)
-        .executeTakeFirst()
-      if (Number(updated.numUpdatedRows) === 1) {
-        if (candidate.status === 'running')
-          this.#log.info('job resumed after a lapsed lease', {
-            jobId: candidate.id,
-            kind: candidate.kind,
-            previousRunner: candidate.locked_by,
-          })
-        return {
-          ...candidate,
-          status: 'running',
-          attempts: candidate.attempts + 1,
-          locked_by: this.id,
-          lease_until: leaseUntil,
-        }
-      }
-    }
-    return null
-  }
-
-  /** Ends a job whose last attempt's runner vanished (lease lapsed) as failed. */
-  async #abandon(job: JobTable): Promise<void> {
-    const handler = this.#handlers.get(job.kind)!
-    const now = this.#now()
-    const message = `the runner of attempt ${job.attempts} stopped without finishing it (lease lapsed) and no attempts are left`
-    await this.#db.transaction().execute(async (trx) => {
-      const moved = await trx
-        .updateTable('job')
-        .set({
-          status: 'failed',
-          locked_by: null,
-          lease_until: null,
-          last_error: message,
-          last_reason: 'lease_lapsed',
-          finished_at: iso(now),
-          updated_at: iso(now),
-        })
-        .where('id', '=', job.id)
-        .where('status', '=', 'running')
-        .where('attempts', '=', job.attempts)
-        .where('lease_until', '=', job.lease_until)
-        .executeTakeFirst()
-      if (Number(moved.numUpdatedRows) !== 1) return
-      await handler.onFailure?.(trx, job, { reason: 'lease_lapsed', message, final: true, nextRunAt: null })
-    })
-    this.#log.warn('job abandoned after its last attempt lost its runner', { jobId: job.id, kind: job.kind })
-  }
-
-  /** True inside `trx` when this attempt still holds the job. */
-  async #holds(trx: Db, job: JobTable): Promise<boolean> {
-    const row = await trx
-      .selectFrom('job')
-      .select(['status', 'locked_by', 'attempts'])
-      .where('id', '=', job.id)
-      .executeTakeFirst()
-    return !!row && row.status === 'running' && row.locked_by === this.id && row.attempts === job.attempts
   }
 
   #execute(job: JobTable): void {
@@ -301,16 +162,10 @@ export class JobRunner {
     )
     const renew = setInterval(
       () => {
-        void this.#db
-          .updateTable('job')
-          .set({ lease_until: iso(this.#now() + this.#settings.leaseMs) })
-          .where('id', '=', job.id)
-          .where('locked_by', '=', this.id)
-          .where('attempts', '=', job.attempts)
-          .where('status', '=', 'running')
-          .executeTakeFirst()
-          .then((r) => {
-            if (Number(r.numUpdatedRows) === 0) controller.abort(new LeaseLost())
+        void this.#leases
+          .renew(job)
+          .then((held) => {
+            if (!held) controller.abort(new LeaseLost())
           })
           .catch(() => {})
       },
@@ -318,27 +173,14 @@ export class JobRunner {
     )
     const commit = <R>(fn: (trx: Transaction<ControlPlaneDb>) => Promise<R>): Promise<R> =>
       this.#db.transaction().execute(async (trx) => {
-        if (controller.signal.aborted || !(await this.#holds(trx, job))) throw new LeaseLost()
+        if (controller.signal.aborted || !(await this.#leases.holds(trx, job))) throw new LeaseLost()
         return fn(trx)
       })
     let finished = false
     const finish = <R>(fn: (trx: Transaction<ControlPlaneDb>) => Promise<R>): Promise<R> =>
       commit(async (trx) => {
         const result = await fn(trx)
-        const now = iso(this.#now())
-        await trx
-          .updateTable('job')
-          .set({
-            status: 'succeeded',
-            result: result === undefined ? null : JSON.stringify(result),
-            lease_until: null,
-            finished_at: now,
-            updated_at: now,
-            last_error: null,
-            last_reason: null,
-          })
-          .where('id', '=', job.id)
-          .execute()
+        await this.#leases.finishIn(trx, job, result)
         finished = true
         return result
       })
@@ -357,7 +199,7 @@ export class JobRunner {
     const done = (async () => {
       try {
         const result = await Promise.race([handler.run(ctx), aborted])
-        if (!finished) await this.#succeed(job, result)
+        if (!finished) await this.#leases.succeed(job, result)
       } catch (error) {
         await this.#fail(job, handler, error)
       } finally {
@@ -368,26 +210,6 @@ export class JobRunner {
       }
     })()
     this.#active.set(job.id, { job, controller, done })
-  }
-
-  async #succeed(job: JobTable, result: unknown): Promise<void> {
-    const now = iso(this.#now())
-    await this.#db
-      .updateTable('job')
-      .set({
-        status: 'succeeded',
-        result: result === undefined ? null : JSON.stringify(result),
-        lease_until: null,
-        finished_at: now,
-        updated_at: now,
-        last_error: null,
-        last_reason: null,
-      })
-      .where('id', '=', job.id)
-      .where('locked_by', '=', this.id)
-      .where('attempts', '=', job.attempts)
-      .where('status', '=', 'running')
-      .execute()
   }
 
   async #fail(job: JobTable, handler: JobHandler<never>, error: unknown): Promise<void> {
@@ -407,7 +229,7 @@ export class JobRunner {
     const message = shortMessage(failure.message)
     try {
       await this.#db.transaction().execute(async (trx) => {
-        if (!(await this.#holds(trx, job))) return
+        if (!(await this.#leases.holds(trx, job))) return
         await trx
           .updateTable('job')
           .set({
@@ -444,24 +266,7 @@ export class JobRunner {
     const still = [...this.#active.values()]
     for (const active of still) active.controller.abort(new StopAbort())
     const now = iso(this.#now())
-    for (const active of still) {
-      await this.#db
-        .updateTable('job')
-        .set({
-          status: 'queued',
-          attempts: Math.max(0, active.job.attempts - 1),
-          run_at: now,
-          locked_by: null,
-          lease_until: null,
-          updated_at: now,
-        })
-        .where('id', '=', active.job.id)
-        .where('locked_by', '=', this.id)
-        .where('attempts', '=', active.job.attempts)
-        .where('status', '=', 'running')
-        .execute()
-        .catch(() => {})
-    }
+    for (const active of still) await this.#leases.handBack(active.job, now).catch(() => {})
     await Promise.all(still.map((a) => a.done.catch(() => {})))
   }
 }

@@ -1,6 +1,6 @@
 /**
  * The control plane's own gauges, read on each scrape: the database pool, durable jobs by family
- * and state, Workers by state, change-feed subscribers and open event streams. Counts are over
+ * and state, Workers by state, change-feed subscribers, their delivery lag and open event streams. Counts are over
  * the whole database (every organization); no label carries an id.
  * @module
  */
@@ -13,11 +13,25 @@ import type { Notifier } from '../../storage/notifier.ts'
 import { ChangeSubscriptions } from '../events/change-feed.ts'
 import type { ControlPlaneDb } from '../schema.ts'
 
-/** Change-feed subscriptions that also count their subscribers (read by the metrics scrape). */
+/**
+ * Buckets of the change feed's delivery lag, in seconds: a wake-up on this instance takes
+ * milliseconds, one through PostgreSQL's notifications tens of milliseconds, and a missed one
+ * waits for the streams' 5 s fallback poll.
+ */
+export const DELIVERY_LAG_BUCKETS: ReadonlyArray<number> = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+
+/**
+ * Change-feed subscriptions that also count their subscribers (read by the metrics scrape) and
+ * observe the delivery lag of live streams once metrics are registered.
+ */
 export class CountedChangeSubscriptions extends ChangeSubscriptions {
   #count = 0
+  lag: { observe(value: number): void } | null = null
   constructor(notifier: Notifier) {
     super(notifier)
+  }
+  override delivered(lagSeconds: number): void {
+    this.lag?.observe(Math.max(0, lagSeconds))
   }
   override subscribe(orgId: string, wake: () => void): () => void {
     const unsubscribe = super.subscribe(orgId, wake)
@@ -123,6 +137,14 @@ export function registerControlPlaneMetrics(
     },
     ['state'],
   )
+  changeSubscriptions.lag = registry
+    .histogram(
+      'service_change_feed_delivery_lag_seconds',
+      "Seconds from a change's write (its createdAt) to a live change-feed stream on this instance sending it; changes written before the stream opened are not counted.",
+      [],
+      DELIVERY_LAG_BUCKETS,
+    )
+    .child({})
   registry.gauge(
     'service_change_feed_subscribers',
     'Open change-feed subscriptions on this instance.',

@@ -80,6 +80,8 @@ export function eventRoutes(ctx: RouteContext, subscriptions: ChangeSubscription
 
         function follow(sink: SseSink, from: number): () => void {
           let last = from
+          // Changes written before the stream opened are catch-up, not lag.
+          const openedAt = ctx.deps.now()
           let running = false
           let again = false
           // One read at a time per stream; wake-ups during a read schedule exactly one more.
@@ -106,7 +108,11 @@ export function eventRoutes(ctx: RouteContext, subscriptions: ChangeSubscription
                 for (;;) {
                   const page = await readChanges(db, actor, last, 200)
                   if (sink.closed) return
-                  for (const item of page.items) sink.send({ id: item.seq, event: item.kind, data: item })
+                  for (const item of page.items) {
+                    sink.send({ id: item.seq, event: item.kind, data: item })
+                    const written = Date.parse(item.createdAt)
+                    if (written >= openedAt) subscriptions.delivered((ctx.deps.now() - written) / 1000)
+                  }
                   const moved = page.next > last
                   last = page.next
                   if (!moved || page.items.length < 200) break

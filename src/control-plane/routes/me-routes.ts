@@ -51,7 +51,9 @@ export function meRoutes(ctx: RouteContext) {
               role: principal.org.role,
               permissions: permissionsOf(
                 principal.org.role,
-                principal.credential === 'none' || principal.credential === 'worker' ? 'session' : principal.credential,
+                principal.credential === 'none' || principal.credential === 'worker' || principal.credential === 'scim'
+                  ? 'session'
+                  : principal.credential,
                 principal.oauth?.scopes,
               ),
             }

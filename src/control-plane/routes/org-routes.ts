@@ -1,15 +1,11 @@
 /**
- * `/v1/org` (the current organization), `/v1/roles` and `/v1/audit-events`.
+ * `/v1/org` (the current organization) and `/v1/roles` (the audit log: `audit-routes.ts`).
  * @module
  */
-import * as v from 'valibot'
-import { queryString } from '../../core/validation.ts'
 import { actorOf } from '../auth.ts'
-import { listAuditEvents } from '../admin/audit.ts'
 import { getOrganization, updateOrganization } from '../admin/organizations.ts'
-import { pageQuery } from '../pagination.ts'
 import { ASSIGNABLE_ROLES, permissionsOf, ROLES, rules, type Role } from '../policy.ts'
-import { AuditEventPage, OrganizationItem, RolePage, UpdateOrganizationBody } from '../wire/admin.ts'
+import { OrganizationItem, RolePage, UpdateOrganizationBody } from '../wire/admin.ts'
 import { route, type RouteContext } from './route.ts'
 
 const ROLE_TEXT: Record<Role, string> = {
@@ -18,7 +14,7 @@ const ROLE_TEXT: Record<Role, string> = {
   member: 'Reads the organization, its members, teams and roles.',
 }
 
-/** Routes of the current organization, roles and audit. */
+/** Routes of the current organization and roles. */
 export function orgRoutes(ctx: RouteContext) {
   return [
     route({
@@ -62,20 +58,6 @@ export function orgRoutes(ctx: RouteContext) {
         })),
         nextCursor: null,
       }),
-    }),
-    route({
-      method: 'GET',
-      path: '/v1/audit-events',
-      operationId: 'listAuditEvents',
-      tags: ['audit'],
-      summary: 'Administrative actions in the organization, newest first',
-      description:
-        'Each event names the actor, the action, the target id and the time; never request bodies or secrets.',
-      auth: rules.org('audit.read'),
-      query: v.object({ ...pageQuery(), action: queryString({ maxLength: 64 }) }),
-      responses: { 200: AuditEventPage },
-      errors: [400],
-      handler: ({ principal, query }) => listAuditEvents(ctx.deps, principal.org!.id, query),
     }),
   ]
 }

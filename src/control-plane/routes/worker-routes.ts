@@ -14,11 +14,14 @@ import {
   HeartbeatItem,
   IssuedWorkerTokens,
   WorkerItem,
+  WorkerLogs,
+  WorkerLogsQuery,
   WorkerPage,
   WorkerRuntimeItem,
   WorkerTokenPage,
 } from '../wire/workers.ts'
 import { recordHeartbeat } from '../workers/worker-lifecycle.ts'
+import { workerLogs } from '../workers/worker-logs.ts'
 import {
   createWorker,
   deleteWorker,
@@ -98,6 +101,21 @@ export function workerRoutes(ctx: AsyncContext) {
       handler: async ({ principal, params }) => ({
         item: await getWorkerRuntime(ctx, principal.org!.id, params.workerId),
       }),
+    }),
+    route({
+      method: 'GET',
+      path: '/v1/workers/:workerId/logs',
+      operationId: 'getWorkerLogs',
+      tags: ['workers'],
+      summary: "The runtime's recent output, newest `tail` lines, secrets redacted",
+      description:
+        "Kept across runtime restarts and control-plane restarts (the last start's lines are there after a failed start). A `process` runtime's output is on the host that ran it: another host's instance answers 409 `worker_runtime_elsewhere` with `details.host` and `details.instanceId`.",
+      auth: rules.org('workers.manage'),
+      params: WorkerParams,
+      query: WorkerLogsQuery,
+      responses: { 200: WorkerLogs },
+      errors: [409],
+      handler: ({ principal, params, query }) => workerLogs(ctx, principal.org!.id, params.workerId, query.tail),
     }),
     route({
       method: 'GET',

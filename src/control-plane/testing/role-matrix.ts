@@ -74,7 +74,7 @@ export function expectedStatus(route: AnyRoute<ControlPlaneRule, ControlPlanePri
   const rule = route.auth
   if (rule.kind === 'public') return successStatus(route)
   // Only a Worker's activity token passes; no person or API key does.
-  if (rule.kind === 'workerToken') return 401
+  if (rule.kind === 'workerToken' || rule.kind === 'scim') return 401
   const credential = credentialOf(caller)
   if (!credential) return 401
   if (rule.kind === 'identity') return rule.sessionOnly && credential.kind === 'apiKey' ? 403 : successStatus(route)

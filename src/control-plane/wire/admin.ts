@@ -167,18 +167,43 @@ export const CreatedApiKey = v.pipe(
 export const AuditEvent = v.pipe(
   v.strictObject({
     id: idOf('aev'),
-    action: v.string(),
+    action: v.pipe(
+      v.string(),
+      v.description(
+        "The handler's named action (`team.created`) or, for a request without one and for every refusal or failure, the route's operationId (`createTeam`)",
+      ),
+    ),
     actor: v.strictObject({
       userId: v.nullable(idOf('usr')),
       memberId: v.nullable(idOf('mem')),
-      credential: v.picklist(['session', 'apiKey', 'oauth']),
+      credential: v.pipe(
+        v.picklist(['session', 'apiKey', 'oauth', 'worker', 'scim', 'anonymous']),
+        v.description('The credential the request proved; `anonymous` on public routes (sign-in, OAuth endpoints)'),
+      ),
       apiKeyId: v.nullable(idOf('key')),
     }),
     origin: v.pipe(
-      v.picklist(['api', 'mcp']),
-      v.description('Where the action came from: the HTTP API, or a tool call on the MCP endpoint'),
+      v.picklist(['api', 'console', 'mcp', 'scim', 'sso']),
+      v.description(
+        'Where the request came from: the HTTP API, the web console, the MCP endpoint, SCIM provisioning or single sign-on',
+      ),
     ),
     target: v.strictObject({ type: v.string(), id: v.string() }),
+    outcome: v.pipe(
+      v.picklist(['success', 'denied', 'failed']),
+      v.description('`denied`: refused with 401 or 403; `failed`: any other error (see `errorCode`)'),
+    ),
+    errorCode: v.pipe(
+      v.nullable(v.string()),
+      v.description("The error's stable code when the request did not succeed"),
+    ),
+    requestId: v.pipe(v.nullable(v.string()), v.description('The X-Request-Id of the request')),
+    route: v.pipe(
+      v.nullable(v.string()),
+      v.description(
+        'The declared route, `METHOD /path/:param` (never the query string); null for events before this field',
+      ),
+    ),
     data: v.nullable(v.record(v.string(), v.union([v.string(), v.number(), v.boolean(), v.null()]))),
     createdAt: Timestamp,
   }),

@@ -4,12 +4,14 @@
  */
 import * as v from 'valibot'
 import { WORKER_STATES, WORKER_TOKEN_SCOPES } from '../workers/workers.ts'
+import { documentQueryParam } from '../openapi-policy.ts'
+import { LOG_ANSWER_MAX_BYTES, LOG_LINE_MAX, LOG_TAIL_DEFAULT, LOG_TAIL_MAX } from '../workers/runtime-log.ts'
 import { idOf, intColumn, itemOf, nameField, pageOf, Timestamp } from './common.ts'
 
 const Reason = v.pipe(
   v.nullable(v.string()),
   v.description(
-    'Why the Worker is in its state, e.g. created, heartbeat, heartbeat_stale, provisioning_deadline_exceeded, provisioner_error, tokens_rotated, tokens_revoked, deleting, control_plane_stopped, control_plane_restarted, runtime_recovered, control_plane_instance_lost',
+    'Why the Worker is in its state, e.g. created, heartbeat, heartbeat_stale, provisioning_deadline_exceeded, provisioner_error, tokens_rotated, tokens_revoked, deleting, control_plane_stopped, control_plane_restarted, runtime_recovered, control_plane_instance_lost, engine_unreachable, engine_reachable',
   ),
 )
 
@@ -130,4 +132,45 @@ export const HeartbeatItem = itemOf(
     v.title('HeartbeatAck'),
   ),
   'HeartbeatItem',
+)
+
+/** `GET /v1/workers/:id/logs` query. */
+export const WorkerLogsQuery = v.object({
+  tail: documentQueryParam(
+    v.optional(
+      v.pipe(
+        v.string('must be given once'),
+        v.regex(/^-?\d+$/, 'must be an integer'),
+        v.transform(Number),
+        v.number(),
+        v.minValue(1, 'must be at least 1'),
+        v.maxValue(LOG_TAIL_MAX, `must be at most ${LOG_TAIL_MAX}`),
+      ),
+      String(LOG_TAIL_DEFAULT),
+    ),
+    {
+      type: 'integer',
+      minimum: 1,
+      maximum: LOG_TAIL_MAX,
+      default: LOG_TAIL_DEFAULT,
+      description: `Most lines to answer (the newest), 1 to ${LOG_TAIL_MAX}`,
+    },
+  ),
+})
+
+/** A runtime's recent output. */
+export const WorkerLogs = v.pipe(
+  v.strictObject({
+    lines: v.pipe(
+      v.array(v.string()),
+      v.description(
+        `Output lines (stdout and stderr interleaved), oldest first, secrets replaced by [redacted]; a line over ${LOG_LINE_MAX} characters is cut, and the answer carries at most ${LOG_ANSWER_MAX_BYTES / 1024} KiB`,
+      ),
+    ),
+    truncated: v.pipe(
+      v.boolean(),
+      v.description('True when the bounds cut this answer: a line was shortened, or lines within `tail` were left out'),
+    ),
+  }),
+  v.title('WorkerLogs'),
 )

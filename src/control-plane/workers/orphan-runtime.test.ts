@@ -115,6 +115,15 @@ test('a runtime orphaned by a control-plane crash is stopped when its Worker is 
         assert.is(back.body.item.state, 'healthy')
       }
       assert.not.ok(alive(first) || alive(second), 'the orphaned runtimes were stopped at start')
+      // Its output outlived the crashed control plane: the orphan's own last lines (written while
+      // the restarted one stopped it) sit between the two starts in the Worker's logs.
+      const logs = await client.get(`/v1/workers/${ids[1]}/logs?tail=1000`, { token })
+      assert.is(logs.status, 200)
+      const lines: string[] = logs.body.lines
+      const starts = lines.flatMap((line, i) => (line.includes('control plane: starting the runtime') ? [i] : []))
+      assert.is(starts.length, 2, lines.join('\n'))
+      const orphanStop = lines.findIndex((line) => /stopping/.test(line) && /SIGTERM/.test(line))
+      assert.ok(orphanStop > starts[0]! && orphanStop < starts[1]!, lines.join('\n'))
       const restarted = await waitFor(
         async () => [await pidOf(ids[0]!), await pidOf(ids[1]!)],
         ([a, b]) => a !== first && b !== second,

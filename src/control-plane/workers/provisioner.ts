@@ -48,10 +48,18 @@ export interface ProvisionedRuntime {
 /** Called when a runtime ends on its own (crash, kill), with a reason kept on the Worker. */
 export type RuntimeExitListener = (workerId: string, reason: { reason: string; message: string }) => void
 
+/** Reports a problem reaching the runtimes of `workerIds` (such as an unreachable engine), or null once it is gone. */
+export type RuntimeStateListener = (workerIds: string[], problem: { reason: string; message: string } | null) => void
+
 /** A way of running Workers. */
 export interface Provisioner {
   /** Name clients pass as `provisioner` in `POST /v1/workers`. */
   readonly name: string
+  /**
+   * Whether {@link Provisioner.reap} works from any control-plane host (runtimes live on a shared
+   * engine and are found by label), not only on the host that started the runtime.
+   */
+  readonly reapsAnywhere?: boolean
   /** Starts (or restarts) the Worker's runtime; resolves once it accepts connections. */
   start(request: ProvisionRequest): Promise<ProvisionedRuntime>
   /** Stops the Worker's runtime if it runs; resolves once it has exited. */
@@ -59,9 +67,16 @@ export interface Provisioner {
   /**
    * Stops a runtime of `workerId` this provisioner does not hold (left by a crashed or lost control
    * plane on this host), identified by `pid`; never signals a process that is not that Worker's
-   * runtime. Resolves once it is gone (or was never there).
+   * runtime. Resolves once it is gone (or was never there). A provisioner that finds runtimes
+   * another way (labels on an engine) may ignore `pid`.
    */
   reap(workerId: string, pid: number): Promise<void>
+  /** Removes what the Worker kept beside its runtime (a workspace volume) once it is deleted. */
+  destroy?(workerId: string): Promise<void>
+  /** Subscribes to problems reaching runtimes that are not their exit (an unreachable engine). */
+  onRuntimeState?(listener: RuntimeStateListener): void
+  /** The runtime's recent output (stdout and stderr interleaved), at most `tail` lines, oldest first. */
+  logs(workerId: string, tail: number): Promise<{ lines: string[]; truncated: boolean }>
   /** Runtimes this provisioner holds now (starting or running), with their token generation. */
   running(): Array<{ workerId: string; generation: number }>
   /** Subscribes to runtimes ending on their own. */

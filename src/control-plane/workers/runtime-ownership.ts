@@ -190,7 +190,8 @@ async function reapLost(
   row: { runtime_host: string | null; runtime_pid: number | null },
 ): Promise<void> {
   if (row.runtime_pid === null) return
-  if (row.runtime_host === ctx.instance.host && provisioner) await provisioner.reap(workerId, row.runtime_pid)
+  if (provisioner && (row.runtime_host === ctx.instance.host || provisioner.reapsAnywhere))
+    await provisioner.reap(workerId, row.runtime_pid)
   else
     ctx.log.warn('a runtime of a control plane that is gone ran on another host and cannot be stopped from here', {
       workerId,
@@ -375,7 +376,8 @@ export async function sweepLostInstances(ctx: AsyncContext): Promise<number> {
       .where('state', '!=', 'provisioning')
       .execute()
     for (const row of rows) {
-      const here = row.runtime_host === ctx.instance.host
+      const here =
+        row.runtime_host === ctx.instance.host || ctx.provisioners.get(row.provisioner)?.reapsAnywhere === true
       if (here) await reapLost(ctx, ctx.provisioners.get(row.provisioner), row.id, row)
       const now = isoAt(ctx.deps)
       const lost = row.state === 'healthy' || row.state === 'unreachable'

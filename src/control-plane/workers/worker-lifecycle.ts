@@ -11,7 +11,7 @@ import { hashToken, secretsEqual } from '../../core/secrets.ts'
 import { isoAt } from '../deps.ts'
 import type { AsyncContext } from '../jobs/async-context.ts'
 import { enqueueJob, JobFailure, LeaseLost, shortMessage } from '../jobs/job-queue.ts'
-import type { JobHandler } from '../jobs/job-runner.ts'
+import type { JobHandler } from '../jobs/job-handler.ts'
 import type { ProvisionedRuntime } from './provisioner.ts'
 import { claimRuntime, recordSpawn, releaseRuntime, stopLocalRuntime } from './runtime-ownership.ts'
 import { openCredentials, PROVISION_JOB, reprovisionIn, type WorkerState } from './workers.ts'
@@ -203,7 +203,9 @@ export async function recordHeartbeat(
       },
     })
   }
-  const becomesHealthy = row.state === 'provisioning' || row.state === 'unreachable'
+  // An unreachable engine is cleared by the provisioner's check of the engine, not by a heartbeat.
+  const becomesHealthy =
+    row.state === 'provisioning' || (row.state === 'unreachable' && row.state_reason !== 'engine_unreachable')
   const lastActive = input.isActiveRecently
     ? laterOf(row.last_active_at, input.lastActivityAt ?? now)
     : row.last_active_at

@@ -368,6 +368,11 @@ export async function deleteWorker(ctx: AsyncContext, actor: Actor, workerId: st
     { state_reason: 'deleting', state_message: 'The Worker is being deleted' },
     (trx, row) => recordAudit(ctx.deps, trx, actor, 'worker.deleted', { type: 'worker', id: row.id }),
   )
+  const provisioner = (
+    await ctx.deps.db.selectFrom('worker').select('provisioner').where('id', '=', workerId).executeTakeFirst()
+  )?.provisioner
+  // What the runtime kept beside itself (a container's workspace volume) goes with the Worker.
+  if (provisioner) await ctx.provisioners.get(provisioner)?.destroy?.(workerId)
   await ctx.deps.db.deleteFrom('worker').where('id', '=', workerId).where('org_id', '=', actor.orgId).execute()
 }
 

@@ -12,13 +12,9 @@ import type { SurfaceAuth } from '../../core/http-app.ts'
 import { peerAddress } from '../../core/peer-address.ts'
 import { bytesEqual, secretsEqual } from '../../core/secrets.ts'
 import type { AuthThrottle } from './auth-throttle.ts'
+import { scopeRank, type Scope } from './scopes.ts'
 import type { TokenStore } from './token-store.ts'
 import { workspaceError } from '../workspace-errors.ts'
-
-/** Token scopes, lowest to highest. */
-export const SCOPES = ['viewer', 'collaborator', 'owner'] as const
-/** A token scope. */
-export type Scope = (typeof SCOPES)[number]
 
 /** A route's auth rule. */
 export type WorkspaceRule =
@@ -51,11 +47,6 @@ export interface Principal {
 
 /** The header carrying the host token. */
 export const HOST_TOKEN_HEADER = 'x-service-host-token'
-
-/** Rank of a scope, for "at least" comparisons. */
-export function scopeRank(scope: Scope | null): number {
-  return scope ? SCOPES.indexOf(scope) + 1 : 0
-}
 
 // The console's sign-out route reads the session it ends the way every route reads its caller.
 export { bearerToken }

@@ -7,8 +7,8 @@
  */
 import { newId } from '../../core/ids.ts'
 import { generateToken, hashToken } from '../../core/secrets.ts'
-import type { Scope } from './auth.ts'
-import type { StateDatabase, TokensTable } from '../runtime/state-db.ts'
+import type { Scope } from './scopes.ts'
+import type { StateDatabase, TokensTable } from '../base/state-db.ts'
 
 /** A token as the host sees it: never the value, never the hash. */
 export interface TokenInfo {

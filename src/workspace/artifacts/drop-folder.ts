@@ -9,7 +9,7 @@
 import * as fsp from 'node:fs/promises'
 import { join } from 'node:path'
 import { isInside, isNotFound } from '../../storage/fs.ts'
-import { assertNotTemp, isTempName, normalizeRelPath, openForRead, PathError } from '../files/workspace-path.ts'
+import { assertNotTemp, isTempName, normalizeRelPath, openForRead, PathError } from '../base/workspace-path.ts'
 import { workspaceError, type WorkspaceErrorCode } from '../workspace-errors.ts'
 
 /** Workspace-relative folder of inbox uploads. */

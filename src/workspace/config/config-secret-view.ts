@@ -10,7 +10,7 @@
 import { statSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Principal } from '../access/auth.ts'
-import { readContainedText } from '../files/workspace-path.ts'
+import { readContainedText } from '../base/workspace-path.ts'
 import { configSecrets } from '../../opencode/mcp-secret-text.ts'
 import { OPENCODE_CONFIG_FILES } from './workspace-layout.ts'
 

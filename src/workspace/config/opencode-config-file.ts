@@ -4,8 +4,8 @@
  * Reads and writes are contained like the file data plane's (`readContainedText`, `writeContained`).
  * @module
  */
-import { writeContained } from '../files/atomic-write.ts'
-import { readContainedText } from '../files/workspace-path.ts'
+import { writeContained } from '../base/atomic-write.ts'
+import { readContainedText } from '../base/workspace-path.ts'
 import { parseJsoncObject, setJsoncPath } from './jsonc-document.ts'
 import { OPENCODE_CONFIG_FILES } from './workspace-layout.ts'
 

@@ -29,8 +29,8 @@ import {
   type SettingSource,
   serverSettings,
 } from '../../core/settings.ts'
-import { resolveSidecarConfig, type SidecarConfig } from '../sidecar/sidecar-config.ts'
-import { FilesFileSchema, resolveFilesSettings, type FilesSettings } from '../files/files-settings.ts'
+import { resolveSidecarConfig, type SidecarConfig } from './sidecar-config.ts'
+import { FilesFileSchema, resolveFilesSettings, type FilesSettings } from './files-settings.ts'
 
 const ApprovalMode = v.picklist(['manual', 'auto'], 'must be "manual" or "auto"')
 const TimeoutMs = v.pipe(

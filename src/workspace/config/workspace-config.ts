@@ -5,11 +5,12 @@
  * @module
  */
 import { workspaceError } from '../workspace-errors.ts'
-import { writeContained } from '../files/atomic-write.ts'
-import { mcpEntries, unmaskMcpMap } from '../extensions/mcp.ts'
+import { writeContained } from '../base/atomic-write.ts'
+import { mcpEntries } from '../../opencode/mcp-entries.ts'
+import { unmaskMcpMap } from './mcp-maps.ts'
 import { editedOpencodeConfig, readOpencodeConfig } from './opencode-config-file.ts'
-import { readContainedText } from '../files/workspace-path.ts'
-import type { ReadCache } from '../runtime/read-cache.ts'
+import { readContainedText } from '../base/workspace-path.ts'
+import type { ReadCache } from '../base/read-cache.ts'
 import { SERVICE_CONFIG_FILE } from './workspace-layout.ts'
 
 /** `GET /workspace/:id/config` body. */

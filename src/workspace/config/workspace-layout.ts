@@ -9,7 +9,18 @@
  */
 import { readdirSync, type Dirent } from 'node:fs'
 import { join } from 'node:path'
-import type { EventTrigger, ReloadReason } from '../events/event-store.ts'
+
+/** Why a reload event happened (the reference's `reason`). */
+export type ReloadReason = 'config' | 'plugins' | 'skills' | 'mcp' | 'commands'
+
+/** What changed. */
+export interface EventTrigger {
+  type: 'config' | 'plugin' | 'skill' | 'mcp' | 'command'
+  name?: string
+  action?: 'added' | 'removed' | 'updated'
+  /** Workspace-relative path of the file that changed. */
+  path?: string
+}
 
 /** Project config candidates, in precedence order (`.jsonc` wins when both exist). */
 export const OPENCODE_CONFIG_FILES = ['opencode.jsonc', 'opencode.json'] as const

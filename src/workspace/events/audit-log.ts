@@ -6,7 +6,7 @@
  */
 import { newId } from '../../core/ids.ts'
 import type { Principal } from '../access/auth.ts'
-import type { AuditTable, StateDatabase } from '../runtime/state-db.ts'
+import type { AuditTable, StateDatabase } from '../base/state-db.ts'
 
 /** Audit actions of approval decisions; they are not writes, so they do not move `updatedAt`. */
 const DECISION_PREFIX = 'approval.'

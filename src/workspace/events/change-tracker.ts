@@ -27,10 +27,17 @@ import { join } from 'node:path'
 import type { Logger } from '../../core/logger.ts'
 import { sha256Hex } from '../../core/sha256.ts'
 import { writeFileAtomic } from '../../storage/fs.ts'
-import type { AsyncLock } from '../runtime/async-lock.ts'
-import type { EventStore, EventTrigger, ReloadReason, WorkspaceEvent } from './event-store.ts'
-import type { ReadCache } from '../runtime/read-cache.ts'
-import { classifyChange, OPENCODE_CONFIG_FILES, trackedFiles, watchedDirs } from '../config/workspace-layout.ts'
+import type { AsyncLock } from '../base/async-lock.ts'
+import type { EventStore, WorkspaceEvent } from './event-store.ts'
+import type { ReadCache } from '../base/read-cache.ts'
+import {
+  classifyChange,
+  OPENCODE_CONFIG_FILES,
+  trackedFiles,
+  watchedDirs,
+  type EventTrigger,
+  type ReloadReason,
+} from '../config/workspace-layout.ts'
 
 /** Dependencies of a {@link ChangeTracker}. */
 export interface ChangeTrackerOptions {

@@ -6,19 +6,8 @@
  * @module
  */
 import { newId } from '../../core/ids.ts'
-import type { EventsTable, StateDatabase } from '../runtime/state-db.ts'
-
-/** Why a reload event happened (the reference's `reason`). */
-export type ReloadReason = 'config' | 'plugins' | 'skills' | 'mcp' | 'commands'
-
-/** What changed. */
-export interface EventTrigger {
-  type: 'config' | 'plugin' | 'skill' | 'mcp' | 'command'
-  name?: string
-  action?: 'added' | 'removed' | 'updated'
-  /** Workspace-relative path of the file that changed. */
-  path?: string
-}
+import type { EventsTable, StateDatabase } from '../base/state-db.ts'
+import type { EventTrigger, ReloadReason } from '../config/workspace-layout.ts'
 
 /** Event kinds. */
 export type WorkspaceEventType = 'reload' | 'approval.requested' | 'approval.decided' | 'org.state' | 'org.applied'

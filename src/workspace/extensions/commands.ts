@@ -3,8 +3,8 @@
  * `subtask`) and the prompt template as the body. A null model is never written.
  * @module
  */
-import { writeContained } from '../files/atomic-write.ts'
-import { readContainedText, removeContained, resolveExisting } from '../files/workspace-path.ts'
+import { writeContained } from '../base/atomic-write.ts'
+import { readContainedText, removeContained, resolveExisting } from '../base/workspace-path.ts'
 import { parseFrontmatter, renderFrontmatter } from '../../opencode/frontmatter.ts'
 import { COMMAND_NAME_RULE, isCommandName } from '../../opencode/names.ts'
 import { COMMANDS_DIR, commandFile, commandFileNames } from '../config/workspace-layout.ts'

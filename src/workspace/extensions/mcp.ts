@@ -5,16 +5,7 @@
  * and its 400 errors.
  * @module
  */
-import {
-  checkMcpServer,
-  isMcpName,
-  MCP_NAME_RULE,
-  maskMcpEntry,
-  mapMcpEntries,
-  mcpEntries,
-  stripMcpSecrets,
-  unmaskMcpEntry,
-} from '../../opencode/mcp-entries.ts'
+import { checkMcpServer, isMcpName, MCP_NAME_RULE, maskMcpEntry, mcpEntries } from '../../opencode/mcp-entries.ts'
 import { editOpencodeConfig, readOpencodeConfig } from '../config/opencode-config-file.ts'
 import { workspaceError } from '../workspace-errors.ts'
 
@@ -46,24 +37,6 @@ export function validateMcpConfig(config: Record<string, unknown>): Record<strin
 
 /** A copy of an entry safe to show any client. */
 export const maskMcpConfig = maskMcpEntry
-
-/**
- * A copy of a config's `mcp` map with every entry masked: what any caller but the host sees of it
- * (in `GET …/config` and exports), since header and environment values are usually credentials.
- */
-export function maskMcpMap(map: unknown): unknown {
-  return mapMcpEntries(map, maskMcpEntry)
-}
-
-/** A copy of a config's `mcp` map for export, secret values left out (see `stripMcpSecrets`). */
-export function withoutMcpSecrets(map: unknown): unknown {
-  return mapMcpEntries(map, stripMcpSecrets)
-}
-
-/** An incoming `mcp` map with masked values put back from the current one (see `unmaskMcpEntry`). */
-export function unmaskMcpMap(incoming: unknown, current: Record<string, Record<string, unknown>>): unknown {
-  return mapMcpEntries(incoming, (entry, name) => (current[name] ? unmaskMcpEntry(entry, current[name]) : entry))
-}
 
 /** Lists MCP entries, masked, sorted by name. */
 export function listMcp(config: Record<string, unknown>): McpItem[] {

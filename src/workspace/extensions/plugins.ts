@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path'
 import { pluginSpecOf } from '../../opencode/opencode-config.ts'
-import { removeContained, resolveExisting } from '../files/workspace-path.ts'
+import { removeContained, resolveExisting } from '../base/workspace-path.ts'
 import { editOpencodeConfig, readOpencodeConfig } from '../config/opencode-config-file.ts'
 import { PLUGINS_DIR, pluginFileNames } from '../config/workspace-layout.ts'
 import { workspaceError } from '../workspace-errors.ts'

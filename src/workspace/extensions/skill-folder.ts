@@ -7,8 +7,8 @@
  * @module
  */
 import * as fsp from 'node:fs/promises'
-import { tempName, writeTemp } from '../files/atomic-write.ts'
-import { isTempName, openForRead, pinDirectory, resolveExisting } from '../files/workspace-path.ts'
+import { tempName, writeTemp } from '../base/atomic-write.ts'
+import { isTempName, openForRead, pinDirectory, resolveExisting } from '../base/workspace-path.ts'
 import {
   type BundleFile,
   executableFromMode,

@@ -14,8 +14,8 @@ import {
   type SkillLimits,
   type WireFileIn,
 } from '../../opencode/skill-bundle.ts'
-import { writeContained } from '../files/atomic-write.ts'
-import { readContainedText, removeContained, resolveExisting } from '../files/workspace-path.ts'
+import { writeContained } from '../base/atomic-write.ts'
+import { readContainedText, removeContained, resolveExisting } from '../base/workspace-path.ts'
 import { replaceSkillFolder } from './skill-folder.ts'
 import { SKILLS_DIR, skillDirNames, skillFile } from '../config/workspace-layout.ts'
 import { workspaceError } from '../workspace-errors.ts'

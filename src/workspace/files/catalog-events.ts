@@ -14,7 +14,7 @@ import { lstat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Logger } from '../../core/logger.ts'
 import { newId } from '../../core/ids.ts'
-import { isTempName } from './workspace-path.ts'
+import { isTempName } from '../base/workspace-path.ts'
 
 /** Event kinds. */
 export type CatalogEventType = 'write' | 'delete' | 'rename' | 'mkdir'

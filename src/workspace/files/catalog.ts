@@ -12,7 +12,7 @@ import { lstatSync, readdirSync, type Dirent, type Stats } from 'node:fs'
 import * as fsp from 'node:fs/promises'
 import { join } from 'node:path'
 import { revisionOf } from './catalog-events.ts'
-import { isTempName, resolveExisting } from './workspace-path.ts'
+import { isTempName, resolveExisting } from '../base/workspace-path.ts'
 import { workspaceError } from '../workspace-errors.ts'
 
 /** One catalog entry. */

@@ -9,34 +9,29 @@ import { lstat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Logger } from '../../core/logger.ts'
 import type { Principal } from '../access/auth.ts'
-import type { ProposedChange } from '../access/change-description.ts'
-import { scopeRank } from '../access/auth.ts'
-import type { WorkspaceRuntime } from '../runtime/workspace-registry.ts'
-import type { WorkspaceServices } from '../runtime/workspace-services.ts'
+import type { ProposedChange } from '../approvals/change-description.ts'
+import { scopeRank } from '../access/scopes.ts'
+import type { WorkspaceRuntime } from '../events/workspace-runtime.ts'
+import type { WriteGate } from '../approvals/write-gate.ts'
 import { catalogSnapshot, type SnapshotOptions } from './catalog.ts'
 import { maskReadSecrets, unmaskWrittenConfig } from './read-secrets.ts'
-import { readContainedText } from './workspace-path.ts'
+import { readContainedText } from '../base/workspace-path.ts'
 import { seesConfigSecrets } from '../config/config-secret-view.ts'
 import { isOpencodeConfigPath } from '../../opencode/mcp-secret-text.ts'
 import { CatalogEventLog, revisionOf } from './catalog-events.ts'
+import type { ItemError } from './batch-item.ts'
 import {
   applyOperation,
-  applyWrite,
   planOperation,
-  planWrites,
-  readCheckedItem,
-  readItemSync,
-  readResultsBody,
-  type ItemError,
   type OperationRequest,
   type OperationResult,
   type PlannedOperation,
-  type WriteOk,
-  type WriteRequest,
-} from './file-batches.ts'
+} from './batch-operations.ts'
+import { readCheckedItem, readItemSync, readResultsBody } from './batch-reads.ts'
+import { applyWrite, planWrites, type WriteOk, type WriteRequest } from './batch-writes.ts'
 import { FileContentCache } from './file-content-cache.ts'
 import { FileSessionStore, type FileSession } from './file-sessions.ts'
-import type { FilesSettings } from './files-settings.ts'
+import type { FilesSettings } from '../config/files-settings.ts'
 import { workspaceError } from '../workspace-errors.ts'
 
 const listed = (names: string[], max: number) => `${names.slice(0, max).join(', ')}${names.length > max ? ', …' : ''}`
@@ -47,18 +42,25 @@ const auditEntry = (targets: string[], summary: string) => ({
   summary: `${summary}: ${listed(targets, 5)}`,
 })
 
+/** What the file service takes from the workspace services (the routes pass those whole). */
+export interface FileServiceDeps {
+  readonly gate: WriteGate
+  readonly workspaces: { get(id: string): WorkspaceRuntime }
+  readonly now: () => number
+}
+
 /** Everything the file routes use. */
 export class FileService {
   readonly settings: FilesSettings
   readonly sessions: FileSessionStore
   /** Base64 of unchanged small files, reused across batches (`files.readCacheBytes`). */
   readonly contentCache: FileContentCache
-  readonly #s: WorkspaceServices
+  readonly #s: FileServiceDeps
   readonly #logs = new Map<string, CatalogEventLog>()
   readonly #logger: Logger
   readonly #sweeper: ReturnType<typeof setInterval>
 
-  constructor(services: WorkspaceServices, settings: FilesSettings, logger: Logger) {
+  constructor(services: FileServiceDeps, settings: FilesSettings, logger: Logger) {
     this.#s = services
     this.settings = settings
     this.#logger = logger

@@ -5,7 +5,7 @@
  * @module
  */
 import { newId } from '../../core/ids.ts'
-import type { FilesSettings } from './files-settings.ts'
+import type { FilesSettings } from '../config/files-settings.ts'
 import { workspaceError } from '../workspace-errors.ts'
 
 /** A session as stored. */

@@ -10,7 +10,8 @@ import {
   maskSecretsIn,
   unmaskConfigText,
 } from '../../opencode/mcp-secret-text.ts'
-import type { ItemError, ReadOk } from './file-batches.ts'
+import type { ItemError } from './batch-item.ts'
+import type { ReadOk } from './batch-reads.ts'
 
 /** UTF-8 text of `bytes`, or null when they are not valid UTF-8 (a binary file is left alone). */
 function utf8(bytes: Buffer): string | null {

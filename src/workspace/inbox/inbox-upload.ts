@@ -11,7 +11,7 @@
  */
 import * as fsp from 'node:fs/promises'
 import type { ApiError } from '../../core/errors.ts'
-import { placeInto, tempName, writeTemp } from '../files/atomic-write.ts'
+import { placeInto, tempName, writeTemp } from '../base/atomic-write.ts'
 import {
   assertNotTemp,
   normalizeRelPath,
@@ -19,7 +19,7 @@ import {
   pinDirectory,
   splitRel,
   type PinnedDir,
-} from '../files/workspace-path.ts'
+} from '../base/workspace-path.ts'
 import { INBOX_DIR } from '../artifacts/drop-folder.ts'
 import { multipartBoundary, readMultipart } from './multipart-stream.ts'
 import { workspaceError } from '../workspace-errors.ts'

@@ -5,9 +5,9 @@
  */
 import type { Logger } from '../../core/logger.ts'
 import type { Principal } from '../access/auth.ts'
-import type { WriteGate } from '../access/write-gate.ts'
+import type { WriteGate } from '../approvals/write-gate.ts'
 import { applyImport } from '../portability/import-apply.ts'
-import type { WorkspaceRuntime } from '../runtime/workspace-registry.ts'
+import type { WorkspaceRuntime } from '../events/workspace-runtime.ts'
 import type { SyncPlan } from './sync-plan.ts'
 
 /** Writes `plan` through the gate; rejects with `write_denied`, `write_conflict` or the writer's error. */

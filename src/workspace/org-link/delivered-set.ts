@@ -19,7 +19,7 @@ import { checkMcpServer, isMcpName } from '../../opencode/mcp-entries.ts'
 import { isSkillName } from '../../opencode/names.ts'
 import { normalizeSkillPath, type SkillLimits } from '../../opencode/skill-bundle.ts'
 import { COMMANDS_DIR, PLUGINS_DIR, SKILLS_DIR } from '../config/workspace-layout.ts'
-import { normalizeRelPath } from '../files/workspace-path.ts'
+import { normalizeRelPath } from '../base/workspace-path.ts'
 
 /** Where agents live (OpenCode reads `.opencode/agents/*.md`). */
 export const AGENTS_DIR = '.opencode/agents'

@@ -11,7 +11,7 @@ import type { Logger } from '../../core/logger.ts'
 import type { SkillLimits } from '../../opencode/skill-bundle.ts'
 import type { SecretBox } from '../../storage/secret-box.ts'
 import type { Principal } from '../access/auth.ts'
-import type { WriteGate } from '../access/write-gate.ts'
+import type { WriteGate } from '../approvals/write-gate.ts'
 import type { AuditLog } from '../events/audit-log.ts'
 import type { EventStore } from '../events/event-store.ts'
 import type { WorkspaceRegistry } from '../runtime/workspace-registry.ts'
@@ -27,6 +27,7 @@ import {
 import type { LinkTiming, OrgLink } from './org-link.ts'
 import { type OrgLinkRecord, OrgLinkStore } from './org-link-state.ts'
 import { linkView, type OrgLinkView } from './org-link-view.ts'
+import { workerActivityToken } from '../runtime/worker-activity-token.ts'
 
 export type { OrgLinkView } from './org-link-view.ts'
 
@@ -442,7 +443,7 @@ export function providersFileOf(env: Record<string, string | undefined>): string
 /** The Worker's link settings from the provisioner's environment, or null when not a Worker. */
 export function workerLinkFromEnv(env: Record<string, string | undefined>): { url: string; token: string } | null {
   const url = env.SERVICE_CONTROL_PLANE_URL ? normalizeControlPlaneUrl(env.SERVICE_CONTROL_PLANE_URL) : null
-  const token = env.SERVICE_WORKER_ACTIVITY_TOKEN
+  const token = workerActivityToken(env)
   if (!url || !token || !env.SERVICE_WORKER_ID) return null
   return { url, token }
 }

@@ -15,13 +15,15 @@
 import type { Logger } from '../../core/logger.ts'
 import type { SkillLimits } from '../../opencode/skill-bundle.ts'
 import type { Principal } from '../access/auth.ts'
-import type { WriteGate } from '../access/write-gate.ts'
+import type { WriteGate } from '../approvals/write-gate.ts'
 import { actorOf, type AuditLog } from '../events/audit-log.ts'
 import type { EventStore } from '../events/event-store.ts'
-import type { WorkspaceRuntime } from '../runtime/workspace-registry.ts'
+import type { WorkspaceRuntime } from '../events/workspace-runtime.ts'
 import { ApiError } from '../../core/errors.ts'
 import { type ClientLimits, ControlPlaneClient, ControlPlaneError } from './control-plane-client.ts'
 import { type DeliveredSet, parseDelivery } from './delivered-set.ts'
+import { LinkRecordSaver } from './link-record-saver.ts'
+import { LinkToken } from './link-token.ts'
 import type { OrgLinkRecord, OrgLinkStore } from './org-link-state.ts'
 import { backoffDelay, sleeper } from './backoff.ts'
 import { writeChangeSet } from './change-set-write.ts'
@@ -64,8 +66,8 @@ export class OrgLink {
   lastError: { code: string; message: string; at: number } | null = null
   readonly client: ControlPlaneClient
   #record: OrgLinkRecord
-  #token: string
-  #refreshed = false
+  readonly #token: LinkToken
+  readonly #saver: LinkRecordSaver
   #abort = new AbortController()
   #loop: Promise<void> | null = null
   #runner: Promise<void> | null = null
@@ -74,8 +76,6 @@ export class OrgLink {
   #force = new Set<string>()
   #keep = new Map<string, string>()
   #declinedDigest: string | null = null
-  #persistTimer: ReturnType<typeof setTimeout> | undefined
-  #saving: Promise<void> = Promise.resolve()
   #backoff = sleeper()
 
   constructor(
@@ -86,8 +86,9 @@ export class OrgLink {
     private readonly approval: 'required' | 'skip' = 'required',
   ) {
     this.#record = record
-    this.#token = token
     this.client = new ControlPlaneClient(record.controlPlaneUrl, deps.timing.client, deps.now)
+    this.#saver = new LinkRecordSaver(record, deps.store, deps.logger)
+    this.#token = new LinkToken(token, record, { client: this.client, store: deps.store, saver: this.#saver })
     if (record.revoked) this.state = 'revoked'
   }
 
@@ -115,13 +116,7 @@ export class OrgLink {
     await this.#loop
     this.#loop = null
     await this.#runner?.catch(() => {})
-    if (this.#persistTimer) {
-      // A feed position not yet written is written now: the next start resumes from it.
-      clearTimeout(this.#persistTimer)
-      this.#persistTimer = undefined
-      await this.#save(false).catch(() => {})
-    }
-    await this.#saving
+    await this.#saver.flush()
   }
 
   /** Replaces the token (re-link of a revoked workspace) and follows again. */
@@ -130,10 +125,9 @@ export class OrgLink {
     sealed: Pick<OrgLinkRecord, 'sealedAccessToken' | 'sealedRefreshToken' | 'accessExpiresAt'>,
   ): Promise<void> {
     await this.stop()
-    this.#token = token
-    this.#refreshed = false
+    this.#token.replace(token)
     Object.assign(this.#record, sealed, { revoked: false })
-    await this.#save()
+    await this.#saver.save()
     await this.#setState('syncing')
     this.start()
   }
@@ -147,7 +141,7 @@ export class OrgLink {
     this.#declinedDigest = null
     if (this.#record.revoked) {
       this.#record.revoked = false
-      this.#refreshed = false
+      this.#token.reset()
     }
     this.#backoff.wake()
     await this.#request(true)
@@ -190,7 +184,7 @@ export class OrgLink {
     while (!signal.aborted && !this.#record.revoked) {
       try {
         await this.client.follow(
-          this.#token,
+          this.#token.current,
           this.#record.lastEventId,
           {
             onOpen: () => {
@@ -201,7 +195,7 @@ export class OrgLink {
             onEvent: (event) => {
               if (event.id) {
                 this.#record.lastEventId = event.id
-                this.#persistSoon()
+                this.#saver.soon()
               }
               void this.#request(false)
             },
@@ -214,32 +208,13 @@ export class OrgLink {
       } catch (error) {
         if (signal.aborted) return
         if (error instanceof ControlPlaneError && error.kind === 'revoked') {
-          if (await this.#tryRefresh()) continue
+          if (await this.#token.tryRefresh()) continue
           await this.#revoked(error)
           return
         }
         await this.#unreachable(error)
         await this.#backoff.sleep(backoffDelay(attempt++, this.deps.timing), signal)
       }
-    }
-  }
-
-  async #tryRefresh(): Promise<boolean> {
-    if (this.#refreshed || !this.#record.sealedRefreshToken) return false
-    this.#refreshed = true
-    try {
-      const tokens = await this.client.refresh(
-        await this.deps.store.open(this.#record.workspaceId, this.#record.sealedRefreshToken),
-      )
-      this.#token = tokens.accessToken
-      const id = this.#record.workspaceId
-      this.#record.sealedAccessToken = await this.deps.store.seal(id, tokens.accessToken)
-      if (tokens.refreshToken) this.#record.sealedRefreshToken = await this.deps.store.seal(id, tokens.refreshToken)
-      this.#record.accessExpiresAt = tokens.expiresAt
-      await this.#save()
-      return true
-    } catch {
-      return false
     }
   }
 
@@ -253,13 +228,13 @@ export class OrgLink {
       if (!quiet || full) await this.#setState('syncing')
       let body: Record<string, unknown>
       try {
-        body = await this.client.delivery(this.#token, this.#abort.signal)
+        body = await this.client.delivery(this.#token.current, this.#abort.signal)
       } catch (error) {
-        if (!(error instanceof ControlPlaneError) || error.kind !== 'revoked' || !(await this.#tryRefresh()))
+        if (!(error instanceof ControlPlaneError) || error.kind !== 'revoked' || !(await this.#token.tryRefresh()))
           throw error
-        body = await this.client.delivery(this.#token, this.#abort.signal)
+        body = await this.client.delivery(this.#token.current, this.#abort.signal)
       }
-      this.#refreshed = false
+      this.#token.reset()
       let set: DeliveredSet
       try {
         set = parseDelivery(body, this.deps.skillLimits, incremental ? record.itemDigests : {}, {
@@ -272,7 +247,7 @@ export class OrgLink {
       record.member = set.principal
       if (!full && !this.#force.size && !this.#keep.size && set.digest === record.appliedDigest) {
         record.lastSyncAt = this.deps.now()
-        this.#persistSoon()
+        this.#saver.soon()
         await this.#setState(this.#settledState())
         return
       }
@@ -353,7 +328,7 @@ export class OrgLink {
         }
       : null
     this.rejected = set.rejected
-    await this.#save()
+    await this.#saver.save()
     if (plan.changes.length || plan.conflicts.length)
       await this.deps.events.append({
         workspaceId: record.workspaceId,
@@ -412,7 +387,7 @@ export class OrgLink {
   async #revoked(error: ControlPlaneError): Promise<void> {
     this.#record.revoked = true
     this.lastError = { code: 'org_token_refused', message: error.message, at: this.deps.now() }
-    await this.#save()
+    await this.#saver.save()
     await this.#setState('revoked', true)
   }
 
@@ -452,26 +427,6 @@ export class OrgLink {
         },
       })
       .catch(() => {})
-  }
-
-  #persistSoon(): void {
-    if (this.#persistTimer) return
-    this.#persistTimer = setTimeout(() => {
-      this.#persistTimer = undefined
-      void this.#save(false)
-    }, 200)
-  }
-
-  #save(durable = true): Promise<void> {
-    const snapshot = structuredClone(this.#record)
-    const run = this.#saving.then(() => this.deps.store.save(snapshot, durable))
-    this.#saving = run.catch((error) =>
-      this.deps.logger.error('saving the organization link failed', {
-        workspaceId: snapshot.workspaceId,
-        error: (error as Error).message,
-      }),
-    )
-    return run
   }
 
   /** Audits a link lifecycle step. */

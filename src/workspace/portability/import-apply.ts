@@ -10,8 +10,8 @@
 import * as fsp from 'node:fs/promises'
 import { ApiError } from '../../core/errors.ts'
 import { workspaceError } from '../workspace-errors.ts'
-import { replacedFile, tempName, writeTemp } from '../files/atomic-write.ts'
-import { pinDirectory, splitRel, writeSlot } from '../files/workspace-path.ts'
+import { replacedFile, tempName, writeTemp } from '../base/atomic-write.ts'
+import { pinDirectory, splitRel, writeSlot } from '../base/workspace-path.ts'
 import type { PlannedChange } from './import-plan.ts'
 
 /** Where an entry lives: its parent (workspace-relative) and name. */

@@ -6,7 +6,7 @@
  */
 import * as fsp from 'node:fs/promises'
 import { join } from 'node:path'
-import { assertNotTemp, isTempName, normalizeRelPath, resolveExisting } from '../files/workspace-path.ts'
+import { assertNotTemp, isTempName, normalizeRelPath, resolveExisting } from '../base/workspace-path.ts'
 import { workspaceError } from '../workspace-errors.ts'
 
 /** Project config keys that describe behaviour rather than a machine or a person. */

@@ -6,7 +6,7 @@
  * @module
  */
 import { loadCommands } from '../extensions/commands.ts'
-import { withoutMcpSecrets } from '../extensions/mcp.ts'
+import { withoutMcpSecrets } from '../config/mcp-maps.ts'
 import { readOpencodeConfig } from '../config/opencode-config-file.ts'
 import { encodeWireFile, utf8OrNull, type WireFileOut } from '../../opencode/skill-bundle.ts'
 import { readSkillFolder } from '../extensions/skill-folder.ts'

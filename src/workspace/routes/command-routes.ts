@@ -13,9 +13,9 @@ import {
   writeCommand,
 } from '../extensions/commands.ts'
 import { commandFile } from '../config/workspace-layout.ts'
-import type { WorkspaceRuntime } from '../runtime/workspace-registry.ts'
+import type { WorkspaceRuntime } from '../events/workspace-runtime.ts'
 import type { WorkspaceServices } from '../runtime/workspace-services.ts'
-import { fileHolds } from '../access/write-gate.ts'
+import { fileHolds } from '../approvals/write-gate.ts'
 import { NamedParams, WorkspaceParams, WRITE_ERRORS } from './schemas.ts'
 import { workspaceError } from '../workspace-errors.ts'
 

@@ -7,7 +7,7 @@ import { routeFactory } from '../../core/route.ts'
 import { queryInt } from '../../core/validation.ts'
 import { checkOpencodeConfig } from '../../opencode/opencode-config.ts'
 import { rules, type Principal, type WorkspaceRule } from '../access/auth.ts'
-import { maskMcpMap } from '../extensions/mcp.ts'
+import { maskMcpMap } from '../config/mcp-maps.ts'
 import { opencodeConfigRel, readOpencodeConfig } from '../config/opencode-config-file.ts'
 import {
   applyConfigPatch,
@@ -17,7 +17,7 @@ import {
 } from '../config/workspace-config.ts'
 import { SERVICE_CONFIG_FILE } from '../config/workspace-layout.ts'
 import type { WorkspaceServices } from '../runtime/workspace-services.ts'
-import { sameJson } from '../access/write-gate.ts'
+import { sameJson } from '../approvals/write-gate.ts'
 import { AuditEntrySchema, JsonObject, WorkspaceParams, WRITE_ERRORS } from './schemas.ts'
 import { workspaceError } from '../workspace-errors.ts'
 

@@ -17,9 +17,9 @@ import {
 } from '../extensions/mcp.ts'
 import { configChange, opencodeConfigRel, readOpencodeConfig } from '../config/opencode-config-file.ts'
 import { cachedOpencodeConfig } from '../config/workspace-config.ts'
-import type { WorkspaceRuntime } from '../runtime/workspace-registry.ts'
+import type { WorkspaceRuntime } from '../events/workspace-runtime.ts'
 import type { WorkspaceServices } from '../runtime/workspace-services.ts'
-import { sameJson } from '../access/write-gate.ts'
+import { sameJson } from '../approvals/write-gate.ts'
 import { JsonObject, NamedParams, WorkspaceParams, WRITE_ERRORS } from './schemas.ts'
 import { workspaceError } from '../workspace-errors.ts'
 

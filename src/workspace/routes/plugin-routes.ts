@@ -18,7 +18,7 @@ import {
   validatePluginSpec,
 } from '../extensions/plugins.ts'
 import { cachedOpencodeConfig } from '../config/workspace-config.ts'
-import type { WorkspaceRuntime } from '../runtime/workspace-registry.ts'
+import type { WorkspaceRuntime } from '../events/workspace-runtime.ts'
 import type { WorkspaceServices } from '../runtime/workspace-services.ts'
 import { NamedParams, WorkspaceParams, WRITE_ERRORS } from './schemas.ts'
 

@@ -4,7 +4,8 @@
  */
 import * as v from 'valibot'
 import { routeFactory } from '../../core/route.ts'
-import { rules, SCOPES, type Principal, type Scope, type WorkspaceRule } from '../access/auth.ts'
+import { rules, type Principal, type WorkspaceRule } from '../access/auth.ts'
+import { SCOPES, type Scope } from '../access/scopes.ts'
 import type { WorkspaceServices } from '../runtime/workspace-services.ts'
 import { workspaceError } from '../workspace-errors.ts'
 

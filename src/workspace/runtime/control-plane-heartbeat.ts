@@ -1,13 +1,14 @@
 /**
  * Heartbeats from a workspace server run as a hosted Worker to the control plane that started
  * it. Enabled only when all three of `SERVICE_CONTROL_PLANE_URL`, `SERVICE_WORKER_ID` and
- * `SERVICE_WORKER_ACTIVITY_TOKEN` are set (the `process` provisioner sets them); interval from
+ * `SERVICE_WORKER_ACTIVITY_TOKEN` (or `…_FILE`) are set (the provisioners set them); interval from
  * `SERVICE_WORKER_HEARTBEAT_INTERVAL_MS` (default 10 s). The first beat goes out at once, so a
  * new Worker turns healthy as soon as it listens. A 409 means the control plane stopped or failed
  * the Worker: reporting stops. Failures are logged without the token.
  * @module
  */
 import type { Logger } from '../../core/logger.ts'
+import { workerActivityToken } from './worker-activity-token.ts'
 
 /** A running reporter. */
 export interface HeartbeatReporter {
@@ -25,7 +26,7 @@ export function startControlPlaneHeartbeat(
 ): HeartbeatReporter | null {
   const base = env.SERVICE_CONTROL_PLANE_URL?.replace(/\/+$/, '')
   const workerId = env.SERVICE_WORKER_ID
-  const token = env.SERVICE_WORKER_ACTIVITY_TOKEN
+  const token = workerActivityToken(env)
   if (!base || !workerId || !token) return null
   const parsed = Number(env.SERVICE_WORKER_HEARTBEAT_INTERVAL_MS)
   const intervalMs = Number.isInteger(parsed) && parsed >= 50 ? parsed : DEFAULT_INTERVAL_MS

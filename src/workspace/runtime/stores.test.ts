@@ -1,7 +1,7 @@
 import { assert, suite, withTempDir } from '../../../tests/harness.ts'
 import { AuthThrottle } from '../access/auth-throttle.ts'
 import { EventStore } from '../events/event-store.ts'
-import { openStateDatabase } from './state-db.ts'
+import { openStateDatabase } from '../base/state-db.ts'
 import { TokenStore } from '../access/token-store.ts'
 
 const test = suite('workspace/stores')
@@ -81,7 +81,7 @@ test.run()
 const approvals = suite('workspace/approval-service')
 
 approvals('pending approvals are capped, and closing ends them with 503 server_stopping', async () => {
-  const { ApprovalService, MAX_PENDING } = await import('../access/approvals.ts')
+  const { ApprovalService, MAX_PENDING } = await import('../approvals/approvals.ts')
   const { AuditLog } = await import('../events/audit-log.ts')
   const db = await openStateDatabase(':memory:')
   try {

@@ -6,21 +6,14 @@
  */
 import { join } from 'node:path'
 import type { Logger } from '../../core/logger.ts'
-import { AsyncLock } from './async-lock.ts'
+import { AsyncLock } from '../base/async-lock.ts'
 import { ChangeTracker } from '../events/change-tracker.ts'
 import type { EventStore } from '../events/event-store.ts'
-import { ReadCache } from './read-cache.ts'
+import type { WorkspaceRuntime } from '../events/workspace-runtime.ts'
+import { ReadCache } from '../base/read-cache.ts'
 import { sweepTempFiles } from './temp-sweep.ts'
 import type { WorkspaceEntry } from '../config/server-config.ts'
 import { workspaceError } from '../workspace-errors.ts'
-
-/** A workspace with its runtime helpers. */
-export interface WorkspaceRuntime {
-  readonly entry: WorkspaceEntry
-  readonly cache: ReadCache
-  readonly lock: AsyncLock
-  readonly tracker: ChangeTracker
-}
 
 /** The public description of a workspace: no sidecar credentials, no raw config entry. */
 export interface WorkspaceView {

@@ -6,15 +6,15 @@
  */
 import { join } from 'node:path'
 import type { Logger } from '../../core/logger.ts'
-import { ApprovalService } from '../access/approvals.ts'
+import { ApprovalService } from '../approvals/approvals.ts'
 import { AuditLog } from '../events/audit-log.ts'
 import { AuthThrottle, DEFAULT_AUTH_THROTTLE } from '../access/auth-throttle.ts'
 import { EventStore } from '../events/event-store.ts'
 import type { WorkspaceServerConfig } from '../config/server-config.ts'
-import { openStateDatabase, type StateDatabase } from './state-db.ts'
+import { openStateDatabase, type StateDatabase } from '../base/state-db.ts'
 import { TokenStore } from '../access/token-store.ts'
 import { WorkspaceRegistry } from './workspace-registry.ts'
-import { WriteGate } from '../access/write-gate.ts'
+import { WriteGate } from '../approvals/write-gate.ts'
 
 /** Test and embedding hooks. */
 export interface WorkspaceServiceOptions {

@@ -12,7 +12,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import type { Logger } from '../../core/logger.ts'
 import { generateToken } from '../../core/secrets.ts'
 import { basicAuthorization } from './header-policy.ts'
-import { DEFAULT_SIDECAR_USERNAME, type ManagedSidecarSettings } from './sidecar-config.ts'
+import { DEFAULT_SIDECAR_USERNAME, type ManagedSidecarSettings } from '../config/sidecar-config.ts'
 
 /** Backoff between restarts: 0.5 s doubling up to 30 s; reset after a minute of healthy running. */
 export const RESTART_BACKOFF = { initialMs: 500, maxMs: 30_000, resetAfterMs: 60_000 }

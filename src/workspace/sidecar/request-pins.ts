@@ -13,9 +13,20 @@
 import { realpathSync } from 'node:fs'
 import { dirname, isAbsolute, resolve, sep } from 'node:path'
 import type { ApiError } from '../../core/errors.ts'
-import type { BodyPins } from './route-table.ts'
 import { canonicalDirectory } from './session-guard.ts'
 import { workspaceError } from '../workspace-errors.ts'
+
+/** How a request body is pinned to the workspace (JSON field paths, dot-separated). */
+export interface BodyPins {
+  /** Session ids that must belong to the workspace (404 `session_not_found` otherwise). */
+  sessions?: string[]
+  /** Directory fields rewritten to the workspace directory. */
+  directories?: string[]
+  /** Paths (absolute or workspace-relative) that must resolve inside the workspace, symlinks followed. */
+  paths?: string[]
+  /** Fields removed before forwarding (workspace selectors of OpenCode's experimental control plane). */
+  drop?: string[]
+}
 
 /** Largest request body read for pinning; prompt bodies with inline files stay well below. */
 export const MAX_PINNED_BODY_BYTES = 1024 * 1024

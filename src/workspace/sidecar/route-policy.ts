@@ -9,7 +9,7 @@
  */
 import type { ApiError } from '../../core/errors.ts'
 import type { Principal } from '../access/auth.ts'
-import { scopeRank } from '../access/auth.ts'
+import { scopeRank } from '../access/scopes.ts'
 import { SIDECAR_ROUTES, type SidecarRole, type SidecarRouteEntry } from './route-table.ts'
 import { workspaceError } from '../workspace-errors.ts'
 

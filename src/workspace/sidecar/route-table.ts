@@ -15,6 +15,7 @@
  * @module
  */
 import type { HttpMethod } from '../../core/route.ts'
+import type { BodyPins } from './request-pins.ts'
 import type { SecretView } from './secret-mask.ts'
 
 /** Who may call a sidecar route. */
@@ -25,18 +26,6 @@ export type SidecarRole = 'viewer' | 'collaborator' | 'owner'
  * gate like the native config writes and is audited; `audited` is recorded in the audit log.
  */
 export type WriteGovernance = 'approval' | 'audited'
-
-/** How a request body is pinned to the workspace (JSON field paths, dot-separated). */
-export interface BodyPins {
-  /** Session ids that must belong to the workspace (404 `session_not_found` otherwise). */
-  sessions?: string[]
-  /** Directory fields rewritten to the workspace directory. */
-  directories?: string[]
-  /** Paths (absolute or workspace-relative) that must resolve inside the workspace, symlinks followed. */
-  paths?: string[]
-  /** Fields removed before forwarding (workspace selectors of OpenCode's experimental control plane). */
-  drop?: string[]
-}
 
 /** One allow-listed route. */
 export interface SidecarRouteEntry {

@@ -6,7 +6,7 @@
  * masked and rebuilt; failed and non-JSON answers of JSON routes pass unchanged.
  * @module
  */
-import { maskMcpMap } from '../extensions/mcp.ts'
+import { maskMcpMap } from '../config/mcp-maps.ts'
 import { workspaceConfigSecrets } from '../config/config-secret-view.ts'
 import { isOpencodeConfigPath, maskConfigDiff, maskConfigText, maskSecretsIn } from '../../opencode/mcp-secret-text.ts'
 import { MAX_FILTERED_BYTES } from './result-filter.ts'

@@ -11,7 +11,7 @@
  * @module
  */
 import type { Logger } from '../../core/logger.ts'
-import type { ApprovalService } from '../access/approvals.ts'
+import type { ApprovalService } from '../approvals/approvals.ts'
 import { actorOf, type AuditLog } from '../events/audit-log.ts'
 import type { ProxyGovernance } from './sidecar-proxy.ts'
 import { workspaceError } from '../workspace-errors.ts'

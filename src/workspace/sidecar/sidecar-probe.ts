@@ -5,7 +5,7 @@
  * @module
  */
 import { ApiError } from '../../core/errors.ts'
-import { publicBaseUrl, type SidecarTarget } from './sidecar-config.ts'
+import { publicBaseUrl, type SidecarTarget } from '../config/sidecar-config.ts'
 import { sidecarFetch } from './upstream-fetch.ts'
 
 /** The public view of one workspace's sidecar. */

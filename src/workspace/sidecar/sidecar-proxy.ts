@@ -20,7 +20,7 @@ import { pinBody, pinQueryPaths, pinTailPath, readPinnedBody } from './request-p
 import { assertSidecarAllowed, type Classified, classifySidecarRequest } from './route-policy.ts'
 import type { SidecarRouteEntry } from './route-table.ts'
 import type { SessionGuard } from './session-guard.ts'
-import type { SidecarTarget, SidecarTuning } from './sidecar-config.ts'
+import type { SidecarTarget, SidecarTuning } from '../config/sidecar-config.ts'
 import { canonicalDirectory } from './session-guard.ts'
 import { sidecarFetch, unreachable } from './upstream-fetch.ts'
 import { workspaceError } from '../workspace-errors.ts'

@@ -7,7 +7,7 @@
  * are debounced per workspace, because reload storms were the most common complaint (#279, #272).
  * @module
  */
-import type { SidecarTarget } from './sidecar-config.ts'
+import type { SidecarTarget } from '../config/sidecar-config.ts'
 import { sidecarFetch } from './upstream-fetch.ts'
 import { workspaceError } from '../workspace-errors.ts'
 

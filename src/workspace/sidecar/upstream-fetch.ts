@@ -6,7 +6,7 @@
  */
 import type { ApiError } from '../../core/errors.ts'
 import { basicAuthorization, directoryHeaderValue } from './header-policy.ts'
-import type { SidecarTarget } from './sidecar-config.ts'
+import type { SidecarTarget } from '../config/sidecar-config.ts'
 import { workspaceError } from '../workspace-errors.ts'
 
 /** 502 `sidecar_unreachable` with `details: {path, cause}`; `cause` is a short code such as `ECONNREFUSED` or `timeout`. */

@@ -33,8 +33,8 @@ export interface TestServerOptions {
   debounceMs?: number
   /** More config-file keys (e.g. `files`, `inbox`), merged over the defaults above. */
   extraConfig?: Record<string, unknown>
-  /** More app options (organization-link timing, the environment). */
-  app?: Pick<WorkspaceAppOptions, 'env' | 'orgLinkTiming'>
+  /** More app options (organization-link timing, the environment, metrics). */
+  app?: Pick<WorkspaceAppOptions, 'env' | 'orgLinkTiming' | 'metrics'>
 }
 
 /** Per-request extras: which credential to send. */

@@ -11078,7 +11078,7 @@ export type ListWorkersResponses = {
             provisioner: string;
             state: 'provisioning' | 'healthy' | 'unreachable' | 'stopped' | 'failed';
             /**
-             * Why the Worker is in its state, e.g. created, heartbeat, heartbeat_stale, provisioning_deadline_exceeded, provisioner_error, tokens_rotated, tokens_revoked, deleting, control_plane_stopped, control_plane_restarted, runtime_recovered, control_plane_instance_lost
+             * Why the Worker is in its state, e.g. created, heartbeat, heartbeat_stale, provisioning_deadline_exceeded, provisioner_error, tokens_rotated, tokens_revoked, deleting, control_plane_stopped, control_plane_restarted, runtime_recovered, control_plane_instance_lost, engine_unreachable, engine_reachable
              */
             stateReason: string | null;
             stateMessage: string | null;
@@ -11192,7 +11192,7 @@ export type CreateWorkerResponses = {
             provisioner: string;
             state: 'provisioning' | 'healthy' | 'unreachable' | 'stopped' | 'failed';
             /**
-             * Why the Worker is in its state, e.g. created, heartbeat, heartbeat_stale, provisioning_deadline_exceeded, provisioner_error, tokens_rotated, tokens_revoked, deleting, control_plane_stopped, control_plane_restarted, runtime_recovered, control_plane_instance_lost
+             * Why the Worker is in its state, e.g. created, heartbeat, heartbeat_stale, provisioning_deadline_exceeded, provisioner_error, tokens_rotated, tokens_revoked, deleting, control_plane_stopped, control_plane_restarted, runtime_recovered, control_plane_instance_lost, engine_unreachable, engine_reachable
              */
             stateReason: string | null;
             stateMessage: string | null;
@@ -11344,7 +11344,7 @@ export type GetWorkerResponses = {
             provisioner: string;
             state: 'provisioning' | 'healthy' | 'unreachable' | 'stopped' | 'failed';
             /**
-             * Why the Worker is in its state, e.g. created, heartbeat, heartbeat_stale, provisioning_deadline_exceeded, provisioner_error, tokens_rotated, tokens_revoked, deleting, control_plane_stopped, control_plane_restarted, runtime_recovered, control_plane_instance_lost
+             * Why the Worker is in its state, e.g. created, heartbeat, heartbeat_stale, provisioning_deadline_exceeded, provisioner_error, tokens_rotated, tokens_revoked, deleting, control_plane_stopped, control_plane_restarted, runtime_recovered, control_plane_instance_lost, engine_unreachable, engine_reachable
              */
             stateReason: string | null;
             stateMessage: string | null;
@@ -11425,7 +11425,7 @@ export type GetWorkerRuntimeResponses = {
             workerId: string;
             state: 'provisioning' | 'healthy' | 'unreachable' | 'stopped' | 'failed';
             /**
-             * Why the Worker is in its state, e.g. created, heartbeat, heartbeat_stale, provisioning_deadline_exceeded, provisioner_error, tokens_rotated, tokens_revoked, deleting, control_plane_stopped, control_plane_restarted, runtime_recovered, control_plane_instance_lost
+             * Why the Worker is in its state, e.g. created, heartbeat, heartbeat_stale, provisioning_deadline_exceeded, provisioner_error, tokens_rotated, tokens_revoked, deleting, control_plane_stopped, control_plane_restarted, runtime_recovered, control_plane_instance_lost, engine_unreachable, engine_reachable
              */
             stateReason: string | null;
             stateMessage: string | null;
@@ -11455,6 +11455,82 @@ export type GetWorkerRuntimeResponses = {
 };
 
 export type GetWorkerRuntimeResponse = GetWorkerRuntimeResponses[keyof GetWorkerRuntimeResponses];
+
+export type GetWorkerLogsData = {
+    body?: never;
+    headers?: {
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path: {
+        /**
+         * wrk_ id (sorts by creation time)
+         */
+        workerId: string;
+    };
+    query?: {
+        /**
+         * Most lines to answer (the newest), 1 to 1000
+         */
+        tail?: number;
+    };
+    url: '/v1/workers/{workerId}/logs';
+};
+
+export type GetWorkerLogsErrors = {
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type GetWorkerLogsError = GetWorkerLogsErrors[keyof GetWorkerLogsErrors];
+
+export type GetWorkerLogsResponses = {
+    /**
+     * WorkerLogs
+     *
+     * Success
+     */
+    200: {
+        /**
+         * Output lines (stdout and stderr interleaved), oldest first, secrets replaced by [redacted]; a line over 2048 characters is cut, and the answer carries at most 256 KiB
+         */
+        lines: Array<string>;
+        /**
+         * True when the bounds cut this answer: a line was shortened, or lines within `tail` were left out
+         */
+        truncated: boolean;
+    };
+};
+
+export type GetWorkerLogsResponse = GetWorkerLogsResponses[keyof GetWorkerLogsResponses];
 
 export type RevokeWorkerTokensData = {
     body?: never;
@@ -11693,7 +11769,7 @@ export type IssueWorkerTokensResponses = {
                 provisioner: string;
                 state: 'provisioning' | 'healthy' | 'unreachable' | 'stopped' | 'failed';
                 /**
-                 * Why the Worker is in its state, e.g. created, heartbeat, heartbeat_stale, provisioning_deadline_exceeded, provisioner_error, tokens_rotated, tokens_revoked, deleting, control_plane_stopped, control_plane_restarted, runtime_recovered, control_plane_instance_lost
+                 * Why the Worker is in its state, e.g. created, heartbeat, heartbeat_stale, provisioning_deadline_exceeded, provisioner_error, tokens_rotated, tokens_revoked, deleting, control_plane_stopped, control_plane_restarted, runtime_recovered, control_plane_instance_lost, engine_unreachable, engine_reachable
                  */
                 stateReason: string | null;
                 stateMessage: string | null;

@@ -12,9 +12,9 @@ import { createSha256 } from '../../core/sha256.ts'
 import type { ApprovalService } from './approvals.ts'
 import { describeChanges, type ProposedChange } from './change-description.ts'
 import { actorOf, type AuditLog } from '../events/audit-log.ts'
-import type { Principal } from './auth.ts'
-import type { EventTrigger, ReloadReason } from '../events/event-store.ts'
-import type { WorkspaceRuntime } from '../runtime/workspace-registry.ts'
+import type { Principal } from '../access/auth.ts'
+import type { EventTrigger, ReloadReason } from '../config/workspace-layout.ts'
+import type { WorkspaceRuntime } from '../events/workspace-runtime.ts'
 import { workspaceError } from '../workspace-errors.ts'
 
 /** One gated write. */

@@ -1,20 +1,14 @@
 /**
- * Workspace mode's console pieces: the session routes, the credential resolver that accepts a
- * console session as an owner bearer, and the one-time link for the start-up banner.
+ * Workspace mode's console session routes: redeem the one-time code from the start-up banner,
+ * exchange host rights for a session, sign out. The sessions themselves live in the console
+ * (`src/console/console-sessions.ts`); the resolver that accepts them is `access/console-credentials.ts`.
  * @module
  */
 import * as v from 'valibot'
-import { errors } from '../core/errors.ts'
-import { routeFactory } from '../core/route.ts'
-import {
-  bearerToken,
-  rules,
-  type CredentialResolver,
-  type Principal,
-  type WorkspaceRule,
-} from '../workspace/access/auth.ts'
-import type { ConsoleSessions } from './console-sessions.ts'
-import { consoleUrl } from './console-url.ts'
+import type { ConsoleSessions } from '../../console/console-sessions.ts'
+import { errors } from '../../core/errors.ts'
+import { routeFactory } from '../../core/route.ts'
+import { bearerToken, rules, type Principal, type WorkspaceRule } from '../access/auth.ts'
 
 const route = routeFactory<WorkspaceRule, Principal>()
 
@@ -22,18 +16,6 @@ const SessionSchema = v.object({
   token: v.pipe(v.string(), v.description('Owner-scoped bearer for the console; shown in this response only')),
   expiresAt: v.pipe(v.number(), v.description('epoch milliseconds')),
 })
-
-/** Resolves console sessions before the configured and issued tokens. */
-export function withConsoleSessions(inner: CredentialResolver, sessions: ConsoleSessions): CredentialResolver {
-  return {
-    resolveBearer(token) {
-      const digest = sessions.check(token)
-      if (digest) return { type: 'host', scope: 'owner', tokenHash: digest }
-      return inner.resolveBearer(token)
-    },
-    isHostToken: (token) => inner.isHostToken(token),
-  }
-}
 
 /** `/console/sessions` routes: redeem the one-time code, exchange host rights, sign out. */
 export function consoleSessionRoutes(sessions: ConsoleSessions) {
@@ -84,9 +66,4 @@ export function consoleSessionRoutes(sessions: ConsoleSessions) {
       },
     }),
   ]
-}
-
-/** The console link for the banner; a wildcard listen address is reached over loopback. */
-export function consoleLink(address: { host: string; port: number }, code: string): string {
-  return `${consoleUrl(address)}#code=${code}`
 }

@@ -14,8 +14,8 @@ import { unifiedDiff } from '../../core/unified-diff.ts'
 import { createSha256, sha256Hex } from '../../core/sha256.ts'
 import { parseJsoncObject, setJsoncPath } from '../config/jsonc-document.ts'
 import { OPENCODE_CONFIG_FILES } from '../config/workspace-layout.ts'
-import { maskMcpMap } from '../extensions/mcp.ts'
-import { openForRead } from '../files/workspace-path.ts'
+import { maskMcpMap } from '../config/mcp-maps.ts'
+import { openForRead } from '../base/workspace-path.ts'
 
 /** Bounds on what a description carries, so an approval stays small enough to read and to store. */
 export const DIFF_LIMITS = {
