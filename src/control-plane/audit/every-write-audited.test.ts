@@ -88,8 +88,15 @@ test('each POST, PUT, PATCH and DELETE route (and each state-changing GET) write
         if (events.some((e) => e.outcome !== 'success')) problems.push(`${template}: ${JSON.stringify(events)}`)
         continue
       }
-      const want =
-        response.status < 400 ? 'success' : response.status === 401 || response.status === 403 ? 'denied' : 'failed'
+      // The SSO callback answers refusals as a redirect to the console naming `sso_error`: denied.
+      const refusedRedirect = /[#&]sso_error=/.test(response.headers.get('location') ?? '')
+      const want = refusedRedirect
+        ? 'denied'
+        : response.status < 400
+          ? 'success'
+          : response.status === 401 || response.status === 403
+            ? 'denied'
+            : 'failed'
       if (events.length !== 1 || events[0]!.outcome !== want)
         problems.push(`${template} answered ${response.status}: ${JSON.stringify(events)}`)
       else if (want !== 'success' && !events[0]!.error_code) problems.push(`${template}: no error code`)
