@@ -6,6 +6,7 @@
  * the transaction that records the change, so the next request with any of them is refused.
  * @module
  */
+import { assertAdmitted, readAdmissionPolicy } from '../admission/admission-policy.ts'
 import type { Transaction } from 'kysely'
 import { newId } from '../../core/ids.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
@@ -71,7 +72,7 @@ async function externalIdTaken(trx: Trx, orgId: string, externalId: string | nul
  * a person to the organization (creation and reactivation both come here), so the organization's
  * admission policy, when it has one, is asked here, before the membership is written.
  */
-async function activate(deps: Deps, trx: Trx, actor: Actor, userId: string, _email: string): Promise<void> {
+async function activate(deps: Deps, trx: Trx, actor: Actor, userId: string, email: string): Promise<void> {
   const member = await trx
     .selectFrom('member')
     .select('id')
@@ -79,6 +80,7 @@ async function activate(deps: Deps, trx: Trx, actor: Actor, userId: string, _ema
     .where('user_id', '=', userId)
     .executeTakeFirst()
   if (member) return
+  assertAdmitted(await readAdmissionPolicy(trx, actor.orgId), 'scim', email)
   const now = isoAt(deps)
   const memberId = newId('mem')
   await trx

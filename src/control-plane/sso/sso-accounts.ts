@@ -110,7 +110,8 @@ async function provisionedHere(
   account: { id: string; password_hash: string },
   issuer: string,
 ): Promise<boolean> {
-  if (account.password_hash !== NO_PASSWORD) return false
+  // No usable password: SCIM's and SSO's markers alike (only `scrypt$…` hashes verify).
+  if (account.password_hash.startsWith('scrypt$')) return false
   const member = await trx
     .selectFrom('member')
     .select('id')

@@ -1,6 +1,7 @@
 import { assert, suite } from '../../../tests/harness.ts'
 import { newId } from '../../core/ids.ts'
 import { FakeOidcProvider } from '../testing/fake-oidc-provider.ts'
+import { ownerScimToken, scimClient } from '../scim/scim-test-kit.ts'
 import { NO_PASSWORD } from './sso-accounts.ts'
 import { buildFixtureOrg, type FixtureOrg } from '../testing/org-fixture.ts'
 import { startTestControlPlane, type TestControlPlane } from '../testing/test-control-plane.ts'
@@ -311,6 +312,41 @@ test('an account the organization provisioned (no password, already a member) is
     // Once linked, another subject with that email is refused like any other.
     w.idp.nextUser = { sub: 'sub-not-pat', email: 'pat@corp.test', email_verified: true }
     assert.is((await ssoSignIn(w)).error, 'sso_account_exists')
+  } finally {
+    await w.close()
+  }
+})
+
+test('SCIM provisioning asks the admission policy, and a provisioned person then signs in with SSO', async () => {
+  const w = await world()
+  try {
+    const scim = scimClient(w.t, await ownerScimToken(w.t, w.org))
+    const put = (scimOpen: boolean, expectedVersion: number) =>
+      w.t.client.put('/v1/org/admission-policy', {
+        token: w.org.owner.token,
+        json: {
+          expectedVersion,
+          waysIn: { invitation: true, ssoJustInTime: true, scim: scimOpen },
+          allowedDomains: ['corp.test'],
+          requireSso: false,
+        },
+      })
+    assert.is((await put(false, 0)).status, 200)
+    const user = { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName: 'sam@corp.test', active: true }
+    const closed = await scim.post('/Users', user)
+    assert.is(closed.status, 403)
+    assert.is(closed.body.code, 'admission_refused')
+    assert.is((await put(true, 1)).status, 200)
+    const outside = await scim.post('/Users', { ...user, userName: 'sam@elsewhere.test' })
+    assert.is(outside.status, 403)
+    assert.is(outside.body.code, 'admission_refused')
+    assert.match(outside.body.detail, /domain/)
+    const created = await scim.post('/Users', user)
+    assert.is(created.status, 201, JSON.stringify(created.body))
+    w.idp.nextUser = { sub: 'sub-sam', email: 'sam@corp.test', email_verified: true }
+    const signed = await ssoSignIn(w)
+    assert.ok(signed.token, signed.error)
+    assert.is((await w.t.client.get('/v1/me', { token: signed.token })).body.user.email, 'sam@corp.test')
   } finally {
     await w.close()
   }
