@@ -18,7 +18,15 @@ import {
   putConnection,
   resolveSignIn,
 } from '../sso/sso-connections.ts'
-import { exchangeHandoff, finishSignIn, isSignInRefusal, SsoProviders, startSignIn } from '../sso/sso-flow.ts'
+import {
+  BINDING_COOKIE,
+  exchangeHandoff,
+  finishSignIn,
+  isSignInRefusal,
+  LOGIN_TTL_MS,
+  SsoProviders,
+  startSignIn,
+} from '../sso/sso-flow.ts'
 import { SignedInResponse } from '../wire/identity.ts'
 import {
   AdmissionPolicyItem,
@@ -38,11 +46,29 @@ import { route, type RouteContext } from './route.ts'
 const SlugParams = v.object({ orgSlug: v.pipe(v.string(), v.maxLength(48)) })
 const TAG = 'sso'
 
-function redirect(location: string): Response {
-  return new Response(null, {
-    status: 302,
-    headers: { location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' },
-  })
+function redirect(location: string, cookie?: string): Response {
+  const headers = new Headers({ location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' })
+  if (cookie) headers.set('set-cookie', cookie)
+  return new Response(null, { status: 302, headers })
+}
+
+/**
+ * The binding cookie: HttpOnly, only sent to `/v1/sso/`, SameSite=Lax (it must come back on the
+ * provider's top-level redirect), Secure on https; `value` empty clears it.
+ */
+function bindingCookie(base: string, value: string): string {
+  const secure = base.startsWith('https:') ? '; Secure' : ''
+  const age = value ? LOGIN_TTL_MS / 1000 : 0
+  return `${BINDING_COOKIE}=${value}; Path=/v1/sso/; HttpOnly; SameSite=Lax; Max-Age=${age}${secure}`
+}
+
+/** The binding cookie's value from a request, if any. */
+function bindingOf(request: Request): string | undefined {
+  for (const part of (request.headers.get('cookie') ?? '').split(';')) {
+    const [name, ...value] = part.trim().split('=')
+    if (name === BINDING_COOKIE) return value.join('=')
+  }
+  return undefined
 }
 
 function policyView(policy: AdmissionPolicy) {
@@ -120,13 +146,20 @@ export function ssoRoutes(ctx: RouteContext, providers: SsoProviders = new SsoPr
         const connection = await findConnection(ctx.deps.db, actor.orgId)
         if (!connection)
           throw controlPlaneError('sso_not_configured', 'The organization has no single sign-on connection')
-        const url = await startSignIn(ctx.deps, providers, {
+        const started = await startSignIn(ctx.deps, providers, {
           connection,
           base: base(request),
           returnTo: body.returnTo,
           linkUserId: actor.userId,
         })
-        return { url }
+        // The console calls this with fetch (same origin), which keeps the cookie for the callback.
+        return new Response(JSON.stringify({ url: started.url }), {
+          headers: {
+            'content-type': 'application/json',
+            'cache-control': 'no-store',
+            'set-cookie': bindingCookie(base(request), started.binding),
+          },
+        })
       },
     }),
     route({
@@ -149,7 +182,7 @@ export function ssoRoutes(ctx: RouteContext, providers: SsoProviders = new SsoPr
       tags: ['sso-redirect'],
       summary: "Start signing in with the organization's provider (302 to the provider)",
       description:
-        'Authorization code with PKCE S256, `state` and `nonce`; the verifier and nonce stay on the server for 10 minutes and are used once. `returnTo` is a console path (`/console/…`, with an optional fragment such as `#device=CODE`); anything else returns to `/console/`.',
+        'Authorization code with PKCE S256, `state` and `nonce`; the verifier and nonce stay on the server for 10 minutes and are used once. Sets the `sso_binding` cookie (HttpOnly, Path /v1/sso/, SameSite=Lax): the callback is accepted only from the browser that started, against login CSRF. `returnTo` is a console path (`/console/…`, with an optional fragment such as `#device=CODE`); anything else returns to `/console/`.',
       auth: rules.public,
       params: SlugParams,
       query: StartQuery,
@@ -157,9 +190,12 @@ export function ssoRoutes(ctx: RouteContext, providers: SsoProviders = new SsoPr
       errors: [404, 429, 502],
       handler: async ({ params, query, request }) => {
         const connection = await connectionBySlug(ctx.deps.db, params.orgSlug)
-        return redirect(
-          await startSignIn(ctx.deps, providers, { connection, base: base(request), returnTo: query.returnTo }),
-        )
+        const started = await startSignIn(ctx.deps, providers, {
+          connection,
+          base: base(request),
+          returnTo: query.returnTo,
+        })
+        return redirect(started.url, bindingCookie(base(request), started.binding))
       },
     }),
     route({
@@ -175,12 +211,12 @@ export function ssoRoutes(ctx: RouteContext, providers: SsoProviders = new SsoPr
       query: CallbackQuery,
       responses: { 302: { description: 'To the console', headers: { Location: 'Where to go' } } },
       handler: async ({ params, query, request }) => {
+        const spent = bindingCookie(base(request), '')
         try {
-          return redirect(
-            await finishSignIn(ctx.deps, providers, { slug: params.orgSlug, base: base(request), ...query }),
-          )
+          const input = { slug: params.orgSlug, base: base(request), binding: bindingOf(request), ...query }
+          return redirect(await finishSignIn(ctx.deps, providers, input), spent)
         } catch (error) {
-          if (isSignInRefusal(error)) return redirect(`/console/#sso_error=${(error as ApiError).code}`)
+          if (isSignInRefusal(error)) return redirect(`/console/#sso_error=${(error as ApiError).code}`, spent)
           throw error
         }
       },

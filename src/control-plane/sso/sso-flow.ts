@@ -14,7 +14,7 @@ import { Buffer } from 'node:buffer'
 import { createHash } from 'node:crypto'
 import { ApiError } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
-import { generateToken, hashToken } from '../../core/secrets.ts'
+import { generateToken, hashToken, secretsEqual } from '../../core/secrets.ts'
 import { controlPlaneError } from '../control-plane-errors.ts'
 import { isUniqueViolation } from '../db-errors.ts'
 import { isoAt, type Deps } from '../deps.ts'
@@ -82,18 +82,33 @@ export class SsoProviders {
 
 const b64url = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64url')
 
-/** Starts a sign-in (or, with `linkUserId`, the linking of that signed-in account); returns the provider URL. */
+/** The cookie that ties a sign-in to the browser that started it (Path `/v1/sso/`, ten minutes). */
+export const BINDING_COOKIE = 'sso_binding'
+
+/** A started sign-in: where to send the browser, and the value of its binding cookie. */
+export interface StartedSignIn {
+  url: string
+  binding: string
+}
+
+/**
+ * Starts a sign-in (or, with `linkUserId`, the linking of that signed-in account). Its state is
+ * also bound to a random value the browser keeps in a cookie and must bring back to the callback,
+ * so a callback URL carried to another browser (login CSRF: signing a victim into the attacker's
+ * account, or linking the victim's provider account to the attacker's) is refused there.
+ */
 export async function startSignIn(
   deps: Deps,
   providers: SsoProviders,
   input: { connection: SsoConnectionTable; base: string; returnTo?: string; linkUserId?: string },
-): Promise<string> {
+): Promise<StartedSignIn> {
   const { connection } = input
   const metadata = await fromProvider(() => providers.metadata(connection.issuer))
   const state = generateToken('')
   const nonce = generateToken('')
   const verifier = generateToken('')
   const challenge = b64url(createHash('sha256').update(verifier).digest())
+  const binding = generateToken('')
   const id = newId('ssl')
   await deps.db.transaction().execute(async (trx) => {
     await trx.deleteFrom('sso_login').where('expires_at', '<', isoAt(deps)).execute()
@@ -110,7 +125,7 @@ export async function startSignIn(
         id,
         org_id: connection.org_id,
         state_hash: hashToken(state),
-        secrets_sealed: deps.secrets.seal(JSON.stringify({ nonce, verifier }), id),
+        secrets_sealed: deps.secrets.seal(JSON.stringify({ nonce, verifier, browser: hashToken(binding) }), id),
         return_to: safeReturnPath(input.returnTo),
         link_user_id: input.linkUserId ?? null,
         status: 'started',
@@ -121,13 +136,14 @@ export async function startSignIn(
       })
       .execute()
   })
-  return authorizationUrl(metadata, {
+  const url = authorizationUrl(metadata, {
     clientId: connection.client_id,
     redirectUri: redirectUriOf(input.base, connection.slug),
     state,
     nonce,
     challenge,
   })
+  return { url, binding }
 }
 
 const stateInvalid = (reason: string) =>
@@ -143,6 +159,8 @@ export interface CallbackInput {
   code?: string
   error?: string
   iss?: string
+  /** The binding cookie the browser brought back. */
+  binding?: string
 }
 
 /**
@@ -160,6 +178,13 @@ export async function finishSignIn(deps: Deps, providers: SsoProviders, input: C
     .where('state_hash', '=', hashToken(input.state))
     .executeTakeFirst()
   if (!login || login.org_id !== connection.org_id) throw stateInvalid('unknown')
+  const { nonce, verifier, browser } = JSON.parse(deps.secrets.open(login.secrets_sealed, login.id)) as {
+    nonce: string
+    verifier: string
+    browser: string
+  }
+  // Checked before the state is used, so a callback URL replayed elsewhere cannot spend it.
+  if (!input.binding || !secretsEqual(hashToken(input.binding), browser)) throw stateInvalid('other_browser')
   const claimed = await deps.db
     .updateTable('sso_login')
     .set({ status: 'used' })
@@ -175,10 +200,6 @@ export async function finishSignIn(deps: Deps, providers: SsoProviders, input: C
   // RFC 9207: a response naming another issuer is a mix-up attack.
   if (input.iss !== undefined && input.iss !== connection.issuer) throw stateInvalid('issuer_mismatch')
   if (!input.code) throw stateInvalid('no_code')
-  const { nonce, verifier } = JSON.parse(deps.secrets.open(login.secrets_sealed, login.id)) as {
-    nonce: string
-    verifier: string
-  }
   const claims = await verified(async () => {
     const metadata = await providers.metadata(connection.issuer)
     const idToken = await exchangeCode(metadata, {

@@ -54,17 +54,32 @@ async function world(): Promise<World> {
   }
 }
 
-/** Start → provider → callback, as a browser would follow them; returns the callback's redirect. */
-async function throughProvider(w: World, startPath: string): Promise<{ location: string; callback: string }> {
+/** The `name=value` of the binding cookie a response sets. */
+function cookieOf(headers: Headers): string {
+  const set = headers.get('set-cookie') ?? ''
+  assert.match(set, /^sso_binding=[^;]+; Path=\/v1\/sso\/; HttpOnly; SameSite=Lax/)
+  return set.split(';')[0]!
+}
+
+/**
+ * Start → provider → callback, as a browser would follow them (carrying the binding cookie);
+ * returns the callback's redirect. A provider URL from the link route comes with its cookie.
+ */
+async function throughProvider(
+  w: World,
+  startPath: string,
+  linkCookie?: string,
+): Promise<{ location: string; callback: string; cookie: string }> {
   const start = startPath.startsWith('http') ? null : await w.t.client.get(startPath)
   const toProvider = start ? start.headers.get('location')! : startPath
   if (start) assert.is(start.status, 302)
+  const cookie = start ? cookieOf(start.headers) : linkCookie!
   const atProvider = await fetch(toProvider, { redirect: 'manual' })
   assert.is(atProvider.status, 302)
   const callback = new URL(atProvider.headers.get('location')!)
-  const back = await w.t.client.get(`${callback.pathname}${callback.search}`)
+  const back = await w.t.client.get(`${callback.pathname}${callback.search}`, { headers: { cookie } })
   assert.is(back.status, 302)
-  return { location: back.headers.get('location')!, callback: `${callback.pathname}${callback.search}` }
+  return { location: back.headers.get('location')!, callback: `${callback.pathname}${callback.search}`, cookie }
 }
 
 function fragment(location: string): URLSearchParams {
@@ -171,19 +186,37 @@ test('a wrong or replayed state is refused before the code reaches the provider;
     assert.is(w.idp.tokenRequests, 0)
     const first = await throughProvider(w, '/v1/sso/corp/start')
     const handoff = fragment(first.location).get('sso_handoff')!
-    const replay = await w.t.client.get(first.callback)
+    const replay = await w.t.client.get(first.callback, { headers: { cookie: first.cookie } })
     assert.is(fragment(replay.headers.get('location')!).get('sso_error'), 'sso_state_invalid')
     assert.is(w.idp.tokenRequests, 1, 'the replayed code was never exchanged again')
     assert.is((await w.t.client.post('/v1/sso/session', { json: { handoff } })).status, 200)
     const twice = await w.t.client.post('/v1/sso/session', { json: { handoff } })
     assert.is(twice.status, 400)
     assert.is(twice.body.code, 'sso_handoff_invalid')
-    // A state past its ten minutes is refused too.
+    // A callback carried to another browser (no cookie, or that browser's own) is refused there,
+    // without spending the state: the browser that started still finishes.
     const start = await w.t.client.get('/v1/sso/corp/start')
+    const cookie = cookieOf(start.headers)
     const atProvider = await fetch(start.headers.get('location')!, { redirect: 'manual' })
     const callback = new URL(atProvider.headers.get('location')!)
+    const path = `${callback.pathname}${callback.search}`
+    const otherBrowser = cookieOf((await w.t.client.get('/v1/sso/corp/start')).headers)
+    for (const headers of [{}, { cookie: otherBrowser }] as Record<string, string>[]) {
+      const elsewhere = await w.t.client.get(path, { headers })
+      assert.is(fragment(elsewhere.headers.get('location')!).get('sso_error'), 'sso_state_invalid')
+    }
+    const tokenRequests = w.idp.tokenRequests
+    const here = await w.t.client.get(path, { headers: { cookie } })
+    assert.ok(fragment(here.headers.get('location')!).get('sso_handoff'), 'the starting browser still finishes')
+    assert.is(w.idp.tokenRequests, tokenRequests + 1)
+    // A state past its ten minutes is refused too.
+    const again = await w.t.client.get('/v1/sso/corp/start')
+    const againAtProvider = await fetch(again.headers.get('location')!, { redirect: 'manual' })
+    const againCallback = new URL(againAtProvider.headers.get('location')!)
     w.t.clock.advance(11 * 60_000)
-    const late = await w.t.client.get(`${callback.pathname}${callback.search}`)
+    const late = await w.t.client.get(`${againCallback.pathname}${againCallback.search}`, {
+      headers: { cookie: cookieOf(again.headers) },
+    })
     assert.is(fragment(late.headers.get('location')!).get('sso_error'), 'sso_state_invalid')
   } finally {
     await w.close()
@@ -258,7 +291,7 @@ test('accounts are linked by subject, never by email: an existing email is refus
     assert.is((await ssoSignIn(w)).error, 'sso_account_exists')
     const link = await w.t.client.post('/v1/org/sso/link', { token: w.org.member.token, json: {} })
     assert.is(link.status, 200)
-    const linked = await throughProvider(w, link.body.url)
+    const linked = await throughProvider(w, link.body.url, cookieOf(link.headers))
     const session = await w.t.client.post('/v1/sso/session', {
       json: { handoff: fragment(linked.location).get('sso_handoff') },
     })
@@ -269,7 +302,7 @@ test('accounts are linked by subject, never by email: an existing email is refus
     assert.is((await ssoSignIn(w)).error, 'sso_account_exists')
     w.idp.nextUser = { sub: 'sub-member', email: w.org.member.email, email_verified: true }
     const steal = await w.t.client.post('/v1/org/sso/link', { token: w.org.admin.token, json: {} })
-    const stolen = await throughProvider(w, steal.body.url)
+    const stolen = await throughProvider(w, steal.body.url, cookieOf(steal.headers))
     assert.is(fragment(stolen.location).get('sso_error'), 'sso_identity_conflict')
   } finally {
     await w.close()
@@ -434,7 +467,7 @@ test('requiring SSO: refused without an SSO session, then ends password sessions
     // The owner links their account and comes back with a session the provider signed in.
     w.idp.nextUser = { sub: 'sub-owner', email: owner.email, email_verified: true }
     const link = await w.t.client.post('/v1/org/sso/link', { token: owner.token, json: {} })
-    const back = await throughProvider(w, link.body.url)
+    const back = await throughProvider(w, link.body.url, cookieOf(link.headers))
     const ssoSession = await w.t.client.post('/v1/sso/session', {
       json: { handoff: fragment(back.location).get('sso_handoff') },
     })
