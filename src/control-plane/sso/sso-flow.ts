@@ -19,6 +19,7 @@ import { controlPlaneError } from '../control-plane-errors.ts'
 import { isUniqueViolation } from '../db-errors.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import { createSession } from '../identity/sessions.ts'
+import { noteAuditActor } from '../audit/request-audit.ts'
 import { toUserView } from '../identity/users-view.ts'
 import type { SignedIn } from '../identity/accounts.ts'
 import { IdTokenError, JwksCache, verifyIdToken, type IdTokenClaims } from './id-token.ts'
@@ -170,6 +171,8 @@ export interface CallbackInput {
 export async function finishSignIn(deps: Deps, providers: SsoProviders, input: CallbackInput): Promise<string> {
   if (!input.state) throw stateInvalid('missing')
   const connection = await connectionBySlug(deps.db, input.slug)
+  // The callback's audit event belongs to this organization, refused or not.
+  noteAuditActor({ orgId: connection.org_id })
   // Used once: the row moves out of `started` before anything else happens, so a replayed callback
   // (the same state and code again) is refused here and its code never reaches the provider twice.
   const login = await deps.db
@@ -223,6 +226,13 @@ export async function finishSignIn(deps: Deps, providers: SsoProviders, input: C
     if (isUniqueViolation(error)) return admit()
     throw error
   })
+  const member = await deps.db
+    .selectFrom('member')
+    .select('id')
+    .where('org_id', '=', connection.org_id)
+    .where('user_id', '=', userId)
+    .executeTakeFirst()
+  noteAuditActor({ userId, orgId: connection.org_id, memberId: member?.id ?? null })
   const handoff = generateToken('ssh_')
   await deps.db
     .updateTable('sso_login')

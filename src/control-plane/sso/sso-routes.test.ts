@@ -167,6 +167,19 @@ test('a first sign-in from an allowed domain joins with the default role and tea
     const again = await ssoSignIn(w)
     const me2 = await w.t.client.get('/v1/me', { token: again.token })
     assert.is(me2.body.user.id, me.body.user.id)
+    // Both callbacks are audited in this organization, origin sso, naming who signed in: the first
+    // by what it did (member.joined, team.member_added), the second as the sign-in itself.
+    const audit = await w.t.client.get('/v1/audit-events?origin=sso', { token: w.org.owner.token })
+    assert.is(audit.status, 200, JSON.stringify(audit.body))
+    const callbacks = audit.body.items.filter((e: { route: string | null }) => e.route?.includes('/callback'))
+    const requests = new Set(callbacks.map((e: { requestId: string }) => e.requestId))
+    assert.is(requests.size, 2, JSON.stringify(audit.body.items))
+    assert.ok(callbacks.some((e: { action: string }) => e.action === 'member.joined'))
+    for (const event of callbacks) {
+      assert.is(event.outcome, 'success')
+      assert.is(event.actor.userId, me.body.user.id)
+      assert.is(event.actor.memberId, me.body.member.id)
+    }
     // No password works for an account made by SSO.
     const password = await w.t.client.post('/v1/auth/sign-in', {
       json: { email: 'ada@corp.test', password: '!sso-only' },

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.ts';
 import { type Client, type Options as Options2, type TDataShape, urlSearchParamsBodySerializer } from './client/index.ts';
-import type { AcceptInvitationData, AcceptInvitationErrors, AcceptInvitationResponses, AddConfigObjectToPluginData, AddConfigObjectToPluginErrors, AddConfigObjectToPluginResponses, AddConfigObjectVersionData, AddConfigObjectVersionErrors, AddConfigObjectVersionResponses, AddMarketplacePluginData, AddMarketplacePluginErrors, AddMarketplacePluginResponses, AddPluginConfigObjectData, AddPluginConfigObjectErrors, AddPluginConfigObjectResponses, AddSkillHubSkillData, AddSkillHubSkillErrors, AddSkillHubSkillResponses, AddTeamMemberData, AddTeamMemberErrors, AddTeamMemberResponses, ApproveAuthorizationRequestData, ApproveAuthorizationRequestErrors, ApproveAuthorizationRequestResponses, ApproveDeviceRequestData, ApproveDeviceRequestErrors, ApproveDeviceRequestResponses, ArchiveConfigObjectData, ArchiveConfigObjectErrors, ArchiveConfigObjectResponses, ArchiveMarketplaceData, ArchiveMarketplaceErrors, ArchiveMarketplaceResponses, ArchivePluginData, ArchivePluginErrors, ArchivePluginResponses, AssignPluginData, AssignPluginErrors, AssignPluginResponses, AssignSkillHubData, AssignSkillHubErrors, AssignSkillHubResponses, CancelInvitationData, CancelInvitationErrors, CancelInvitationResponses, ChangeMemberRoleData, ChangeMemberRoleErrors, ChangeMemberRoleResponses, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateConfigObjectData, CreateConfigObjectErrors, CreateConfigObjectResponses, CreateConnectorAccountData, CreateConnectorAccountErrors, CreateConnectorAccountResponses, CreateConnectorInstanceData, CreateConnectorInstanceErrors, CreateConnectorInstanceResponses, CreateConnectorMappingData, CreateConnectorMappingErrors, CreateConnectorMappingResponses, CreateConnectorTargetData, CreateConnectorTargetErrors, CreateConnectorTargetResponses, CreateInvitationData, CreateInvitationErrors, CreateInvitationResponses, CreateLlmProviderData, CreateLlmProviderErrors, CreateLlmProviderResponses, CreateMarketplaceData, CreateMarketplaceErrors, CreateMarketplaceResponses, CreateOrganizationData, CreateOrganizationErrors, CreateOrganizationResponses, CreatePluginData, CreatePluginErrors, CreatePluginResponses, CreateSkillData, CreateSkillErrors, CreateSkillHubData, CreateSkillHubErrors, CreateSkillHubResponses, CreateSkillResponses, CreateTeamData, CreateTeamErrors, CreateTeamResponses, CreateWorkerData, CreateWorkerErrors, CreateWorkerResponses, DeleteConfigObjectData, DeleteConfigObjectErrors, DeleteConfigObjectResponses, DeleteConnectorAccountData, DeleteConnectorAccountErrors, DeleteConnectorAccountResponses, DeleteConnectorInstanceData, DeleteConnectorInstanceErrors, DeleteConnectorInstanceResponses, DeleteConnectorMappingData, DeleteConnectorMappingErrors, DeleteConnectorMappingResponses, DeleteConnectorTargetData, DeleteConnectorTargetErrors, DeleteConnectorTargetResponses, DeleteLlmProviderData, DeleteLlmProviderErrors, DeleteLlmProviderResponses, DeleteMarketplaceData, DeleteMarketplaceErrors, DeleteMarketplaceResponses, DeletePluginData, DeletePluginErrors, DeletePluginResponses, DeleteSkillHubData, DeleteSkillHubErrors, DeleteSkillHubResponses, DeleteTeamData, DeleteTeamErrors, DeleteTeamResponses, DeleteWorkerData, DeleteWorkerErrors, DeleteWorkerResponses, DenyAuthorizationRequestData, DenyAuthorizationRequestErrors, DenyAuthorizationRequestResponses, DenyDeviceRequestData, DenyDeviceRequestErrors, DenyDeviceRequestResponses, DiscoverConnectorTargetData, DiscoverConnectorTargetErrors, DiscoverConnectorTargetResponses, GetAuthorizationRequestData, GetAuthorizationRequestErrors, GetAuthorizationRequestResponses, GetCapabilityFileData, GetCapabilityFileErrors, GetCapabilityFileResponses, GetCapabilitySkillIndexData, GetCapabilitySkillIndexErrors, GetCapabilitySkillIndexResponses, GetCatalogProviderData, GetCatalogProviderErrors, GetCatalogProviderResponses, GetConfigObjectData, GetConfigObjectErrors, GetConfigObjectResponses, GetConfigObjectVersionData, GetConfigObjectVersionErrors, GetConfigObjectVersionResponses, GetConnectorAccountData, GetConnectorAccountErrors, GetConnectorAccountResponses, GetConnectorDiscoveryData, GetConnectorDiscoveryErrors, GetConnectorDiscoveryResponses, GetConnectorInstanceData, GetConnectorInstanceErrors, GetConnectorInstanceResponses, GetConnectorMappingData, GetConnectorMappingErrors, GetConnectorMappingResponses, GetConnectorSyncEventData, GetConnectorSyncEventErrors, GetConnectorSyncEventResponses, GetConnectorTargetData, GetConnectorTargetErrors, GetConnectorTargetResponses, GetConsoleData, GetConsoleErrors, GetConsoleFileData, GetConsoleFileErrors, GetConsoleFileResponses, GetConsoleResponses, GetDeviceRequestData, GetDeviceRequestErrors, GetDeviceRequestResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetInvitationData, GetInvitationErrors, GetInvitationResponses, GetJobData, GetJobErrors, GetJobResponses, GetLatestConfigObjectVersionData, GetLatestConfigObjectVersionErrors, GetLatestConfigObjectVersionResponses, GetLlmProviderCredentialData, GetLlmProviderCredentialErrors, GetLlmProviderCredentialResponses, GetLlmProviderData, GetLlmProviderErrors, GetLlmProviderResponses, GetMarketplaceData, GetMarketplaceErrors, GetMarketplaceResponses, GetMcpProtectedResourceMetadataData, GetMcpProtectedResourceMetadataErrors, GetMcpProtectedResourceMetadataResponses, GetMeData, GetMeErrors, GetMemberData, GetMemberErrors, GetMemberResponses, GetMeResponses, GetMyDeliveryData, GetMyDeliveryErrors, GetMyDeliveryResponses, GetMyOpencodeConfigData, GetMyOpencodeConfigErrors, GetMyOpencodeConfigResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetOpencodeNoticeData, GetOpencodeNoticeErrors, GetOpencodeNoticeResponses, GetOpencodeWellKnownData, GetOpencodeWellKnownErrors, GetOpencodeWellKnownResponses, GetOrganizationData, GetOrganizationErrors, GetOrganizationResponses, GetPluginData, GetPluginErrors, GetPluginResponses, GetProtectedResourceMetadataData, GetProtectedResourceMetadataErrors, GetProtectedResourceMetadataResponses, GetResolvedConfigObjectData, GetResolvedConfigObjectErrors, GetResolvedConfigObjectResponses, GetResolvedMarketplaceData, GetResolvedMarketplaceErrors, GetResolvedMarketplaceResponses, GetResolvedPluginData, GetResolvedPluginErrors, GetResolvedPluginResponses, GetResolvedSkillHubData, GetResolvedSkillHubErrors, GetResolvedSkillHubResponses, GetSkillData, GetSkillErrors, GetSkillHubData, GetSkillHubErrors, GetSkillHubResponses, GetSkillResponses, GetTeamData, GetTeamErrors, GetTeamResponses, GetWorkerData, GetWorkerDeliveryData, GetWorkerDeliveryErrors, GetWorkerDeliveryResponses, GetWorkerErrors, GetWorkerLogsData, GetWorkerLogsErrors, GetWorkerLogsResponses, GetWorkerResponses, GetWorkerRuntimeData, GetWorkerRuntimeErrors, GetWorkerRuntimeResponses, GrantConfigObjectAccessData, GrantConfigObjectAccessErrors, GrantConfigObjectAccessResponses, GrantConnectorInstanceAccessData, GrantConnectorInstanceAccessErrors, GrantConnectorInstanceAccessResponses, GrantLlmProviderAccessData, GrantLlmProviderAccessErrors, GrantLlmProviderAccessResponses, GrantMarketplaceAccessData, GrantMarketplaceAccessErrors, GrantMarketplaceAccessResponses, GrantPluginAccessData, GrantPluginAccessErrors, GrantPluginAccessResponses, GrantSkillHubAccessData, GrantSkillHubAccessErrors, GrantSkillHubAccessResponses, ImportSkillZipData, ImportSkillZipErrors, ImportSkillZipResponses, IssueWorkerTokensData, IssueWorkerTokensErrors, IssueWorkerTokensResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListAuditEventsData, ListAuditEventsErrors, ListAuditEventsResponses, ListChangeEventsData, ListChangeEventsErrors, ListChangeEventsResponses, ListConfigObjectAccessData, ListConfigObjectAccessErrors, ListConfigObjectAccessResponses, ListConfigObjectPluginsData, ListConfigObjectPluginsErrors, ListConfigObjectPluginsResponses, ListConfigObjectsData, ListConfigObjectsErrors, ListConfigObjectsResponses, ListConfigObjectVersionsData, ListConfigObjectVersionsErrors, ListConfigObjectVersionsResponses, ListConnectorAccountsData, ListConnectorAccountsErrors, ListConnectorAccountsResponses, ListConnectorInstanceAccessData, ListConnectorInstanceAccessErrors, ListConnectorInstanceAccessResponses, ListConnectorInstancesData, ListConnectorInstancesErrors, ListConnectorInstancesResponses, ListConnectorMappingsData, ListConnectorMappingsErrors, ListConnectorMappingsResponses, ListConnectorSyncEventsData, ListConnectorSyncEventsErrors, ListConnectorSyncEventsResponses, ListConnectorTargetsData, ListConnectorTargetsErrors, ListConnectorTargetsResponses, ListInvitationsData, ListInvitationsErrors, ListInvitationsResponses, ListJobsData, ListJobsErrors, ListJobsResponses, ListLlmProviderAccessData, ListLlmProviderAccessErrors, ListLlmProviderAccessResponses, ListLlmProvidersData, ListLlmProvidersErrors, ListLlmProvidersResponses, ListMarketplaceAccessData, ListMarketplaceAccessErrors, ListMarketplaceAccessResponses, ListMarketplacePluginsData, ListMarketplacePluginsErrors, ListMarketplacePluginsResponses, ListMarketplacesData, ListMarketplacesErrors, ListMarketplacesResponses, ListMembersData, ListMembersErrors, ListMembersResponses, ListMyOAuthTokensData, ListMyOAuthTokensErrors, ListMyOAuthTokensResponses, ListMyOrganizationsData, ListMyOrganizationsErrors, ListMyOrganizationsResponses, ListMySkillsData, ListMySkillsErrors, ListMySkillsResponses, ListOAuthTokensData, ListOAuthTokensErrors, ListOAuthTokensResponses, ListPluginAccessData, ListPluginAccessErrors, ListPluginAccessResponses, ListPluginAssignmentsData, ListPluginAssignmentsErrors, ListPluginAssignmentsResponses, ListPluginConfigObjectsData, ListPluginConfigObjectsErrors, ListPluginConfigObjectsResponses, ListPluginsData, ListPluginsErrors, ListPluginsResponses, ListProviderCatalogData, ListProviderCatalogErrors, ListProviderCatalogResponses, ListRolesData, ListRolesErrors, ListRolesResponses, ListSkillHubAccessData, ListSkillHubAccessErrors, ListSkillHubAccessResponses, ListSkillHubAssignmentsData, ListSkillHubAssignmentsErrors, ListSkillHubAssignmentsResponses, ListSkillHubsData, ListSkillHubsErrors, ListSkillHubSkillsData, ListSkillHubSkillsErrors, ListSkillHubSkillsResponses, ListSkillHubsResponses, ListSkillsData, ListSkillsErrors, ListSkillsResponses, ListTeamMembersData, ListTeamMembersErrors, ListTeamMembersResponses, ListTeamsData, ListTeamsErrors, ListTeamsResponses, ListWorkersData, ListWorkersErrors, ListWorkersResponses, ListWorkerTokensData, ListWorkerTokensErrors, ListWorkerTokensResponses, McpDeleteData, McpDeleteErrors, McpDeleteResponses, McpPostData, McpPostErrors, McpPostResponses, McpStreamData, McpStreamErrors, McpStreamResponse, McpStreamResponses, OauthAuthorizationServerMetadataData, OauthAuthorizationServerMetadataErrors, OauthAuthorizationServerMetadataResponses, OauthAuthorizeData, OauthAuthorizeErrors, OauthDeviceAuthorizationData, OauthDeviceAuthorizationErrors, OauthDeviceAuthorizationResponses, OauthRegisterClientData, OauthRegisterClientErrors, OauthRegisterClientResponses, OauthRevokeData, OauthRevokeErrors, OauthRevokeResponses, OauthTokenData, OauthTokenErrors, OauthTokenResponses, RemoveConfigObjectFromPluginData, RemoveConfigObjectFromPluginErrors, RemoveConfigObjectFromPluginResponses, RemoveMarketplacePluginData, RemoveMarketplacePluginErrors, RemoveMarketplacePluginResponses, RemoveMemberData, RemoveMemberErrors, RemoveMemberResponses, RemovePluginConfigObjectData, RemovePluginConfigObjectErrors, RemovePluginConfigObjectResponses, RemoveSkillHubSkillData, RemoveSkillHubSkillErrors, RemoveSkillHubSkillResponses, RemoveTeamMemberData, RemoveTeamMemberErrors, RemoveTeamMemberResponses, RestoreConfigObjectData, RestoreConfigObjectErrors, RestoreConfigObjectResponses, RestoreMarketplaceData, RestoreMarketplaceErrors, RestoreMarketplaceResponses, RestorePluginData, RestorePluginErrors, RestorePluginResponses, RetryConnectorSyncEventData, RetryConnectorSyncEventErrors, RetryConnectorSyncEventResponses, RetryJobData, RetryJobErrors, RetryJobResponses, RevokeApiKeyData, RevokeApiKeyErrors, RevokeApiKeyResponses, RevokeConfigObjectAccessData, RevokeConfigObjectAccessErrors, RevokeConfigObjectAccessResponses, RevokeConnectorInstanceAccessData, RevokeConnectorInstanceAccessErrors, RevokeConnectorInstanceAccessResponses, RevokeLlmProviderAccessData, RevokeLlmProviderAccessErrors, RevokeLlmProviderAccessResponses, RevokeMarketplaceAccessData, RevokeMarketplaceAccessErrors, RevokeMarketplaceAccessResponses, RevokeMyOAuthTokenData, RevokeMyOAuthTokenErrors, RevokeMyOAuthTokenResponses, RevokeOAuthTokenData, RevokeOAuthTokenErrors, RevokeOAuthTokenResponses, RevokePluginAccessData, RevokePluginAccessErrors, RevokePluginAccessResponses, RevokeSkillHubAccessData, RevokeSkillHubAccessErrors, RevokeSkillHubAccessResponses, RevokeWorkerTokensData, RevokeWorkerTokensErrors, RevokeWorkerTokensResponses, SetActiveOrganizationData, SetActiveOrganizationErrors, SetActiveOrganizationResponses, SetWorkerDeliveryData, SetWorkerDeliveryErrors, SetWorkerDeliveryResponses, SignInData, SignInErrors, SignInResponses, SignOutData, SignOutErrors, SignOutResponses, SignUpData, SignUpErrors, SignUpResponses, SyncConnectorTargetData, SyncConnectorTargetErrors, SyncConnectorTargetResponses, TransferOwnershipData, TransferOwnershipErrors, TransferOwnershipResponses, UnassignPluginData, UnassignPluginErrors, UnassignPluginResponses, UnassignSkillHubData, UnassignSkillHubErrors, UnassignSkillHubResponses, UpdateConnectorAccountData, UpdateConnectorAccountErrors, UpdateConnectorAccountResponses, UpdateConnectorInstanceData, UpdateConnectorInstanceErrors, UpdateConnectorInstanceResponses, UpdateConnectorMappingData, UpdateConnectorMappingErrors, UpdateConnectorMappingResponses, UpdateConnectorTargetData, UpdateConnectorTargetErrors, UpdateConnectorTargetResponses, UpdateLlmProviderData, UpdateLlmProviderErrors, UpdateLlmProviderResponses, UpdateMarketplaceData, UpdateMarketplaceErrors, UpdateMarketplaceResponses, UpdateOrganizationData, UpdateOrganizationErrors, UpdateOrganizationResponses, UpdatePluginData, UpdatePluginErrors, UpdatePluginResponses, UpdateSkillHubData, UpdateSkillHubErrors, UpdateSkillHubResponses, UpdateTeamData, UpdateTeamErrors, UpdateTeamResponses, WorkerHeartbeatData, WorkerHeartbeatErrors, WorkerHeartbeatResponses } from './types.gen.ts';
+import type { AcceptInvitationData, AcceptInvitationErrors, AcceptInvitationResponses, AddConfigObjectToPluginData, AddConfigObjectToPluginErrors, AddConfigObjectToPluginResponses, AddConfigObjectVersionData, AddConfigObjectVersionErrors, AddConfigObjectVersionResponses, AddMarketplacePluginData, AddMarketplacePluginErrors, AddMarketplacePluginResponses, AddPluginConfigObjectData, AddPluginConfigObjectErrors, AddPluginConfigObjectResponses, AddSkillHubSkillData, AddSkillHubSkillErrors, AddSkillHubSkillResponses, AddTeamMemberData, AddTeamMemberErrors, AddTeamMemberResponses, ApproveAuthorizationRequestData, ApproveAuthorizationRequestErrors, ApproveAuthorizationRequestResponses, ApproveDeviceRequestData, ApproveDeviceRequestErrors, ApproveDeviceRequestResponses, ArchiveConfigObjectData, ArchiveConfigObjectErrors, ArchiveConfigObjectResponses, ArchiveMarketplaceData, ArchiveMarketplaceErrors, ArchiveMarketplaceResponses, ArchivePluginData, ArchivePluginErrors, ArchivePluginResponses, AssignPluginData, AssignPluginErrors, AssignPluginResponses, AssignSkillHubData, AssignSkillHubErrors, AssignSkillHubResponses, CancelInvitationData, CancelInvitationErrors, CancelInvitationResponses, ChangeMemberRoleData, ChangeMemberRoleErrors, ChangeMemberRoleResponses, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateConfigObjectData, CreateConfigObjectErrors, CreateConfigObjectResponses, CreateConnectorAccountData, CreateConnectorAccountErrors, CreateConnectorAccountResponses, CreateConnectorInstanceData, CreateConnectorInstanceErrors, CreateConnectorInstanceResponses, CreateConnectorMappingData, CreateConnectorMappingErrors, CreateConnectorMappingResponses, CreateConnectorTargetData, CreateConnectorTargetErrors, CreateConnectorTargetResponses, CreateInvitationData, CreateInvitationErrors, CreateInvitationResponses, CreateLlmProviderData, CreateLlmProviderErrors, CreateLlmProviderResponses, CreateMarketplaceData, CreateMarketplaceErrors, CreateMarketplaceResponses, CreateOrganizationData, CreateOrganizationErrors, CreateOrganizationResponses, CreatePluginData, CreatePluginErrors, CreatePluginResponses, CreateScimGroupData, CreateScimGroupErrors, CreateScimGroupResponses, CreateScimTokenData, CreateScimTokenErrors, CreateScimTokenResponses, CreateScimUserData, CreateScimUserErrors, CreateScimUserResponses, CreateSkillData, CreateSkillErrors, CreateSkillHubData, CreateSkillHubErrors, CreateSkillHubResponses, CreateSkillResponses, CreateSsoSessionData, CreateSsoSessionErrors, CreateSsoSessionResponses, CreateTeamData, CreateTeamErrors, CreateTeamResponses, CreateWorkerData, CreateWorkerErrors, CreateWorkerResponses, DeleteConfigObjectData, DeleteConfigObjectErrors, DeleteConfigObjectResponses, DeleteConnectorAccountData, DeleteConnectorAccountErrors, DeleteConnectorAccountResponses, DeleteConnectorInstanceData, DeleteConnectorInstanceErrors, DeleteConnectorInstanceResponses, DeleteConnectorMappingData, DeleteConnectorMappingErrors, DeleteConnectorMappingResponses, DeleteConnectorTargetData, DeleteConnectorTargetErrors, DeleteConnectorTargetResponses, DeleteLlmProviderData, DeleteLlmProviderErrors, DeleteLlmProviderResponses, DeleteMarketplaceData, DeleteMarketplaceErrors, DeleteMarketplaceResponses, DeletePluginData, DeletePluginErrors, DeletePluginResponses, DeleteScimGroupData, DeleteScimGroupErrors, DeleteScimGroupResponses, DeleteScimUserData, DeleteScimUserErrors, DeleteScimUserResponses, DeleteSkillHubData, DeleteSkillHubErrors, DeleteSkillHubResponses, DeleteSsoConnectionData, DeleteSsoConnectionErrors, DeleteSsoConnectionResponses, DeleteTeamData, DeleteTeamErrors, DeleteTeamResponses, DeleteWorkerData, DeleteWorkerErrors, DeleteWorkerResponses, DenyAuthorizationRequestData, DenyAuthorizationRequestErrors, DenyAuthorizationRequestResponses, DenyDeviceRequestData, DenyDeviceRequestErrors, DenyDeviceRequestResponses, DiscoverConnectorTargetData, DiscoverConnectorTargetErrors, DiscoverConnectorTargetResponses, ExportAuditEventsData, ExportAuditEventsErrors, ExportAuditEventsResponses, GetAdmissionPolicyData, GetAdmissionPolicyErrors, GetAdmissionPolicyResponses, GetAuthorizationRequestData, GetAuthorizationRequestErrors, GetAuthorizationRequestResponses, GetCapabilityFileData, GetCapabilityFileErrors, GetCapabilityFileResponses, GetCapabilitySkillIndexData, GetCapabilitySkillIndexErrors, GetCapabilitySkillIndexResponses, GetCatalogProviderData, GetCatalogProviderErrors, GetCatalogProviderResponses, GetConfigObjectData, GetConfigObjectErrors, GetConfigObjectResponses, GetConfigObjectVersionData, GetConfigObjectVersionErrors, GetConfigObjectVersionResponses, GetConnectorAccountData, GetConnectorAccountErrors, GetConnectorAccountResponses, GetConnectorDiscoveryData, GetConnectorDiscoveryErrors, GetConnectorDiscoveryResponses, GetConnectorInstanceData, GetConnectorInstanceErrors, GetConnectorInstanceResponses, GetConnectorMappingData, GetConnectorMappingErrors, GetConnectorMappingResponses, GetConnectorSyncEventData, GetConnectorSyncEventErrors, GetConnectorSyncEventResponses, GetConnectorTargetData, GetConnectorTargetErrors, GetConnectorTargetResponses, GetConsoleData, GetConsoleErrors, GetConsoleFileData, GetConsoleFileErrors, GetConsoleFileResponses, GetConsoleResponses, GetDeviceRequestData, GetDeviceRequestErrors, GetDeviceRequestResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetInvitationData, GetInvitationErrors, GetInvitationResponses, GetJobData, GetJobErrors, GetJobResponses, GetLatestConfigObjectVersionData, GetLatestConfigObjectVersionErrors, GetLatestConfigObjectVersionResponses, GetLlmProviderCredentialData, GetLlmProviderCredentialErrors, GetLlmProviderCredentialResponses, GetLlmProviderData, GetLlmProviderErrors, GetLlmProviderResponses, GetMarketplaceData, GetMarketplaceErrors, GetMarketplaceResponses, GetMcpProtectedResourceMetadataData, GetMcpProtectedResourceMetadataErrors, GetMcpProtectedResourceMetadataResponses, GetMeData, GetMeErrors, GetMemberData, GetMemberErrors, GetMemberResponses, GetMeResponses, GetMyDeliveryData, GetMyDeliveryErrors, GetMyDeliveryResponses, GetMyOpencodeConfigData, GetMyOpencodeConfigErrors, GetMyOpencodeConfigResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetOpencodeNoticeData, GetOpencodeNoticeErrors, GetOpencodeNoticeResponses, GetOpencodeWellKnownData, GetOpencodeWellKnownErrors, GetOpencodeWellKnownResponses, GetOrganizationData, GetOrganizationErrors, GetOrganizationResponses, GetPluginData, GetPluginErrors, GetPluginResponses, GetProtectedResourceMetadataData, GetProtectedResourceMetadataErrors, GetProtectedResourceMetadataResponses, GetReadyData, GetReadyErrors, GetReadyResponses, GetResolvedConfigObjectData, GetResolvedConfigObjectErrors, GetResolvedConfigObjectResponses, GetResolvedMarketplaceData, GetResolvedMarketplaceErrors, GetResolvedMarketplaceResponses, GetResolvedPluginData, GetResolvedPluginErrors, GetResolvedPluginResponses, GetResolvedSkillHubData, GetResolvedSkillHubErrors, GetResolvedSkillHubResponses, GetScimGroupData, GetScimGroupErrors, GetScimGroupResponses, GetScimResourceTypeData, GetScimResourceTypeErrors, GetScimResourceTypeResponses, GetScimSchemaData, GetScimSchemaErrors, GetScimSchemaResponses, GetScimServiceProviderConfigData, GetScimServiceProviderConfigErrors, GetScimServiceProviderConfigResponses, GetScimUserData, GetScimUserErrors, GetScimUserResponses, GetSkillData, GetSkillErrors, GetSkillHubData, GetSkillHubErrors, GetSkillHubResponses, GetSkillResponses, GetSsoConnectionData, GetSsoConnectionErrors, GetSsoConnectionResponses, GetTeamData, GetTeamErrors, GetTeamResponses, GetWorkerData, GetWorkerDeliveryData, GetWorkerDeliveryErrors, GetWorkerDeliveryResponses, GetWorkerErrors, GetWorkerLogsData, GetWorkerLogsErrors, GetWorkerLogsResponses, GetWorkerResponses, GetWorkerRuntimeData, GetWorkerRuntimeErrors, GetWorkerRuntimeResponses, GrantConfigObjectAccessData, GrantConfigObjectAccessErrors, GrantConfigObjectAccessResponses, GrantConnectorInstanceAccessData, GrantConnectorInstanceAccessErrors, GrantConnectorInstanceAccessResponses, GrantLlmProviderAccessData, GrantLlmProviderAccessErrors, GrantLlmProviderAccessResponses, GrantMarketplaceAccessData, GrantMarketplaceAccessErrors, GrantMarketplaceAccessResponses, GrantPluginAccessData, GrantPluginAccessErrors, GrantPluginAccessResponses, GrantSkillHubAccessData, GrantSkillHubAccessErrors, GrantSkillHubAccessResponses, ImportSkillZipData, ImportSkillZipErrors, ImportSkillZipResponses, IssueWorkerTokensData, IssueWorkerTokensErrors, IssueWorkerTokensResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListAuditEventsData, ListAuditEventsErrors, ListAuditEventsResponses, ListChangeEventsData, ListChangeEventsErrors, ListChangeEventsResponses, ListConfigObjectAccessData, ListConfigObjectAccessErrors, ListConfigObjectAccessResponses, ListConfigObjectPluginsData, ListConfigObjectPluginsErrors, ListConfigObjectPluginsResponses, ListConfigObjectsData, ListConfigObjectsErrors, ListConfigObjectsResponses, ListConfigObjectVersionsData, ListConfigObjectVersionsErrors, ListConfigObjectVersionsResponses, ListConnectorAccountsData, ListConnectorAccountsErrors, ListConnectorAccountsResponses, ListConnectorInstanceAccessData, ListConnectorInstanceAccessErrors, ListConnectorInstanceAccessResponses, ListConnectorInstancesData, ListConnectorInstancesErrors, ListConnectorInstancesResponses, ListConnectorMappingsData, ListConnectorMappingsErrors, ListConnectorMappingsResponses, ListConnectorSyncEventsData, ListConnectorSyncEventsErrors, ListConnectorSyncEventsResponses, ListConnectorTargetsData, ListConnectorTargetsErrors, ListConnectorTargetsResponses, ListInvitationsData, ListInvitationsErrors, ListInvitationsResponses, ListJobsData, ListJobsErrors, ListJobsResponses, ListLlmProviderAccessData, ListLlmProviderAccessErrors, ListLlmProviderAccessResponses, ListLlmProvidersData, ListLlmProvidersErrors, ListLlmProvidersResponses, ListMarketplaceAccessData, ListMarketplaceAccessErrors, ListMarketplaceAccessResponses, ListMarketplacePluginsData, ListMarketplacePluginsErrors, ListMarketplacePluginsResponses, ListMarketplacesData, ListMarketplacesErrors, ListMarketplacesResponses, ListMembersData, ListMembersErrors, ListMembersResponses, ListMyOAuthTokensData, ListMyOAuthTokensErrors, ListMyOAuthTokensResponses, ListMyOrganizationsData, ListMyOrganizationsErrors, ListMyOrganizationsResponses, ListMySkillsData, ListMySkillsErrors, ListMySkillsResponses, ListOAuthTokensData, ListOAuthTokensErrors, ListOAuthTokensResponses, ListPluginAccessData, ListPluginAccessErrors, ListPluginAccessResponses, ListPluginAssignmentsData, ListPluginAssignmentsErrors, ListPluginAssignmentsResponses, ListPluginConfigObjectsData, ListPluginConfigObjectsErrors, ListPluginConfigObjectsResponses, ListPluginsData, ListPluginsErrors, ListPluginsResponses, ListProviderCatalogData, ListProviderCatalogErrors, ListProviderCatalogResponses, ListRolesData, ListRolesErrors, ListRolesResponses, ListScimGroupsData, ListScimGroupsErrors, ListScimGroupsResponses, ListScimResourceTypesData, ListScimResourceTypesErrors, ListScimResourceTypesResponses, ListScimSchemasData, ListScimSchemasErrors, ListScimSchemasResponses, ListScimTokensData, ListScimTokensErrors, ListScimTokensResponses, ListScimUsersData, ListScimUsersErrors, ListScimUsersResponses, ListSkillHubAccessData, ListSkillHubAccessErrors, ListSkillHubAccessResponses, ListSkillHubAssignmentsData, ListSkillHubAssignmentsErrors, ListSkillHubAssignmentsResponses, ListSkillHubsData, ListSkillHubsErrors, ListSkillHubSkillsData, ListSkillHubSkillsErrors, ListSkillHubSkillsResponses, ListSkillHubsResponses, ListSkillsData, ListSkillsErrors, ListSkillsResponses, ListTeamMembersData, ListTeamMembersErrors, ListTeamMembersResponses, ListTeamsData, ListTeamsErrors, ListTeamsResponses, ListWorkersData, ListWorkersErrors, ListWorkersResponses, ListWorkerTokensData, ListWorkerTokensErrors, ListWorkerTokensResponses, McpDeleteData, McpDeleteErrors, McpDeleteResponses, McpPostData, McpPostErrors, McpPostResponses, McpStreamData, McpStreamErrors, McpStreamResponse, McpStreamResponses, OauthAuthorizationServerMetadataData, OauthAuthorizationServerMetadataErrors, OauthAuthorizationServerMetadataResponses, OauthAuthorizeData, OauthAuthorizeErrors, OauthDeviceAuthorizationData, OauthDeviceAuthorizationErrors, OauthDeviceAuthorizationResponses, OauthRegisterClientData, OauthRegisterClientErrors, OauthRegisterClientResponses, OauthRevokeData, OauthRevokeErrors, OauthRevokeResponses, OauthTokenData, OauthTokenErrors, OauthTokenResponses, PatchScimGroupData, PatchScimGroupErrors, PatchScimGroupResponses, PatchScimUserData, PatchScimUserErrors, PatchScimUserResponses, PutAdmissionPolicyData, PutAdmissionPolicyErrors, PutAdmissionPolicyResponses, PutSsoConnectionData, PutSsoConnectionErrors, PutSsoConnectionResponses, RemoveConfigObjectFromPluginData, RemoveConfigObjectFromPluginErrors, RemoveConfigObjectFromPluginResponses, RemoveMarketplacePluginData, RemoveMarketplacePluginErrors, RemoveMarketplacePluginResponses, RemoveMemberData, RemoveMemberErrors, RemoveMemberResponses, RemovePluginConfigObjectData, RemovePluginConfigObjectErrors, RemovePluginConfigObjectResponses, RemoveSkillHubSkillData, RemoveSkillHubSkillErrors, RemoveSkillHubSkillResponses, RemoveTeamMemberData, RemoveTeamMemberErrors, RemoveTeamMemberResponses, ReplaceScimGroupData, ReplaceScimGroupErrors, ReplaceScimGroupResponses, ReplaceScimUserData, ReplaceScimUserErrors, ReplaceScimUserResponses, ResolveSignInData, ResolveSignInErrors, ResolveSignInResponses, RestoreConfigObjectData, RestoreConfigObjectErrors, RestoreConfigObjectResponses, RestoreMarketplaceData, RestoreMarketplaceErrors, RestoreMarketplaceResponses, RestorePluginData, RestorePluginErrors, RestorePluginResponses, RetryConnectorSyncEventData, RetryConnectorSyncEventErrors, RetryConnectorSyncEventResponses, RetryJobData, RetryJobErrors, RetryJobResponses, RevokeApiKeyData, RevokeApiKeyErrors, RevokeApiKeyResponses, RevokeConfigObjectAccessData, RevokeConfigObjectAccessErrors, RevokeConfigObjectAccessResponses, RevokeConnectorInstanceAccessData, RevokeConnectorInstanceAccessErrors, RevokeConnectorInstanceAccessResponses, RevokeLlmProviderAccessData, RevokeLlmProviderAccessErrors, RevokeLlmProviderAccessResponses, RevokeMarketplaceAccessData, RevokeMarketplaceAccessErrors, RevokeMarketplaceAccessResponses, RevokeMyOAuthTokenData, RevokeMyOAuthTokenErrors, RevokeMyOAuthTokenResponses, RevokeOAuthTokenData, RevokeOAuthTokenErrors, RevokeOAuthTokenResponses, RevokePluginAccessData, RevokePluginAccessErrors, RevokePluginAccessResponses, RevokeScimTokenData, RevokeScimTokenErrors, RevokeScimTokenResponses, RevokeSkillHubAccessData, RevokeSkillHubAccessErrors, RevokeSkillHubAccessResponses, RevokeWorkerTokensData, RevokeWorkerTokensErrors, RevokeWorkerTokensResponses, SetActiveOrganizationData, SetActiveOrganizationErrors, SetActiveOrganizationResponses, SetWorkerDeliveryData, SetWorkerDeliveryErrors, SetWorkerDeliveryResponses, SignInData, SignInErrors, SignInResponses, SignOutData, SignOutErrors, SignOutResponses, SignUpData, SignUpErrors, SignUpResponses, SsoCallbackData, SsoCallbackErrors, StartSsoLinkData, StartSsoLinkErrors, StartSsoLinkResponses, StartSsoSignInData, StartSsoSignInErrors, SyncConnectorTargetData, SyncConnectorTargetErrors, SyncConnectorTargetResponses, TransferOwnershipData, TransferOwnershipErrors, TransferOwnershipResponses, UnassignPluginData, UnassignPluginErrors, UnassignPluginResponses, UnassignSkillHubData, UnassignSkillHubErrors, UnassignSkillHubResponses, UpdateConnectorAccountData, UpdateConnectorAccountErrors, UpdateConnectorAccountResponses, UpdateConnectorInstanceData, UpdateConnectorInstanceErrors, UpdateConnectorInstanceResponses, UpdateConnectorMappingData, UpdateConnectorMappingErrors, UpdateConnectorMappingResponses, UpdateConnectorTargetData, UpdateConnectorTargetErrors, UpdateConnectorTargetResponses, UpdateLlmProviderData, UpdateLlmProviderErrors, UpdateLlmProviderResponses, UpdateMarketplaceData, UpdateMarketplaceErrors, UpdateMarketplaceResponses, UpdateOrganizationData, UpdateOrganizationErrors, UpdateOrganizationResponses, UpdatePluginData, UpdatePluginErrors, UpdatePluginResponses, UpdateSkillHubData, UpdateSkillHubErrors, UpdateSkillHubResponses, UpdateTeamData, UpdateTeamErrors, UpdateTeamResponses, WorkerHeartbeatData, WorkerHeartbeatErrors, WorkerHeartbeatResponses } from './types.gen.ts';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -67,6 +67,15 @@ export class ControlPlaneApi extends HeyApiClient {
     }
     
     /**
+     * Readiness check
+     *
+     * Whether this instance can serve: 200 when it can, 503 naming the failed check otherwise. The control plane checks that its database answers within a second and records every migration this build needs (a bounded probe, at most one query a second however often this is polled). Use it for load balancers and Kubernetes readiness probes; `/health` is the liveness check (docs/deployment.md). Not rate limited.
+     */
+    public getReady<ThrowOnError extends boolean = false>(options?: Options<GetReadyData, ThrowOnError>) {
+        return (options?.client ?? this.client).get<GetReadyResponses, GetReadyErrors, ThrowOnError>({ url: '/ready', ...options });
+    }
+    
+    /**
      * This OpenAPI 3.1 document
      */
     public getOpenApi<ThrowOnError extends boolean = false>(options?: Options<GetOpenApiData, ThrowOnError>) {
@@ -92,7 +101,7 @@ export class ControlPlaneApi extends HeyApiClient {
     /**
      * Exchange email and password for a session token
      *
-     * Deliberately slow (scrypt). Failed attempts are limited per account and per client address; past the limit every attempt, right or wrong, is 429 with Retry-After until the window ends.
+     * Deliberately slow (scrypt). Failed attempts are limited per account and per client address; past the limit every attempt, right or wrong, is 429 with Retry-After until the window ends. 403 `sso_required` (after a correct password) when every organization of the account requires signing in with its identity provider.
      */
     public signIn<ThrowOnError extends boolean = false>(options: Options<SignInData, ThrowOnError>) {
         return (options.client ?? this.client).post<SignInResponses, SignInErrors, ThrowOnError>({
@@ -239,14 +248,27 @@ export class ControlPlaneApi extends HeyApiClient {
     }
     
     /**
-     * Administrative actions in the organization, newest first
+     * Audit events of the organization, newest first
      *
-     * Each event names the actor, the action, the target id and the time; never request bodies or secrets.
+     * One event per state-changing request (and the handler's named events): actor and credential, action, target, outcome with the error code, request id, route and origin; never request bodies, secrets or query strings. Includes the events outside any organization whose actor is a member (refused sign-ins). Filters combine with AND.
      */
     public listAuditEvents<ThrowOnError extends boolean = false>(options?: Options<ListAuditEventsData, ThrowOnError>) {
         return (options?.client ?? this.client).get<ListAuditEventsResponses, ListAuditEventsErrors, ThrowOnError>({
             security: [{ scheme: 'bearer', type: 'http' }, { name: 'x-api-key', type: 'apiKey' }],
             url: '/v1/audit-events',
+            ...options
+        });
+    }
+    
+    /**
+     * Stream audit events as NDJSON or CSV, oldest first
+     *
+     * The same filters as the list, for any range: rows are read in batches as the client reads, so a year of events never sits in memory. CSV has a header row; cells a spreadsheet would run as a formula are prefixed with `'`.
+     */
+    public exportAuditEvents<ThrowOnError extends boolean = false>(options?: Options<ExportAuditEventsData, ThrowOnError>) {
+        return (options?.client ?? this.client).get<ExportAuditEventsResponses, ExportAuditEventsErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }, { name: 'x-api-key', type: 'apiKey' }],
+            url: '/v1/audit-events/export',
             ...options
         });
     }
@@ -330,7 +352,7 @@ export class ControlPlaneApi extends HeyApiClient {
     /**
      * Invite an email with a role; returns a one-time token to pass on
      *
-     * The token is in this response only and expires after 7 days. A pending invitation for the same email is replaced (its token stops working). 409 `member_exists`.
+     * The token is in this response only and expires after 7 days. A pending invitation for the same email is replaced (its token stops working). 409 `member_exists`; 403 `admission_refused` when the admission policy closes invitations or the email’s domain.
      */
     public createInvitation<ThrowOnError extends boolean = false>(options: Options<CreateInvitationData, ThrowOnError>) {
         return (options.client ?? this.client).post<CreateInvitationResponses, CreateInvitationErrors, ThrowOnError>({
@@ -508,6 +530,268 @@ export class ControlPlaneApi extends HeyApiClient {
             security: [{ scheme: 'bearer', type: 'http' }],
             url: '/v1/api-keys/{apiKeyId}',
             ...options
+        });
+    }
+    
+    /**
+     * The organization's SCIM tokens (never the tokens themselves)
+     */
+    public listScimTokens<ThrowOnError extends boolean = false>(options?: Options<ListScimTokensData, ThrowOnError>) {
+        return (options?.client ?? this.client).get<ListScimTokensResponses, ListScimTokensErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/v1/org/scim-tokens',
+            ...options
+        });
+    }
+    
+    /**
+     * Create a SCIM token for an identity provider
+     *
+     * Owner, with a session. The token is in this response only (it is stored as a hash): paste it into the identity provider's SCIM settings with the base URL `<server>/scim/v2`. It reaches the `/scim/v2` routes of this organization and nothing else. At most 20 per organization (409 `scim_token_limit`).
+     */
+    public createScimToken<ThrowOnError extends boolean = false>(options: Options<CreateScimTokenData, ThrowOnError>) {
+        return (options.client ?? this.client).post<CreateScimTokenResponses, CreateScimTokenErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/v1/org/scim-tokens',
+            ...options,
+            headers: {
+                'Content-Type': 'application/json',
+                ...options.headers
+            }
+        });
+    }
+    
+    /**
+     * Revoke a SCIM token
+     */
+    public revokeScimToken<ThrowOnError extends boolean = false>(options: Options<RevokeScimTokenData, ThrowOnError>) {
+        return (options.client ?? this.client).delete<RevokeScimTokenResponses, RevokeScimTokenErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/v1/org/scim-tokens/{scimTokenId}',
+            ...options
+        });
+    }
+    
+    /**
+     * What this SCIM service supports
+     */
+    public getScimServiceProviderConfig<ThrowOnError extends boolean = false>(options?: Options<GetScimServiceProviderConfigData, ThrowOnError>) {
+        return (options?.client ?? this.client).get<GetScimServiceProviderConfigResponses, GetScimServiceProviderConfigErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/scim/v2/ServiceProviderConfig',
+            ...options
+        });
+    }
+    
+    /**
+     * The SCIM resource types (User, Group)
+     */
+    public listScimResourceTypes<ThrowOnError extends boolean = false>(options?: Options<ListScimResourceTypesData, ThrowOnError>) {
+        return (options?.client ?? this.client).get<ListScimResourceTypesResponses, ListScimResourceTypesErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/scim/v2/ResourceTypes',
+            ...options
+        });
+    }
+    
+    /**
+     * One SCIM resource type
+     */
+    public getScimResourceType<ThrowOnError extends boolean = false>(options: Options<GetScimResourceTypeData, ThrowOnError>) {
+        return (options.client ?? this.client).get<GetScimResourceTypeResponses, GetScimResourceTypeErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/scim/v2/ResourceTypes/{name}',
+            ...options
+        });
+    }
+    
+    /**
+     * The SCIM schemas of Users and Groups
+     */
+    public listScimSchemas<ThrowOnError extends boolean = false>(options?: Options<ListScimSchemasData, ThrowOnError>) {
+        return (options?.client ?? this.client).get<ListScimSchemasResponses, ListScimSchemasErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/scim/v2/Schemas',
+            ...options
+        });
+    }
+    
+    /**
+     * One SCIM schema, by its URN
+     */
+    public getScimSchema<ThrowOnError extends boolean = false>(options: Options<GetScimSchemaData, ThrowOnError>) {
+        return (options.client ?? this.client).get<GetScimSchemaResponses, GetScimSchemaErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/scim/v2/Schemas/{uri}',
+            ...options
+        });
+    }
+    
+    /**
+     * List or find SCIM Users
+     *
+     * Filters: `userName eq "…"` (case-insensitive), `externalId eq "…"`, `displayName eq "…"`; anything else is 400 `invalidFilter`. Pages by `startIndex` and `count`, in creation order, with `totalResults`.
+     */
+    public listScimUsers<ThrowOnError extends boolean = false>(options?: Options<ListScimUsersData, ThrowOnError>) {
+        return (options?.client ?? this.client).get<ListScimUsersResponses, ListScimUsersErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/scim/v2/Users',
+            ...options
+        });
+    }
+    
+    /**
+     * Provision a User: links the account with this email (creating it if none) and, when active, makes it a member
+     */
+    public createScimUser<ThrowOnError extends boolean = false>(options: Options<CreateScimUserData, ThrowOnError>) {
+        return (options.client ?? this.client).post<CreateScimUserResponses, CreateScimUserErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/scim/v2/Users',
+            ...options,
+            headers: {
+                'Content-Type': 'application/scim+json',
+                ...options.headers
+            }
+        });
+    }
+    
+    /**
+     * Deprovision and forget a SCIM User (the account stays)
+     */
+    public deleteScimUser<ThrowOnError extends boolean = false>(options: Options<DeleteScimUserData, ThrowOnError>) {
+        return (options.client ?? this.client).delete<DeleteScimUserResponses, DeleteScimUserErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/scim/v2/Users/{id}',
+            ...options
+        });
+    }
+    
+    /**
+     * Read a SCIM User
+     */
+    public getScimUser<ThrowOnError extends boolean = false>(options: Options<GetScimUserData, ThrowOnError>) {
+        return (options.client ?? this.client).get<GetScimUserResponses, GetScimUserErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/scim/v2/Users/{id}',
+            ...options
+        });
+    }
+    
+    /**
+     * Change a SCIM User; `active` false (or "False") deprovisions
+     *
+     * RFC 7644 §3.5.2 `Operations` with `op` add, replace or remove (any case), each in path form (`{"op":"replace","path":"active","value":false}`) or value-object form (`{"op":"replace","value":{"active":false}}`). Attributes: userName (unchangeable), externalId, displayName, name.givenName, name.familyName, emails (also `emails[type eq "work"].value`), active (boolean or "True"/"False"). Attributes this service does not keep are ignored.
+     */
+    public patchScimUser<ThrowOnError extends boolean = false>(options: Options<PatchScimUserData, ThrowOnError>) {
+        return (options.client ?? this.client).patch<PatchScimUserResponses, PatchScimUserErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/scim/v2/Users/{id}',
+            ...options,
+            headers: {
+                'Content-Type': 'application/scim+json',
+                ...options.headers
+            }
+        });
+    }
+    
+    /**
+     * Replace a SCIM User; `active: false` deprovisions
+     *
+     * Deactivation removes the membership, disables the member’s API keys, revokes their OAuth and device tokens and ends their sessions in the same transaction. userName cannot change (400 `mutability`).
+     */
+    public replaceScimUser<ThrowOnError extends boolean = false>(options: Options<ReplaceScimUserData, ThrowOnError>) {
+        return (options.client ?? this.client).put<ReplaceScimUserResponses, ReplaceScimUserErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/scim/v2/Users/{id}',
+            ...options,
+            headers: {
+                'Content-Type': 'application/scim+json',
+                ...options.headers
+            }
+        });
+    }
+    
+    /**
+     * List or find SCIM Groups (the organization's teams)
+     *
+     * Filters: `displayName eq "…"`, `externalId eq "…"`; anything else is 400 `invalidFilter`. `excludedAttributes=members` leaves members out.
+     */
+    public listScimGroups<ThrowOnError extends boolean = false>(options?: Options<ListScimGroupsData, ThrowOnError>) {
+        return (options?.client ?? this.client).get<ListScimGroupsResponses, ListScimGroupsErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/scim/v2/Groups',
+            ...options
+        });
+    }
+    
+    /**
+     * Create a Group (a team), optionally with members
+     */
+    public createScimGroup<ThrowOnError extends boolean = false>(options: Options<CreateScimGroupData, ThrowOnError>) {
+        return (options.client ?? this.client).post<CreateScimGroupResponses, CreateScimGroupErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/scim/v2/Groups',
+            ...options,
+            headers: {
+                'Content-Type': 'application/scim+json',
+                ...options.headers
+            }
+        });
+    }
+    
+    /**
+     * Delete a Group (the team; its members stay in the organization)
+     */
+    public deleteScimGroup<ThrowOnError extends boolean = false>(options: Options<DeleteScimGroupData, ThrowOnError>) {
+        return (options.client ?? this.client).delete<DeleteScimGroupResponses, DeleteScimGroupErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/scim/v2/Groups/{id}',
+            ...options
+        });
+    }
+    
+    /**
+     * Read a SCIM Group
+     */
+    public getScimGroup<ThrowOnError extends boolean = false>(options: Options<GetScimGroupData, ThrowOnError>) {
+        return (options.client ?? this.client).get<GetScimGroupResponses, GetScimGroupErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/scim/v2/Groups/{id}',
+            ...options
+        });
+    }
+    
+    /**
+     * Change a Group: add or remove members, rename
+     *
+     * RFC 7644 §3.5.2 `Operations` with `op` add, replace or remove (any case), each in path form (`{"op":"replace","path":"active","value":false}`) or value-object form (`{"op":"replace","value":{"active":false}}`). Paths: members (add, replace, remove with or without a value list), `members[value eq "…"]` (remove), displayName, externalId.
+     */
+    public patchScimGroup<ThrowOnError extends boolean = false>(options: Options<PatchScimGroupData, ThrowOnError>) {
+        return (options.client ?? this.client).patch<PatchScimGroupResponses, PatchScimGroupErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/scim/v2/Groups/{id}',
+            ...options,
+            headers: {
+                'Content-Type': 'application/scim+json',
+                ...options.headers
+            }
+        });
+    }
+    
+    /**
+     * Replace a Group: its name and its provisioned members
+     *
+     * Team members that provisioning does not manage are left in the team.
+     */
+    public replaceScimGroup<ThrowOnError extends boolean = false>(options: Options<ReplaceScimGroupData, ThrowOnError>) {
+        return (options.client ?? this.client).put<ReplaceScimGroupResponses, ReplaceScimGroupErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/scim/v2/Groups/{id}',
+            ...options,
+            headers: {
+                'Content-Type': 'application/scim+json',
+                ...options.headers
+            }
         });
     }
     
@@ -2631,6 +2915,139 @@ export class ControlPlaneApi extends HeyApiClient {
             security: [{ scheme: 'bearer', type: 'http' }, { name: 'x-api-key', type: 'apiKey' }],
             url: '/v1/oauth-tokens/{tokenId}',
             ...options
+        });
+    }
+    
+    /**
+     * Remove the OpenID Connect connection (owner)
+     *
+     * Linked provider accounts stay linked (by issuer and subject) for a later connection to the same issuer. 409 `sso_connection_in_use` while members must sign in with SSO.
+     */
+    public deleteSsoConnection<ThrowOnError extends boolean = false>(options?: Options<DeleteSsoConnectionData, ThrowOnError>) {
+        return (options?.client ?? this.client).delete<DeleteSsoConnectionResponses, DeleteSsoConnectionErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/v1/org/sso',
+            ...options
+        });
+    }
+    
+    /**
+     * The organization's OpenID Connect connection (never its client secret)
+     *
+     * `redirectUri` is the exact URI to register with the provider. 404 `sso_not_configured` when there is none.
+     */
+    public getSsoConnection<ThrowOnError extends boolean = false>(options?: Options<GetSsoConnectionData, ThrowOnError>) {
+        return (options?.client ?? this.client).get<GetSsoConnectionResponses, GetSsoConnectionErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/v1/org/sso',
+            ...options
+        });
+    }
+    
+    /**
+     * Create or replace the OpenID Connect connection (owner)
+     *
+     * The issuer's `/.well-known/openid-configuration` is fetched and checked before saving (5 s, 256 KiB; its `issuer` must match exactly; https, or http on localhost); failures are 502 `sso_provider_error`. `clientSecret` is required when creating and kept when omitted later; it is stored sealed and never returned. Each of `allowedDomains` (1–100) routes sign-ins of that email domain to this provider and can belong to one organization only (409 `sso_domain_taken`); the slug names the sign-in URLs (409 `sso_slug_taken`). People of those domains join on first sign-in with `defaultRole` and `defaultTeamId` when the admission policy allows SSO just-in-time. While members must sign in with SSO, the issuer cannot change (409 `sso_connection_in_use`).
+     */
+    public putSsoConnection<ThrowOnError extends boolean = false>(options: Options<PutSsoConnectionData, ThrowOnError>) {
+        return (options.client ?? this.client).put<PutSsoConnectionResponses, PutSsoConnectionErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/v1/org/sso',
+            ...options,
+            headers: {
+                'Content-Type': 'application/json',
+                ...options.headers
+            }
+        });
+    }
+    
+    /**
+     * Link your account to the organization's provider: returns the provider URL to open
+     *
+     * Accounts are linked by the provider subject, never by email: an account that exists before its first SSO sign-in is linked only this way, by its signed-in owner. After the provider, the browser comes back to the console signed in through SSO. 409 `sso_identity_conflict` (at the callback) when that provider account is linked to another account.
+     */
+    public startSsoLink<ThrowOnError extends boolean = false>(options?: Options<StartSsoLinkData, ThrowOnError>) {
+        return (options?.client ?? this.client).post<StartSsoLinkResponses, StartSsoLinkErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/v1/org/sso/link',
+            ...options,
+            headers: {
+                'Content-Type': 'application/json',
+                ...options?.headers
+            }
+        });
+    }
+    
+    /**
+     * Which sign-in applies to an email (password, or SSO with its start URL)
+     *
+     * Decided by the email's domain alone, so the answer is the same whether or not an account exists. `passwordAllowed` is false when the organization requires SSO.
+     */
+    public resolveSignIn<ThrowOnError extends boolean = false>(options: Options<ResolveSignInData, ThrowOnError>) {
+        return (options.client ?? this.client).get<ResolveSignInResponses, ResolveSignInErrors, ThrowOnError>({ url: '/v1/sso/resolve', ...options });
+    }
+    
+    /**
+     * Start signing in with the organization's provider (302 to the provider)
+     *
+     * Authorization code with PKCE S256, `state` and `nonce`; the verifier and nonce stay on the server for 10 minutes and are used once. Sets the `sso_binding` cookie (HttpOnly, Path /v1/sso/, SameSite=Lax): the callback is accepted only from the browser that started, against login CSRF. `returnTo` is a console path (`/console/…`, with an optional fragment such as `#device=CODE`); anything else returns to `/console/`.
+     */
+    public startSsoSignIn<ThrowOnError extends boolean = false>(options: Options<StartSsoSignInData, ThrowOnError>) {
+        return (options.client ?? this.client).get<unknown, StartSsoSignInErrors, ThrowOnError>({ url: '/v1/sso/{orgSlug}/start', ...options });
+    }
+    
+    /**
+     * Where the provider sends the browser back (register this as the redirect URI)
+     *
+     * Checks `state` (known, unused, unexpired), exchanges the code, verifies the ID token (signature by the JWKS, refetched once on an unknown key id; `iss`, `aud`, `exp`, `nonce`), finds the account by (issuer, subject) and makes it a member on first sign-in when its domain and the admission policy allow. Then 302 to the return path with `#sso_handoff=<code>` (and `&then=<original fragment>`); the console exchanges the code at `POST /v1/sso/session`. Refusals also redirect, to `/console/#sso_error=<code>` (`sso_state_invalid`, `sso_id_token_invalid`, `sso_domain_not_allowed`, `sso_account_exists`, `sso_identity_conflict`, `admission_refused`, `sso_provider_denied`, `sso_provider_error`).
+     */
+    public ssoCallback<ThrowOnError extends boolean = false>(options: Options<SsoCallbackData, ThrowOnError>) {
+        return (options.client ?? this.client).get<unknown, SsoCallbackErrors, ThrowOnError>({ url: '/v1/sso/{orgSlug}/callback', ...options });
+    }
+    
+    /**
+     * Exchange the callback's one-time hand-off code for a session
+     *
+     * The code works once, within two minutes. The session is a normal sign-in session marked as signed in by the organization’s provider, which organizations that require SSO accept. 400 `sso_handoff_invalid`.
+     */
+    public createSsoSession<ThrowOnError extends boolean = false>(options: Options<CreateSsoSessionData, ThrowOnError>) {
+        return (options.client ?? this.client).post<CreateSsoSessionResponses, CreateSsoSessionErrors, ThrowOnError>({
+            url: '/v1/sso/session',
+            ...options,
+            headers: {
+                'Content-Type': 'application/json',
+                ...options.headers
+            }
+        });
+    }
+    
+    /**
+     * How people may join the organization, and whether they must sign in with SSO
+     *
+     * Version 0 and every way open while the organization never wrote a policy.
+     */
+    public getAdmissionPolicy<ThrowOnError extends boolean = false>(options?: Options<GetAdmissionPolicyData, ThrowOnError>) {
+        return (options?.client ?? this.client).get<GetAdmissionPolicyResponses, GetAdmissionPolicyErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/v1/org/admission-policy',
+            ...options
+        });
+    }
+    
+    /**
+     * Replace the admission policy (owner; `expectedVersion` guards lost updates)
+     *
+     * 409 `admission_policy_conflict` when `expectedVersion` is not the stored version. `waysIn` gates invitation acceptance, SSO just-in-time membership and SCIM provisioning; `allowedDomains` (≤ 100; empty: any) applies to all three. Switching `requireSso` on needs the SSO connection and a session it signed in (409 `sso_not_proven`, so an owner cannot lock themselves out), and ends in the same transaction the members’ other sessions, their API keys and OAuth grants in this organization. While it is on, password sessions of members are refused here with 403 `sso_required`.
+     */
+    public putAdmissionPolicy<ThrowOnError extends boolean = false>(options: Options<PutAdmissionPolicyData, ThrowOnError>) {
+        return (options.client ?? this.client).put<PutAdmissionPolicyResponses, PutAdmissionPolicyErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/v1/org/admission-policy',
+            ...options,
+            headers: {
+                'Content-Type': 'application/json',
+                ...options.headers
+            }
         });
     }
     

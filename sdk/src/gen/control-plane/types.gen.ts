@@ -70,6 +70,55 @@ export type GetHealthResponses = {
 
 export type GetHealthResponse = GetHealthResponses[keyof GetHealthResponses];
 
+export type GetReadyData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/ready';
+};
+
+export type GetReadyErrors = {
+    /**
+     * Empty
+     */
+    431: string;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Not ready: `failed` names the checks
+     */
+    503: {
+        ready: boolean;
+        checks: {
+            database?: 'ok' | 'unavailable';
+            migrations?: 'ok' | 'behind' | 'unknown';
+        };
+        failed: Array<'database' | 'migrations'>;
+        missingMigrations?: Array<string>;
+    };
+};
+
+export type GetReadyError = GetReadyErrors[keyof GetReadyErrors];
+
+export type GetReadyResponses = {
+    /**
+     * Success
+     */
+    200: {
+        ready: boolean;
+        checks: {
+            database?: 'ok' | 'unavailable';
+            migrations?: 'ok' | 'behind' | 'unknown';
+        };
+        failed: Array<'database' | 'migrations'>;
+        missingMigrations?: Array<string>;
+    };
+};
+
+export type GetReadyResponse = GetReadyResponses[keyof GetReadyResponses];
+
 export type GetOpenApiData = {
     body?: never;
     path?: never;
@@ -242,6 +291,10 @@ export type SignInErrors = {
      */
     401: ErrorBody;
     /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
      * The request body stopped arriving (request_timeout)
      */
     408: ErrorBody;
@@ -376,6 +429,10 @@ export type SignOutErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -418,6 +475,10 @@ export type GetMeErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -494,7 +555,7 @@ export type GetMeResponses = {
              */
             id: string;
             role: 'owner' | 'admin' | 'member';
-            permissions: Array<'org.read' | 'delivery.read' | 'org.update' | 'members.read' | 'members.update_role' | 'members.transfer_ownership' | 'members.remove' | 'invitations.read' | 'invitations.manage' | 'teams.read' | 'teams.manage' | 'roles.read' | 'api_keys.read' | 'api_keys.manage' | 'audit.read' | 'oauth_tokens.own' | 'oauth_tokens.read' | 'oauth_tokens.manage' | 'config_objects.read' | 'config_objects.write' | 'plugins.read' | 'plugins.write' | 'marketplaces.read' | 'marketplaces.create' | 'marketplaces.write' | 'skill_hubs.read' | 'skill_hubs.write' | 'llm_providers.read' | 'llm_providers.write' | 'llm_providers.credential' | 'jobs.read' | 'jobs.manage' | 'workers.read' | 'workers.manage' | 'workers.tokens' | 'connectors.read' | 'connectors.create' | 'connectors.write'>;
+            permissions: Array<'org.read' | 'delivery.read' | 'org.update' | 'sso.manage' | 'sso.link' | 'admission.manage' | 'members.read' | 'members.update_role' | 'members.transfer_ownership' | 'members.remove' | 'invitations.read' | 'invitations.manage' | 'teams.read' | 'teams.manage' | 'roles.read' | 'api_keys.read' | 'api_keys.manage' | 'audit.read' | 'scim_tokens.manage' | 'oauth_tokens.own' | 'oauth_tokens.read' | 'oauth_tokens.manage' | 'config_objects.read' | 'config_objects.write' | 'plugins.read' | 'plugins.write' | 'marketplaces.read' | 'marketplaces.create' | 'marketplaces.write' | 'skill_hubs.read' | 'skill_hubs.write' | 'llm_providers.read' | 'llm_providers.write' | 'llm_providers.credential' | 'jobs.read' | 'jobs.manage' | 'workers.read' | 'workers.manage' | 'workers.tokens' | 'connectors.read' | 'connectors.create' | 'connectors.write'>;
         } | null;
     };
 };
@@ -540,6 +601,10 @@ export type ListMyOrganizationsErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -634,6 +699,10 @@ export type SetActiveOrganizationErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -725,6 +794,10 @@ export type CreateOrganizationErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -820,6 +893,10 @@ export type AcceptInvitationErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -883,6 +960,10 @@ export type GetOrganizationErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -978,6 +1059,10 @@ export type UpdateOrganizationErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -1046,6 +1131,10 @@ export type ListRolesErrors = {
      */
     404: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -1068,8 +1157,8 @@ export type ListRolesResponses = {
             id: 'owner' | 'admin' | 'member';
             description: string;
             assignable: boolean;
-            permissions: Array<'org.read' | 'delivery.read' | 'org.update' | 'members.read' | 'members.update_role' | 'members.transfer_ownership' | 'members.remove' | 'invitations.read' | 'invitations.manage' | 'teams.read' | 'teams.manage' | 'roles.read' | 'api_keys.read' | 'api_keys.manage' | 'audit.read' | 'oauth_tokens.own' | 'oauth_tokens.read' | 'oauth_tokens.manage' | 'config_objects.read' | 'config_objects.write' | 'plugins.read' | 'plugins.write' | 'marketplaces.read' | 'marketplaces.create' | 'marketplaces.write' | 'skill_hubs.read' | 'skill_hubs.write' | 'llm_providers.read' | 'llm_providers.write' | 'llm_providers.credential' | 'jobs.read' | 'jobs.manage' | 'workers.read' | 'workers.manage' | 'workers.tokens' | 'connectors.read' | 'connectors.create' | 'connectors.write'>;
-            apiKeyPermissions: Array<'org.read' | 'delivery.read' | 'org.update' | 'members.read' | 'members.update_role' | 'members.transfer_ownership' | 'members.remove' | 'invitations.read' | 'invitations.manage' | 'teams.read' | 'teams.manage' | 'roles.read' | 'api_keys.read' | 'api_keys.manage' | 'audit.read' | 'oauth_tokens.own' | 'oauth_tokens.read' | 'oauth_tokens.manage' | 'config_objects.read' | 'config_objects.write' | 'plugins.read' | 'plugins.write' | 'marketplaces.read' | 'marketplaces.create' | 'marketplaces.write' | 'skill_hubs.read' | 'skill_hubs.write' | 'llm_providers.read' | 'llm_providers.write' | 'llm_providers.credential' | 'jobs.read' | 'jobs.manage' | 'workers.read' | 'workers.manage' | 'workers.tokens' | 'connectors.read' | 'connectors.create' | 'connectors.write'>;
+            permissions: Array<'org.read' | 'delivery.read' | 'org.update' | 'sso.manage' | 'sso.link' | 'admission.manage' | 'members.read' | 'members.update_role' | 'members.transfer_ownership' | 'members.remove' | 'invitations.read' | 'invitations.manage' | 'teams.read' | 'teams.manage' | 'roles.read' | 'api_keys.read' | 'api_keys.manage' | 'audit.read' | 'scim_tokens.manage' | 'oauth_tokens.own' | 'oauth_tokens.read' | 'oauth_tokens.manage' | 'config_objects.read' | 'config_objects.write' | 'plugins.read' | 'plugins.write' | 'marketplaces.read' | 'marketplaces.create' | 'marketplaces.write' | 'skill_hubs.read' | 'skill_hubs.write' | 'llm_providers.read' | 'llm_providers.write' | 'llm_providers.credential' | 'jobs.read' | 'jobs.manage' | 'workers.read' | 'workers.manage' | 'workers.tokens' | 'connectors.read' | 'connectors.create' | 'connectors.write'>;
+            apiKeyPermissions: Array<'org.read' | 'delivery.read' | 'org.update' | 'sso.manage' | 'sso.link' | 'admission.manage' | 'members.read' | 'members.update_role' | 'members.transfer_ownership' | 'members.remove' | 'invitations.read' | 'invitations.manage' | 'teams.read' | 'teams.manage' | 'roles.read' | 'api_keys.read' | 'api_keys.manage' | 'audit.read' | 'scim_tokens.manage' | 'oauth_tokens.own' | 'oauth_tokens.read' | 'oauth_tokens.manage' | 'config_objects.read' | 'config_objects.write' | 'plugins.read' | 'plugins.write' | 'marketplaces.read' | 'marketplaces.create' | 'marketplaces.write' | 'skill_hubs.read' | 'skill_hubs.write' | 'llm_providers.read' | 'llm_providers.write' | 'llm_providers.credential' | 'jobs.read' | 'jobs.manage' | 'workers.read' | 'workers.manage' | 'workers.tokens' | 'connectors.read' | 'connectors.create' | 'connectors.write'>;
         }>;
         /**
          * Pass back as `cursor` for the next page; null on the last page
@@ -1098,7 +1187,34 @@ export type ListAuditEventsData = {
          * Page size, 1 to 100
          */
         limit?: number;
+        /**
+         * A user (`usr_`), member (`mem_`) or API key (`key_`) id
+         */
+        actor?: string;
         action?: string;
+        targetType?: string;
+        targetId?: string;
+        /**
+         * How the request ended
+         */
+        outcome?: 'success' | 'denied' | 'failed';
+        /**
+         * Where the request came from
+         */
+        origin?: 'api' | 'console' | 'mcp' | 'scim' | 'sso';
+        /**
+         * The credential the request proved
+         */
+        credential?: 'session' | 'apiKey' | 'oauth' | 'worker' | 'scim' | 'anonymous';
+        requestId?: string;
+        /**
+         * Events at or after this time (ISO-8601)
+         */
+        since?: string;
+        /**
+         * Events before this time (ISO-8601)
+         */
+        until?: string;
     };
     url: '/v1/audit-events';
 };
@@ -1125,6 +1241,10 @@ export type ListAuditEventsErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -1148,21 +1268,43 @@ export type ListAuditEventsResponses = {
              * aev_ id (sorts by creation time)
              */
             id: string;
+            /**
+             * The handler's named action (`team.created`) or, for a request without one and for every refusal or failure, the route's operationId (`createTeam`)
+             */
             action: string;
             actor: {
                 userId: string | null;
                 memberId: string | null;
-                credential: 'session' | 'apiKey' | 'oauth';
+                /**
+                 * The credential the request proved; `anonymous` on public routes (sign-in, OAuth endpoints)
+                 */
+                credential: 'session' | 'apiKey' | 'oauth' | 'worker' | 'scim' | 'anonymous';
                 apiKeyId: string | null;
             };
             /**
-             * Where the action came from: the HTTP API, or a tool call on the MCP endpoint
+             * Where the request came from: the HTTP API, the web console, the MCP endpoint, SCIM provisioning or single sign-on
              */
-            origin: 'api' | 'mcp';
+            origin: 'api' | 'console' | 'mcp' | 'scim' | 'sso';
             target: {
                 type: string;
                 id: string;
             };
+            /**
+             * `denied`: refused with 401 or 403; `failed`: any other error (see `errorCode`)
+             */
+            outcome: 'success' | 'denied' | 'failed';
+            /**
+             * The error's stable code when the request did not succeed
+             */
+            errorCode: string | null;
+            /**
+             * The X-Request-Id of the request
+             */
+            requestId: string | null;
+            /**
+             * The declared route, `METHOD /path/:param` (never the query string); null for events before this field
+             */
+            route: string | null;
             data: {
                 [key: string]: string | number | boolean | null;
             } | null;
@@ -1179,6 +1321,91 @@ export type ListAuditEventsResponses = {
 };
 
 export type ListAuditEventsResponse = ListAuditEventsResponses[keyof ListAuditEventsResponses];
+
+export type ExportAuditEventsData = {
+    body?: never;
+    headers?: {
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path?: never;
+    query?: {
+        format?: 'ndjson' | 'csv';
+        /**
+         * A user (`usr_`), member (`mem_`) or API key (`key_`) id
+         */
+        actor?: string;
+        action?: string;
+        targetType?: string;
+        targetId?: string;
+        /**
+         * How the request ended
+         */
+        outcome?: 'success' | 'denied' | 'failed';
+        /**
+         * Where the request came from
+         */
+        origin?: 'api' | 'console' | 'mcp' | 'scim' | 'sso';
+        /**
+         * The credential the request proved
+         */
+        credential?: 'session' | 'apiKey' | 'oauth' | 'worker' | 'scim' | 'anonymous';
+        requestId?: string;
+        /**
+         * Events at or after this time (ISO-8601)
+         */
+        since?: string;
+        /**
+         * Events before this time (ISO-8601)
+         */
+        until?: string;
+    };
+    url: '/v1/audit-events/export';
+};
+
+export type ExportAuditEventsErrors = {
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type ExportAuditEventsError = ExportAuditEventsErrors[keyof ExportAuditEventsErrors];
+
+export type ExportAuditEventsResponses = {
+    /**
+     * One JSON event per line (`application/x-ndjson`), or CSV (`text/csv`)
+     */
+    200: Blob | File;
+};
+
+export type ExportAuditEventsResponse = ExportAuditEventsResponses[keyof ExportAuditEventsResponses];
 
 export type ListMembersData = {
     body?: never;
@@ -1224,6 +1451,10 @@ export type ListMembersErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -1321,6 +1552,10 @@ export type RemoveMemberErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -1372,6 +1607,10 @@ export type GetMemberErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -1478,6 +1717,10 @@ export type ChangeMemberRoleErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -1573,6 +1816,10 @@ export type TransferOwnershipErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -1664,6 +1911,10 @@ export type ListInvitationsErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -1766,6 +2017,10 @@ export type CreateInvitationErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -1844,6 +2099,10 @@ export type GetInvitationErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -1939,6 +2198,10 @@ export type CancelInvitationErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -2028,6 +2291,10 @@ export type ListTeamsErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -2128,6 +2395,10 @@ export type CreateTeamErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -2219,6 +2490,10 @@ export type DeleteTeamErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -2270,6 +2545,10 @@ export type GetTeamErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -2373,6 +2652,10 @@ export type UpdateTeamErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -2464,6 +2747,10 @@ export type ListTeamMembersErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -2574,6 +2861,10 @@ export type AddTeamMemberErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -2673,6 +2964,10 @@ export type RemoveTeamMemberErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -2737,6 +3032,10 @@ export type ListApiKeysErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -2775,7 +3074,7 @@ export type ListApiKeysResponses = {
             userId: string;
             role: 'owner' | 'admin' | 'member';
             status: 'active' | 'expired' | 'disabled';
-            disabledReason: 'role_changed' | 'member_removed' | null;
+            disabledReason: 'role_changed' | 'member_removed' | 'sso_required' | null;
             /**
              * ISO-8601 timestamp
              */
@@ -2846,6 +3145,10 @@ export type CreateApiKeyErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -2887,7 +3190,7 @@ export type CreateApiKeyResponses = {
             userId: string;
             role: 'owner' | 'admin' | 'member';
             status: 'active' | 'expired' | 'disabled';
-            disabledReason: 'role_changed' | 'member_removed' | null;
+            disabledReason: 'role_changed' | 'member_removed' | 'sso_required' | null;
             /**
              * ISO-8601 timestamp
              */
@@ -2949,6 +3252,10 @@ export type RevokeApiKeyErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -2968,6 +3275,2646 @@ export type RevokeApiKeyResponses = {
 };
 
 export type RevokeApiKeyResponse = RevokeApiKeyResponses[keyof RevokeApiKeyResponses];
+
+export type ListScimTokensData = {
+    body?: never;
+    headers?: {
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path?: never;
+    query?: never;
+    url: '/v1/org/scim-tokens';
+};
+
+export type ListScimTokensErrors = {
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type ListScimTokensError = ListScimTokensErrors[keyof ListScimTokensErrors];
+
+export type ListScimTokensResponses = {
+    /**
+     * Success
+     */
+    200: {
+        items: Array<{
+            /**
+             * sct_ id (sorts by creation time)
+             */
+            id: string;
+            name: string;
+            /**
+             * The first characters of the token, to recognise it
+             */
+            start: string;
+            /**
+             * ISO-8601 timestamp
+             */
+            createdAt: string;
+            lastUsedAt: string | null;
+        }>;
+    };
+};
+
+export type ListScimTokensResponse = ListScimTokensResponses[keyof ListScimTokensResponses];
+
+export type CreateScimTokenData = {
+    body: {
+        /**
+         * What the token is for, e.g. "Okta" or "Microsoft Entra"
+         */
+        name: string;
+    };
+    headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path?: never;
+    query?: never;
+    url: '/v1/org/scim-tokens';
+};
+
+export type CreateScimTokenErrors = {
+    /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * The request body stopped arriving (request_timeout)
+     */
+    408: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Payload too large
+     */
+    413: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type CreateScimTokenError = CreateScimTokenErrors[keyof CreateScimTokenErrors];
+
+export type CreateScimTokenResponses = {
+    /**
+     * Success
+     */
+    201: {
+        item: {
+            /**
+             * sct_ id (sorts by creation time)
+             */
+            id: string;
+            name: string;
+            /**
+             * The first characters of the token, to recognise it
+             */
+            start: string;
+            /**
+             * ISO-8601 timestamp
+             */
+            createdAt: string;
+            lastUsedAt: string | null;
+        };
+        /**
+         * The SCIM bearer token (prefix scim_); shown once, store it in the identity provider
+         */
+        token: string;
+    };
+};
+
+export type CreateScimTokenResponse = CreateScimTokenResponses[keyof CreateScimTokenResponses];
+
+export type RevokeScimTokenData = {
+    body?: never;
+    headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path: {
+        /**
+         * sct_ id (sorts by creation time)
+         */
+        scimTokenId: string;
+    };
+    query?: never;
+    url: '/v1/org/scim-tokens/{scimTokenId}';
+};
+
+export type RevokeScimTokenErrors = {
+    /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type RevokeScimTokenError = RevokeScimTokenErrors[keyof RevokeScimTokenErrors];
+
+export type RevokeScimTokenResponses = {
+    /**
+     * Revoked; the next SCIM request with it is 401
+     */
+    204: void;
+};
+
+export type RevokeScimTokenResponse = RevokeScimTokenResponses[keyof RevokeScimTokenResponses];
+
+export type GetScimServiceProviderConfigData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/scim/v2/ServiceProviderConfig';
+};
+
+export type GetScimServiceProviderConfigErrors = {
+    /**
+     * ScimError
+     *
+     * scimType invalidFilter, invalidSyntax, invalidValue, invalidPath, noTarget, mutability or tooMany
+     */
+    400: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No SCIM token, or a revoked or unknown one
+     */
+    401: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No such resource in the organization
+     */
+    404: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type GetScimServiceProviderConfigError = GetScimServiceProviderConfigErrors[keyof GetScimServiceProviderConfigErrors];
+
+export type GetScimServiceProviderConfigResponses = {
+    /**
+     * The resource
+     */
+    200: {
+        schemas: Array<string>;
+    };
+};
+
+export type GetScimServiceProviderConfigResponse = GetScimServiceProviderConfigResponses[keyof GetScimServiceProviderConfigResponses];
+
+export type ListScimResourceTypesData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/scim/v2/ResourceTypes';
+};
+
+export type ListScimResourceTypesErrors = {
+    /**
+     * ScimError
+     *
+     * scimType invalidFilter, invalidSyntax, invalidValue, invalidPath, noTarget, mutability or tooMany
+     */
+    400: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No SCIM token, or a revoked or unknown one
+     */
+    401: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No such resource in the organization
+     */
+    404: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type ListScimResourceTypesError = ListScimResourceTypesErrors[keyof ListScimResourceTypesErrors];
+
+export type ListScimResourceTypesResponses = {
+    /**
+     * The resource
+     */
+    200: {
+        schemas: Array<string>;
+    };
+};
+
+export type ListScimResourceTypesResponse = ListScimResourceTypesResponses[keyof ListScimResourceTypesResponses];
+
+export type GetScimResourceTypeData = {
+    body?: never;
+    path: {
+        name: string;
+    };
+    query?: never;
+    url: '/scim/v2/ResourceTypes/{name}';
+};
+
+export type GetScimResourceTypeErrors = {
+    /**
+     * ScimError
+     *
+     * scimType invalidFilter, invalidSyntax, invalidValue, invalidPath, noTarget, mutability or tooMany
+     */
+    400: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No SCIM token, or a revoked or unknown one
+     */
+    401: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No such resource in the organization
+     */
+    404: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type GetScimResourceTypeError = GetScimResourceTypeErrors[keyof GetScimResourceTypeErrors];
+
+export type GetScimResourceTypeResponses = {
+    /**
+     * The resource
+     */
+    200: {
+        schemas: Array<string>;
+    };
+};
+
+export type GetScimResourceTypeResponse = GetScimResourceTypeResponses[keyof GetScimResourceTypeResponses];
+
+export type ListScimSchemasData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/scim/v2/Schemas';
+};
+
+export type ListScimSchemasErrors = {
+    /**
+     * ScimError
+     *
+     * scimType invalidFilter, invalidSyntax, invalidValue, invalidPath, noTarget, mutability or tooMany
+     */
+    400: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No SCIM token, or a revoked or unknown one
+     */
+    401: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No such resource in the organization
+     */
+    404: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type ListScimSchemasError = ListScimSchemasErrors[keyof ListScimSchemasErrors];
+
+export type ListScimSchemasResponses = {
+    /**
+     * The resource
+     */
+    200: {
+        schemas: Array<string>;
+    };
+};
+
+export type ListScimSchemasResponse = ListScimSchemasResponses[keyof ListScimSchemasResponses];
+
+export type GetScimSchemaData = {
+    body?: never;
+    path: {
+        uri: string;
+    };
+    query?: never;
+    url: '/scim/v2/Schemas/{uri}';
+};
+
+export type GetScimSchemaErrors = {
+    /**
+     * ScimError
+     *
+     * scimType invalidFilter, invalidSyntax, invalidValue, invalidPath, noTarget, mutability or tooMany
+     */
+    400: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No SCIM token, or a revoked or unknown one
+     */
+    401: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No such resource in the organization
+     */
+    404: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type GetScimSchemaError = GetScimSchemaErrors[keyof GetScimSchemaErrors];
+
+export type GetScimSchemaResponses = {
+    /**
+     * The resource
+     */
+    200: {
+        schemas: Array<string>;
+    };
+};
+
+export type GetScimSchemaResponse = GetScimSchemaResponses[keyof GetScimSchemaResponses];
+
+export type ListScimUsersData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * `attribute eq "value"`; see the operation for the attributes
+         */
+        filter?: string;
+        /**
+         * 1-based index of the first result (default 1)
+         */
+        startIndex?: string;
+        /**
+         * Results per page (default and maximum 200)
+         */
+        count?: string;
+        /**
+         * `members` leaves Group members out
+         */
+        excludedAttributes?: string;
+        /**
+         * Accepted; every attribute is returned
+         */
+        attributes?: string;
+    };
+    url: '/scim/v2/Users';
+};
+
+export type ListScimUsersErrors = {
+    /**
+     * ScimError
+     *
+     * scimType invalidFilter, invalidSyntax, invalidValue, invalidPath, noTarget, mutability or tooMany
+     */
+    400: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No SCIM token, or a revoked or unknown one
+     */
+    401: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type ListScimUsersError = ListScimUsersErrors[keyof ListScimUsersErrors];
+
+export type ListScimUsersResponses = {
+    /**
+     * ScimUserList
+     *
+     * A list response
+     */
+    200: {
+        schemas: Array<string>;
+        totalResults: number;
+        startIndex: number;
+        itemsPerPage: number;
+        Resources: Array<{
+            schemas: Array<string>;
+            id: string;
+            externalId?: string;
+            /**
+             * The person's email address
+             */
+            userName: string;
+            name?: {
+                givenName?: string;
+                familyName?: string;
+                formatted?: string;
+            };
+            displayName?: string;
+            emails?: Array<{
+                value: string;
+                type?: string;
+                primary?: boolean;
+            }>;
+            active: boolean;
+            meta: {
+                resourceType: string;
+                created?: string;
+                lastModified?: string;
+                location: string;
+                /**
+                 * Weak ETag; send it as If-Match to update only that version
+                 */
+                version?: string;
+            };
+        }>;
+    };
+};
+
+export type ListScimUsersResponse = ListScimUsersResponses[keyof ListScimUsersResponses];
+
+export type CreateScimUserData = {
+    /**
+     * ScimUserRequest
+     *
+     * A User resource; userName is the email address (application/scim+json or application/json, at most 1 MiB)
+     */
+    body: {
+        schemas?: Array<string>;
+        /**
+         * The person's email address
+         */
+        userName: string;
+        externalId?: string;
+        name?: {
+            givenName?: string;
+            familyName?: string;
+        };
+        displayName?: string;
+        emails?: Array<{
+            value: string;
+            type?: string;
+            primary?: boolean;
+        }>;
+        /**
+         * A boolean, or "True"/"False" (default true)
+         */
+        active?: boolean | string;
+    };
+    headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+    };
+    path?: never;
+    query?: never;
+    url: '/scim/v2/Users';
+};
+
+export type CreateScimUserErrors = {
+    /**
+     * ScimError
+     *
+     * scimType invalidFilter, invalidSyntax, invalidValue, invalidPath, noTarget, mutability or tooMany
+     */
+    400: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No SCIM token, or a revoked or unknown one
+     */
+    401: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * The organization's admission policy refuses this person (SCIM not a way in, or the email's domain)
+     */
+    403: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * The request body stopped arriving (request_timeout)
+     */
+    408: ErrorBody;
+    /**
+     * ScimError
+     *
+     * scimType uniqueness: the userName, externalId or displayName is taken
+     */
+    409: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * If-Match names another version
+     */
+    412: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * The body is over 1 MiB
+     */
+    413: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * The body is neither application/scim+json nor application/json
+     */
+    415: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type CreateScimUserError = CreateScimUserErrors[keyof CreateScimUserErrors];
+
+export type CreateScimUserResponses = {
+    /**
+     * ScimUser
+     *
+     * The created User
+     */
+    201: {
+        schemas: Array<string>;
+        id: string;
+        externalId?: string;
+        /**
+         * The person's email address
+         */
+        userName: string;
+        name?: {
+            givenName?: string;
+            familyName?: string;
+            formatted?: string;
+        };
+        displayName?: string;
+        emails?: Array<{
+            value: string;
+            type?: string;
+            primary?: boolean;
+        }>;
+        active: boolean;
+        meta: {
+            resourceType: string;
+            created?: string;
+            lastModified?: string;
+            location: string;
+            /**
+             * Weak ETag; send it as If-Match to update only that version
+             */
+            version?: string;
+        };
+    };
+};
+
+export type CreateScimUserResponse = CreateScimUserResponses[keyof CreateScimUserResponses];
+
+export type DeleteScimUserData = {
+    body?: never;
+    headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+    };
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/scim/v2/Users/{id}';
+};
+
+export type DeleteScimUserErrors = {
+    /**
+     * ScimError
+     *
+     * scimType invalidFilter, invalidSyntax, invalidValue, invalidPath, noTarget, mutability or tooMany
+     */
+    400: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No SCIM token, or a revoked or unknown one
+     */
+    401: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No such resource in the organization
+     */
+    404: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * ScimError
+     *
+     * If-Match names another version
+     */
+    412: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type DeleteScimUserError = DeleteScimUserErrors[keyof DeleteScimUserErrors];
+
+export type DeleteScimUserResponses = {
+    /**
+     * Deleted; the membership and its credentials are gone
+     */
+    204: void;
+};
+
+export type DeleteScimUserResponse = DeleteScimUserResponses[keyof DeleteScimUserResponses];
+
+export type GetScimUserData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: {
+        /**
+         * `members` leaves Group members out
+         */
+        excludedAttributes?: string;
+        /**
+         * Accepted; every attribute is returned
+         */
+        attributes?: string;
+    };
+    url: '/scim/v2/Users/{id}';
+};
+
+export type GetScimUserErrors = {
+    /**
+     * ScimError
+     *
+     * scimType invalidFilter, invalidSyntax, invalidValue, invalidPath, noTarget, mutability or tooMany
+     */
+    400: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No SCIM token, or a revoked or unknown one
+     */
+    401: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No such resource in the organization
+     */
+    404: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type GetScimUserError = GetScimUserErrors[keyof GetScimUserErrors];
+
+export type GetScimUserResponses = {
+    /**
+     * ScimUser
+     *
+     * The User
+     */
+    200: {
+        schemas: Array<string>;
+        id: string;
+        externalId?: string;
+        /**
+         * The person's email address
+         */
+        userName: string;
+        name?: {
+            givenName?: string;
+            familyName?: string;
+            formatted?: string;
+        };
+        displayName?: string;
+        emails?: Array<{
+            value: string;
+            type?: string;
+            primary?: boolean;
+        }>;
+        active: boolean;
+        meta: {
+            resourceType: string;
+            created?: string;
+            lastModified?: string;
+            location: string;
+            /**
+             * Weak ETag; send it as If-Match to update only that version
+             */
+            version?: string;
+        };
+    };
+};
+
+export type GetScimUserResponse = GetScimUserResponses[keyof GetScimUserResponses];
+
+export type PatchScimUserData = {
+    /**
+     * ScimPatchRequest
+     *
+     * A PatchOp message (application/scim+json or application/json, at most 1 MiB)
+     */
+    body: {
+        schemas?: Array<string>;
+        Operations: Array<{
+            /**
+             * add, replace or remove, in any case
+             */
+            op: string;
+            path?: string;
+            value?: unknown;
+        }>;
+    };
+    headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+    };
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/scim/v2/Users/{id}';
+};
+
+export type PatchScimUserErrors = {
+    /**
+     * ScimError
+     *
+     * scimType invalidFilter, invalidSyntax, invalidValue, invalidPath, noTarget, mutability or tooMany
+     */
+    400: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No SCIM token, or a revoked or unknown one
+     */
+    401: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * The organization's admission policy refuses this person (SCIM not a way in, or the email's domain)
+     */
+    403: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No such resource in the organization
+     */
+    404: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * The request body stopped arriving (request_timeout)
+     */
+    408: ErrorBody;
+    /**
+     * ScimError
+     *
+     * scimType uniqueness: the userName, externalId or displayName is taken
+     */
+    409: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * If-Match names another version
+     */
+    412: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * The body is over 1 MiB
+     */
+    413: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * The body is neither application/scim+json nor application/json
+     */
+    415: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type PatchScimUserError = PatchScimUserErrors[keyof PatchScimUserErrors];
+
+export type PatchScimUserResponses = {
+    /**
+     * ScimUser
+     *
+     * The User after the change
+     */
+    200: {
+        schemas: Array<string>;
+        id: string;
+        externalId?: string;
+        /**
+         * The person's email address
+         */
+        userName: string;
+        name?: {
+            givenName?: string;
+            familyName?: string;
+            formatted?: string;
+        };
+        displayName?: string;
+        emails?: Array<{
+            value: string;
+            type?: string;
+            primary?: boolean;
+        }>;
+        active: boolean;
+        meta: {
+            resourceType: string;
+            created?: string;
+            lastModified?: string;
+            location: string;
+            /**
+             * Weak ETag; send it as If-Match to update only that version
+             */
+            version?: string;
+        };
+    };
+};
+
+export type PatchScimUserResponse = PatchScimUserResponses[keyof PatchScimUserResponses];
+
+export type ReplaceScimUserData = {
+    /**
+     * ScimUserRequest
+     *
+     * The full User resource (application/scim+json or application/json, at most 1 MiB)
+     */
+    body: {
+        schemas?: Array<string>;
+        /**
+         * The person's email address
+         */
+        userName: string;
+        externalId?: string;
+        name?: {
+            givenName?: string;
+            familyName?: string;
+        };
+        displayName?: string;
+        emails?: Array<{
+            value: string;
+            type?: string;
+            primary?: boolean;
+        }>;
+        /**
+         * A boolean, or "True"/"False" (default true)
+         */
+        active?: boolean | string;
+    };
+    headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+    };
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/scim/v2/Users/{id}';
+};
+
+export type ReplaceScimUserErrors = {
+    /**
+     * ScimError
+     *
+     * scimType invalidFilter, invalidSyntax, invalidValue, invalidPath, noTarget, mutability or tooMany
+     */
+    400: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No SCIM token, or a revoked or unknown one
+     */
+    401: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * The organization's admission policy refuses this person (SCIM not a way in, or the email's domain)
+     */
+    403: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No such resource in the organization
+     */
+    404: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * The request body stopped arriving (request_timeout)
+     */
+    408: ErrorBody;
+    /**
+     * ScimError
+     *
+     * scimType uniqueness: the userName, externalId or displayName is taken
+     */
+    409: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * If-Match names another version
+     */
+    412: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * The body is over 1 MiB
+     */
+    413: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * The body is neither application/scim+json nor application/json
+     */
+    415: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type ReplaceScimUserError = ReplaceScimUserErrors[keyof ReplaceScimUserErrors];
+
+export type ReplaceScimUserResponses = {
+    /**
+     * ScimUser
+     *
+     * The User
+     */
+    200: {
+        schemas: Array<string>;
+        id: string;
+        externalId?: string;
+        /**
+         * The person's email address
+         */
+        userName: string;
+        name?: {
+            givenName?: string;
+            familyName?: string;
+            formatted?: string;
+        };
+        displayName?: string;
+        emails?: Array<{
+            value: string;
+            type?: string;
+            primary?: boolean;
+        }>;
+        active: boolean;
+        meta: {
+            resourceType: string;
+            created?: string;
+            lastModified?: string;
+            location: string;
+            /**
+             * Weak ETag; send it as If-Match to update only that version
+             */
+            version?: string;
+        };
+    };
+};
+
+export type ReplaceScimUserResponse = ReplaceScimUserResponses[keyof ReplaceScimUserResponses];
+
+export type ListScimGroupsData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * `attribute eq "value"`; see the operation for the attributes
+         */
+        filter?: string;
+        /**
+         * 1-based index of the first result (default 1)
+         */
+        startIndex?: string;
+        /**
+         * Results per page (default and maximum 200)
+         */
+        count?: string;
+        /**
+         * `members` leaves Group members out
+         */
+        excludedAttributes?: string;
+        /**
+         * Accepted; every attribute is returned
+         */
+        attributes?: string;
+    };
+    url: '/scim/v2/Groups';
+};
+
+export type ListScimGroupsErrors = {
+    /**
+     * ScimError
+     *
+     * scimType invalidFilter, invalidSyntax, invalidValue, invalidPath, noTarget, mutability or tooMany
+     */
+    400: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No SCIM token, or a revoked or unknown one
+     */
+    401: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type ListScimGroupsError = ListScimGroupsErrors[keyof ListScimGroupsErrors];
+
+export type ListScimGroupsResponses = {
+    /**
+     * ScimGroupList
+     *
+     * A list response
+     */
+    200: {
+        schemas: Array<string>;
+        totalResults: number;
+        startIndex: number;
+        itemsPerPage: number;
+        Resources: Array<{
+            schemas: Array<string>;
+            id: string;
+            externalId?: string;
+            displayName: string;
+            members?: Array<{
+                /**
+                 * A User id
+                 */
+                value: string;
+                display?: string;
+            }>;
+            meta: {
+                resourceType: string;
+                created?: string;
+                lastModified?: string;
+                location: string;
+                /**
+                 * Weak ETag; send it as If-Match to update only that version
+                 */
+                version?: string;
+            };
+        }>;
+    };
+};
+
+export type ListScimGroupsResponse = ListScimGroupsResponses[keyof ListScimGroupsResponses];
+
+export type CreateScimGroupData = {
+    /**
+     * ScimGroupRequest
+     *
+     * A Group resource; members are User ids (application/scim+json or application/json, at most 1 MiB)
+     */
+    body: {
+        schemas?: Array<string>;
+        displayName: string;
+        externalId?: string;
+        members?: Array<{
+            /**
+             * A User id
+             */
+            value: string;
+        }>;
+    };
+    headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+    };
+    path?: never;
+    query?: never;
+    url: '/scim/v2/Groups';
+};
+
+export type CreateScimGroupErrors = {
+    /**
+     * ScimError
+     *
+     * scimType invalidFilter, invalidSyntax, invalidValue, invalidPath, noTarget, mutability or tooMany
+     */
+    400: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No SCIM token, or a revoked or unknown one
+     */
+    401: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * The request body stopped arriving (request_timeout)
+     */
+    408: ErrorBody;
+    /**
+     * ScimError
+     *
+     * scimType uniqueness: the userName, externalId or displayName is taken
+     */
+    409: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * If-Match names another version
+     */
+    412: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * The body is over 1 MiB
+     */
+    413: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * The body is neither application/scim+json nor application/json
+     */
+    415: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type CreateScimGroupError = CreateScimGroupErrors[keyof CreateScimGroupErrors];
+
+export type CreateScimGroupResponses = {
+    /**
+     * ScimGroup
+     *
+     * The created Group
+     */
+    201: {
+        schemas: Array<string>;
+        id: string;
+        externalId?: string;
+        displayName: string;
+        members?: Array<{
+            /**
+             * A User id
+             */
+            value: string;
+            display?: string;
+        }>;
+        meta: {
+            resourceType: string;
+            created?: string;
+            lastModified?: string;
+            location: string;
+            /**
+             * Weak ETag; send it as If-Match to update only that version
+             */
+            version?: string;
+        };
+    };
+};
+
+export type CreateScimGroupResponse = CreateScimGroupResponses[keyof CreateScimGroupResponses];
+
+export type DeleteScimGroupData = {
+    body?: never;
+    headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+    };
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/scim/v2/Groups/{id}';
+};
+
+export type DeleteScimGroupErrors = {
+    /**
+     * ScimError
+     *
+     * scimType invalidFilter, invalidSyntax, invalidValue, invalidPath, noTarget, mutability or tooMany
+     */
+    400: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No SCIM token, or a revoked or unknown one
+     */
+    401: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No such resource in the organization
+     */
+    404: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * ScimError
+     *
+     * If-Match names another version
+     */
+    412: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type DeleteScimGroupError = DeleteScimGroupErrors[keyof DeleteScimGroupErrors];
+
+export type DeleteScimGroupResponses = {
+    /**
+     * Deleted
+     */
+    204: void;
+};
+
+export type DeleteScimGroupResponse = DeleteScimGroupResponses[keyof DeleteScimGroupResponses];
+
+export type GetScimGroupData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: {
+        /**
+         * `members` leaves Group members out
+         */
+        excludedAttributes?: string;
+        /**
+         * Accepted; every attribute is returned
+         */
+        attributes?: string;
+    };
+    url: '/scim/v2/Groups/{id}';
+};
+
+export type GetScimGroupErrors = {
+    /**
+     * ScimError
+     *
+     * scimType invalidFilter, invalidSyntax, invalidValue, invalidPath, noTarget, mutability or tooMany
+     */
+    400: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No SCIM token, or a revoked or unknown one
+     */
+    401: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No such resource in the organization
+     */
+    404: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type GetScimGroupError = GetScimGroupErrors[keyof GetScimGroupErrors];
+
+export type GetScimGroupResponses = {
+    /**
+     * ScimGroup
+     *
+     * The Group
+     */
+    200: {
+        schemas: Array<string>;
+        id: string;
+        externalId?: string;
+        displayName: string;
+        members?: Array<{
+            /**
+             * A User id
+             */
+            value: string;
+            display?: string;
+        }>;
+        meta: {
+            resourceType: string;
+            created?: string;
+            lastModified?: string;
+            location: string;
+            /**
+             * Weak ETag; send it as If-Match to update only that version
+             */
+            version?: string;
+        };
+    };
+};
+
+export type GetScimGroupResponse = GetScimGroupResponses[keyof GetScimGroupResponses];
+
+export type PatchScimGroupData = {
+    /**
+     * ScimPatchRequest
+     *
+     * A PatchOp message (application/scim+json or application/json, at most 1 MiB)
+     */
+    body: {
+        schemas?: Array<string>;
+        Operations: Array<{
+            /**
+             * add, replace or remove, in any case
+             */
+            op: string;
+            path?: string;
+            value?: unknown;
+        }>;
+    };
+    headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+    };
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/scim/v2/Groups/{id}';
+};
+
+export type PatchScimGroupErrors = {
+    /**
+     * ScimError
+     *
+     * scimType invalidFilter, invalidSyntax, invalidValue, invalidPath, noTarget, mutability or tooMany
+     */
+    400: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No SCIM token, or a revoked or unknown one
+     */
+    401: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No such resource in the organization
+     */
+    404: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * The request body stopped arriving (request_timeout)
+     */
+    408: ErrorBody;
+    /**
+     * ScimError
+     *
+     * scimType uniqueness: the userName, externalId or displayName is taken
+     */
+    409: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * If-Match names another version
+     */
+    412: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * The body is over 1 MiB
+     */
+    413: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * The body is neither application/scim+json nor application/json
+     */
+    415: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type PatchScimGroupError = PatchScimGroupErrors[keyof PatchScimGroupErrors];
+
+export type PatchScimGroupResponses = {
+    /**
+     * ScimGroup
+     *
+     * The Group after the change
+     */
+    200: {
+        schemas: Array<string>;
+        id: string;
+        externalId?: string;
+        displayName: string;
+        members?: Array<{
+            /**
+             * A User id
+             */
+            value: string;
+            display?: string;
+        }>;
+        meta: {
+            resourceType: string;
+            created?: string;
+            lastModified?: string;
+            location: string;
+            /**
+             * Weak ETag; send it as If-Match to update only that version
+             */
+            version?: string;
+        };
+    };
+};
+
+export type PatchScimGroupResponse = PatchScimGroupResponses[keyof PatchScimGroupResponses];
+
+export type ReplaceScimGroupData = {
+    /**
+     * ScimGroupRequest
+     *
+     * The full Group resource (application/scim+json or application/json, at most 1 MiB)
+     */
+    body: {
+        schemas?: Array<string>;
+        displayName: string;
+        externalId?: string;
+        members?: Array<{
+            /**
+             * A User id
+             */
+            value: string;
+        }>;
+    };
+    headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+    };
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/scim/v2/Groups/{id}';
+};
+
+export type ReplaceScimGroupErrors = {
+    /**
+     * ScimError
+     *
+     * scimType invalidFilter, invalidSyntax, invalidValue, invalidPath, noTarget, mutability or tooMany
+     */
+    400: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No SCIM token, or a revoked or unknown one
+     */
+    401: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * No such resource in the organization
+     */
+    404: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * The request body stopped arriving (request_timeout)
+     */
+    408: ErrorBody;
+    /**
+     * ScimError
+     *
+     * scimType uniqueness: the userName, externalId or displayName is taken
+     */
+    409: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * If-Match names another version
+     */
+    412: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * The body is over 1 MiB
+     */
+    413: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * ScimError
+     *
+     * The body is neither application/scim+json nor application/json
+     */
+    415: {
+        schemas: Array<string>;
+        /**
+         * The HTTP status, as a string
+         */
+        status: string;
+        scimType?: string;
+        detail: string;
+        code: string;
+        message: string;
+    };
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type ReplaceScimGroupError = ReplaceScimGroupErrors[keyof ReplaceScimGroupErrors];
+
+export type ReplaceScimGroupResponses = {
+    /**
+     * ScimGroup
+     *
+     * The Group
+     */
+    200: {
+        schemas: Array<string>;
+        id: string;
+        externalId?: string;
+        displayName: string;
+        members?: Array<{
+            /**
+             * A User id
+             */
+            value: string;
+            display?: string;
+        }>;
+        meta: {
+            resourceType: string;
+            created?: string;
+            lastModified?: string;
+            location: string;
+            /**
+             * Weak ETag; send it as If-Match to update only that version
+             */
+            version?: string;
+        };
+    };
+};
+
+export type ReplaceScimGroupResponse = ReplaceScimGroupResponses[keyof ReplaceScimGroupResponses];
 
 export type ImportSkillZipData = {
     /**
@@ -3031,6 +5978,10 @@ export type ImportSkillZipErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -3137,6 +6088,10 @@ export type ListConfigObjectsErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -3305,6 +6260,10 @@ export type CreateConfigObjectErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -3404,6 +6363,10 @@ export type GetConfigObjectErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -3521,6 +6484,10 @@ export type ListConfigObjectVersionsErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -3695,6 +6662,10 @@ export type AddConfigObjectVersionErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -3795,6 +6766,10 @@ export type GetLatestConfigObjectVersionErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -3901,6 +6876,10 @@ export type GetConfigObjectVersionErrors = {
      */
     404: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -4005,6 +6984,10 @@ export type GetResolvedConfigObjectErrors = {
      * Conflict
      */
     409: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -4129,6 +7112,10 @@ export type ListConfigObjectPluginsErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -4264,6 +7251,10 @@ export type AddConfigObjectToPluginErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -4388,6 +7379,10 @@ export type RemoveConfigObjectFromPluginErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -4455,6 +7450,10 @@ export type ArchiveConfigObjectErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -4572,6 +7571,10 @@ export type DeleteConfigObjectErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -4687,6 +7690,10 @@ export type RestoreConfigObjectErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -4805,6 +7812,10 @@ export type ListConfigObjectAccessErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -4920,6 +7931,10 @@ export type GrantConfigObjectAccessErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -5019,6 +8034,10 @@ export type RevokeConfigObjectAccessErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -5083,6 +8102,10 @@ export type ListPluginsErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -5188,6 +8211,10 @@ export type CreatePluginErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -5285,6 +8312,10 @@ export type DeletePluginErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -5336,6 +8367,10 @@ export type GetPluginErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -5445,6 +8480,10 @@ export type UpdatePluginErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -5541,6 +8580,10 @@ export type ArchivePluginErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -5639,6 +8682,10 @@ export type RestorePluginErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -5736,6 +8783,10 @@ export type ListPluginAccessErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -5852,6 +8903,10 @@ export type GrantPluginAccessErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -5951,6 +9006,10 @@ export type RevokePluginAccessErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -6019,6 +9078,10 @@ export type ListPluginConfigObjectsErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -6173,6 +9236,10 @@ export type AddPluginConfigObjectErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -6316,6 +9383,10 @@ export type RemovePluginConfigObjectErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -6384,6 +9455,10 @@ export type GetResolvedPluginErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -6506,6 +9581,10 @@ export type ListMarketplacesErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -6610,6 +9689,10 @@ export type CreateMarketplaceErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -6707,6 +9790,10 @@ export type DeleteMarketplaceErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -6758,6 +9845,10 @@ export type GetMarketplaceErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -6867,6 +9958,10 @@ export type UpdateMarketplaceErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -6963,6 +10058,10 @@ export type ArchiveMarketplaceErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -7061,6 +10160,10 @@ export type RestoreMarketplaceErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -7158,6 +10261,10 @@ export type ListMarketplaceAccessErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -7274,6 +10381,10 @@ export type GrantMarketplaceAccessErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -7373,6 +10484,10 @@ export type RevokeMarketplaceAccessErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -7441,6 +10556,10 @@ export type ListMarketplacePluginsErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -7576,6 +10695,10 @@ export type AddMarketplacePluginErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -7700,6 +10823,10 @@ export type RemoveMarketplacePluginErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -7768,6 +10895,10 @@ export type GetResolvedMarketplaceErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -7873,6 +11004,10 @@ export type ListSkillsErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -8019,6 +11154,10 @@ export type CreateSkillErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -8108,6 +11247,10 @@ export type GetSkillErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -8210,6 +11353,10 @@ export type ListMySkillsErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -8326,6 +11473,10 @@ export type ListSkillHubsErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -8425,6 +11576,10 @@ export type CreateSkillHubErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -8517,6 +11672,10 @@ export type DeleteSkillHubErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -8568,6 +11727,10 @@ export type GetSkillHubErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -8672,6 +11835,10 @@ export type UpdateSkillHubErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -8764,6 +11931,10 @@ export type ListSkillHubSkillsErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -8885,6 +12056,10 @@ export type AddSkillHubSkillErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -8991,6 +12166,10 @@ export type GetResolvedSkillHubErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -9120,6 +12299,10 @@ export type RemoveSkillHubSkillErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -9188,6 +12371,10 @@ export type ListSkillHubAssignmentsErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -9300,6 +12487,10 @@ export type AssignSkillHubErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -9396,6 +12587,10 @@ export type UnassignSkillHubErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -9464,6 +12659,10 @@ export type ListSkillHubAccessErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -9580,6 +12779,10 @@ export type GrantSkillHubAccessErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -9679,6 +12882,10 @@ export type RevokeSkillHubAccessErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -9725,6 +12932,10 @@ export type ListProviderCatalogErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -9797,6 +13008,10 @@ export type GetCatalogProviderErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -9883,6 +13098,10 @@ export type ListLlmProvidersErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -10002,6 +13221,10 @@ export type CreateLlmProviderErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -10101,6 +13324,10 @@ export type DeleteLlmProviderErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -10152,6 +13379,10 @@ export type GetLlmProviderErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -10272,6 +13503,10 @@ export type UpdateLlmProviderErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -10359,6 +13594,10 @@ export type GetLlmProviderCredentialErrors = {
      */
     409: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -10439,6 +13678,10 @@ export type ListLlmProviderAccessErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -10555,6 +13798,10 @@ export type GrantLlmProviderAccessErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -10654,6 +13901,10 @@ export type RevokeLlmProviderAccessErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -10719,6 +13970,10 @@ export type ListJobsErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -10820,6 +14075,10 @@ export type GetJobErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -10937,6 +14196,10 @@ export type RetryJobErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -11050,6 +14313,10 @@ export type ListWorkersErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -11161,6 +14428,10 @@ export type CreateWorkerErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -11261,6 +14532,10 @@ export type DeleteWorkerErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -11312,6 +14587,10 @@ export type GetWorkerErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -11396,6 +14675,10 @@ export type GetWorkerRuntimeErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -11501,6 +14784,10 @@ export type GetWorkerLogsErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -11580,6 +14867,10 @@ export type RevokeWorkerTokensErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -11648,6 +14939,10 @@ export type ListWorkerTokensErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -11736,6 +15031,10 @@ export type IssueWorkerTokensErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -11949,6 +15248,10 @@ export type ListConnectorAccountsErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -12065,6 +15368,10 @@ export type CreateConnectorAccountErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -12161,6 +15468,10 @@ export type DeleteConnectorAccountErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -12212,6 +15523,10 @@ export type GetConnectorAccountErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -12328,6 +15643,10 @@ export type UpdateConnectorAccountErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -12422,6 +15741,10 @@ export type ListConnectorInstancesErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -12537,6 +15860,10 @@ export type CreateConnectorInstanceErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -12637,6 +15964,10 @@ export type DeleteConnectorInstanceErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -12688,6 +16019,10 @@ export type GetConnectorInstanceErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -12803,6 +16138,10 @@ export type UpdateConnectorInstanceErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -12903,6 +16242,10 @@ export type ListConnectorInstanceAccessErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -13019,6 +16362,10 @@ export type GrantConnectorInstanceAccessErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -13118,6 +16465,10 @@ export type RevokeConnectorInstanceAccessErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -13187,6 +16538,10 @@ export type ListConnectorTargetsErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -13305,6 +16660,10 @@ export type CreateConnectorTargetErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -13406,6 +16765,10 @@ export type DeleteConnectorTargetErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -13457,6 +16820,10 @@ export type GetConnectorTargetErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -13572,6 +16939,10 @@ export type UpdateConnectorTargetErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -13674,6 +17045,10 @@ export type ListConnectorMappingsErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -13797,6 +17172,10 @@ export type CreateConnectorMappingErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -13896,6 +17275,10 @@ export type DeleteConnectorMappingErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -13947,6 +17330,10 @@ export type GetConnectorMappingErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -14064,6 +17451,10 @@ export type UpdateConnectorMappingErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -14162,6 +17553,10 @@ export type DiscoverConnectorTargetErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -14265,6 +17660,10 @@ export type GetConnectorDiscoveryErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -14384,6 +17783,10 @@ export type SyncConnectorTargetErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -14518,6 +17921,10 @@ export type ListConnectorSyncEventsErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -14630,6 +18037,10 @@ export type GetConnectorSyncEventErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -14759,6 +18170,10 @@ export type RetryConnectorSyncEventErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -14869,6 +18284,10 @@ export type GetMyDeliveryErrors = {
      * Conflict
      */
     409: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -15025,6 +18444,10 @@ export type ListPluginAssignmentsErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -15136,6 +18559,10 @@ export type AssignPluginErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -15232,6 +18659,10 @@ export type UnassignPluginErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -15283,6 +18714,10 @@ export type GetWorkerDeliveryErrors = {
      * Not found
      */
     404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -15387,6 +18822,10 @@ export type SetWorkerDeliveryErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -15676,6 +19115,10 @@ export type ListChangeEventsErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -15849,6 +19292,10 @@ export type McpDeleteErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -15905,6 +19352,10 @@ export type McpStreamErrors = {
      * Conflict
      */
     409: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -15987,6 +19438,10 @@ export type McpPostErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -16205,6 +19660,10 @@ export type GetAuthorizationRequestErrors = {
      */
     404: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -16314,6 +19773,10 @@ export type ApproveAuthorizationRequestErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -16385,6 +19848,10 @@ export type DenyAuthorizationRequestErrors = {
      * Validation failed
      */
     422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
     /**
      * Unexpected server error
      */
@@ -16937,6 +20404,10 @@ export type ListMyOAuthTokensErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -16973,7 +20444,7 @@ export type ListMyOAuthTokensResponses = {
             scopes: Array<'delivery:read' | 'catalog:read' | 'catalog:write'>;
             resource: string | null;
             status: 'active' | 'expired' | 'revoked';
-            revokedReason: 'member' | 'admin' | 'member_removed' | 'refresh_reuse' | 'code_reuse' | 'client' | null;
+            revokedReason: 'member' | 'admin' | 'member_removed' | 'refresh_reuse' | 'code_reuse' | 'client' | 'sso_required' | null;
             /**
              * ISO-8601 timestamp
              */
@@ -17042,6 +20513,10 @@ export type RevokeMyOAuthTokenErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -17106,6 +20581,10 @@ export type ListOAuthTokensErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -17142,7 +20621,7 @@ export type ListOAuthTokensResponses = {
             scopes: Array<'delivery:read' | 'catalog:read' | 'catalog:write'>;
             resource: string | null;
             status: 'active' | 'expired' | 'revoked';
-            revokedReason: 'member' | 'admin' | 'member_removed' | 'refresh_reuse' | 'code_reuse' | 'client' | null;
+            revokedReason: 'member' | 'admin' | 'member_removed' | 'refresh_reuse' | 'code_reuse' | 'client' | 'sso_required' | null;
             /**
              * ISO-8601 timestamp
              */
@@ -17211,6 +20690,10 @@ export type RevokeOAuthTokenErrors = {
      */
     422: ErrorBody;
     /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
      * Unexpected server error
      */
     500: ErrorBody;
@@ -17230,6 +20713,753 @@ export type RevokeOAuthTokenResponses = {
 };
 
 export type RevokeOAuthTokenResponse = RevokeOAuthTokenResponses[keyof RevokeOAuthTokenResponses];
+
+export type DeleteSsoConnectionData = {
+    body?: never;
+    headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path?: never;
+    query?: never;
+    url: '/v1/org/sso';
+};
+
+export type DeleteSsoConnectionErrors = {
+    /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type DeleteSsoConnectionError = DeleteSsoConnectionErrors[keyof DeleteSsoConnectionErrors];
+
+export type DeleteSsoConnectionResponses = {
+    /**
+     * Removed
+     */
+    204: void;
+};
+
+export type DeleteSsoConnectionResponse = DeleteSsoConnectionResponses[keyof DeleteSsoConnectionResponses];
+
+export type GetSsoConnectionData = {
+    body?: never;
+    headers?: {
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path?: never;
+    query?: never;
+    url: '/v1/org/sso';
+};
+
+export type GetSsoConnectionErrors = {
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type GetSsoConnectionError = GetSsoConnectionErrors[keyof GetSsoConnectionErrors];
+
+export type GetSsoConnectionResponses = {
+    /**
+     * SsoConnectionItem
+     *
+     * Success
+     */
+    200: {
+        /**
+         * SsoConnection
+         */
+        item: {
+            slug: string;
+            displayName: string;
+            issuer: string;
+            clientId: string;
+            hasClientSecret: boolean;
+            allowedDomains: Array<string>;
+            defaultRole: 'admin' | 'member';
+            defaultTeamId: string | null;
+            /**
+             * Register this exact URI with the provider
+             */
+            redirectUri: string;
+            startUrl: string;
+            /**
+             * ISO-8601 timestamp
+             */
+            createdAt: string;
+            /**
+             * ISO-8601 timestamp
+             */
+            updatedAt: string;
+        };
+    };
+};
+
+export type GetSsoConnectionResponse = GetSsoConnectionResponses[keyof GetSsoConnectionResponses];
+
+export type PutSsoConnectionData = {
+    body: {
+        slug: string;
+        displayName: string;
+        issuer: string;
+        clientId: string;
+        clientSecret?: string;
+        allowedDomains: Array<string>;
+        defaultRole?: 'admin' | 'member';
+        defaultTeamId?: string | null;
+    };
+    headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path?: never;
+    query?: never;
+    url: '/v1/org/sso';
+};
+
+export type PutSsoConnectionErrors = {
+    /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * The request body stopped arriving (request_timeout)
+     */
+    408: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Payload too large
+     */
+    413: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Upstream unreachable
+     */
+    502: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type PutSsoConnectionError = PutSsoConnectionErrors[keyof PutSsoConnectionErrors];
+
+export type PutSsoConnectionResponses = {
+    /**
+     * SsoConnectionItem
+     *
+     * Success
+     */
+    200: {
+        /**
+         * SsoConnection
+         */
+        item: {
+            slug: string;
+            displayName: string;
+            issuer: string;
+            clientId: string;
+            hasClientSecret: boolean;
+            allowedDomains: Array<string>;
+            defaultRole: 'admin' | 'member';
+            defaultTeamId: string | null;
+            /**
+             * Register this exact URI with the provider
+             */
+            redirectUri: string;
+            startUrl: string;
+            /**
+             * ISO-8601 timestamp
+             */
+            createdAt: string;
+            /**
+             * ISO-8601 timestamp
+             */
+            updatedAt: string;
+        };
+    };
+    /**
+     * SsoConnectionItem
+     *
+     * Success
+     */
+    201: {
+        /**
+         * SsoConnection
+         */
+        item: {
+            slug: string;
+            displayName: string;
+            issuer: string;
+            clientId: string;
+            hasClientSecret: boolean;
+            allowedDomains: Array<string>;
+            defaultRole: 'admin' | 'member';
+            defaultTeamId: string | null;
+            /**
+             * Register this exact URI with the provider
+             */
+            redirectUri: string;
+            startUrl: string;
+            /**
+             * ISO-8601 timestamp
+             */
+            createdAt: string;
+            /**
+             * ISO-8601 timestamp
+             */
+            updatedAt: string;
+        };
+    };
+};
+
+export type PutSsoConnectionResponse = PutSsoConnectionResponses[keyof PutSsoConnectionResponses];
+
+export type StartSsoLinkData = {
+    body?: {
+        returnTo?: string;
+    };
+    headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path?: never;
+    query?: never;
+    url: '/v1/org/sso/link';
+};
+
+export type StartSsoLinkErrors = {
+    /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * The request body stopped arriving (request_timeout)
+     */
+    408: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Payload too large
+     */
+    413: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Upstream unreachable
+     */
+    502: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type StartSsoLinkError = StartSsoLinkErrors[keyof StartSsoLinkErrors];
+
+export type StartSsoLinkResponses = {
+    /**
+     * SsoLinkStart
+     *
+     * Success
+     */
+    200: {
+        url: string;
+    };
+};
+
+export type StartSsoLinkResponse = StartSsoLinkResponses[keyof StartSsoLinkResponses];
+
+export type ResolveSignInData = {
+    body?: never;
+    path?: never;
+    query: {
+        email: string;
+    };
+    url: '/v1/sso/resolve';
+};
+
+export type ResolveSignInErrors = {
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type ResolveSignInError = ResolveSignInErrors[keyof ResolveSignInErrors];
+
+export type ResolveSignInResponses = {
+    /**
+     * SsoResolution
+     *
+     * Success
+     */
+    200: {
+        method: 'password';
+    } | {
+        method: 'sso';
+        provider: string;
+        startUrl: string;
+        passwordAllowed: boolean;
+    };
+};
+
+export type ResolveSignInResponse = ResolveSignInResponses[keyof ResolveSignInResponses];
+
+export type StartSsoSignInData = {
+    body?: never;
+    path: {
+        orgSlug: string;
+    };
+    query?: {
+        returnTo?: string;
+    };
+    url: '/v1/sso/{orgSlug}/start';
+};
+
+export type StartSsoSignInErrors = {
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Upstream unreachable
+     */
+    502: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type StartSsoSignInError = StartSsoSignInErrors[keyof StartSsoSignInErrors];
+
+export type SsoCallbackData = {
+    body?: never;
+    path: {
+        orgSlug: string;
+    };
+    query?: {
+        state?: string;
+        code?: string;
+        error?: string;
+        error_description?: string;
+        iss?: string;
+    };
+    url: '/v1/sso/{orgSlug}/callback';
+};
+
+export type SsoCallbackErrors = {
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type SsoCallbackError = SsoCallbackErrors[keyof SsoCallbackErrors];
+
+export type CreateSsoSessionData = {
+    body: {
+        handoff: string;
+    };
+    path?: never;
+    query?: never;
+    url: '/v1/sso/session';
+};
+
+export type CreateSsoSessionErrors = {
+    /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
+     * The request body stopped arriving (request_timeout)
+     */
+    408: ErrorBody;
+    /**
+     * Payload too large
+     */
+    413: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type CreateSsoSessionError = CreateSsoSessionErrors[keyof CreateSsoSessionErrors];
+
+export type CreateSsoSessionResponses = {
+    /**
+     * SignedIn
+     *
+     * Success
+     */
+    200: {
+        /**
+         * User
+         */
+        user: {
+            /**
+             * usr_ id (sorts by creation time)
+             */
+            id: string;
+            email: string;
+            name: string;
+            /**
+             * ISO-8601 timestamp
+             */
+            createdAt: string;
+        };
+        session: {
+            /**
+             * ses_ id (sorts by creation time)
+             */
+            id: string;
+            token: string;
+            /**
+             * ISO-8601 timestamp
+             */
+            expiresAt: string;
+        };
+    };
+};
+
+export type CreateSsoSessionResponse = CreateSsoSessionResponses[keyof CreateSsoSessionResponses];
+
+export type GetAdmissionPolicyData = {
+    body?: never;
+    headers?: {
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path?: never;
+    query?: never;
+    url: '/v1/org/admission-policy';
+};
+
+export type GetAdmissionPolicyErrors = {
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type GetAdmissionPolicyError = GetAdmissionPolicyErrors[keyof GetAdmissionPolicyErrors];
+
+export type GetAdmissionPolicyResponses = {
+    /**
+     * AdmissionPolicyItem
+     *
+     * Success
+     */
+    200: {
+        /**
+         * AdmissionPolicy
+         */
+        item: {
+            version: number;
+            waysIn: {
+                invitation: boolean;
+                ssoJustInTime: boolean;
+                scim: boolean;
+            };
+            allowedDomains: Array<string>;
+            requireSso: boolean;
+            updatedAt: string | null;
+        };
+    };
+};
+
+export type GetAdmissionPolicyResponse = GetAdmissionPolicyResponses[keyof GetAdmissionPolicyResponses];
+
+export type PutAdmissionPolicyData = {
+    body: {
+        expectedVersion: number;
+        waysIn: {
+            invitation: boolean;
+            ssoJustInTime: boolean;
+            scim: boolean;
+        };
+        allowedDomains: Array<string>;
+        requireSso: boolean;
+    };
+    headers?: {
+        /**
+         * Makes a retry safe (IETF httpapi idempotency-key draft): a repeat with the same key, credential and request gets the first answer again (with `Idempotency-Replayed: true`) without running anything; the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409 `idempotency_key_in_progress` with Retry-After. Keys are kept 24 hours by default (`idempotencyKeyTtlHours`). 1 to 255 printable ASCII characters, bare or as a quoted string (else 400 `idempotency_key_invalid`).
+         */
+        'Idempotency-Key'?: string;
+        /**
+         * Organization to act in (must be one of the caller's; otherwise 404). Ignored for API keys, which always act in their own organization (a different value is 404). Default: the session's active organization.
+         */
+        'X-Service-Org-Id'?: string;
+    };
+    path?: never;
+    query?: never;
+    url: '/v1/org/admission-policy';
+};
+
+export type PutAdmissionPolicyErrors = {
+    /**
+     * Bad request
+     */
+    400: ErrorBody;
+    /**
+     * Missing or invalid credentials
+     */
+    401: ErrorBody;
+    /**
+     * Not allowed
+     */
+    403: ErrorBody;
+    /**
+     * Not found
+     */
+    404: ErrorBody;
+    /**
+     * The request body stopped arriving (request_timeout)
+     */
+    408: ErrorBody;
+    /**
+     * Conflict
+     */
+    409: ErrorBody;
+    /**
+     * Payload too large
+     */
+    413: ErrorBody;
+    /**
+     * Validation failed
+     */
+    422: ErrorBody;
+    /**
+     * Too many requests
+     */
+    429: ErrorBody;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Unavailable (server_busy with Retry-After when too many requests are in progress)
+     */
+    503: ErrorBody;
+};
+
+export type PutAdmissionPolicyError = PutAdmissionPolicyErrors[keyof PutAdmissionPolicyErrors];
+
+export type PutAdmissionPolicyResponses = {
+    /**
+     * AdmissionPolicyItem
+     *
+     * Success
+     */
+    200: {
+        /**
+         * AdmissionPolicy
+         */
+        item: {
+            version: number;
+            waysIn: {
+                invitation: boolean;
+                ssoJustInTime: boolean;
+                scim: boolean;
+            };
+            allowedDomains: Array<string>;
+            requireSso: boolean;
+            updatedAt: string | null;
+        };
+    };
+};
+
+export type PutAdmissionPolicyResponse = PutAdmissionPolicyResponses[keyof PutAdmissionPolicyResponses];
 
 export type GetConsoleData = {
     body?: never;

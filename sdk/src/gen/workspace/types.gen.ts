@@ -70,6 +70,55 @@ export type GetHealthResponses = {
 
 export type GetHealthResponse = GetHealthResponses[keyof GetHealthResponses];
 
+export type GetReadyData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/ready';
+};
+
+export type GetReadyErrors = {
+    /**
+     * Empty
+     */
+    431: string;
+    /**
+     * Unexpected server error
+     */
+    500: ErrorBody;
+    /**
+     * Not ready: `failed` names the checks
+     */
+    503: {
+        ready: boolean;
+        checks: {
+            database?: 'ok' | 'unavailable';
+            migrations?: 'ok' | 'behind' | 'unknown';
+        };
+        failed: Array<'database' | 'migrations'>;
+        missingMigrations?: Array<string>;
+    };
+};
+
+export type GetReadyError = GetReadyErrors[keyof GetReadyErrors];
+
+export type GetReadyResponses = {
+    /**
+     * Success
+     */
+    200: {
+        ready: boolean;
+        checks: {
+            database?: 'ok' | 'unavailable';
+            migrations?: 'ok' | 'behind' | 'unknown';
+        };
+        failed: Array<'database' | 'migrations'>;
+        missingMigrations?: Array<string>;
+    };
+};
+
+export type GetReadyResponse = GetReadyResponses[keyof GetReadyResponses];
+
 export type GetOpenApiData = {
     body?: never;
     path?: never;
