@@ -190,11 +190,7 @@ export async function deleteConnection(deps: Deps, actor: Actor): Promise<void> 
 }
 
 /** Which sign-in applies to an email, by its domain alone (so it never reveals an account). */
-export async function resolveSignIn(
-  deps: Deps,
-  email: string,
-  base: string,
-): Promise<{ method: 'password' } | { method: 'sso'; provider: string; startUrl: string; passwordAllowed: boolean }> {
+export async function resolveSignIn(deps: Deps, email: string, base: string): Promise<SignInResolution> {
   const at = email.lastIndexOf('@')
   const domain = email
     .slice(at + 1)
@@ -207,11 +203,34 @@ export async function resolveSignIn(
     .select(['c.slug', 'c.display_name', 'p.require_sso'])
     .where('d.domain', '=', domain)
     .executeTakeFirst()
-  if (!row) return { method: 'password' }
+  if (!row) return { method: 'password', requireSso: false }
+  const signInPath = `/v1/sso/${row.slug}/start`
+  const requireSso = Number(row.require_sso ?? 0) === 1
   return {
     method: 'sso',
     provider: row.display_name,
-    startUrl: `${base}/v1/sso/${row.slug}/start`,
-    passwordAllowed: Number(row.require_sso ?? 0) !== 1,
+    startUrl: `${base}${signInPath}`,
+    passwordAllowed: !requireSso,
+    requireSso,
+    organizationSlug: row.slug,
+    signInPath,
+    signInUrl: `${base}${signInPath}`,
   }
 }
+
+/**
+ * Which sign-in applies to an email. `requireSso`, `organizationSlug`, `signInPath` and `signInUrl`
+ * carry the reference's field names, so its clients read our answer as they read its own.
+ */
+export type SignInResolution =
+  | { method: 'password'; requireSso: false }
+  | {
+      method: 'sso'
+      provider: string
+      startUrl: string
+      passwordAllowed: boolean
+      requireSso: boolean
+      organizationSlug: string
+      signInPath: string
+      signInUrl: string
+    }

@@ -140,9 +140,14 @@ test('resolve answers by domain alone: SSO with its start URL for the domain, pa
       provider: 'Corp IdP',
       startUrl: 'http://contract.test/v1/sso/corp/start',
       passwordAllowed: true,
+      // The reference's field names, for its clients.
+      requireSso: false,
+      organizationSlug: 'corp',
+      signInPath: '/v1/sso/corp/start',
+      signInUrl: 'http://contract.test/v1/sso/corp/start',
     })
     const other = await w.t.client.get(`/v1/sso/resolve?email=${encodeURIComponent(w.org.owner.email)}`)
-    assert.equal(other.body, { method: 'password' })
+    assert.equal(other.body, { method: 'password', requireSso: false })
     assert.equal((await w.t.client.get('/v1/sso/resolve?email=nobody%40sso.test')).body, other.body)
   } finally {
     await w.close()
@@ -526,6 +531,7 @@ test('requiring SSO: refused without an SSO session, then ends password sessions
     assert.is(removal.body.code, 'sso_connection_in_use')
     const resolved = await w.t.client.get(`/v1/sso/resolve?email=x%40corp.test`)
     assert.is(resolved.body.passwordAllowed, false)
+    assert.is(resolved.body.requireSso, true)
   } finally {
     await w.close()
   }

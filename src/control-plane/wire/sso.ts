@@ -75,12 +75,16 @@ export const ResolveQuery = v.object({ email: EmailField })
 /** Which sign-in applies to an email. */
 export const SsoResolution = v.pipe(
   v.variant('method', [
-    v.strictObject({ method: v.literal('password') }),
+    v.strictObject({ method: v.literal('password'), requireSso: v.literal(false) }),
     v.strictObject({
       method: v.literal('sso'),
-      provider: v.string(),
-      startUrl: v.string(),
-      passwordAllowed: v.boolean(),
+      provider: v.pipe(v.string(), v.description("The connection's display name, for a 'Sign in with …' button")),
+      startUrl: v.pipe(v.string(), v.description('Absolute URL that starts the sign-in (same as `signInUrl`)')),
+      passwordAllowed: v.pipe(v.boolean(), v.description('False when the organization requires SSO')),
+      requireSso: v.pipe(v.boolean(), v.description('True when the organization requires SSO (reference field name)')),
+      organizationSlug: v.pipe(v.string(), v.description('The slug in `/v1/sso/:orgSlug/…`')),
+      signInPath: v.pipe(v.string(), v.description('`/v1/sso/<slug>/start`, relative to this server')),
+      signInUrl: v.pipe(v.string(), v.description('Absolute URL that starts the sign-in')),
     }),
   ]),
   v.title('SsoResolution'),

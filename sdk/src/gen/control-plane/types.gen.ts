@@ -21130,11 +21130,37 @@ export type ResolveSignInResponses = {
      */
     200: {
         method: 'password';
+        requireSso: false;
     } | {
         method: 'sso';
+        /**
+         * The connection's display name, for a 'Sign in with …' button
+         */
         provider: string;
+        /**
+         * Absolute URL that starts the sign-in (same as `signInUrl`)
+         */
         startUrl: string;
+        /**
+         * False when the organization requires SSO
+         */
         passwordAllowed: boolean;
+        /**
+         * True when the organization requires SSO (reference field name)
+         */
+        requireSso: boolean;
+        /**
+         * The slug in `/v1/sso/:orgSlug/…`
+         */
+        organizationSlug: string;
+        /**
+         * `/v1/sso/<slug>/start`, relative to this server
+         */
+        signInPath: string;
+        /**
+         * Absolute URL that starts the sign-in
+         */
+        signInUrl: string;
     };
 };
 
