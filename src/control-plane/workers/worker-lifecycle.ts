@@ -53,6 +53,8 @@ export function provisionJobHandler(ctx: AsyncContext): JobHandler<{ generation:
         try {
           if (!(await claimRuntime(ctx, provisioner, workerId, generation, signal))) return { skipped: true }
           let runtime: ProvisionedRuntime
+          // Heartbeats from here on come from this start's runtime (its generation's token).
+          const startedAt = isoAt(ctx.deps)
           try {
             runtime = await provisioner.start({
               workerId,
@@ -71,8 +73,8 @@ export function provisionJobHandler(ctx: AsyncContext): JobHandler<{ generation:
             throw new JobFailure('provisioner_error', (error as Error).message)
           }
           started = true
-          const recorded = await job.commit((trx) =>
-            trx
+          const recorded = await job.commit(async (trx) => {
+            const result = await trx
               .updateTable('worker')
               .set({
                 runtime_url: runtime.url,
@@ -83,8 +85,28 @@ export function provisionJobHandler(ctx: AsyncContext): JobHandler<{ generation:
               .where('id', '=', workerId)
               .where('token_generation', '=', generation)
               .where('runtime_instance_id', '=', ctx.instance.id)
-              .executeTakeFirst(),
-          )
+              .executeTakeFirst()
+            // A heartbeat that arrived before the URL was recorded left the Worker provisioning
+            // (healthy means reachable); it counts now.
+            const caughtUp = await trx
+              .updateTable('worker')
+              .set({
+                state: 'healthy',
+                state_reason: 'heartbeat',
+                state_message: null,
+                provisioning_deadline_at: null,
+                updated_at: isoAt(ctx.deps),
+              })
+              .where('id', '=', workerId)
+              .where('state', '=', 'provisioning')
+              .where('token_generation', '=', generation)
+              .where('runtime_instance_id', '=', ctx.instance.id)
+              .where('last_heartbeat_at', '>=', startedAt)
+              .returning(WORKER_STATE_COLUMNS)
+              .execute()
+            await announceWorkerStates(ctx.deps, trx, caughtUp)
+            return result
+          })
           // Superseded (deleted, tokens rotated or revoked, taken over) while starting.
           if (Number(recorded.numUpdatedRows) !== 1) throw new LeaseLost()
           return { url: runtime.url }
@@ -204,8 +226,11 @@ export async function recordHeartbeat(
     })
   }
   // An unreachable engine is cleared by the provisioner's check of the engine, not by a heartbeat.
+  // A provisioning Worker becomes healthy once its URL is recorded too (the start job does it if
+  // this heartbeat comes first), so a healthy Worker always has an address.
   const becomesHealthy =
-    row.state === 'provisioning' || (row.state === 'unreachable' && row.state_reason !== 'engine_unreachable')
+    (row.state === 'provisioning' && row.runtime_url !== null) ||
+    (row.state === 'unreachable' && row.state_reason !== 'engine_unreachable')
   const lastActive = input.isActiveRecently
     ? laterOf(row.last_active_at, input.lastActivityAt ?? now)
     : row.last_active_at

@@ -141,7 +141,14 @@ test("heartbeats need the Worker's own activity token: another Worker's is 401",
     assert.is((await beat(a, org.owner.token)).status, 401, 'a session is not a Worker credential')
     const ok = await beat(a, tokensA.activity)
     assert.is(ok.status, 200)
-    assert.is(ok.body.item.state, 'healthy')
+    // Healthy once both a heartbeat arrived and the runtime's URL is recorded, in either order.
+    const healthy = await waitFor(
+      () => t.client.get(`/v1/workers/${a}/runtime`, { token: org.owner.token }),
+      (r) => r.body.item.state === 'healthy',
+      30_000,
+      50,
+    )
+    assert.match(healthy.body.item.url, /^http:\/\/127\.0\.0\.1:\d+$/)
     assert.is((await beat(b, tokensB.activity)).status, 200)
     // Revoking the set stops the runtime and the old activity token.
     assert.is((await t.client.delete(`/v1/workers/${a}/tokens`, { token: org.owner.token })).status, 204)

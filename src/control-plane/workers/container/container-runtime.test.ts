@@ -159,7 +159,7 @@ test('a container Worker on its own network (slirp4netns) is reached through a p
         100,
       )
       assert.equal([ready.body.item.state, ready.body.item.stateReason], ['healthy', 'heartbeat'])
-      assert.match(ready.body.item.url, /^http:\/\/127\.0\.0\.1:\d+$/)
+      assert.match(ready.body.item.url, /^http:\/\/127\.0\.0\.1:\d+$/, JSON.stringify(ready.body.item))
       assert.is((await fetch(`${ready.body.item.url}/health`)).status, 200, 'the published port answers')
       const [box] = await podman.containers(workerLabel(id))
       const inspect = (await podman.engine.json<Record<string, any>>('GET', `/containers/${box!.Id}/json`)).value!
