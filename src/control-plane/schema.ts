@@ -28,6 +28,8 @@ import type {
   SsoIdentityTable,
   SsoLoginTable,
 } from './sso/sso-tables.ts'
+import type { IdempotencyKeyTable } from './idempotency/idempotency-tables.ts'
+import type { ScimGroupTable, ScimTokenTable, ScimUserTable } from './scim/scim-tables.ts'
 import type { ControlPlaneInstanceTable, WorkerTable, WorkerTokenTable } from './workers/worker-tables.ts'
 
 /** `instance`: one row identifying this database. */
@@ -367,26 +369,6 @@ export interface SignInThrottleTable {
   window_started_at: string
 }
 
-/** An idempotency key of one caller scope (`user:`, `key:`, `worker:`), see idempotency/. */
-export interface IdempotencyKeyTable {
-  scope: string
-  key: string
-  /** SHA-256 (hex) of the method, target, X-Service-Org-Id header and body of the first request. */
-  fingerprint: string
-  /** Random token of the run holding the key; a transaction counts a commit only while it matches. */
-  owner: string
-  /** ISO time until which a run in progress holds the key; after it, another may take it over. */
-  lease_until: string
-  /** Transactions of the run that committed (0: nothing was written through a transaction). */
-  commits: number
-  /** The answer's status once recorded, else null. */
-  status: number | null
-  /** The answer (status, headers, body), sealed with the secret box: it may hold a secret shown once. */
-  answer: string | null
-  created_at: string
-  expires_at: string
-}
-
 /** One change in an organization's feed (`GET /v1/events`). */
 export interface ChangeEventTable {
   org_id: string
@@ -466,45 +448,6 @@ export interface ControlPlaneDb {
   scim_token: ScimTokenTable
   scim_user: ScimUserTable
   scim_group: ScimGroupTable
-}
-
-/** `scim_token`: an organization's SCIM bearer token, found by its SHA-256 (never stored in plain). */
-export interface ScimTokenTable {
-  id: string
-  org_id: string
-  name: string
-  start: string
-  token_hash: string
-  created_by_user_id: string | null
-  created_at: string
-  last_used_at: string | null
-}
-
-/** `scim_user`: a SCIM User resource; links an account to the organization (member while `active`). */
-export interface ScimUserTable {
-  id: string
-  org_id: string
-  user_id: string
-  /** Lower-cased userName (the account's email). */
-  user_name: string
-  external_id: string | null
-  display_name: string | null
-  given_name: string | null
-  family_name: string | null
-  /** JSON array of the provider's `emails`. */
-  emails: string | null
-  active: number
-  /** 1 when provisioning created the account. */
-  created_account: number
-  created_at: string
-  updated_at: string
-}
-
-/** `scim_group`: SCIM attributes of a team provisioned as a Group. */
-export interface ScimGroupTable {
-  team_id: string
-  org_id: string
-  external_id: string | null
 }
 
 /** A control-plane database handle or an open transaction: what queries that may run in either take. */

@@ -10,7 +10,7 @@ import { generateToken, hashToken, secretsEqual } from '../../core/secrets.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
 import { controlPlaneError } from '../control-plane-errors.ts'
 import { isoAt, type Deps } from '../deps.ts'
-import type { ScimTokenTable } from '../schema.ts'
+import type { ScimTokenTable } from './scim-tables.ts'
 
 /** Every SCIM token starts with this, so it is recognisable in a secret scanner or a log. */
 export const SCIM_TOKEN_PREFIX = 'scim_'

@@ -7,7 +7,7 @@
  * @module
  */
 import { normalizeEmail } from '../identity/users-view.ts'
-import type { ScimUserTable } from '../schema.ts'
+import type { ScimUserTable } from './scim-tables.ts'
 import { scimError } from './scim-error.ts'
 import { optionalString, scimBoolean, type PatchOperation, versionOf } from './scim-protocol.ts'
 
