@@ -7,7 +7,7 @@
 import { recordAudit, type Actor } from '../admin/audit.ts'
 import { controlPlaneError } from '../control-plane-errors.ts'
 import { isoAt, type Deps } from '../deps.ts'
-import type { ApiStyle } from '../providers/provider-catalog.ts'
+import type { ApiStyle } from '../providers/catalog-provider.ts'
 import type { Db } from '../schema.ts'
 
 /** A Worker's delivery as the API shows it. */

@@ -9,7 +9,7 @@
  * `mistral`, `bedrock` (AWS Bedrock Converse), `azure-openai`.
  * @module
  */
-import type { CatalogProvider } from './provider-catalog.ts'
+import type { CatalogProvider } from './catalog-provider.ts'
 
 const m = (
   id: string,

@@ -12,7 +12,8 @@ import { ConfigError } from '../../core/settings.ts'
 import { buildFixtureOrg } from '../testing/org-fixture.ts'
 import { startTestControlPlane } from '../testing/test-control-plane.ts'
 import { EMBEDDED_PROVIDER_CATALOG } from './catalog-data.ts'
-import { API_STYLES, loadProviderCatalog } from './provider-catalog.ts'
+import { API_STYLES } from './catalog-provider.ts'
+import { loadProviderCatalog } from './provider-catalog.ts'
 
 const test = suite('control-plane/llm-providers', { timeoutMs: 60_000 })
 

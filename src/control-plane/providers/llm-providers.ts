@@ -15,7 +15,8 @@ import { isUniqueViolation } from '../db-errors.ts'
 import { isoAt, type Deps } from '../deps.ts'
 import { keysetPage, type Page } from '../pagination.ts'
 import type { ControlPlaneDb } from '../schema.ts'
-import type { ApiStyle, ProviderCatalog } from './provider-catalog.ts'
+import type { ApiStyle } from './catalog-provider.ts'
+import type { ProviderCatalog } from './provider-catalog.ts'
 import { controlPlaneError } from '../control-plane-errors.ts'
 
 /** A model offered through a provider. */

@@ -4,7 +4,7 @@
  * @module
  */
 import * as v from 'valibot'
-import { API_STYLES, CatalogProviderSchema } from '../providers/provider-catalog.ts'
+import { API_STYLES, CatalogProviderSchema } from '../providers/catalog-provider.ts'
 import { idOf, itemOf, nameField, pageOf, Timestamp } from './common.ts'
 
 /** A provider of the model catalog. */

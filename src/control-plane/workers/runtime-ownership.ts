@@ -23,7 +23,7 @@ import { announceWorkerStates, WORKER_STATE_COLUMNS } from './worker-events.ts'
 import { isoAt } from '../deps.ts'
 import type { AsyncContext } from '../jobs/async-context.ts'
 import type { Provisioner } from './provisioner.ts'
-import { reprovisionIn } from './workers.ts'
+import { reprovisionIn } from './provision-job.ts'
 
 /** How long a rotation, revocation or delete waits for another live instance to stop its runtime. */
 export const RETIRE_WAIT_MS = 5000

@@ -14,7 +14,8 @@ import { enqueueJob, JobFailure, LeaseLost, shortMessage } from '../jobs/job-que
 import type { JobHandler } from '../jobs/job-handler.ts'
 import type { ProvisionedRuntime } from './provisioner.ts'
 import { claimRuntime, recordSpawn, releaseRuntime, stopLocalRuntime } from './runtime-ownership.ts'
-import { openCredentials, PROVISION_JOB, reprovisionIn, type WorkerState } from './workers.ts'
+import { PROVISION_JOB, reprovisionIn } from './provision-job.ts'
+import { openCredentials, type WorkerState } from './workers.ts'
 import { announceWorkerStates, WORKER_STATE_COLUMNS } from './worker-events.ts'
 import { controlPlaneError } from '../control-plane-errors.ts'
 

@@ -22,9 +22,9 @@ import { generateToken, hashToken } from '../../core/secrets.ts'
 import { recordAudit, type Actor } from '../admin/audit.ts'
 import { isoAt } from '../deps.ts'
 import type { AsyncContext } from '../jobs/async-context.ts'
-import { enqueueJob } from '../jobs/job-queue.ts'
 import { keysetPage, type Page } from '../pagination.ts'
 import { retireRuntime } from './runtime-ownership.ts'
+import { reprovisionIn } from './provision-job.ts'
 import type { ControlPlaneDb } from '../schema.ts'
 import type { RuntimeCredentials } from './provisioner.ts'
 import type { WorkerTable } from './worker-tables.ts'
@@ -36,9 +36,6 @@ export const WORKER_STATES = ['provisioning', 'healthy', 'unreachable', 'stopped
 export type WorkerState = (typeof WORKER_STATES)[number]
 /** Token scopes. */
 export const WORKER_TOKEN_SCOPES = ['client', 'host', 'activity'] as const
-
-/** The job kind that starts (or restarts) a Worker's runtime. */
-export const PROVISION_JOB = 'worker.provision'
 
 /** A Worker as the API shows it. */
 export interface WorkerView {
@@ -173,34 +170,6 @@ async function installCredentials(
   }
   await reprovisionIn(ctx, trx, row, generation)
   return generation
-}
-
-/**
- * Cancels a Worker's open provisioning jobs and queues a new one for `generation`, in `trx`:
- * earlier attempts are superseded by this one (new tokens, a hand-over, a recovered runtime).
- */
-export async function reprovisionIn(
-  ctx: AsyncContext,
-  trx: Transaction<ControlPlaneDb>,
-  worker: { id: string; org_id: string },
-  generation: number,
-): Promise<void> {
-  const now = isoAt(ctx.deps)
-  await trx
-    .updateTable('job')
-    .set({ status: 'canceled', finished_at: now, updated_at: now, locked_by: null, lease_until: null })
-    .where('subject_id', '=', worker.id)
-    .where('kind', '=', PROVISION_JOB)
-    .where('status', 'in', ['queued', 'running'])
-    .execute()
-  await enqueueJob(trx, ctx.deps.now(), {
-    kind: PROVISION_JOB,
-    orgId: worker.org_id,
-    subjectId: worker.id,
-    payload: { generation },
-    maxAttempts: ctx.settings.workers.maxAttempts,
-    deadlineMs: ctx.settings.workers.provisioningDeadlineMs,
-  })
 }
 
 /** Opens the sealed token set of a Worker. */
