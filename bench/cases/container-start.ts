@@ -12,7 +12,7 @@
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { startAsyncTestPlane } from '../../src/control-plane/testing/async-test-kit.ts'
-import { contractClient } from '../../src/control-plane/testing/contract-client.ts'
+import { contractClient, forwardTo } from '../../src/control-plane/testing/contract-client.ts'
 import { buildFixtureOrg } from '../../src/control-plane/testing/org-fixture.ts'
 import { podmanAvailable, startTestEngine } from '../../src/control-plane/workers/container/podman-test-engine.ts'
 import { startChild } from '../../tests/harness.ts'
@@ -50,15 +50,7 @@ async function run(ctx: BenchContext): Promise<void> {
     const contract = await startAsyncTestPlane()
     const client = contractClient({
       contract: contract.app.contract,
-      fetch: (r) => {
-        const u = new URL(r.url)
-        return fetch(`${server.url}${u.pathname}${u.search}`, {
-          method: r.method,
-          headers: r.headers,
-          body: r.body,
-          duplex: 'half',
-        } as RequestInit)
-      },
+      fetch: forwardTo(() => server.url),
     })
     await contract.close()
     const org = await buildFixtureOrg(client, 'bench')

@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path'
 import { createFixtureRepo, skillText } from '../../../fixtures/git-repos/git-repo.ts'
 import { assert, BUN, startChild, suite, withTempDir, type ChildServer } from '../../../tests/harness.ts'
 import { startAsyncTestPlane, waitFor } from '../testing/async-test-kit.ts'
-import { contractClient } from '../testing/contract-client.ts'
+import { contractClient, forwardTo } from '../testing/contract-client.ts'
 import { buildFixtureOrg } from '../testing/org-fixture.ts'
 
 const test = suite('control-plane/sync-crash', { timeoutMs: 90_000 })
@@ -44,15 +44,7 @@ test('a sync interrupted by SIGKILL resumes after restart and completes exactly 
     let current = child
     const client = contractClient({
       contract: contract.app.contract,
-      fetch: (r) => {
-        const u = new URL(r.url)
-        return fetch(`${current.url}${u.pathname}${u.search}`, {
-          method: r.method,
-          headers: r.headers,
-          body: r.body,
-          duplex: 'half',
-        } as RequestInit)
-      },
+      fetch: forwardTo(() => current.url),
     })
     try {
       const org = await buildFixtureOrg(client, 'crash')

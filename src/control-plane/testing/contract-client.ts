@@ -82,6 +82,22 @@ function describeIssues(issues: ReadonlyArray<v.BaseIssue<unknown>>): string {
     .join('; ')
 }
 
+/**
+ * A fetch handler that sends each request to the server at `base()` (read per request, so a test
+ * can point it at a restarted child process): a contract client over a real server over HTTP.
+ */
+export function forwardTo(base: () => string): (request: Request) => Promise<Response> {
+  return (r) => {
+    const u = new URL(r.url)
+    return fetch(`${base()}${u.pathname}${u.search}`, {
+      method: r.method,
+      headers: r.headers,
+      body: r.body,
+      duplex: 'half',
+    } as RequestInit)
+  }
+}
+
 /** A contract-checking client over a surface's fetch handler and route table. */
 export function contractClient<Rule>(source: ContractSource<Rule>) {
   const compiled: Compiled<Rule>[] = source.contract.routes.map((route) => ({

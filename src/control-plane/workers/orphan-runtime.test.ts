@@ -9,7 +9,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { assert, BUN, startChild, suite, withTempDir, type ChildServer } from '../../../tests/harness.ts'
 import { startAsyncTestPlane, waitFor } from '../testing/async-test-kit.ts'
-import { contractClient } from '../testing/contract-client.ts'
+import { contractClient, forwardTo } from '../testing/contract-client.ts'
 import { buildFixtureOrg } from '../testing/org-fixture.ts'
 
 const test = suite('control-plane/orphan-runtime', { timeoutMs: 60_000 })
@@ -53,15 +53,7 @@ test('a runtime orphaned by a control-plane crash is stopped when its Worker is 
     let current = child
     const client = contractClient({
       contract: contract.app.contract,
-      fetch: (r) => {
-        const u = new URL(r.url)
-        return fetch(`${current.url}${u.pathname}${u.search}`, {
-          method: r.method,
-          headers: r.headers,
-          body: r.body,
-          duplex: 'half',
-        } as RequestInit)
-      },
+      fetch: forwardTo(() => current.url),
     })
     try {
       const org = await buildFixtureOrg(client, 'orphan')

@@ -15,7 +15,7 @@ import {
   type ChildServer,
 } from '../../../../tests/harness.ts'
 import { startAsyncTestPlane, waitFor } from '../../testing/async-test-kit.ts'
-import { contractClient } from '../../testing/contract-client.ts'
+import { contractClient, forwardTo } from '../../testing/contract-client.ts'
 import { buildFixtureOrg } from '../../testing/org-fixture.ts'
 import { LABELS, volumeName } from './container-provisioner.ts'
 import { podmanAvailable, startTestEngine, workerLabel } from './podman-test-engine.ts'
@@ -66,15 +66,7 @@ test('a container Worker turns healthy from inside its container, rotates, follo
       let current = child
       const client = contractClient({
         contract: contract.app.contract,
-        fetch: (r) => {
-          const u = new URL(r.url)
-          return fetch(`${current.url}${u.pathname}${u.search}`, {
-            method: r.method,
-            headers: r.headers,
-            body: r.body,
-            duplex: 'half',
-          } as RequestInit)
-        },
+        fetch: forwardTo(() => current.url),
       })
       const org = await buildFixtureOrg(client, 'ctr')
       const owner = org.owner.token
