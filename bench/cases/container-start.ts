@@ -71,15 +71,68 @@ async function run(ctx: BenchContext): Promise<void> {
       await client.delete(`/v1/workers/${id}`, { token })
       return ms
     }
+    // The floor: the engine creating and starting a container of the same image, confined the
+    // same way, until its /health answers; no control plane, volume, credentials or heartbeat.
+    const bareContainer = async (n: number): Promise<number> => {
+      const port = 20_000 + ((process.pid + n) % 20_000)
+      const started = performance.now()
+      const created = await podman.engine.json<{ Id: string }>('POST', `/containers/create?name=bench-floor-${n}`, {
+        Image: image,
+        User: '65534:65534',
+        Cmd: ['--mode', 'workspace', '--host', '127.0.0.1', '--port', String(port), '--data-dir', '/tmp/data'],
+        Env: ['HOME=/tmp', 'TMPDIR=/tmp', 'SERVICE_TOKEN=bench-floor-token-0123456789abcdef'],
+        HostConfig: {
+          NetworkMode: 'host',
+          ReadonlyRootfs: true,
+          CapDrop: ['ALL'],
+          SecurityOpt: ['no-new-privileges'],
+          Ulimits: [
+            { Name: 'nofile', Soft: 1024, Hard: 1024 },
+            { Name: 'nproc', Soft: 1024, Hard: 1024 },
+          ],
+          Tmpfs: { '/tmp': 'rw,nosuid,size=64m' },
+        },
+      })
+      const id = created.value!.Id
+      await podman.engine.json('POST', `/containers/${id}/start`)
+      for (;;) {
+        const ok = await fetch(`http://127.0.0.1:${port}/health`)
+          .then((r) => r.status === 200)
+          .catch(() => false)
+        if (ok) break
+        if (performance.now() - started > 60_000) throw new Error('the bare container did not answer /health')
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      const ms = performance.now() - started
+      await podman.engine.json('DELETE', `/containers/${id}?force=true`)
+      return ms
+    }
     await timeToHealthy('container', 0) // first container start warms the engine's storage
+    await bareContainer(0)
     const rounds: RoundPair[] = []
+    const floorRounds: RoundPair[] = []
     const count = Math.max(1, Math.min(ctx.settings.rounds, 3))
     for (let i = 1; i <= count; i++) {
       const baseline = await timeToHealthy('process', i)
       const ours = await timeToHealthy('container', i)
-      ctx.log(`round ${i}: process ${baseline.toFixed(0)} ms, container ${ours.toFixed(0)} ms`)
+      const floor = await bareContainer(i)
+      ctx.log(
+        `round ${i}: process ${baseline.toFixed(0)} ms, container ${ours.toFixed(0)} ms, bare container ${floor.toFixed(0)} ms`,
+      )
       rounds.push({ baseline, ours })
+      floorRounds.push({ baseline: floor, ours })
     }
+    ctx.record(
+      makeFigure({
+        caseName: 'container-start',
+        name: 'POST /v1/workers → healthy, over the engine floor',
+        unit: 'ms',
+        subject: 'container provisioner (Podman 4.3 + runc, host network)',
+        baselineLabel: 'the engine starting the same image until /health answers',
+        rounds: floorRounds,
+        notes: ['what the control plane adds to the engine: job, volume, credential files, first heartbeat'],
+      }),
+    )
     ctx.record(
       makeFigure({
         caseName: 'container-start',
