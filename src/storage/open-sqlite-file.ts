@@ -16,7 +16,7 @@ export async function openSqliteFile(path: string): Promise<RawSqlite> {
   try {
     // The busy timeout first: switching to WAL takes a lock another process may be holding.
     raw.exec('pragma busy_timeout = 5000')
-    raw.exec('pragma journal_mode = wal')
+    await switchToWal(raw)
     raw.exec('pragma synchronous = normal')
     raw.exec('pragma foreign_keys = on')
     if (!inMemory) restrictFileModes(path)
@@ -24,6 +24,25 @@ export async function openSqliteFile(path: string): Promise<RawSqlite> {
   } catch (error) {
     raw.close()
     throw error
+  }
+}
+
+/**
+ * Switching to WAL needs the file to itself; when another process holds a lock SQLite may answer
+ * SQLITE_BUSY at once instead of waiting (its busy handler is skipped where waiting could
+ * deadlock), so processes starting together on a new database retry here, within the same 5 s.
+ */
+async function switchToWal(raw: RawSqlite): Promise<void> {
+  const deadline = Date.now() + 5000
+  for (let delay = 5; ; delay = Math.min(delay * 2, 100)) {
+    try {
+      raw.exec('pragma journal_mode = wal')
+      return
+    } catch (error) {
+      const busy = /SQLITE_BUSY|database is locked/i.test(`${(error as { code?: string }).code ?? ''} ${error}`)
+      if (!busy || Date.now() + delay > deadline) throw error
+      await new Promise((resolve) => setTimeout(resolve, delay))
+    }
   }
 }
 
