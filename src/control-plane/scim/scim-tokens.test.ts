@@ -1,10 +1,13 @@
 import { assert, suite } from '../../../tests/harness.ts'
 import { errorResponse, type ApiError } from '../../core/errors.ts'
+import { newId } from '../../core/ids.ts'
 import { controlPlaneError } from '../control-plane-errors.ts'
 import { asScimError } from './scim-error.ts'
 import { buildFixtureOrg } from '../testing/org-fixture.ts'
 import { startTestControlPlane } from '../testing/test-control-plane.ts'
-import { ownerScimToken, scimClient, USER_SCHEMA } from './scim-test-kit.ts'
+import { ownerScimToken, patchOp, scimClient, USER_SCHEMA } from './scim-test-kit.ts'
+import { MAX_SCIM_TOKENS } from './scim-tokens.ts'
+import { MAX_SCIM_MEMBERS, MAX_SCIM_OPERATIONS } from './scim-protocol.ts'
 
 const test = suite('control-plane/scim-tokens')
 
@@ -108,6 +111,47 @@ test("an API error raised on a SCIM route keeps its status and code and gains SC
   assert.is(body.code, 'owner_protected')
   assert.is(body.detail, 'The owner cannot be removed')
   assert.is(asScimError(reshaped), reshaped, 'an error already in SCIM format passes unchanged')
+})
+
+test('an organization holds at most its limit of SCIM tokens, an unknown one is 404, and oversized requests are tooMany', async () => {
+  const t = await startTestControlPlane()
+  try {
+    const org = await buildFixtureOrg(t.client, 'lim')
+    for (let i = 0; i < MAX_SCIM_TOKENS; i++) await ownerScimToken(t, org, `idp-${i}`)
+    const over = await t.client.post('/v1/org/scim-tokens', { token: org.owner.token, json: { name: 'one more' } })
+    assert.is(over.status, 409)
+    assert.is(over.body.code, 'scim_token_limit')
+    const unknown = await t.client.delete(`/v1/org/scim-tokens/${newId('sct')}`, { token: org.owner.token })
+    assert.is(unknown.status, 404)
+    assert.is(unknown.body.code, 'scim_token_not_found')
+
+    // Revoking one makes room again; that token then works for the SCIM endpoints.
+    const first = (await t.client.get('/v1/org/scim-tokens', { token: org.owner.token })).body.items[0]
+    assert.is((await t.client.delete(`/v1/org/scim-tokens/${first.id}`, { token: org.owner.token })).status, 204)
+    const scim = scimClient(t, await ownerScimToken(t, org, 'replacement'))
+    const user = await scim.post('/Users', { schemas: [USER_SCHEMA], userName: 'many@lim.test', active: true })
+    assert.is(user.status, 201)
+    const operations = Array.from({ length: MAX_SCIM_OPERATIONS + 1 }, () => ({
+      op: 'replace',
+      path: 'displayName',
+      value: 'x',
+    }))
+    const tooManyOps = await scim.patch(`/Users/${user.body.id}`, patchOp(...operations))
+    assert.is(tooManyOps.status, 400)
+    assert.is(tooManyOps.body.scimType, 'tooMany')
+    const group = await scim.post('/Groups', {
+      schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group'],
+      displayName: 'Too big',
+      members: Array.from({ length: MAX_SCIM_MEMBERS + 1 }, (_, i) => ({ value: `usr_${i}` })),
+    })
+    assert.is(group.status, 400)
+    assert.is(group.body.scimType, 'tooMany')
+    // Nothing was half-written: the user kept its name and no group exists.
+    assert.is((await scim.get(`/Users/${user.body.id}`)).body.displayName ?? null, null)
+    assert.is((await scim.get('/Groups')).body.totalResults, 0)
+  } finally {
+    await t.close()
+  }
 })
 
 test.run()

@@ -537,4 +537,56 @@ test('requiring SSO: refused without an SSO session, then ends password sessions
   }
 })
 
+test('a provider that refuses, an unknown sign-in URL, a missing connection and a taken domain or slug each answer with their code', async () => {
+  const w = await world()
+  try {
+    // The provider sends the person back with an error instead of a code.
+    const start = await w.t.client.get('/v1/sso/corp/start')
+    const state = new URL(start.headers.get('location')!).searchParams.get('state')!
+    const denied = await w.t.client.get(
+      `/v1/sso/corp/callback?state=${encodeURIComponent(state)}&error=access_denied`,
+      {
+        headers: { cookie: cookieOf(start.headers) },
+      },
+    )
+    assert.is(denied.status, 302)
+    assert.is(fragment(denied.headers.get('location')!).get('sso_error'), 'sso_provider_denied')
+    assert.is(w.idp.tokenRequests, 0)
+
+    const unknown = await w.t.client.get('/v1/sso/nobody/start')
+    assert.is(unknown.status, 404)
+    assert.is(unknown.body.code, 'sso_connection_not_found')
+
+    const other = await buildFixtureOrg(w.t.client, 'other')
+    const none = await w.t.client.get('/v1/org/sso', { token: other.owner.token })
+    assert.is(none.status, 404)
+    assert.is(none.body.code, 'sso_not_configured')
+    const connection = (slug: string, domain: string) => ({
+      slug,
+      displayName: 'Other IdP',
+      issuer: w.idp.issuer,
+      clientId: w.idp.clientId,
+      clientSecret: w.idp.clientSecret,
+      allowedDomains: [domain],
+      defaultRole: 'member',
+    })
+    const domainTaken = await w.t.client.put('/v1/org/sso', {
+      token: other.owner.token,
+      json: connection('other', 'corp.test'),
+    })
+    assert.is(domainTaken.status, 409)
+    assert.is(domainTaken.body.code, 'sso_domain_taken')
+    const slugTaken = await w.t.client.put('/v1/org/sso', {
+      token: other.owner.token,
+      json: connection('corp', 'other.test'),
+    })
+    assert.is(slugTaken.status, 409)
+    assert.is(slugTaken.body.code, 'sso_slug_taken')
+    // Neither refusal saved anything for the other organization.
+    assert.is((await w.t.client.get('/v1/org/sso', { token: other.owner.token })).status, 404)
+  } finally {
+    await w.close()
+  }
+})
+
 test.run()
