@@ -7,6 +7,7 @@
  */
 import { sql } from 'kysely'
 import type { Logger } from '../../core/logger.ts'
+import { startPeriodicTask } from '../../core/periodic-task.ts'
 import { isoAt, type Deps } from '../deps.ts'
 
 /** Days an audit event is kept by default. */
@@ -48,24 +49,9 @@ export function startAuditSweeper(
   retentionDays: number,
   intervalMs = AUDIT_SWEEP_INTERVAL_MS,
 ): () => void {
-  let running: Promise<unknown> | null = null
-  const sweep = () => {
-    if (running) return
-    running = sweepOldAuditEvents(deps, retentionDays)
-      .then((deleted) => {
-        if (deleted > 0) logger.info('old audit events deleted', { deleted, retentionDays })
-      })
-      .catch((error: unknown) => logger.warn('audit retention sweep failed', { error: String(error) }))
-      .finally(() => {
-        running = null
-      })
+  const sweep = async () => {
+    const deleted = await sweepOldAuditEvents(deps, retentionDays)
+    if (deleted > 0) logger.info('old audit events deleted', { deleted, retentionDays })
   }
-  const first = setTimeout(sweep, 30_000)
-  const timer = setInterval(sweep, intervalMs)
-  ;(first as { unref?: () => void }).unref?.()
-  ;(timer as { unref?: () => void }).unref?.()
-  return () => {
-    clearTimeout(first)
-    clearInterval(timer)
-  }
+  return startPeriodicTask(sweep, { intervalMs, firstAfterMs: 30_000, logger, failure: 'audit retention sweep failed' })
 }

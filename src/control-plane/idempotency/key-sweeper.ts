@@ -4,6 +4,7 @@
  * @module
  */
 import type { Logger } from '../../core/logger.ts'
+import { startPeriodicTask } from '../../core/periodic-task.ts'
 import type { Deps } from '../deps.ts'
 import { sweepExpiredKeys } from './idempotency-store.ts'
 
@@ -12,15 +13,9 @@ export const SWEEP_INTERVAL_MS = 10 * 60_000
 
 /** Starts sweeping every {@link SWEEP_INTERVAL_MS}; the returned function stops it. */
 export function startKeySweeper(deps: Deps, logger: Logger, intervalMs = SWEEP_INTERVAL_MS): () => void {
-  let running: Promise<unknown> | null = null
-  const timer = setInterval(() => {
-    if (running) return
-    running = sweepExpiredKeys(deps)
-      .catch((error: unknown) => logger.warn('idempotency key sweep failed', { error: String(error) }))
-      .finally(() => {
-        running = null
-      })
-  }, intervalMs)
-  ;(timer as { unref?: () => void }).unref?.()
-  return () => clearInterval(timer)
+  return startPeriodicTask(() => sweepExpiredKeys(deps), {
+    intervalMs,
+    logger,
+    failure: 'idempotency key sweep failed',
+  })
 }
