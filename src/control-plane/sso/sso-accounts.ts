@@ -23,8 +23,8 @@ import type { SsoConnectionTable } from './sso-tables.ts'
 export const NO_PASSWORD = '!sso-only'
 
 /**
- * The account for the verified claims, made a member when it is not one yet (just-in-time, within
- * the connection's domains and the admission policy). Runs in one transaction.
+ * The account for the verified claims and its membership, made when it is not one yet
+ * (just-in-time, within the connection's domains and the admission policy). Runs in one transaction.
  */
 export async function admitPerson(
   deps: Deps,
@@ -32,7 +32,7 @@ export async function admitPerson(
   connection: SsoConnectionTable,
   claims: IdTokenClaims,
   linkUserId: string | null,
-): Promise<string> {
+): Promise<{ userId: string; memberId: string }> {
   const now = isoAt(deps)
   const identity = await trx
     .selectFrom('sso_identity')
@@ -67,22 +67,23 @@ export async function admitPerson(
           'sso_account_exists',
           'An account with this email exists: sign in with your password and link it to the provider from the console',
         )
-      await insertIdentity(trx, claims, taken.id, now)
-      return taken.id
+      // Already a member here (provisionedHere checked), so the lookup below finds the membership.
+      userId = taken.id
+    } else {
+      assertAdmitted(await readAdmissionPolicy(trx, connection.org_id), 'ssoJustInTime', email)
+      userId = newId('usr')
+      await trx
+        .insertInto('app_user')
+        .values({
+          id: userId,
+          email,
+          name: claims.name ?? email.split('@')[0]!,
+          password_hash: NO_PASSWORD,
+          created_at: now,
+          updated_at: now,
+        })
+        .execute()
     }
-    assertAdmitted(await readAdmissionPolicy(trx, connection.org_id), 'ssoJustInTime', email)
-    userId = newId('usr')
-    await trx
-      .insertInto('app_user')
-      .values({
-        id: userId,
-        email,
-        name: claims.name ?? email.split('@')[0]!,
-        password_hash: NO_PASSWORD,
-        created_at: now,
-        updated_at: now,
-      })
-      .execute()
     await insertIdentity(trx, claims, userId, now)
   }
   if (identity)
@@ -93,8 +94,7 @@ export async function admitPerson(
     .where('org_id', '=', connection.org_id)
     .where('user_id', '=', userId)
     .executeTakeFirst()
-  if (!member) await joinJustInTime(deps, trx, connection, claims, userId)
-  return userId
+  return { userId, memberId: member?.id ?? (await joinJustInTime(deps, trx, connection, claims, userId)) }
 }
 
 /**
@@ -165,7 +165,7 @@ async function joinJustInTime(
   connection: SsoConnectionTable,
   claims: IdTokenClaims,
   userId: string,
-): Promise<void> {
+): Promise<string> {
   const email = usableEmail(connection, claims)
   assertAdmitted(await readAdmissionPolicy(trx, connection.org_id), 'ssoJustInTime', email)
   const now = isoAt(deps)
@@ -189,4 +189,5 @@ async function joinJustInTime(
       await recordAudit(deps, trx, actor, 'team.member_added', { type: 'team', id: team.id }, { memberId })
     }
   }
+  return memberId
 }

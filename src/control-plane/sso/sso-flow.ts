@@ -222,17 +222,11 @@ export async function finishSignIn(deps: Deps, providers: SsoProviders, input: C
     deps.db.transaction().execute((trx) => admitPerson(deps, trx, connection, claims, login.link_user_id))
   // Two first sign-ins of one subject at once: the loser hits the (issuer, subject) constraint and
   // finds the winner's account on the second try.
-  const userId = await admit().catch((error) => {
+  const { userId, memberId } = await admit().catch((error) => {
     if (isUniqueViolation(error)) return admit()
     throw error
   })
-  const member = await deps.db
-    .selectFrom('member')
-    .select('id')
-    .where('org_id', '=', connection.org_id)
-    .where('user_id', '=', userId)
-    .executeTakeFirst()
-  noteAuditActor({ userId, orgId: connection.org_id, memberId: member?.id ?? null })
+  noteAuditActor({ userId, orgId: connection.org_id, memberId })
   const handoff = generateToken('ssh_')
   await deps.db
     .updateTable('sso_login')
